@@ -1,0 +1,41 @@
+package structs
+
+// Deployment tracks a rolling update of a job version.
+type Deployment struct {
+	ID                 string
+	Namespace          string
+	JobID              string
+	JobVersion         uint64
+	JobModifyIndex     uint64
+	JobSpecModifyIndex uint64
+	JobCreateIndex     uint64
+	IsMultiregion      bool
+	TaskGroups         map[string]*DeploymentState
+	Status             string
+	StatusDescription  string
+	EvalPriority       int
+	CreateIndex        uint64
+	ModifyIndex        uint64
+	CreateTime         int64
+	ModifyTime         int64
+}
+
+// DeploymentState is one task group's progress in a deployment.
+type DeploymentState struct {
+	AutoRevert        bool
+	AutoPromote       bool
+	ProgressDeadline  int64
+	RequireProgressBy int64
+	Promoted          bool
+	PlacedCanaries    []string
+	DesiredCanaries   int
+	DesiredTotal      int
+	PlacedAllocs      int
+	HealthyAllocs     int
+	UnhealthyAllocs   int
+}
+
+// Active reports whether the deployment is still in progress.
+func (d *Deployment) Active() bool {
+	return d.Status == DeploymentStatusRunning || d.Status == DeploymentStatusPaused
+}

@@ -1,0 +1,258 @@
+package structs
+
+import "time"
+
+// MessageType is the first byte of every Raft log entry. Numbers are stable:
+// new types are appended, never renumbered.
+type MessageType uint8
+
+const (
+	NodeRegisterRequestType          MessageType = 0
+	NodeDeregisterRequestType        MessageType = 1
+	NodeUpdateStatusRequestType      MessageType = 2
+	NodeUpdateDrainRequestType       MessageType = 3
+	JobRegisterRequestType           MessageType = 4
+	JobDeregisterRequestType         MessageType = 5
+	EvalUpdateRequestType            MessageType = 6
+	EvalDeleteRequestType            MessageType = 7
+	AllocClientUpdateRequestType     MessageType = 9
+	ApplyPlanResultsRequestType      MessageType = 13
+	NodeUpdateEligibilityRequestType MessageType = 28
+	SchedulerConfigRequestType       MessageType = 30
+	ClusterMetadataRequestType       MessageType = 32
+	RootKeyUpsertRequestType         MessageType = 62
+	NamespaceUpsertRequestType       MessageType = 64
+
+	// IgnoreUnknownTypeFlag marks an entry a server may skip if it does not
+	// know the type (forward compatibility).
+	IgnoreUnknownTypeFlag MessageType = 128
+)
+
+// QueryOptions are common to every read.
+type QueryOptions struct {
+	Region        string
+	Namespace     string
+	MinQueryIndex uint64
+	MaxQueryTime  time.Duration
+	AllowStale    bool
+	Prefix        string
+	AuthToken     string
+	Filter        string
+	PerPage       int32
+	NextToken     string
+	Reverse       bool
+}
+
+// QueryMeta is returned with every read.
+type QueryMeta struct {
+	Index       uint64
+	LastContact time.Duration
+	KnownLeader bool
+	NextToken   string
+}
+
+// WriteRequest is common to every write.
+type WriteRequest struct {
+	Region           string
+	Namespace        string
+	AuthToken        string
+	IdempotencyToken string
+}
+
+// WriteMeta is returned with every write.
+type WriteMeta struct {
+	Index uint64
+}
+
+// NodeRegisterRequest registers or updates a node.
+type NodeRegisterRequest struct {
+	Node *Node
+	WriteRequest
+}
+
+// NodeUpdateStatusRequest changes a node's status (heartbeats ride on it).
+type NodeUpdateStatusRequest struct {
+	NodeID    string
+	SecretID  string
+	Status    string
+	NodeEvent *NodeEvent
+	UpdatedAt int64
+	WriteRequest
+}
+
+// NodeUpdateEligibilityRequest changes scheduling eligibility.
+type NodeUpdateEligibilityRequest struct {
+	NodeID      string
+	Eligibility string
+	NodeEvent   *NodeEvent
+	UpdatedAt   int64
+	WriteRequest
+}
+
+// NodeDeregisterRequest removes nodes.
+type NodeDeregisterRequest struct {
+	NodeIDs []string
+	WriteRequest
+}
+
+// NodeUpdateResponse answers register/status calls.
+type NodeUpdateResponse struct {
+	HeartbeatTTL    time.Duration
+	EvalIDs         []string
+	EvalCreateIndex uint64
+	NodeModifyIndex uint64
+	LeaderRPCAddr   string
+	NumNodes        int32
+	Servers         []*NodeServerInfo
+	Index           uint64
+}
+
+// NodeServerInfo tells a client about a server.
+type NodeServerInfo struct {
+	RPCAdvertiseAddr string
+	Datacenter       string
+}
+
+// JobRegisterRequest is a job write (the Raft entry carries job and eval).
+type JobRegisterRequest struct {
+	Job            *Job
+	Eval           *Evaluation
+	EnforceIndex   bool
+	JobModifyIndex uint64
+	PreserveCounts bool
+	PolicyOverride bool
+	EvalPriority   int
+	Submission     *JobSubmission
+	WriteRequest
+}
+
+// JobSubmission is the original source of a job.
+type JobSubmission struct {
+	Source         string
+	Format         string
+	VariableFlags  map[string]string
+	Variables      string
+	Namespace      string
+	JobID          string
+	Version        uint64
+	JobModifyIndex uint64
+}
+
+// JobRegisterResponse answers a register.
+type JobRegisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Warnings        string
+	QueryMeta
+}
+
+// JobDeregisterRequest stops (or purges) a job.
+type JobDeregisterRequest struct {
+	JobID           string
+	Purge           bool
+	Global          bool
+	EvalPriority    int
+	NoShutdownDelay bool
+	Eval            *Evaluation
+	SubmitTime      int64
+	WriteRequest
+}
+
+// JobDeregisterResponse answers a deregister.
+type JobDeregisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	QueryMeta
+}
+
+// EvalUpdateRequest upserts evaluations.
+type EvalUpdateRequest struct {
+	Evals     []*Evaluation
+	EvalToken string
+	WriteRequest
+}
+
+// EvalDeleteRequest deletes evaluations and allocations (GC).
+type EvalDeleteRequest struct {
+	Evals  []string
+	Allocs []string
+	WriteRequest
+}
+
+// AllocUpdateRequest carries client alloc updates (batched) and the evals
+// they cause.
+type AllocUpdateRequest struct {
+	Alloc     []*Allocation
+	Evals     []*Evaluation
+	UpdatedAt int64
+	WriteRequest
+}
+
+// AllocStopRequest asks the server to stop an allocation and reschedule it.
+type AllocStopRequest struct {
+	AllocID         string
+	NoShutdownDelay bool
+	WriteRequest
+}
+
+// AllocStopResponse answers an alloc stop.
+type AllocStopResponse struct {
+	EvalID string
+	Index  uint64
+}
+
+// ApplyPlanResultsRequest is the Raft entry a committed plan becomes.
+type ApplyPlanResultsRequest struct {
+	Job               *Job
+	Alloc             []*Allocation // placements and updates (full allocs)
+	AllocsStopped     []*Allocation
+	AllocsPreempted   []*Allocation
+	Deployment        *Deployment
+	DeploymentUpdates []*DeploymentStatusUpdate
+	EvalID            string
+	PreemptionEvals   []*Evaluation
+	UpdatedAt         int64
+	WriteRequest
+}
+
+// NamespaceUpsertRequest upserts namespaces.
+type NamespaceUpsertRequest struct {
+	Namespaces []*Namespace
+	WriteRequest
+}
+
+// Namespace groups jobs and their objects.
+type Namespace struct {
+	Name        string
+	Description string
+	Quota       string
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// RootKeyUpsertRequest stores a keyring root key through Raft.
+type RootKeyUpsertRequest struct {
+	Key *RootKey
+	WriteRequest
+}
+
+// RootKey is a keyring key. The private signing key is stored in Raft (it is
+// what makes the JWKS stable across restarts); only the public half is served.
+type RootKey struct {
+	KeyID       string
+	Algorithm   string
+	CreateTime  int64
+	State       string
+	PrivateKey  []byte // PKCS#8 DER
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ClusterMetadata is written once by the first leader.
+type ClusterMetadata struct {
+	ClusterID  string
+	CreateTime int64
+}
