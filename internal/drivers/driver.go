@@ -1,0 +1,130 @@
+// Package drivers owns the task driver contract: what the client's task
+// runner asks of a driver (start, wait, stop, destroy, inspect, signal,
+// recover) and what a driver reports about itself (fingerprint).
+//
+// A driver must never talk to the servers or touch allocation state; it runs
+// and supervises processes and reports what happened.
+package drivers
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Health of a driver on this node.
+const (
+	HealthUndetected = "undetected"
+	HealthUnhealthy  = "unhealthy"
+	HealthHealthy    = "healthy"
+)
+
+// Fingerprint is what a driver reports about itself.
+type Fingerprint struct {
+	// Attributes become node attributes ("driver.raw_exec" = "1", ...).
+	Attributes        map[string]string
+	Health            string
+	HealthDescription string
+}
+
+// TaskConfig is everything a driver needs to start one task.
+type TaskConfig struct {
+	ID            string // "<allocID>/<task>"
+	AllocID       string
+	JobID         string
+	JobName       string
+	TaskGroupName string
+	Name          string // task name
+	Namespace     string
+	NodeID        string
+	NodeName      string
+
+	// Config is the task's opaque `config {}` block, already interpolated.
+	Config map[string]any
+	// Env is the full environment (NOMAD_* plus task env), interpolated.
+	Env  map[string]string
+	User string
+
+	Resources *structs.AllocatedTaskResources
+
+	AllocDir   string // <alloc_dir>/<allocID>
+	TaskDir    string // <alloc_dir>/<allocID>/<task>
+	StdoutPath string // file or fifo the driver writes stdout to
+	StderrPath string
+	// CgroupParent is the parent under which the driver may create the
+	// task's cgroup (may be empty: driver default).
+	CgroupParent string
+}
+
+// TaskHandle is what a driver returns on start and can recover from.
+type TaskHandle struct {
+	Version     int
+	Config      *TaskConfig
+	State       string // TaskStateRunning / TaskStateExited
+	DriverState []byte // opaque, persisted by the client
+}
+
+// Task states as a driver sees them.
+const (
+	TaskStateUnknown = "unknown"
+	TaskStateRunning = "running"
+	TaskStateExited  = "exited"
+)
+
+// ExitResult is how a task ended.
+type ExitResult struct {
+	ExitCode  int
+	Signal    int
+	OOMKilled bool
+	Err       error
+}
+
+// Successful reports a clean exit.
+func (r *ExitResult) Successful() bool {
+	return r.ExitCode == 0 && r.Signal == 0 && r.Err == nil
+}
+
+// TaskStatus is a driver's view of a task.
+type TaskStatus struct {
+	ID          string
+	Name        string
+	State       string
+	StartedAt   time.Time
+	CompletedAt time.Time
+	ExitResult  *ExitResult
+	// PIDs of every process the task has (the tracked group), for diagnostics
+	// and tests.
+	PIDs []int
+}
+
+// Driver runs tasks of one kind.
+type Driver interface {
+	// Name is the driver's name as used in jobspecs ("raw_exec").
+	Name() string
+	// Fingerprint reports the driver's attributes and health now.
+	Fingerprint() *Fingerprint
+	// StartTask starts the task and returns a handle to persist.
+	StartTask(cfg *TaskConfig) (*TaskHandle, error)
+	// RecoverTask re-attaches to a task started by an earlier client process.
+	RecoverTask(h *TaskHandle) error
+	// WaitTask returns a channel that yields exactly one ExitResult.
+	WaitTask(ctx context.Context, taskID string) (<-chan *ExitResult, error)
+	// StopTask sends signal (default SIGTERM), waits up to timeout, then kills
+	// everything the task started (including processes that left its
+	// process group).
+	StopTask(taskID string, timeout time.Duration, signal string) error
+	// DestroyTask releases everything; with force it kills a running task.
+	DestroyTask(taskID string, force bool) error
+	// InspectTask reports the task's status.
+	InspectTask(taskID string) (*TaskStatus, error)
+	// SignalTask sends a signal to the task's main process.
+	SignalTask(taskID string, signal string) error
+}
+
+// ErrTaskNotFound is returned for unknown task IDs.
+var ErrTaskNotFound = errTaskNotFound{}
+
+type errTaskNotFound struct{}
+
+func (errTaskNotFound) Error() string { return "task not found for given id" }
