@@ -3,6 +3,8 @@ package structs
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // CodedError carries the HTTP status a failure maps to. RPC endpoints and the
@@ -13,7 +15,11 @@ type CodedError struct {
 	Message string
 }
 
-func (e *CodedError) Error() string { return e.Message }
+// Error encodes the code so that it survives net/rpc, which sends errors as
+// strings; ErrorCode decodes it again.
+func (e *CodedError) Error() string { return codedPrefix + strconv.Itoa(e.Code) + "," + e.Message }
+
+const codedPrefix = "RPC Error:: "
 
 // NewErrCoded builds a CodedError.
 func NewErrCoded(code int, format string, args ...any) error {
@@ -21,14 +27,23 @@ func NewErrCoded(code int, format string, args ...any) error {
 }
 
 // ErrorCode returns the HTTP status an error maps to (500 if uncoded).
-// Coded errors that crossed an RPC connection arrive as strings of the form
-// "<code>: <message>" and are recognised too.
+// Coded errors that crossed an RPC connection arrive as strings and are
+// recognised too.
 func ErrorCode(err error) (int, string) {
 	var ce *CodedError
 	if errors.As(err, &ce) {
 		return ce.Code, ce.Message
 	}
-	return 500, err.Error()
+	msg := err.Error()
+	if i := strings.Index(msg, codedPrefix); i >= 0 {
+		rest := msg[i+len(codedPrefix):]
+		if j := strings.IndexByte(rest, ','); j > 0 {
+			if code, cerr := strconv.Atoi(rest[:j]); cerr == nil && code >= 400 && code < 600 {
+				return code, rest[j+1:]
+			}
+		}
+	}
+	return 500, msg
 }
 
 // Common errors.

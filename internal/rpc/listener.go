@@ -1,0 +1,174 @@
+package rpc
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/yamux"
+)
+
+// Listener accepts connections on the RPC port and dispatches them by their
+// first byte: net/rpc sessions to the rpc.Server, Raft connections to the
+// RaftLayer, yamux sessions to per-stream net/rpc sessions.
+type Listener struct {
+	ln     net.Listener
+	srv    *rpc.Server
+	raft   *RaftLayer
+	logger hclog.Logger
+
+	mu     sync.Mutex
+	conns  map[io.Closer]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewListener wraps ln. raft may be nil when Raft does not ride on this port.
+func NewListener(ln net.Listener, srv *rpc.Server, raft *RaftLayer, logger hclog.Logger) *Listener {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &Listener{ln: ln, srv: srv, raft: raft, logger: logger, conns: map[io.Closer]struct{}{}}
+}
+
+// Addr is the listening address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Serve accepts until Close.
+func (l *Listener) Serve() {
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.logger.Error("rpc accept failed", "error", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.handle(conn)
+		}()
+	}
+}
+
+func (l *Listener) track(c io.Closer) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		c.Close()
+		return false
+	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+func (l *Listener) untrack(c io.Closer) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+func (l *Listener) handle(conn net.Conn) {
+	var b [1]byte
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	switch b[0] {
+	case ProtoRPC:
+		if !l.track(conn) {
+			return
+		}
+		defer l.untrack(conn)
+		l.srv.ServeCodec(NewServerCodec(bufferedConn(conn)))
+	case ProtoRaft:
+		if l.raft == nil {
+			conn.Close()
+			return
+		}
+		l.raft.handoff(conn)
+	case ProtoMultiplex:
+		cfg := yamuxConfig()
+		sess, err := yamux.Server(conn, cfg)
+		if err != nil {
+			conn.Close()
+			return
+		}
+		if !l.track(sess) {
+			return
+		}
+		defer l.untrack(sess)
+		for {
+			stream, err := sess.Accept()
+			if err != nil {
+				sess.Close()
+				return
+			}
+			go l.srv.ServeCodec(NewServerCodec(bufferedConn(stream)))
+		}
+	default:
+		l.logger.Warn("rpc: unknown protocol byte", "byte", b[0], "remote", conn.RemoteAddr())
+		conn.Close()
+	}
+}
+
+// Close stops accepting and closes every session.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	err := l.ln.Close()
+	if l.raft != nil {
+		l.raft.Close()
+	}
+	return err
+}
+
+func yamuxConfig() *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	cfg.EnableKeepAlive = true
+	cfg.KeepAliveInterval = 10 * time.Second
+	cfg.ConnectionWriteTimeout = 30 * time.Second
+	cfg.AcceptBacklog = 1024
+	cfg.MaxStreamWindowSize = 1 << 20
+	return cfg
+}
+
+type bufConn struct {
+	io.Reader
+	io.Writer
+	c io.Closer
+	w *bufio.Writer
+}
+
+// bufferedConn buffers reads; net/rpc's codec flushes its own writes.
+func bufferedConn(c io.ReadWriteCloser) io.ReadWriteCloser {
+	return &bufConn{Reader: bufio.NewReaderSize(c, 16<<10), Writer: c, c: c}
+}
+
+func (b *bufConn) Close() error { return b.c.Close() }

@@ -1,0 +1,139 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Pool keeps one multiplexed session per remote address and a net/rpc client
+// on a stream of it. net/rpc clients pipeline concurrent calls, so one client
+// per address serves any number of callers, including long blocking queries.
+type Pool struct {
+	mu      sync.Mutex
+	conns   map[string]*poolConn
+	timeout time.Duration
+	closed  bool
+}
+
+type poolConn struct {
+	sess   *yamux.Session
+	client *rpc.Client
+}
+
+// NewPool builds a pool; dialTimeout bounds connection setup.
+func NewPool(dialTimeout time.Duration) *Pool {
+	if dialTimeout == 0 {
+		dialTimeout = 10 * time.Second
+	}
+	return &Pool{conns: map[string]*poolConn{}, timeout: dialTimeout}
+}
+
+// ErrPoolClosed is returned after Shutdown.
+var ErrPoolClosed = errors.New("rpc pool is shut down")
+
+func (p *Pool) get(addr string) (*poolConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrPoolClosed
+	}
+	if c, ok := p.conns[addr]; ok && !c.sess.IsClosed() {
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+
+	conn, err := net.DialTimeout("tcp", addr, p.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetKeepAlive(true)
+		tc.SetNoDelay(true)
+	}
+	if _, err := conn.Write([]byte{ProtoMultiplex}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	sess, err := yamux.Client(conn, yamuxConfig())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	stream, err := sess.Open()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	pc := &poolConn{sess: sess, client: rpc.NewClientWithCodec(NewClientCodec(bufferedConn(stream)))}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		sess.Close()
+		return nil, ErrPoolClosed
+	}
+	if old, ok := p.conns[addr]; ok && !old.sess.IsClosed() {
+		sess.Close()
+		return old, nil
+	}
+	p.conns[addr] = pc
+	return pc, nil
+}
+
+// Call invokes method on the server at addr.
+func (p *Pool) Call(addr, method string, args, reply any) error {
+	c, err := p.get(addr)
+	if err != nil {
+		return fmt.Errorf("rpc: connecting to %s: %w", addr, err)
+	}
+	err = c.client.Call(method, args, reply)
+	if err != nil && isTransport(err) {
+		p.drop(addr, c)
+	}
+	return err
+}
+
+func isTransport(err error) bool {
+	if errors.Is(err, rpc.ErrShutdown) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var se rpc.ServerError
+	return !errors.As(err, &se)
+}
+
+func (p *Pool) drop(addr string, c *poolConn) {
+	p.mu.Lock()
+	if p.conns[addr] == c {
+		delete(p.conns, addr)
+	}
+	p.mu.Unlock()
+	c.client.Close()
+	c.sess.Close()
+}
+
+// Shutdown closes every session.
+func (p *Pool) Shutdown() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for a, c := range p.conns {
+		c.client.Close()
+		c.sess.Close()
+		delete(p.conns, a)
+	}
+}
+
+// IsServerError reports whether err came from the remote endpoint (as opposed
+// to the transport).
+func IsServerError(err error) bool {
+	var se rpc.ServerError
+	return errors.As(err, &se)
+}
