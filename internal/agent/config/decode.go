@@ -140,7 +140,11 @@ func (d *decoder) decodeStruct(path string, items []*ast.ObjectItem, rv reflect.
 				m.SetMapIndex(reflect.ValueOf(name), reflect.ValueOf(nestGeneric(item.Keys[1:], item.Val)))
 				continue
 			}
-			d.fail(item.Keys[0].Pos(), joinKey(path, name), "unknown key %q", joinKey(path, name))
+			msg := fmt.Sprintf("unknown key %q", joinKey(path, name))
+			if near := closestKey(name, si.byKey); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", joinKey(path, near))
+			}
+			d.fail(item.Keys[0].Pos(), joinKey(path, name), "%s", msg)
 			continue
 		}
 		d.decodeValue(joinKey(path, name), rv.Field(fi.index), item.Keys[1:], item.Val, fi, item.Keys[0].Pos())
@@ -521,4 +525,35 @@ func generic(n ast.Node) any {
 		return out
 	}
 	return nil
+}
+
+// closestKey suggests a declared key within edit distance 2 of a typo.
+func closestKey(name string, keys map[string]fieldInfo) string {
+	best, bestD := "", 3
+	for k := range keys {
+		if d := editDistance(name, k); d < bestD || (d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -172,8 +172,8 @@ func TestLoadFile_Errors(t *testing.T) {
 		want []string
 	}{
 		{"typo.hcl", []string{
-			`testdata/typo.hcl:5: unknown key "server.bootstrap_exepct"`,
-			`testdata/typo.hcl:11: unknown key "client.host_volume.x.paht"`,
+			`testdata/typo.hcl:5: unknown key "server.bootstrap_exepct" (did you mean "server.bootstrap_expect"?)`,
+			`testdata/typo.hcl:11: unknown key "client.host_volume.x.paht" (did you mean "client.host_volume.x.path"?)`,
 		}},
 		{"wrongtype.hcl", []string{
 			`testdata/wrongtype.hcl:3: wrong type for "server.bootstrap_expect": expected an integer, got a string ("three")`,
