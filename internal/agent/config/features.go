@@ -1,0 +1,86 @@
+package config
+
+import "fmt"
+
+// Feature gates: keys Drover reads but whose feature it has not built (or
+// never will, e.g. Nomad Enterprise features). The rule: a key is accepted
+// while it leaves the feature off or is inert; it is refused, with a message
+// that says what to do, when it would make the operator believe a guarantee
+// is in force (security, secrecy) that Drover does not provide.
+//
+//	Key(s)                                   Decision
+//	---------------------------------------  -----------------------------------------------
+//	acl.enabled = true                       REFUSED: ACL enforcement is not built; running
+//	                                         would leave the API open while looking locked.
+//	acl.{token,policy,role}_ttl, ...         accepted, unused while ACLs are off
+//	tls.http = true, tls.rpc = true          REFUSED: Drover would serve plaintext
+//	tls.{ca,cert,key}_file, verify_*, ...    accepted, unused while tls.http/rpc are off
+//	vault.enabled = true (any vault block)   REFUSED: Vault integration is not built
+//	vault.{address,role,namespace,...}       accepted (inert while enabled is not true)
+//	consul.* (address, auto_advertise,       accepted: Drover neither registers the agent
+//	  {client,server}_auto_join, tokens ...) in Consul nor discovers servers through it;
+//	                                         use server_join / client.servers to join
+//	keyring "<kms>" other than "aead"        REFUSED: external KMS wrapping is not built;
+//	                                         keys would be stored unwrapped
+//	server.client_introduction               REFUSED when enforcement = "strict": client
+//	  .enforcement                           introduction tokens are not verified
+//	server.encrypt                           accepted when a valid base64 16/24/32-byte key
+//	                                         (gossip encryption key for serf)
+//	audit.enabled = true, audit.sink/filter  accepted and ignored, as Nomad CE does
+//	sentinel.import                          accepted and ignored (Nomad Enterprise)
+//	server.license_path, reporting.*         accepted and ignored (Nomad Enterprise)
+//	server.redundancy_zone, upgrade_version, accepted and ignored (Enterprise autopilot)
+//	  autopilot.enable_redundancy_zones ...
+//	ui.consul.ui_url, ui.vault.ui_url        accepted: they only add links in the web UI
+//	enable_syslog, eventlog.enabled          accepted; logs still go to stderr/log_file
+//	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
+//	  -dev-vault                             the dev integrations are not built
+var featureGates = []struct {
+	key     string
+	refused func(*Config) bool
+	msg     string
+}{
+	{"acl.enabled", func(c *Config) bool { return c.ACL != nil && c.ACL.Enabled },
+		"acl.enabled = true is not supported yet: Drover does not enforce ACLs, so the cluster would be open while appearing protected. Remove it or set acl.enabled = false, and restrict network access to the agent instead"},
+	{"tls.http", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableHTTP },
+		"tls.http = true is not supported yet: the HTTP API would be served in plaintext. Remove it (or set false) and terminate TLS in a proxy in front of port 4646"},
+	{"tls.rpc", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableRPC },
+		"tls.rpc = true is not supported yet: agent-to-agent RPC would run in plaintext. Remove it or set tls.rpc = false"},
+	{"vault.enabled", func(c *Config) bool {
+		for _, v := range c.Vaults {
+			if v != nil && v.Enabled != nil && *v.Enabled {
+				return true
+			}
+		}
+		return false
+	}, "vault.enabled = true is not supported yet: Drover has no Vault integration, so tasks would get no Vault tokens. Remove the vault block or set enabled = false"},
+	{"keyring", func(c *Config) bool {
+		for name := range c.Keyring {
+			if name != "aead" {
+				return true
+			}
+		}
+		return false
+	}, "keyring blocks for external KMS providers are not supported yet: root keys would be stored without the KMS wrapping you asked for. Remove the keyring block (or use keyring \"aead\")"},
+	{"server.client_introduction.enforcement", func(c *Config) bool {
+		return c.Server != nil && c.Server.ClientIntroduction != nil && c.Server.ClientIntroduction.Enforcement == "strict"
+	}, "server.client_introduction.enforcement = \"strict\" is not supported yet: Drover does not verify client introduction tokens. Use \"warn\" or remove the block"},
+}
+
+func (c *Config) checkFeatureGates() []error {
+	var errs []error
+	for _, g := range featureGates {
+		if g.refused(c) {
+			errs = append(errs, &Error{Key: g.key, Msg: g.msg})
+		}
+	}
+	return errs
+}
+
+// UnsupportedFlagError is returned by ParseAgentArgs for a Nomad flag whose
+// feature Drover does not provide.
+type UnsupportedFlagError struct{ Flag, Why string }
+
+func (e *UnsupportedFlagError) Error() string {
+	return fmt.Sprintf("flag -%s is not supported by Drover: %s", e.Flag, e.Why)
+}

@@ -1,0 +1,191 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMerge(t *testing.T) {
+	tru, fal := true, false
+	a := &Config{
+		LogLevel: "INFO", Region: "r1",
+		Server:  &ServerConfig{Enabled: true, RetryJoin: []string{"x"}, HeartbeatGrace: 10 * time.Second, EnabledSchedulers: []string{"service"}},
+		Client:  &ClientConfig{Enabled: true, Meta: map[string]string{"a": "1", "b": "1"}, NoHostUUID: &tru},
+		Plugins: map[string]*PluginConfig{"docker": {Config: map[string]any{"a": 1, "b": 2}}},
+		Consuls: []*ConsulConfig{{Address: "one"}},
+	}
+	b := &Config{
+		LogLevel: "DEBUG",
+		Server:   &ServerConfig{Enabled: false, RetryJoin: []string{"y", "x"}, EnabledSchedulers: []string{"batch"}},
+		Client:   &ClientConfig{Enabled: false, Meta: map[string]string{"b": "2"}, NoHostUUID: &fal},
+		Plugins:  map[string]*PluginConfig{"docker": {Config: map[string]any{"c": 3}}},
+		Consuls:  []*ConsulConfig{{Token: "tok"}, {Name: "other"}},
+		ACL:      &ACLConfig{Enabled: false},
+	}
+	got := Merge(a, b)
+
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"string overridden", got.LogLevel, "DEBUG"},
+		{"empty string keeps a", got.Region, "r1"},
+		{"server.enabled OR-ed", got.Server.Enabled, true},
+		{"client.enabled OR-ed", got.Client.Enabled, true},
+		{"zero duration keeps a", got.Server.HeartbeatGrace, 10 * time.Second},
+		{"join list appended, deduplicated", got.Server.RetryJoin, []string{"x", "y"}},
+		{"other lists replaced", got.Server.EnabledSchedulers, []string{"batch"}},
+		{"maps merged", got.Client.Meta, map[string]string{"a": "1", "b": "2"}},
+		{"*bool false wins", *got.Client.NoHostUUID, false},
+		{"plugin block replaced whole", got.Plugins["docker"].Config, map[string]any{"c": 3}},
+		{"consul merged by name", len(got.Consuls), 2},
+		{"consul default keeps address", got.Consuls[0].Address, "one"},
+		{"consul default gets token", got.Consuls[0].Token, "tok"},
+		{"nil block in a taken from b", got.ACL != nil, true},
+	}
+	for _, tt := range tests {
+		if !reflect.DeepEqual(tt.got, tt.want) {
+			t.Errorf("%s: got %#v, want %#v", tt.name, tt.got, tt.want)
+		}
+	}
+
+	// Inputs are untouched and not aliased.
+	if a.LogLevel != "INFO" || len(a.Consuls) != 1 || a.Consuls[0].Token != "" || a.Client.Meta["b"] != "1" {
+		t.Fatalf("Merge modified a: %+v", a)
+	}
+	got.Client.Meta["z"] = "z"
+	got.Plugins["docker"].Config["c"] = 99
+	if _, ok := a.Client.Meta["z"]; ok || b.Plugins["docker"].Config["c"] != 3 {
+		t.Fatal("Merge result shares maps with its inputs")
+	}
+	if Merge(nil, nil) != nil || Merge(a, nil).LogLevel != "INFO" || Merge(nil, b).LogLevel != "DEBUG" {
+		t.Fatal("nil handling")
+	}
+}
+
+func TestDefaultsAndDev(t *testing.T) {
+	d := DefaultConfig()
+	if d.Region != "global" || d.Datacenter != "dc1" || d.BindAddr != "0.0.0.0" || d.LogLevel != "INFO" ||
+		*d.Ports != (Ports{4646, 4647, 4648}) {
+		t.Errorf("top-level defaults wrong: %+v", d)
+	}
+	s := d.Server
+	if s.MinHeartbeatTTL != 10*time.Second || s.HeartbeatGrace != 10*time.Second ||
+		s.MaxHeartbeatsPerSecond != 50 || s.FailoverHeartbeatTTL != 300*time.Second {
+		t.Errorf("heartbeat defaults wrong: %+v", s)
+	}
+	c := d.Client
+	if c.MinDynamicPort != 20000 || c.MaxDynamicPort != 32000 || c.MaxKillTimeout != 30*time.Second ||
+		c.GCInterval != time.Minute || c.GCDiskUsageThreshold != 80 || c.GCInodeUsageThreshold != 70 ||
+		c.GCMaxAllocs != 50 || c.GCParallelDestroys != 2 {
+		t.Errorf("client defaults wrong: %+v", c)
+	}
+	if RawExecEnabled(d) {
+		t.Error("raw_exec must be off by default")
+	}
+
+	dev := DevConfig()
+	if !dev.DevMode || !dev.Server.Enabled || !dev.Client.Enabled || dev.Server.BootstrapExpect != 1 ||
+		dev.BindAddr != "127.0.0.1" || dev.Client.NetworkInterface != "lo" || dev.LogLevel != "DEBUG" || !dev.EnableDebug {
+		t.Errorf("dev config wrong: %+v", dev)
+	}
+	if !RawExecEnabled(dev) {
+		t.Error("-dev must enable raw_exec")
+	}
+	if err := dev.Validate(); err != nil {
+		t.Errorf("DevConfig must validate: %v", err)
+	}
+	// Default alone is neither server nor client: refused with advice.
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "-dev") {
+		t.Errorf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+func TestRawExecEnabled(t *testing.T) {
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{`plugin "raw_exec" { config { enabled = true } }`, true},
+		{`plugin "raw_exec" { config { enabled = false } }`, false},
+		{`client { options { "driver.raw_exec.enable" = "1" } }`, true},
+		{`client { options { "driver.raw_exec.enable" = true } }`, true},
+		{`client { options { "driver.raw_exec.enable" = "false" } }`, false},
+		{`plugin "docker" { config { enabled = true } }`, false},
+	}
+	for _, tt := range tests {
+		c, err := Parse("t.hcl", []byte(tt.src))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if got := RawExecEnabled(c); got != tt.want {
+			t.Errorf("%s: RawExecEnabled = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestValidate_FeatureGates(t *testing.T) {
+	base := "data_dir = \"/d\"\nserver { enabled = true }\n"
+	tests := []struct {
+		name, src string
+		wantErr   string // "" = accepted
+	}{
+		{"acl enabled", "acl { enabled = true }", `acl.enabled = true is not supported yet`},
+		{"acl off with ttls", "acl {\n enabled = false\n token_ttl = \"1m\"\n}", ""},
+		{"tls http", "tls { http = true }", "tls.http = true is not supported yet"},
+		{"tls rpc", "tls { rpc = true }", "tls.rpc = true is not supported yet"},
+		{"tls files only", "tls { ca_file = \"/ca.pem\" }", ""},
+		{"vault enabled", "vault {\n enabled = true\n address = \"https://v\"\n}", "vault.enabled = true is not supported yet"},
+		{"vault off", "vault {\n enabled = false\n address = \"https://v\"\n}", ""},
+		{"consul with auto join", "consul {\n address = \"1.2.3.4:8500\"\n server_auto_join = true\n client_auto_join = true\n}", ""},
+		{"kms keyring", "keyring \"awskms\" {\n active = true\n region = \"us-east-1\"\n}", "external KMS"},
+		{"aead keyring", "keyring \"aead\" { active = true }", ""},
+		{"audit on", "audit { enabled = true }", ""},
+		{"sentinel", "sentinel {\n import \"x\" { path = \"/p\" }\n}", ""},
+		{"license path", "server { license_path = \"/l\" }", ""},
+		{"encrypt ok", "server { encrypt = \"pUqJrVyVRj5jsiYEkM/tFQYfWyJIv4s3XkvDwy7Cu5s=\" }", ""},
+		{"encrypt bad", "server { encrypt = \"nope\" }", "server.encrypt must be a base64"},
+		{"ui links", "ui {\n vault { ui_url = \"https://v\" }\n}", ""},
+		{"strict intro", "server {\n client_introduction { enforcement = \"strict\" }\n}", "client_introduction.enforcement"},
+		{"bad ports", "client {\n enabled = true\n min_dynamic_port = 40000\n max_dynamic_port = 30000\n}", "dynamic port range"},
+		{"bad log level", "log_level = \"LOUD\"", "log_level \"LOUD\""},
+		{"relative data_dir", "data_dir = \"rel\"", "absolute"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.hcl", []byte(base+tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Merge(DefaultConfig(), f).Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("should be accepted: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Key == "" {
+				t.Fatalf("not a keyed *Error: %#v", err)
+			}
+		})
+	}
+}
+
+func TestParsePortRanges(t *testing.T) {
+	got, err := ParsePortRanges("22, 80,8000-8002")
+	if err != nil || !reflect.DeepEqual(got, []int{22, 80, 8000, 8001, 8002}) {
+		t.Fatalf("got %v %v", got, err)
+	}
+	for _, bad := range []string{"x", "10-5", "0", "70000", "1-"} {
+		if _, err := ParsePortRanges(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

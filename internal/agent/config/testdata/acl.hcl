@@ -1,0 +1,5 @@
+data_dir = "/var/lib/drover"
+server { enabled = true }
+acl {
+  enabled = true
+}

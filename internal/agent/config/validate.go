@@ -1,0 +1,210 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Validate checks the final, merged configuration: value ranges, required
+// settings, and the feature gates of features.go. All problems are returned
+// together (errors.Join of *Error); nil means the agent may start.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	serverOn := c.Server != nil && c.Server.Enabled
+	clientOn := c.Client != nil && c.Client.Enabled
+	if !serverOn && !clientOn && !c.DevMode {
+		bad("server.enabled", "neither server nor client is enabled: set server { enabled = true }, client { enabled = true }, or run with -dev, -server or -client")
+	}
+	if c.DataDir == "" && !c.DevMode && (serverOn || clientOn) {
+		bad("data_dir", "data_dir must be set (outside -dev the agent keeps its state there)")
+	}
+	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
+		bad("data_dir", "data_dir must be an absolute path, got %q", c.DataDir)
+	}
+	switch strings.ToUpper(c.LogLevel) {
+	case "", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF":
+	default:
+		bad("log_level", "log_level %q is not one of TRACE, DEBUG, INFO, WARN, ERROR, OFF", c.LogLevel)
+	}
+	if c.Ports != nil {
+		for _, p := range []struct {
+			k string
+			v int
+		}{{"ports.http", c.Ports.HTTP}, {"ports.rpc", c.Ports.RPC}, {"ports.serf", c.Ports.Serf}} {
+			if p.v < 1 || p.v > 65535 {
+				bad(p.k, "%s must be between 1 and 65535, got %d", p.k, p.v)
+			}
+		}
+	}
+	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
+		bad("bind_addr", "bind_addr %q is not an IP address", c.BindAddr)
+	}
+	if c.LogRotateBytes < 0 || c.LogRotateMaxFiles < 0 {
+		bad("log_rotate_bytes", "log_rotate_bytes and log_rotate_max_files must not be negative")
+	}
+	if s := c.Server; s != nil {
+		errs = append(errs, s.validate()...)
+	}
+	if cl := c.Client; cl != nil {
+		errs = append(errs, cl.validate()...)
+	}
+	errs = append(errs, c.checkFeatureGates()...)
+	return errors.Join(errs...)
+}
+
+func (s *ServerConfig) validate() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.BootstrapExpect < 0 {
+		bad("server.bootstrap_expect", "server.bootstrap_expect must not be negative, got %d", s.BootstrapExpect)
+	}
+	switch s.RaftProtocol {
+	case 0, 2, 3:
+	default:
+		bad("server.raft_protocol", "server.raft_protocol must be 2 or 3, got %d", s.RaftProtocol)
+	}
+	if s.RaftMultiplier != nil && (*s.RaftMultiplier < 1 || *s.RaftMultiplier > 10) {
+		bad("server.raft_multiplier", "server.raft_multiplier must be between 1 and 10, got %d", *s.RaftMultiplier)
+	}
+	if s.NumSchedulers != nil && *s.NumSchedulers < 0 {
+		bad("server.num_schedulers", "server.num_schedulers must not be negative")
+	}
+	if s.MaxHeartbeatsPerSecond < 0 {
+		bad("server.max_heartbeats_per_second", "server.max_heartbeats_per_second must be positive")
+	}
+	if s.HeartbeatGrace < 0 || s.MinHeartbeatTTL < 0 || s.FailoverHeartbeatTTL < 0 {
+		bad("server.heartbeat_grace", "server heartbeat durations (heartbeat_grace, min_heartbeat_ttl, failover_heartbeat_ttl) must not be negative")
+	}
+	if s.EncryptKey != "" {
+		k, err := base64.StdEncoding.DecodeString(s.EncryptKey)
+		if err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
+			bad("server.encrypt", "server.encrypt must be a base64-encoded 16, 24 or 32 byte key (for example the output of `openssl rand -base64 32`)")
+		}
+	}
+	maxPrio := 100
+	if s.JobMaxPriority != nil {
+		maxPrio = *s.JobMaxPriority
+		if maxPrio < 100 || maxPrio > 32766 {
+			bad("server.job_max_priority", "server.job_max_priority must be between 100 and 32766, got %d", maxPrio)
+		}
+	}
+	if s.JobDefaultPriority != nil && (*s.JobDefaultPriority < 50 || *s.JobDefaultPriority > maxPrio) {
+		bad("server.job_default_priority", "server.job_default_priority must be between 50 and job_max_priority (%d), got %d", maxPrio, *s.JobDefaultPriority)
+	}
+	for _, sch := range s.EnabledSchedulers {
+		switch sch {
+		case "service", "batch", "system", "sysbatch", "_core":
+		default:
+			bad("server.enabled_schedulers", "server.enabled_schedulers: unknown scheduler %q (service, batch, system, sysbatch, _core)", sch)
+		}
+	}
+	if dsc := s.DefaultSchedulerConfig; dsc != nil {
+		switch dsc.SchedulerAlgorithm {
+		case "", "binpack", "spread":
+		default:
+			bad("server.default_scheduler_config.scheduler_algorithm", "scheduler_algorithm must be \"binpack\" or \"spread\", got %q", dsc.SchedulerAlgorithm)
+		}
+	}
+	return errs
+}
+
+func (c *ClientConfig) validate() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.MinDynamicPort != 0 || c.MaxDynamicPort != 0 {
+		if c.MinDynamicPort < 1 || c.MaxDynamicPort > 65535 || c.MinDynamicPort > c.MaxDynamicPort {
+			bad("client.min_dynamic_port", "client dynamic port range %d-%d is invalid: need 1 <= min_dynamic_port <= max_dynamic_port <= 65535", c.MinDynamicPort, c.MaxDynamicPort)
+		}
+	}
+	for _, g := range []struct {
+		k string
+		v float64
+	}{{"client.gc_disk_usage_threshold", c.GCDiskUsageThreshold}, {"client.gc_inode_usage_threshold", c.GCInodeUsageThreshold}} {
+		if g.v < 0 || g.v > 100 {
+			bad(g.k, "%s is a percentage (0-100), got %v", g.k, g.v)
+		}
+	}
+	if c.GCMaxAllocs < 0 || c.GCParallelDestroys < 0 || c.NodeMaxAllocs < 0 {
+		bad("client.gc_max_allocs", "client gc_max_allocs, gc_parallel_destroys and node_max_allocs must not be negative")
+	}
+	if c.MaxKillTimeout < 0 || c.GCInterval < 0 {
+		bad("client.max_kill_timeout", "client max_kill_timeout and gc_interval must not be negative")
+	}
+	if c.Reserved != nil {
+		if _, err := ParsePortRanges(c.Reserved.ReservedPorts); err != nil {
+			bad("client.reserved.reserved_ports", "client.reserved.reserved_ports: %v", err)
+		}
+		if c.Reserved.CPU < 0 || c.Reserved.MemoryMB < 0 || c.Reserved.DiskMB < 0 {
+			bad("client.reserved", "client.reserved cpu, memory and disk must not be negative")
+		}
+	}
+	for name, hv := range c.HostVolumes {
+		if hv == nil || hv.Path == "" {
+			bad("client.host_volume."+name, "client.host_volume %q needs a path", name)
+		} else if !filepath.IsAbs(hv.Path) {
+			bad("client.host_volume."+name, "client.host_volume %q: path must be absolute, got %q", name, hv.Path)
+		}
+	}
+	for name, hn := range c.HostNetworks {
+		if hn == nil || (hn.CIDR == "" && hn.Interface == "") {
+			bad("client.host_network."+name, "client.host_network %q needs a cidr or an interface", name)
+			continue
+		}
+		if hn.CIDR != "" {
+			if _, _, err := net.ParseCIDR(hn.CIDR); err != nil {
+				bad("client.host_network."+name, "client.host_network %q: invalid cidr %q", name, hn.CIDR)
+			}
+		}
+		if _, err := ParsePortRanges(hn.ReservedPorts); err != nil {
+			bad("client.host_network."+name, "client.host_network %q reserved_ports: %v", name, err)
+		}
+	}
+	switch c.PreferredAddressFamily {
+	case "", "ipv4", "ipv6":
+	default:
+		bad("client.preferred_address_family", "client.preferred_address_family must be \"ipv4\" or \"ipv6\", got %q", c.PreferredAddressFamily)
+	}
+	return errs
+}
+
+// ParsePortRanges parses a reserved-ports spec such as "22,80,8000-8100"
+// into the individual ports, rejecting ports outside 1-65535.
+func ParsePortRanges(spec string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a port or range", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+				return nil, fmt.Errorf("%q is not a port or range", part)
+			}
+		}
+		if a < 1 || b > 65535 || a > b {
+			return nil, fmt.Errorf("%q is outside 1-65535 or reversed", part)
+		}
+		for p := a; p <= b; p++ {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
