@@ -1,0 +1,118 @@
+package server
+
+import (
+	"net"
+	"runtime"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// Config configures a server.
+type Config struct {
+	NodeName   string
+	NodeID     string // Raft server ID; random when empty
+	Region     string
+	Datacenter string
+	Version    string
+
+	DevMode bool   // in-memory Raft and state, single node
+	DataDir string // Raft log, snapshots (non-dev)
+
+	BootstrapExpect int
+
+	// RPCListener is the listener for the RPC port; when nil one is opened
+	// on RPCAddr.
+	RPCListener net.Listener
+	RPCAddr     string
+	// RPCAdvertise is the address other agents use to reach this server.
+	RPCAdvertise string
+
+	// RaftTransport overrides the transport (tests). When nil Raft rides on
+	// the RPC port.
+	RaftTransport raft.Transport
+	// RaftConfig overrides Raft timing (tests, dev).
+	RaftConfig *raft.Config
+	// Peers is the initial voter set to bootstrap with (including self). When
+	// empty and BootstrapExpect <= 1 the server bootstraps alone.
+	Peers []raft.Server
+
+	NumSchedulers     int
+	EnabledSchedulers []string
+	SchedulerAlgorithm string
+
+	MinHeartbeatTTL        time.Duration
+	MaxHeartbeatsPerSecond float64
+	HeartbeatGrace         time.Duration
+	FailoverHeartbeatTTL   time.Duration
+
+	EvalNackTimeout   time.Duration
+	EvalDeliveryLimit int
+
+	RPCHoldTimeout time.Duration
+
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns production defaults.
+func DefaultConfig() *Config {
+	return &Config{
+		Region:                 "global",
+		Datacenter:             "dc1",
+		BootstrapExpect:        1,
+		NumSchedulers:          runtime.NumCPU(),
+		EnabledSchedulers:      []string{"service", "batch", "system", "sysbatch"},
+		SchedulerAlgorithm:     "binpack",
+		MinHeartbeatTTL:        10 * time.Second,
+		MaxHeartbeatsPerSecond: 50,
+		HeartbeatGrace:         10 * time.Second,
+		FailoverHeartbeatTTL:   300 * time.Second,
+		EvalNackTimeout:        60 * time.Second,
+		EvalDeliveryLimit:      3,
+		RPCHoldTimeout:         5 * time.Second,
+	}
+}
+
+func (c *Config) fill() {
+	d := DefaultConfig()
+	if c.Region == "" {
+		c.Region = d.Region
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = d.Datacenter
+	}
+	if c.NumSchedulers <= 0 {
+		c.NumSchedulers = d.NumSchedulers
+	}
+	if len(c.EnabledSchedulers) == 0 {
+		c.EnabledSchedulers = d.EnabledSchedulers
+	}
+	if c.SchedulerAlgorithm == "" {
+		c.SchedulerAlgorithm = d.SchedulerAlgorithm
+	}
+	if c.MinHeartbeatTTL == 0 {
+		c.MinHeartbeatTTL = d.MinHeartbeatTTL
+	}
+	if c.MaxHeartbeatsPerSecond == 0 {
+		c.MaxHeartbeatsPerSecond = d.MaxHeartbeatsPerSecond
+	}
+	if c.HeartbeatGrace == 0 {
+		c.HeartbeatGrace = d.HeartbeatGrace
+	}
+	if c.FailoverHeartbeatTTL == 0 {
+		c.FailoverHeartbeatTTL = d.FailoverHeartbeatTTL
+	}
+	if c.EvalNackTimeout == 0 {
+		c.EvalNackTimeout = d.EvalNackTimeout
+	}
+	if c.EvalDeliveryLimit == 0 {
+		c.EvalDeliveryLimit = d.EvalDeliveryLimit
+	}
+	if c.RPCHoldTimeout == 0 {
+		c.RPCHoldTimeout = d.RPCHoldTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}

@@ -1,0 +1,15 @@
+// Package server owns the server agent: Raft and the FSM, the RPC endpoints
+// (Job, Node, Eval, Alloc, Plan, Status, Keyring, ...), the leadership loop
+// and the leader-only services it starts and stops (eval broker, blocked
+// evals, plan queue and applier, heartbeat timers, keyring bootstrap), and
+// the scheduler workers.
+//
+// Invariants:
+//   - Every write goes through Raft; the FSM is deterministic, so IDs and
+//     timestamps are chosen here before an entry is written.
+//   - Nothing on Raft's leadership-notification or apply path blocks: the
+//     leadership monitor only flips state and starts/stops a goroutine, and
+//     the FSM's event sink only enqueues into non-blocking components.
+//   - Leader-only services are rebuilt from state after a Raft barrier each
+//     time leadership is gained and torn down completely when it is lost.
+package server

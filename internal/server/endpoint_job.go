@@ -1,0 +1,405 @@
+package server
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Job is the RPC endpoint for jobs.
+type Job struct{ srv *Server }
+
+func admitJob(job *structs.Job) error {
+	if job == nil {
+		return structs.NewErrCoded(400, "Job must be specified")
+	}
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return structs.NewErrCoded(400, "Job validation failed: %s", err.Error())
+	}
+	return nil
+}
+
+// Register creates or updates a job and its evaluation.
+func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse) error {
+	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := admitJob(args.Job); err != nil {
+		return err
+	}
+	job := args.Job
+	if args.Namespace != "" && job.Namespace != args.Namespace && args.Namespace != structs.DefaultNamespace {
+		return structs.NewErrCoded(400, "Job namespace %q does not match request namespace %q", job.Namespace, args.Namespace)
+	}
+	st := j.srv.State()
+	if ns, err := st.NamespaceByName(nil, job.Namespace); err != nil {
+		return err
+	} else if ns == nil {
+		return structs.NewErrCoded(400, "job %q is in nonexistent namespace %q", job.ID, job.Namespace)
+	}
+	existing, err := st.JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return err
+	}
+	if args.EnforceIndex {
+		var cur uint64
+		if existing != nil {
+			cur = existing.JobModifyIndex
+		}
+		if args.JobModifyIndex != cur {
+			if cur == 0 {
+				return structs.NewErrCoded(400, "Enforcing job modify index %d: job does not exist", args.JobModifyIndex)
+			}
+			return structs.NewErrCoded(400, "Enforcing job modify index %d: job exists with conflicting job modify index: %d", args.JobModifyIndex, cur)
+		}
+	}
+	if existing != nil && existing.Type != job.Type {
+		return structs.NewErrCoded(400, "cannot update job from type %q to %q", existing.Type, job.Type)
+	}
+	if args.PreserveCounts && existing != nil {
+		for _, tg := range job.TaskGroups {
+			if prev := existing.LookupTaskGroup(tg.Name); prev != nil {
+				tg.Count = prev.Count
+			}
+		}
+	}
+
+	now := time.Now()
+	var eval *structs.Evaluation
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		prio := job.Priority
+		if args.EvalPriority > 0 {
+			prio = args.EvalPriority
+		}
+		eval = &structs.Evaluation{
+			ID: newID(), Namespace: job.Namespace, Priority: prio, Type: job.Type,
+			TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID,
+			Status: structs.EvalStatusPending, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
+		}
+	}
+
+	if existing != nil && !job.SpecChanged(existing) && !existing.Stop {
+		// Unchanged spec: no new version, only a new evaluation.
+		reply.JobModifyIndex = existing.JobModifyIndex
+		if eval == nil {
+			reply.Index = existing.ModifyIndex
+			return nil
+		}
+		eval.JobModifyIndex = existing.JobModifyIndex
+		_, idx, err := j.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+		if err != nil {
+			return err
+		}
+		reply.EvalID, reply.EvalCreateIndex, reply.Index = eval.ID, idx, idx
+		return nil
+	}
+
+	job.SubmitTime = now.UnixNano()
+	job.Stop = false
+	req := &structs.JobRegisterRequest{Job: job, Eval: eval, Submission: args.Submission, WriteRequest: args.WriteRequest}
+	_, idx, err := j.srv.raftApply(structs.JobRegisterRequestType, req)
+	if err != nil {
+		return err
+	}
+	reply.JobModifyIndex = idx
+	reply.Index = idx
+	if eval != nil {
+		reply.EvalID, reply.EvalCreateIndex = eval.ID, idx
+	}
+	return nil
+}
+
+// Validate checks a job without registering it.
+func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValidateResponse) error {
+	if args.Job == nil {
+		return structs.NewErrCoded(400, "Job must be specified")
+	}
+	args.Job.Canonicalize()
+	reply.DriverConfigValidated = false
+	if err := args.Job.Validate(); err != nil {
+		if ve, ok := err.(*structs.ValidationError); ok {
+			reply.ValidationErrors = ve.Errors
+		} else {
+			reply.ValidationErrors = []string{err.Error()}
+		}
+		reply.Error = err.Error()
+	}
+	return nil
+}
+
+// Deregister stops a job, or purges it.
+func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobDeregisterResponse) error {
+	if done, err := j.srv.forward("Job.Deregister", args.Region, false, args, reply); done {
+		return err
+	}
+	if args.JobID == "" {
+		return structs.NewErrCoded(400, "missing job ID for deregistering")
+	}
+	ns := namespaceOf(args.Namespace)
+	job, err := j.srv.State().JobByID(nil, ns, args.JobID)
+	if err != nil {
+		return err
+	}
+	if job == nil {
+		return structs.NewErrCoded(404, "job not found")
+	}
+	now := time.Now()
+	var eval *structs.Evaluation
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		prio := job.Priority
+		if args.EvalPriority > 0 {
+			prio = args.EvalPriority
+		}
+		eval = &structs.Evaluation{
+			ID: newID(), Namespace: ns, Priority: prio, Type: job.Type,
+			TriggeredBy: structs.EvalTriggerJobDeregister, JobID: job.ID,
+			JobModifyIndex: job.JobModifyIndex,
+			Status:         structs.EvalStatusPending, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
+		}
+	}
+	req := &structs.JobDeregisterRequest{JobID: args.JobID, Purge: args.Purge, Eval: eval,
+		SubmitTime: now.UnixNano(), WriteRequest: structs.WriteRequest{Namespace: ns, Region: args.Region}}
+	_, idx, err := j.srv.raftApply(structs.JobDeregisterRequestType, req)
+	if err != nil {
+		return err
+	}
+	reply.JobModifyIndex, reply.Index = idx, idx
+	if eval != nil {
+		reply.EvalID, reply.EvalCreateIndex = eval.ID, idx
+	}
+	return nil
+}
+
+// Evaluate forces a new evaluation of a job.
+func (j *Job) Evaluate(args *structs.JobEvaluateRequest, reply *structs.JobRegisterResponse) error {
+	if done, err := j.srv.forward("Job.Evaluate", args.Region, false, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	job, err := j.srv.State().JobByID(nil, ns, args.JobID)
+	if err != nil {
+		return err
+	}
+	if job == nil {
+		return structs.NewErrCoded(404, "job not found")
+	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		return structs.NewErrCoded(400, "can't evaluate periodic or parameterized job")
+	}
+	now := time.Now().UnixNano()
+	eval := &structs.Evaluation{ID: newID(), Namespace: ns, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+		Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now}
+	_, idx, err := j.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+	if err != nil {
+		return err
+	}
+	reply.EvalID, reply.EvalCreateIndex, reply.JobModifyIndex, reply.Index = eval.ID, idx, job.JobModifyIndex, idx
+	return nil
+}
+
+// GetJob returns one job.
+func (j *Job) GetJob(args *structs.JobSpecificRequest, reply *structs.SingleJobResponse) error {
+	if done, err := j.srv.forward("Job.GetJob", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		job, err := st.JobByID(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		reply.Job = job
+		if job != nil {
+			reply.Index = job.ModifyIndex
+		} else {
+			reply.Index = maxIndex(st, "jobs")
+		}
+		return nil
+	})
+}
+
+// List returns job stubs.
+func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse) error {
+	if done, err := j.srv.forward("Job.List", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
+		if err != nil {
+			return err
+		}
+		out := []*structs.JobListStub{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			job := raw.(*structs.Job)
+			sum, err := st.JobSummaryByID(ws, job.Namespace, job.ID)
+			if err != nil {
+				return err
+			}
+			stub := job.Stub(sum)
+			if !args.IncludeMeta {
+				stub.Meta = nil
+			}
+			out = append(out, stub)
+		}
+		sort.SliceStable(out, func(a, b int) bool {
+			if out[a].Namespace != out[b].Namespace {
+				return out[a].Namespace < out[b].Namespace
+			}
+			return out[a].ID < out[b].ID
+		})
+		reply.Jobs = out
+		reply.Index = maxIndex(st, "jobs", "job_summary")
+		return nil
+	})
+}
+
+// GetJobVersions lists a job's tracked versions, newest first.
+func (j *Job) GetJobVersions(args *structs.JobVersionsRequest, reply *structs.JobVersionsResponse) error {
+	if done, err := j.srv.forward("Job.GetJobVersions", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		versions, err := st.JobVersionsByID(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		if versions == nil {
+			versions = []*structs.Job{}
+		}
+		reply.Versions = versions
+		if len(versions) > 0 {
+			reply.Index = versions[0].ModifyIndex
+		} else {
+			reply.Index = maxIndex(st, "job_version")
+		}
+		return nil
+	})
+}
+
+// Summary returns a job's per-group counts.
+func (j *Job) Summary(args *structs.JobSpecificRequest, reply *structs.JobSummaryResponse) error {
+	if done, err := j.srv.forward("Job.Summary", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		sum, err := st.JobSummaryByID(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		reply.JobSummary = sum
+		if sum != nil {
+			reply.Index = sum.ModifyIndex
+		} else {
+			reply.Index = maxIndex(st, "job_summary")
+		}
+		return nil
+	})
+}
+
+// Allocations lists a job's allocations.
+func (j *Job) Allocations(args *structs.JobSpecificRequest, reply *structs.JobAllocationsResponse) error {
+	if done, err := j.srv.forward("Job.Allocations", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		allocs, err := st.AllocsByJob(ws, ns, args.JobID, args.All)
+		if err != nil {
+			return err
+		}
+		out := make([]*structs.AllocListStub, 0, len(allocs))
+		var idx uint64
+		for _, a := range allocs {
+			out = append(out, a.Stub())
+			if a.ModifyIndex > idx {
+				idx = a.ModifyIndex
+			}
+		}
+		sort.Slice(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
+		reply.Allocations = out
+		if idx == 0 {
+			idx = maxIndex(st, "allocs")
+		}
+		reply.Index = idx
+		return nil
+	})
+}
+
+// Evaluations lists a job's evaluations.
+func (j *Job) Evaluations(args *structs.JobSpecificRequest, reply *structs.JobEvaluationsResponse) error {
+	if done, err := j.srv.forward("Job.Evaluations", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		evals, err := st.EvalsByJob(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		if evals == nil {
+			evals = []*structs.Evaluation{}
+		}
+		sort.Slice(evals, func(a, b int) bool { return evals[a].CreateIndex > evals[b].CreateIndex })
+		reply.Evaluations = evals
+		reply.Index = maxIndex(st, "evals")
+		return nil
+	})
+}
+
+// Deployments lists a job's deployments.
+func (j *Job) Deployments(args *structs.JobSpecificRequest, reply *structs.DeploymentListResponse) error {
+	if done, err := j.srv.forward("Job.Deployments", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		ds, err := st.DeploymentsByJobID(ws, ns, args.JobID, args.All)
+		if err != nil {
+			return err
+		}
+		if ds == nil {
+			ds = []*structs.Deployment{}
+		}
+		reply.Deployments = ds
+		reply.Index = maxIndex(st, "deployment")
+		return nil
+	})
+}
+
+// LatestDeployment returns a job's newest deployment.
+func (j *Job) LatestDeployment(args *structs.JobSpecificRequest, reply *structs.SingleDeploymentResponse) error {
+	if done, err := j.srv.forward("Job.LatestDeployment", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		d, err := st.LatestDeploymentByJobID(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		reply.Deployment = d
+		reply.Index = maxIndex(st, "deployment")
+		return nil
+	})
+}
+
+func namespaceOf(ns string) string {
+	if ns == "" {
+		return structs.DefaultNamespace
+	}
+	return ns
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

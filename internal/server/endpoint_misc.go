@@ -1,0 +1,150 @@
+package server
+
+import (
+	"sort"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Status reports on the cluster itself.
+type Status struct{ srv *Server }
+
+// Ping answers if the server is up.
+func (s *Status) Ping(args *structs.GenericRequest, reply *struct{}) error { return nil }
+
+// Leader returns the leader's RPC address ("" when none).
+func (s *Status) Leader(args *structs.GenericRequest, reply *string) error {
+	if args.Region != "" && args.Region != s.srv.config.Region {
+		return structs.NewErrCoded(400, "No path to region %q", args.Region)
+	}
+	*reply = s.srv.LeaderAddr()
+	return nil
+}
+
+// Peers returns the Raft voters' addresses.
+func (s *Status) Peers(args *structs.GenericRequest, reply *[]string) error {
+	peers, err := s.srv.Peers()
+	if err != nil {
+		return err
+	}
+	sort.Strings(peers)
+	*reply = peers
+	return nil
+}
+
+// Region lists known regions.
+type Region struct{ srv *Server }
+
+// List returns the regions this server can reach.
+func (r *Region) List(args *structs.GenericRequest, reply *[]string) error {
+	*reply = []string{r.srv.config.Region}
+	return nil
+}
+
+// Namespace serves namespaces.
+type Namespace struct{ srv *Server }
+
+// ListNamespaces lists namespaces.
+func (n *Namespace) ListNamespaces(args *structs.GenericRequest, reply *structs.NamespaceListResponse) error {
+	if done, err := n.srv.forward("Namespace.ListNamespaces", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		iter, err := st.Namespaces(ws)
+		if err != nil {
+			return err
+		}
+		out := []*structs.Namespace{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			ns := raw.(*structs.Namespace)
+			if args.Prefix == "" || hasPrefixFold(ns.Name, args.Prefix) {
+				out = append(out, ns)
+			}
+		}
+		reply.Namespaces = out
+		reply.Index = maxIndex(st, "namespaces")
+		return nil
+	})
+}
+
+// GetNamespace returns one namespace.
+func (n *Namespace) GetNamespace(args *structs.NamespaceSpecificRequest, reply *structs.SingleNamespaceResponse) error {
+	if done, err := n.srv.forward("Namespace.GetNamespace", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		ns, err := st.NamespaceByName(ws, args.Name)
+		if err != nil {
+			return err
+		}
+		reply.Namespace = ns
+		reply.Index = maxIndex(st, "namespaces")
+		return nil
+	})
+}
+
+// Deployment serves deployments (the watcher comes with the deployments issue).
+type Deployment struct{ srv *Server }
+
+// List returns deployments.
+func (d *Deployment) List(args *structs.GenericRequest, reply *structs.DeploymentListResponse) error {
+	if done, err := d.srv.forward("Deployment.List", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		iter, err := st.DeploymentsByIDPrefix(ws, ns, args.Prefix)
+		if err != nil {
+			return err
+		}
+		out := []*structs.Deployment{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			out = append(out, raw.(*structs.Deployment))
+		}
+		reply.Deployments = out
+		reply.Index = maxIndex(st, "deployment")
+		return nil
+	})
+}
+
+// GetDeployment returns one deployment.
+func (d *Deployment) GetDeployment(args *structs.DeploymentSpecificRequest, reply *structs.SingleDeploymentResponse) error {
+	if done, err := d.srv.forward("Deployment.GetDeployment", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		dep, err := st.DeploymentByID(ws, args.DeploymentID)
+		if err != nil {
+			return err
+		}
+		reply.Deployment = dep
+		reply.Index = maxIndex(st, "deployment")
+		return nil
+	})
+}
+
+// Allocations lists a deployment's allocations.
+func (d *Deployment) Allocations(args *structs.DeploymentSpecificRequest, reply *structs.AllocListResponse) error {
+	if done, err := d.srv.forward("Deployment.Allocations", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		iter, err := st.Allocs(ws)
+		if err != nil {
+			return err
+		}
+		out := []*structs.AllocListStub{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			a := raw.(*structs.Allocation)
+			if a.DeploymentID == args.DeploymentID {
+				out = append(out, a.Stub())
+			}
+		}
+		reply.Allocations = out
+		reply.Index = maxIndex(st, "allocs")
+		return nil
+	})
+}

@@ -1,0 +1,443 @@
+package server
+
+import (
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Node is the RPC endpoint for client nodes.
+type Node struct{ srv *Server }
+
+// Register creates or updates a node. It never changes an existing node's
+// status: only heartbeats (UpdateStatus) do, which is what keeps a
+// reconnecting node from becoming ready before its allocs are synced.
+func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUpdateResponse) error {
+	if done, err := n.srv.forward("Node.Register", args.Region, false, args, reply); done {
+		return err
+	}
+	node := args.Node
+	switch {
+	case node == nil:
+		return structs.NewErrCoded(400, "missing node for client registration")
+	case node.ID == "":
+		return structs.NewErrCoded(400, "missing node ID for client registration")
+	case node.Datacenter == "":
+		return structs.NewErrCoded(400, "missing datacenter for client registration")
+	case node.Name == "":
+		return structs.NewErrCoded(400, "missing node name for client registration")
+	case len(node.Attributes) == 0:
+		return structs.NewErrCoded(400, "missing attributes for client registration")
+	case node.SecretID == "":
+		return structs.NewErrCoded(400, "missing node secret ID for client registration")
+	case node.NodePool == structs.AllNodePool:
+		return structs.NewErrCoded(400, "node is not allowed to register in node pool %q", structs.AllNodePool)
+	}
+	st := n.srv.State()
+	existing, err := st.NodeByID(nil, node.ID)
+	if err != nil {
+		return err
+	}
+	node = node.Copy()
+	if existing != nil {
+		if existing.SecretID != node.SecretID {
+			return structs.NewErrCoded(400, "node secret ID does not match. Not registering node.")
+		}
+		node.Status = existing.Status
+	} else if node.Status == "" || node.Status == structs.NodeStatusReady {
+		node.Status = structs.NodeStatusInit
+	}
+	if node.SchedulingEligibility == "" {
+		node.SchedulingEligibility = structs.NodeSchedulingEligible
+	}
+	if node.NodePool == "" {
+		node.NodePool = structs.DefaultNodePool
+	}
+	node.StatusUpdatedAt = time.Now().Unix()
+	node.ComputeClass()
+
+	_, idx, err := n.srv.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node, WriteRequest: args.WriteRequest})
+	if err != nil {
+		return err
+	}
+	reply.NodeModifyIndex, reply.Index = idx, idx
+	if existing != nil && existing.Status == structs.NodeStatusReady && schedulingChanged(existing, node) {
+		ids, eidx, err := n.srv.createNodeEvals(node.ID, idx)
+		if err != nil {
+			return err
+		}
+		reply.EvalIDs, reply.EvalCreateIndex = ids, eidx
+	}
+	n.fillHeartbeat(node.ID, node.Status, reply)
+	return nil
+}
+
+func schedulingChanged(a, b *structs.Node) bool {
+	return a.Datacenter != b.Datacenter || a.Name != b.Name || a.NodeClass != b.NodeClass ||
+		a.NodePool != b.NodePool || a.ComputedClass != b.ComputedClass
+}
+
+func (n *Node) fillHeartbeat(nodeID, status string, reply *structs.NodeUpdateResponse) {
+	if status != structs.NodeStatusDown && n.srv.IsLeader() {
+		reply.HeartbeatTTL = n.srv.heartbeats.Reset(nodeID)
+	}
+	reply.LeaderRPCAddr = n.srv.LeaderAddr()
+	reply.Servers = n.srv.serverInfo()
+	reply.NumNodes = int32(n.srv.heartbeats.Count())
+}
+
+// UpdateStatus is the heartbeat and the node status state machine.
+func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *structs.NodeUpdateResponse) error {
+	if done, err := n.srv.forward("Node.UpdateStatus", args.Region, false, args, reply); done {
+		return err
+	}
+	switch args.Status {
+	case structs.NodeStatusInit, structs.NodeStatusReady, structs.NodeStatusDown, structs.NodeStatusDisconnected:
+	default:
+		return structs.NewErrCoded(400, "invalid status for node: %q", args.Status)
+	}
+	st := n.srv.State()
+	node, err := st.NodeByID(nil, args.NodeID)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return structs.NewErrCoded(404, "node not found")
+	}
+	if args.SecretID != "" && args.SecretID != node.SecretID {
+		return structs.NewErrCoded(403, "node secret ID does not match")
+	}
+	newStatus := args.Status
+	if args.Status == structs.NodeStatusReady {
+		switch node.Status {
+		case structs.NodeStatusDisconnected:
+			// Never straight back to ready: the client must push its allocs first.
+			newStatus = structs.NodeStatusInit
+		case structs.NodeStatusInit:
+			live, err := st.AllocsByNodeTerminal(nil, node.ID, false)
+			if err != nil {
+				return err
+			}
+			if len(live) > 0 && node.LastAllocUpdateIndex <= node.LastMissedHeartbeatIndex {
+				newStatus = structs.NodeStatusInit
+			}
+		}
+	}
+	event := args.NodeEvent
+	if event == nil && node.Status == structs.NodeStatusDown && newStatus != structs.NodeStatusDown {
+		event = &structs.NodeEvent{Message: "Node reregistered by heartbeat", Subsystem: "Cluster", Timestamp: time.Now()}
+	}
+	if newStatus != node.Status || event != nil {
+		req := &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: newStatus, NodeEvent: event,
+			UpdatedAt: time.Now().Unix(), WriteRequest: args.WriteRequest}
+		_, idx, err := n.srv.raftApply(structs.NodeUpdateStatusRequestType, req)
+		if err != nil {
+			return err
+		}
+		reply.NodeModifyIndex, reply.Index = idx, idx
+		if needsNodeEvals(node.Status, newStatus) {
+			ids, eidx, err := n.srv.createNodeEvals(node.ID, idx)
+			if err != nil {
+				return err
+			}
+			reply.EvalIDs, reply.EvalCreateIndex = ids, eidx
+		}
+	} else {
+		reply.Index = node.ModifyIndex
+	}
+	if newStatus == structs.NodeStatusDown {
+		n.srv.heartbeats.Clear(node.ID)
+	}
+	n.fillHeartbeat(node.ID, newStatus, reply)
+	return nil
+}
+
+func needsNodeEvals(from, to string) bool {
+	if from == to {
+		return false
+	}
+	switch {
+	case to == structs.NodeStatusDown, to == structs.NodeStatusDisconnected:
+		return true
+	case to == structs.NodeStatusReady:
+		return true
+	case from == structs.NodeStatusDisconnected:
+		return true
+	}
+	return false
+}
+
+// UpdateEligibility toggles scheduling eligibility.
+func (n *Node) UpdateEligibility(args *structs.NodeUpdateEligibilityRequest, reply *structs.NodeEligibilityUpdateResponse) error {
+	if done, err := n.srv.forward("Node.UpdateEligibility", args.Region, false, args, reply); done {
+		return err
+	}
+	switch args.Eligibility {
+	case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
+	default:
+		return structs.NewErrCoded(400, "invalid scheduling eligibility %q", args.Eligibility)
+	}
+	node, err := n.srv.State().NodeByID(nil, args.NodeID)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return structs.NewErrCoded(404, "node not found")
+	}
+	if node.DrainStrategy != nil && args.Eligibility == structs.NodeSchedulingEligible {
+		return structs.NewErrCoded(400, "can not set node's scheduling eligibility to eligible while it is draining")
+	}
+	args.UpdatedAt = time.Now().Unix()
+	_, idx, err := n.srv.raftApply(structs.NodeUpdateEligibilityRequestType, args)
+	if err != nil {
+		return err
+	}
+	reply.NodeModifyIndex, reply.Index = idx, idx
+	if node.SchedulingEligibility != args.Eligibility && args.Eligibility == structs.NodeSchedulingEligible {
+		ids, eidx, err := n.srv.createNodeEvals(node.ID, idx)
+		if err != nil {
+			return err
+		}
+		reply.EvalIDs, reply.EvalCreateIndex = ids, eidx
+	}
+	return nil
+}
+
+// GetNode returns one node.
+func (n *Node) GetNode(args *structs.NodeSpecificRequest, reply *structs.SingleNodeResponse) error {
+	if done, err := n.srv.forward("Node.GetNode", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		node, err := st.NodeByID(ws, args.NodeID)
+		if err != nil {
+			return err
+		}
+		reply.Node = node
+		if node != nil {
+			reply.Index = node.ModifyIndex
+		} else {
+			reply.Index = maxIndex(st, "nodes")
+		}
+		return nil
+	})
+}
+
+// List returns node stubs.
+func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListResponse) error {
+	if done, err := n.srv.forward("Node.List", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		iter, err := st.NodesByIDPrefix(ws, args.Prefix)
+		if err != nil {
+			return err
+		}
+		out := []*structs.NodeListStub{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			out = append(out, raw.(*structs.Node).Stub(args.Resources, args.OS))
+		}
+		reply.Nodes = out
+		reply.Index = maxIndex(st, "nodes")
+		return nil
+	})
+}
+
+// GetAllocs lists a node's allocations (operators).
+func (n *Node) GetAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeAllocsResponse) error {
+	if done, err := n.srv.forward("Node.GetAllocs", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		allocs, err := st.AllocsByNode(ws, args.NodeID)
+		if err != nil {
+			return err
+		}
+		if allocs == nil {
+			allocs = []*structs.Allocation{}
+		}
+		sort.Slice(allocs, func(a, b int) bool { return allocs[a].CreateIndex > allocs[b].CreateIndex })
+		reply.Allocs = allocs
+		var idx uint64
+		for _, a := range allocs {
+			if a.ModifyIndex > idx {
+				idx = a.ModifyIndex
+			}
+		}
+		if idx == 0 {
+			idx = maxIndex(st, "allocs")
+		}
+		reply.Index = idx
+		return nil
+	})
+}
+
+// GetClientAllocs is the client's blocking pull: alloc IDs on the node with
+// their AllocModifyIndex.
+func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
+	if done, err := n.srv.forward("Node.GetClientAllocs", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	if args.NodeID == "" {
+		return structs.NewErrCoded(400, "missing node ID")
+	}
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+		node, err := st.NodeByID(ws, args.NodeID)
+		if err != nil {
+			return err
+		}
+		if node == nil {
+			return structs.NewErrCoded(404, "node not found")
+		}
+		if args.SecretID != node.SecretID {
+			return structs.NewErrCoded(403, "node secret ID does not match")
+		}
+		allocs, err := st.AllocsByNode(ws, args.NodeID)
+		if err != nil {
+			return err
+		}
+		reply.Allocs = make(map[string]uint64, len(allocs))
+		var idx uint64
+		for _, a := range allocs {
+			reply.Allocs[a.ID] = a.AllocModifyIndex
+			if a.ModifyIndex > idx {
+				idx = a.ModifyIndex
+			}
+		}
+		if idx == 0 {
+			idx = maxIndex(st, "allocs")
+		}
+		reply.Index = idx
+		return nil
+	})
+}
+
+// UpdateAlloc takes the client's alloc status updates. Calls from all
+// clients are batched into one Raft entry every 50 ms.
+func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.GenericResponse) error {
+	if done, err := n.srv.forward("Node.UpdateAlloc", args.Region, false, args, reply); done {
+		return err
+	}
+	if len(args.Alloc) == 0 {
+		return structs.NewErrCoded(400, "Cannot update empty allocation set")
+	}
+	st := n.srv.State()
+	nodeID := args.Alloc[0].NodeID
+	node, err := st.NodeByID(nil, nodeID)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return structs.NewErrCoded(404, "node not found")
+	}
+	if node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected {
+		return structs.NewErrCoded(400, "node %s is not allowed to update allocs while in status %s", nodeID, node.Status)
+	}
+	now := time.Now()
+	var evals []*structs.Evaluation
+	for _, upd := range args.Alloc {
+		if upd.NodeID != nodeID {
+			return structs.NewErrCoded(400, "allocation updates in one call must come from one node")
+		}
+		upd.ModifyTime = now.UnixNano()
+		existing, err := st.AllocByID(nil, upd.ID)
+		if err != nil {
+			return err
+		}
+		if existing == nil || existing.Job == nil {
+			continue
+		}
+		job, err := st.JobByID(nil, existing.Namespace, existing.JobID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case job == nil || job.Stop:
+			// nothing to reschedule
+		case upd.ClientStatus == structs.AllocClientStatusFailed && existing.ClientStatus != structs.AllocClientStatusFailed &&
+			!existing.ServerTerminalStatus() && existing.FollowupEvalID == "":
+			evals = append(evals, &structs.Evaluation{ID: newID(), Namespace: existing.Namespace,
+				Priority: job.Priority, Type: job.Type, TriggeredBy: structs.EvalTriggerRetryFailedAlloc,
+				JobID: existing.JobID, JobModifyIndex: job.JobModifyIndex, Status: structs.EvalStatusPending,
+				CreateTime: now.UnixNano(), ModifyTime: now.UnixNano()})
+		case existing.ClientStatus == structs.AllocClientStatusUnknown:
+			evals = append(evals, &structs.Evaluation{ID: newID(), Namespace: existing.Namespace,
+				Priority: job.Priority, Type: job.Type, TriggeredBy: structs.EvalTriggerReconnect,
+				JobID: existing.JobID, JobModifyIndex: job.JobModifyIndex, Status: structs.EvalStatusPending,
+				CreateTime: now.UnixNano(), ModifyTime: now.UnixNano()})
+		}
+	}
+	idx, err := n.srv.allocBatch.add(args.Alloc, evals)
+	if err != nil {
+		return err
+	}
+	reply.Index = idx
+	return nil
+}
+
+// createNodeEvals makes one node-update eval per job with live allocs on the
+// node, written in one entry.
+func (s *Server) createNodeEvals(nodeID string, index uint64) ([]string, uint64, error) {
+	st := s.State()
+	allocs, err := st.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := time.Now().UnixNano()
+	seen := map[structs.NamespacedID]bool{}
+	var evals []*structs.Evaluation
+	var ids []string
+	for _, a := range allocs {
+		key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+		if seen[key] || a.Job == nil {
+			continue
+		}
+		if a.ServerTerminalStatus() && a.ClientTerminalStatus() {
+			continue
+		}
+		if a.Job.Type == structs.JobTypeBatch && a.TerminalStatus() {
+			continue
+		}
+		seen[key] = true
+		e := &structs.Evaluation{ID: newID(), Namespace: a.Namespace, Priority: a.Job.Priority, Type: a.Job.Type,
+			TriggeredBy: structs.EvalTriggerNodeUpdate, JobID: a.JobID, JobModifyIndex: a.Job.JobModifyIndex,
+			NodeID: nodeID, NodeModifyIndex: index, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now}
+		evals = append(evals, e)
+		ids = append(ids, e.ID)
+	}
+	if len(evals) == 0 {
+		return nil, 0, nil
+	}
+	_, idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
+	return ids, idx, err
+}
+
+// heartbeatExpired marks a silent node down (runs on its own goroutine).
+func (s *Server) heartbeatExpired(nodeID string) {
+	if !s.IsLeader() {
+		return
+	}
+	s.logger.Warn("node TTL expired", "node_id", nodeID)
+	var reply structs.NodeUpdateResponse
+	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusDown,
+		NodeEvent: &structs.NodeEvent{Message: "Node heartbeat missed", Subsystem: "Cluster", Timestamp: time.Now()}}
+	if err := s.RPC("Node.UpdateStatus", req, &reply); err != nil {
+		s.logger.Error("marking node down failed", "node_id", nodeID, "error", err)
+	}
+}
+
+func (s *Server) serverInfo() []*structs.NodeServerInfo {
+	peers, err := s.Peers()
+	if err != nil {
+		return nil
+	}
+	out := make([]*structs.NodeServerInfo, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, &structs.NodeServerInfo{RPCAdvertiseAddr: p, Datacenter: s.config.Datacenter})
+	}
+	return out
+}

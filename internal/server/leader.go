@@ -1,0 +1,248 @@
+package server
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// monitorLeadership follows Raft's leadership channel. hashicorp/raft's
+// LeaderCh keeps only the latest value (override semantics), so Raft never
+// blocks on us; we may take our time starting and stopping the leader loop.
+func (s *Server) monitorLeadership() {
+	var stopCh, doneCh chan struct{}
+	stop := func() {
+		if stopCh != nil {
+			close(stopCh)
+			<-doneCh
+			stopCh, doneCh = nil, nil
+		}
+	}
+	start := func() {
+		stopCh, doneCh = make(chan struct{}), make(chan struct{})
+		go func(stopCh, doneCh chan struct{}) {
+			defer close(doneCh)
+			s.leaderLoop(stopCh)
+		}(stopCh, doneCh)
+	}
+	leaderCh := s.raft.LeaderCh()
+	for {
+		select {
+		case isLeader := <-leaderCh:
+			switch {
+			case isLeader && stopCh == nil:
+				start()
+			case isLeader:
+				// Lost and regained between two reads: entries may have been
+				// applied that the old leader state never saw. Start over.
+				stop()
+				start()
+			case stopCh != nil:
+				stop()
+			}
+		case <-s.shutdownCh:
+			stop()
+			return
+		}
+	}
+}
+
+// leaderLoop runs while this server leads.
+func (s *Server) leaderLoop(stopCh chan struct{}) {
+	// The barrier makes the FSM current with everything earlier leaders
+	// committed before we rebuild the in-memory services from it.
+	for {
+		if s.waitBarrier(stopCh) {
+			break
+		}
+		select {
+		case <-stopCh:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	s.establishLeadership(stopCh)
+	defer s.revokeLeadership()
+	<-stopCh
+}
+
+// waitBarrier issues a Raft barrier and waits for it without ever blocking
+// past stopCh.
+func (s *Server) waitBarrier(stopCh chan struct{}) bool {
+	errCh := make(chan error, 1)
+	go func() { errCh <- s.raft.Barrier(time.Minute).Error() }()
+	select {
+	case err := <-errCh:
+		if err != nil {
+			s.logger.Warn("raft barrier failed", "error", err)
+			return false
+		}
+		return true
+	case <-stopCh:
+		return false
+	}
+}
+
+// establishLeadership starts the leader-only services from current state.
+func (s *Server) establishLeadership(stopCh chan struct{}) {
+	gen := s.leaderGen.Add(1)
+	s.logger.Info("cluster leadership acquired")
+
+	s.planQueue.SetEnabled(true)
+	s.broker.SetEnabled(true)
+	s.blocked.SetEnabled(true)
+	s.heartbeats.SetEnabled(true)
+	s.restoreEvals()
+	s.initializeHeartbeatTimers()
+
+	s.isLeader.Store(true)
+	s.servicesUp.Store(1)
+	s.establishCount.Add(1)
+
+	go s.planApply(stopCh)
+	go s.reapFailedEvals(stopCh)
+	go s.reapCancelableAndDuplicates(stopCh)
+	go s.periodicUnblockFailed(stopCh)
+	go s.initializeKeyring(stopCh, gen)
+}
+
+// revokeLeadership tears every leader-only service down. Safe to call when
+// not leading.
+func (s *Server) revokeLeadership() {
+	if !s.isLeader.Swap(false) && s.servicesUp.Load() == 0 {
+		return
+	}
+	s.logger.Info("cluster leadership lost")
+	s.heartbeats.SetEnabled(false)
+	s.blocked.SetEnabled(false)
+	s.broker.SetEnabled(false)
+	s.planQueue.SetEnabled(false)
+	s.servicesUp.Store(0)
+}
+
+// restoreEvals rebuilds broker and blocked evals from the state store.
+func (s *Server) restoreEvals() {
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		s.logger.Error("restoring evals: snapshot failed", "error", err)
+		return
+	}
+	iter, err := snap.Evals(nil)
+	if err != nil {
+		s.logger.Error("restoring evals failed", "error", err)
+		return
+	}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		e := raw.(*structs.Evaluation)
+		switch {
+		case e.ShouldEnqueue():
+			s.broker.Enqueue(e)
+		case e.ShouldBlock():
+			s.blocked.Block(e)
+		}
+	}
+}
+
+// initializeHeartbeatTimers gives every live node the long failover TTL so
+// a leader change does not mark the fleet down.
+func (s *Server) initializeHeartbeatTimers() {
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		return
+	}
+	iter, err := snap.Nodes(nil)
+	if err != nil {
+		return
+	}
+	var ids []string
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		n := raw.(*structs.Node)
+		if n.Status != structs.NodeStatusDown {
+			ids = append(ids, n.ID)
+		}
+	}
+	s.heartbeats.ResetFailover(ids)
+}
+
+// reapFailedEvals marks evals that hit the delivery limit failed and
+// schedules a follow-up.
+func (s *Server) reapFailedEvals(stopCh chan struct{}) {
+	for {
+		e, token, err := s.broker.DequeueFailed(time.Second)
+		select {
+		case <-stopCh:
+			return
+		default:
+		}
+		if err != nil || e == nil {
+			continue
+		}
+		upd := e.Copy()
+		upd.Status = structs.EvalStatusFailed
+		upd.StatusDescription = "evaluation reached delivery limit (" + itoa(s.config.EvalDeliveryLimit) + ")"
+		now := time.Now()
+		upd.ModifyTime = now.UnixNano()
+		evals := []*structs.Evaluation{upd}
+		if e.Type != structs.JobTypeCore {
+			follow := &structs.Evaluation{
+				ID: newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type,
+				TriggeredBy: structs.EvalTriggerFailedFollowUp, JobID: e.JobID,
+				JobModifyIndex: e.JobModifyIndex, Status: structs.EvalStatusPending,
+				Wait: time.Minute + time.Duration(rnd(int64(5*time.Minute))), PreviousEval: e.ID,
+				CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
+			}
+			upd.NextEval = follow.ID
+			evals = append(evals, follow)
+		}
+		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
+			s.logger.Error("failed to mark eval failed", "eval_id", e.ID, "error", err)
+			continue
+		}
+		s.broker.Ack(e.ID, token)
+	}
+}
+
+// reapCancelableAndDuplicates cancels evals made obsolete by newer ones.
+func (s *Server) reapCancelableAndDuplicates(stopCh chan struct{}) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stopCh:
+			return
+		case <-t.C:
+		}
+		var cancel []*structs.Evaluation
+		cancel = append(cancel, s.broker.Cancelable(728)...)
+		cancel = append(cancel, s.blocked.Duplicates()...)
+		if len(cancel) == 0 {
+			continue
+		}
+		now := time.Now().UnixNano()
+		upd := make([]*structs.Evaluation, 0, len(cancel))
+		for _, e := range cancel {
+			c := e.Copy()
+			c.Status = structs.EvalStatusCancelled
+			c.StatusDescription = "canceled after more recent eval was processed"
+			c.ModifyTime = now
+			upd = append(upd, c)
+		}
+		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: upd}); err != nil {
+			s.logger.Warn("failed to cancel obsolete evals", "error", err)
+		}
+	}
+}
+
+// periodicUnblockFailed re-enqueues evals blocked by plan conflicts.
+func (s *Server) periodicUnblockFailed(stopCh chan struct{}) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-stopCh:
+			return
+		case <-t.C:
+			s.blocked.UnblockFailed()
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Plan is the RPC endpoint schedulers submit plans to.
+type Plan struct{ srv *Server }
+
+// Submit queues a plan for the leader's applier and waits for the result.
+func (p *Plan) Submit(args *structs.PlanRequest, reply *structs.PlanResponse) error {
+	if done, err := p.srv.forward("Plan.Submit", args.Region, false, args, reply); done {
+		return err
+	}
+	plan := args.Plan
+	if plan == nil {
+		return structs.NewErrCoded(400, "cannot submit nil plan")
+	}
+	// The plan may wait in the queue; its eval must not be redelivered
+	// meanwhile.
+	if err := p.srv.broker.PauseNackTimeout(plan.EvalID, plan.EvalToken); err != nil {
+		return err
+	}
+	defer p.srv.broker.ResumeNackTimeout(plan.EvalID, plan.EvalToken)
+	pending, err := p.srv.planQueue.Enqueue(plan)
+	if err != nil {
+		return err
+	}
+	result, err := pending.Wait()
+	if err != nil {
+		return err
+	}
+	reply.Result = result
+	reply.Index = result.AllocIndex
+	return nil
+}
+
+// planApply is the single goroutine that verifies and commits plans. Many
+// schedulers propose concurrently; this loop re-checks every touched node
+// against the newest state (resources and a freshly built port index) and
+// commits only what fits.
+func (s *Server) planApply(stopCh chan struct{}) {
+	for {
+		select {
+		case <-stopCh:
+			return
+		default:
+		}
+		pending, err := s.planQueue.Dequeue(time.Second)
+		if err != nil || pending == nil {
+			continue
+		}
+		plan := pending.Plan
+		minIndex := s.lastCommittedPlanIndex.Load()
+		if plan.SnapshotIndex > minIndex {
+			minIndex = plan.SnapshotIndex
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		snap, err := s.State().SnapshotMinIndex(ctx, minIndex)
+		cancel()
+		if err != nil {
+			pending.Respond(nil, err)
+			continue
+		}
+		result, err := evaluatePlan(snap, plan)
+		if err != nil {
+			pending.Respond(nil, err)
+			continue
+		}
+		if isEmptyResult(result) {
+			pending.Respond(result, nil)
+			continue
+		}
+		req := planResultRequest(plan, result)
+		_, idx, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+		if err != nil {
+			pending.Respond(nil, err)
+			continue
+		}
+		s.lastCommittedPlanIndex.Store(idx)
+		result.AllocIndex = idx
+		if result.RefreshIndex != 0 && result.RefreshIndex < idx {
+			result.RefreshIndex = idx
+		}
+		pending.Respond(result, nil)
+	}
+}
+
+func isEmptyResult(r *structs.PlanResult) bool {
+	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0 && len(r.NodePreemptions) == 0 &&
+		r.Deployment == nil && len(r.DeploymentUpdates) == 0
+}
+
+func planResultRequest(plan *structs.Plan, result *structs.PlanResult) *structs.ApplyPlanResultsRequest {
+	now := time.Now().UnixNano()
+	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, Deployment: result.Deployment,
+		DeploymentUpdates: result.DeploymentUpdates, EvalID: plan.EvalID, UpdatedAt: now}
+	for _, allocs := range result.NodeAllocation {
+		for _, a := range allocs {
+			if a.CreateTime == 0 {
+				a.CreateTime = now
+			}
+			a.ModifyTime = now
+			req.Alloc = append(req.Alloc, a)
+		}
+	}
+	for _, allocs := range result.NodeUpdate {
+		for _, a := range allocs {
+			a.ModifyTime = now
+			req.AllocsStopped = append(req.AllocsStopped, a)
+		}
+	}
+	for _, allocs := range result.NodePreemptions {
+		for _, a := range allocs {
+			a.ModifyTime = now
+			req.AllocsPreempted = append(req.AllocsPreempted, a)
+		}
+	}
+	return req
+}
+
+// evaluatePlan decides per node what of the plan can be committed.
+func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanResult, error) {
+	result := &structs.PlanResult{
+		NodeUpdate:        map[string][]*structs.Allocation{},
+		NodeAllocation:    map[string][]*structs.Allocation{},
+		NodePreemptions:   map[string][]*structs.Allocation{},
+		Deployment:        plan.Deployment,
+		DeploymentUpdates: plan.DeploymentUpdates,
+	}
+	nodes := map[string]struct{}{}
+	for n := range plan.NodeUpdate {
+		nodes[n] = struct{}{}
+	}
+	for n := range plan.NodeAllocation {
+		nodes[n] = struct{}{}
+	}
+	for n := range plan.NodePreemptions {
+		nodes[n] = struct{}{}
+	}
+	for nodeID := range nodes {
+		fit, reason, err := evaluateNodePlan(snap, plan, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		if !fit {
+			result.RejectedNodes = append(result.RejectedNodes, nodeID)
+			_ = reason
+			if plan.AllAtOnce {
+				result.NodeUpdate = map[string][]*structs.Allocation{}
+				result.NodeAllocation = map[string][]*structs.Allocation{}
+				result.NodePreemptions = map[string][]*structs.Allocation{}
+				result.Deployment, result.DeploymentUpdates = nil, nil
+				break
+			}
+			continue
+		}
+		if l := plan.NodeUpdate[nodeID]; len(l) > 0 {
+			result.NodeUpdate[nodeID] = l
+		}
+		if l := plan.NodeAllocation[nodeID]; len(l) > 0 {
+			result.NodeAllocation[nodeID] = l
+		}
+		if l := plan.NodePreemptions[nodeID]; len(l) > 0 {
+			result.NodePreemptions[nodeID] = l
+		}
+	}
+	if len(result.RejectedNodes) > 0 {
+		result.RefreshIndex = maxIndex(snap.StateStore, "allocs", "nodes")
+	}
+	return result, nil
+}
+
+// evaluateNodePlan checks one node: it must exist, be ready (and eligible for
+// new work), and fit everything it would run, ports included.
+func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (bool, string, error) {
+	placing := plan.NodeAllocation[nodeID]
+	if len(placing) == 0 {
+		return true, "", nil // stops and evictions always apply
+	}
+	node, err := snap.NodeByID(nil, nodeID)
+	if err != nil {
+		return false, "", err
+	}
+	if node == nil {
+		return false, "node does not exist", nil
+	}
+	if node.Status != structs.NodeStatusReady {
+		return false, "node is not ready for placements", nil
+	}
+	existing, err := snap.AllocsByNodeTerminal(nil, nodeID, false)
+	if err != nil {
+		return false, "", err
+	}
+	if node.SchedulingEligibility != structs.NodeSchedulingEligible || node.DrainStrategy != nil {
+		// Only updates of allocations already here may land.
+		have := make(map[string]bool, len(existing))
+		for _, a := range existing {
+			have[a.ID] = true
+		}
+		for _, a := range placing {
+			if !have[a.ID] {
+				return false, "node is not eligible", nil
+			}
+		}
+	}
+	remove := map[string]bool{}
+	for _, a := range plan.NodeUpdate[nodeID] {
+		remove[a.ID] = true
+	}
+	for _, a := range plan.NodePreemptions[nodeID] {
+		remove[a.ID] = true
+	}
+	for _, a := range placing {
+		remove[a.ID] = true
+	}
+	proposed := make([]*structs.Allocation, 0, len(existing)+len(placing))
+	for _, a := range existing {
+		if !remove[a.ID] {
+			proposed = append(proposed, a)
+		}
+	}
+	proposed = append(proposed, placing...)
+	fit, dim, _, err := structs.AllocsFit(node, proposed, nil)
+	if err != nil {
+		return false, "", err
+	}
+	return fit, dim, nil
+}

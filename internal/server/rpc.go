@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+const maxQueryTime = 300 * time.Second
+
+// forward routes a call that this server must not answer itself: another
+// region (not supported yet), or a consistent call while another server
+// leads. It returns handled=true when the call was answered remotely (or
+// failed), false when the caller should serve it locally.
+func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
+	if region != "" && region != s.config.Region {
+		return true, structs.NewErrCoded(400, "No path to region %q", region)
+	}
+	if allowStale || s.IsLeader() {
+		return false, nil
+	}
+	deadline := time.Now().Add(s.config.RPCHoldTimeout)
+	for {
+		addr := s.LeaderAddr()
+		if addr != "" && addr != s.rpcAddr {
+			return true, s.pool.Call(addr, method, args, reply)
+		}
+		if addr == s.rpcAddr && s.IsLeader() {
+			return false, nil
+		}
+		if time.Now().After(deadline) {
+			return true, structs.ErrNoLeader
+		}
+		select {
+		case <-s.shutdownCh:
+			return true, structs.ErrNoLeader
+		case <-time.After(time.Duration(10+rnd(40)) * time.Millisecond):
+		}
+	}
+}
+
+// queryFn runs a read against a state store, adding what it reads to ws and
+// setting meta.Index.
+type queryFn func(ws memdb.WatchSet, st *state.StateStore) error
+
+// blockingRPC answers a read, blocking while the result's index is not past
+// MinQueryIndex, up to the query's wait time.
+func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, run queryFn) error {
+	var ctx context.Context = context.Background()
+	if opts.MinQueryIndex > 0 {
+		wait := opts.MaxQueryTime
+		if wait <= 0 || wait > maxQueryTime {
+			wait = maxQueryTime
+		}
+		wait += time.Duration(rnd(int64(wait / 16)))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	for {
+		st := s.fsm.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(st.AbandonCh())
+		ws.Add(s.shutdownCh)
+		if err := run(ws, st); err != nil {
+			return err
+		}
+		s.setQueryMeta(meta)
+		if meta.Index < 1 {
+			meta.Index = 1
+		}
+		if opts.MinQueryIndex == 0 || meta.Index > opts.MinQueryIndex || s.isShutdown() {
+			return nil
+		}
+		if err := ws.WatchCtx(ctx); err != nil {
+			return nil // timed out: answer with current data
+		}
+	}
+}
+
+func (s *Server) setQueryMeta(m *structs.QueryMeta) {
+	if s.IsLeader() {
+		m.KnownLeader = true
+		m.LastContact = 0
+		return
+	}
+	m.KnownLeader = s.LeaderAddr() != ""
+	if lc := s.raft.LastContact(); !lc.IsZero() {
+		m.LastContact = time.Since(lc)
+	}
+}
+
+// maxIndex returns the largest of the given tables' indexes.
+func maxIndex(st *state.StateStore, tables ...string) uint64 {
+	var max uint64
+	for _, t := range tables {
+		if i, err := st.Index(t); err == nil && i > max {
+			max = i
+		}
+	}
+	return max
+}

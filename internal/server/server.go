@@ -1,0 +1,273 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/internal/fsm"
+	droverrpc "github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/server/blockedevals"
+	"github.com/drover-project/drover/internal/server/evalbroker"
+	"github.com/drover-project/drover/internal/server/heartbeat"
+	"github.com/drover-project/drover/internal/server/planqueue"
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Server is one Drover server.
+type Server struct {
+	config *Config
+	logger hclog.Logger
+
+	fsm       *fsm.FSM
+	raft      *raft.Raft
+	raftStore interface{ Close() error }
+	raftLayer *droverrpc.RaftLayer
+
+	rpcServer *rpc.Server
+	listener  *droverrpc.Listener
+	pool      *droverrpc.Pool
+	rpcAddr   string // advertised RPC (and Raft) address
+
+	broker     *evalbroker.Broker
+	blocked    *blockedevals.BlockedEvals
+	planQueue  *planqueue.PlanQueue
+	heartbeats *heartbeat.Timers
+	allocBatch *allocUpdateBatcher
+
+	workers []*Worker
+
+	// leadership
+	isLeader       atomic.Bool
+	leaderGen      atomic.Uint64 // bumps on every establish; guards stale goroutines
+	establishCount atomic.Int64  // times leader services were started (tests)
+	servicesUp     atomic.Int32  // 1 while leader services run here (tests)
+	lastCommittedPlanIndex atomic.Uint64
+
+	shutdownCh   chan struct{}
+	shutdownOnce sync.Once
+	wg           sync.WaitGroup
+}
+
+// NewServer builds and starts a server: Raft, RPC, workers and the
+// leadership monitor.
+func NewServer(cfg *Config) (*Server, error) {
+	cfg.fill()
+	if cfg.NodeID == "" {
+		cfg.NodeID = uuid.NewString()
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = cfg.NodeID[:8]
+	}
+	s := &Server{
+		config:     cfg,
+		logger:     cfg.Logger.Named("server"),
+		rpcServer:  rpc.NewServer(),
+		pool:       droverrpc.NewPool(10 * time.Second),
+		shutdownCh: make(chan struct{}),
+	}
+
+	s.broker = evalbroker.New(evalbroker.Config{
+		NackTimeout:         cfg.EvalNackTimeout,
+		InitialNackDelay:    time.Second,
+		SubsequentNackDelay: 20 * time.Second,
+		DeliveryLimit:       cfg.EvalDeliveryLimit,
+		Logger:              s.logger.Named("broker"),
+	})
+	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
+	s.planQueue = planqueue.New()
+	s.heartbeats = heartbeat.New(heartbeat.Config{
+		MinTTL:       cfg.MinHeartbeatTTL,
+		MaxPerSecond: cfg.MaxHeartbeatsPerSecond,
+		Grace:        cfg.HeartbeatGrace,
+		FailoverTTL:  cfg.FailoverHeartbeatTTL,
+	}, s.heartbeatExpired)
+	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
+
+	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
+	if err != nil {
+		return nil, err
+	}
+	s.fsm = f
+
+	if err := s.registerEndpoints(); err != nil {
+		return nil, err
+	}
+	if err := s.setupRPCListener(); err != nil {
+		return nil, err
+	}
+	if err := s.setupRaft(); err != nil {
+		s.listener.Close()
+		return nil, err
+	}
+
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.monitorLeadership()
+	}()
+	for i := 0; i < cfg.NumSchedulers; i++ {
+		w := newWorker(s, i)
+		s.workers = append(s.workers, w)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			w.run()
+		}()
+	}
+	s.allocBatch.start()
+	return s, nil
+}
+
+func (s *Server) setupRPCListener() error {
+	ln := s.config.RPCListener
+	if ln == nil {
+		addr := s.config.RPCAddr
+		if addr == "" {
+			addr = "127.0.0.1:4647"
+		}
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("server: listening for RPC on %s: %w", addr, err)
+		}
+	}
+	s.rpcAddr = s.config.RPCAdvertise
+	if s.rpcAddr == "" {
+		s.rpcAddr = ln.Addr().String()
+	}
+	adv, err := net.ResolveTCPAddr("tcp", s.rpcAddr)
+	if err != nil {
+		return fmt.Errorf("server: bad RPC advertise address %q: %w", s.rpcAddr, err)
+	}
+	if s.config.RaftTransport == nil {
+		s.raftLayer = droverrpc.NewRaftLayer(adv)
+	}
+	s.listener = droverrpc.NewListener(ln, s.rpcServer, s.raftLayer, s.logger.Named("rpc"))
+	go s.listener.Serve()
+	return nil
+}
+
+func (s *Server) registerEndpoints() error {
+	eps := map[string]any{
+		"Job":        &Job{s},
+		"Node":       &Node{s},
+		"Eval":       &Eval{s},
+		"Alloc":      &Alloc{s},
+		"Plan":       &Plan{s},
+		"Status":     &Status{s},
+		"Keyring":    &Keyring{s},
+		"Deployment": &Deployment{s},
+		"Region":     &Region{s},
+		"Namespace":  &Namespace{s},
+	}
+	for name, ep := range eps {
+		if err := s.rpcServer.RegisterName(name, ep); err != nil {
+			return fmt.Errorf("server: registering %s endpoint: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// RPC calls an endpoint of this server in-process (forwarding to the leader
+// happens inside the endpoint when needed).
+func (s *Server) RPC(method string, args, reply any) error {
+	return droverrpc.InmemCall(s.rpcServer, method, args, reply)
+}
+
+// State returns the current state store.
+func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// IsLeader reports whether this server leads and runs the leader services.
+func (s *Server) IsLeader() bool { return s.isLeader.Load() }
+
+// RPCAddr is this server's advertised RPC address.
+func (s *Server) RPCAddr() string { return s.rpcAddr }
+
+// Region is the server's region.
+func (s *Server) Region() string { return s.config.Region }
+
+// Raft exposes the Raft instance (operators, tests).
+func (s *Server) Raft() *raft.Raft { return s.raft }
+
+// LeaderAddr returns the leader's RPC address, or "" when unknown.
+func (s *Server) LeaderAddr() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// Peers lists the Raft voters' addresses.
+func (s *Server) Peers() ([]string, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, string(srv.Address))
+	}
+	return out, nil
+}
+
+// Shutdown stops everything.
+func (s *Server) Shutdown() error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		close(s.shutdownCh)
+		s.allocBatch.stop()
+		s.revokeLeadership()
+		if s.raft != nil {
+			if ferr := s.raft.Shutdown().Error(); ferr != nil {
+				err = ferr
+			}
+		}
+		if s.raftStore != nil {
+			s.raftStore.Close()
+		}
+		if s.listener != nil {
+			s.listener.Close()
+		}
+		s.pool.Shutdown()
+		s.wg.Wait()
+	})
+	return err
+}
+
+// raftApply writes one entry and waits for it to be applied. The FSM's
+// return value, when an error, is returned as the error.
+func (s *Server) raftApply(t structs.MessageType, msg any) (any, uint64, error) {
+	buf, err := structs.Encode(t, msg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encoding raft entry: %w", err)
+	}
+	f := s.raft.Apply(buf, 30*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return nil, 0, structs.ErrNoLeader
+		}
+		return nil, 0, err
+	}
+	resp := f.Response()
+	if rerr, ok := resp.(error); ok && rerr != nil {
+		return nil, f.Index(), rerr
+	}
+	return resp, f.Index(), nil
+}
+
+func (s *Server) isShutdown() bool {
+	select {
+	case <-s.shutdownCh:
+		return true
+	default:
+		return false
+	}
+}
