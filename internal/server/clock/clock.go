@@ -8,7 +8,6 @@
 package clock
 
 import (
-	"sort"
 	"sync"
 	"time"
 )
@@ -84,36 +83,38 @@ func (c *Fake) Pending() int {
 	return len(c.timers)
 }
 
-// Advance moves time forward by d and runs every timer that became due, in
-// order of due time, synchronously and without holding the clock's lock (so a
-// timer's function may arm new timers; those fire too if they are due).
+// Advance moves time forward by d and runs every timer that becomes due, in
+// order of due time, synchronously and without holding the clock's lock. Time
+// steps to each timer's due time before its function runs, so a timer armed by
+// a timer's function is scheduled from that moment and fires within the same
+// Advance if it is due by the end.
 func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
+	end := c.now.Add(d)
 	c.mu.Unlock()
 	for {
 		c.mu.Lock()
-		var due []*fakeTimer
+		var next *fakeTimer
 		for t := range c.timers {
-			if !t.at.After(c.now) {
-				due = append(due, t)
+			if t.at.After(end) {
+				continue
+			}
+			if next == nil || t.at.Before(next.at) || (t.at.Equal(next.at) && t.seq < next.seq) {
+				next = t
 			}
 		}
-		if len(due) == 0 {
+		if next == nil {
+			c.now = end
 			c.mu.Unlock()
 			return
 		}
-		sort.Slice(due, func(i, j int) bool {
-			if !due[i].at.Equal(due[j].at) {
-				return due[i].at.Before(due[j].at)
-			}
-			return due[i].seq < due[j].seq
-		})
-		t := due[0]
-		delete(c.timers, t)
-		t.done = true
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		delete(c.timers, next)
+		next.done = true
 		c.mu.Unlock()
-		t.f()
+		next.f()
 	}
 }
 

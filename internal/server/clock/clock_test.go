@@ -26,3 +26,20 @@ func TestFakeFiresInOrderAndStop(t *testing.T) {
 		t.Fatalf("pending = %d", c.Pending())
 	}
 }
+
+func TestFakeChainedTimersUseFiringTime(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := NewFake(start)
+	var firedAt []time.Duration
+	c.AfterFunc(time.Second, func() {
+		firedAt = append(firedAt, c.Now().Sub(start))
+		c.AfterFunc(time.Second, func() { firedAt = append(firedAt, c.Now().Sub(start)) })
+	})
+	c.Advance(time.Hour)
+	if len(firedAt) != 2 || firedAt[0] != time.Second || firedAt[1] != 2*time.Second {
+		t.Fatalf("fired at %v, want [1s 2s]", firedAt)
+	}
+	if c.Now().Sub(start) != time.Hour {
+		t.Fatalf("now = %v", c.Now().Sub(start))
+	}
+}
