@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -449,6 +450,11 @@ func TestConcurrentStress(t *testing.T) {
 					nacked[e.ID] = true
 				}
 				mu.Unlock()
+				// "Process" the eval: give other consumers a chance to
+				// dequeue a second eval of this job if the broker allowed it.
+				for i := 0; i < 3; i++ {
+					runtime.Gosched()
+				}
 				mu.Lock()
 				delete(inFlight, e.JobID)
 				mu.Unlock()
