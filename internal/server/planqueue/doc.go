@@ -1,0 +1,16 @@
+// Package planqueue owns the leader's queue of plans submitted by scheduler
+// workers and waiting for the single plan applier goroutine.
+//
+// Workers call Enqueue and wait on the returned PendingPlan; the applier calls
+// Dequeue, verifies and commits the plan, then calls Respond exactly once.
+// Plans are served by priority (Plan.Priority, higher first), then in the
+// order they arrived.
+//
+// The queue exists only on the leader and is rebuilt empty on every
+// leadership gain: SetEnabled(false) fails every queued plan with ErrDisabled
+// and wakes a blocked Dequeue with ErrDisabled. Plans already handed to the
+// applier are the applier's to answer.
+//
+// This package must never block its callers (apart from Dequeue and Wait,
+// which block by contract) and must never do I/O.
+package planqueue
