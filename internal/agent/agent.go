@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics/compat"
+
+	"github.com/drover-project/drover/internal/agent/config"
+	"github.com/drover-project/drover/internal/client"
+	droverrpc "github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/server"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/version"
+)
+
+// Agent is one running `drover agent`.
+type Agent struct {
+	config *config.Config
+	logger hclog.Logger
+
+	server *server.Server
+	client *client.Client
+
+	pool    *droverrpc.Pool
+	servers []string // client-only agents: server RPC addresses
+
+	httpLn  net.Listener
+	httpSrv *http.Server
+	inmem   *metrics.InmemSink
+
+	tmpDirs  []string
+	shutdown sync.Once
+}
+
+// New builds an agent from a merged, validated configuration and starts it.
+func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
+	if err := cfg.NormalizeAddrs(); err != nil {
+		return nil, err
+	}
+	if cfg.Server == nil || !cfg.Server.Enabled {
+		if cfg.Client == nil || !cfg.Client.Enabled {
+			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")
+		}
+	}
+	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second)}
+	inm, prom, err := setupMetrics(cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	a.inmem = inm
+
+	// Bind HTTP first: a port conflict should fail before anything starts.
+	a.httpLn, err = net.Listen("tcp", cfg.HTTPAddr())
+	if err != nil {
+		return nil, fmt.Errorf("agent: HTTP listener on %s: %w", cfg.HTTPAddr(), err)
+	}
+	if cfg.Server != nil && cfg.Server.Enabled {
+		if err := a.setupServer(); err != nil {
+			a.Shutdown()
+			return nil, err
+		}
+	}
+	if cfg.Client != nil && cfg.Client.Enabled {
+		if err := a.setupClient(); err != nil {
+			a.Shutdown()
+			return nil, err
+		}
+	}
+	a.startHTTP(prom)
+	return a, nil
+}
+
+func (a *Agent) dataDir(sub string) (string, error) {
+	if a.config.DataDir != "" {
+		dir := filepath.Join(a.config.DataDir, sub)
+		return dir, os.MkdirAll(dir, 0o711)
+	}
+	if !a.config.DevMode {
+		return "", errors.New("agent: data_dir is required outside -dev mode")
+	}
+	dir, err := os.MkdirTemp("", "drover-dev-"+sub+"-")
+	if err != nil {
+		return "", err
+	}
+	a.tmpDirs = append(a.tmpDirs, dir)
+	return dir, nil
+}
+
+func (a *Agent) setupServer() error {
+	c := a.config
+	sc := server.DefaultConfig()
+	sc.NodeName = c.NodeName
+	sc.Region = c.Region
+	sc.Datacenter = c.Datacenter
+	sc.Version = version.Version
+	sc.DevMode = c.DevMode
+	sc.Logger = a.logger
+	sc.RPCAddr = c.RPCAddr()
+	sc.RPCAdvertise = c.AdvertiseRPCAddr()
+	s := c.Server
+	if s.BootstrapExpect > 0 {
+		sc.BootstrapExpect = s.BootstrapExpect
+	}
+	if s.BootstrapExpect > 1 {
+		return fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
+	}
+	if s.NumSchedulers != nil && *s.NumSchedulers > 0 {
+		sc.NumSchedulers = *s.NumSchedulers
+	}
+	if len(s.EnabledSchedulers) > 0 {
+		sc.EnabledSchedulers = s.EnabledSchedulers
+	}
+	if s.MinHeartbeatTTL > 0 {
+		sc.MinHeartbeatTTL = s.MinHeartbeatTTL
+	}
+	if s.MaxHeartbeatsPerSecond > 0 {
+		sc.MaxHeartbeatsPerSecond = s.MaxHeartbeatsPerSecond
+	}
+	if s.HeartbeatGrace > 0 {
+		sc.HeartbeatGrace = s.HeartbeatGrace
+	}
+	if s.FailoverHeartbeatTTL > 0 {
+		sc.FailoverHeartbeatTTL = s.FailoverHeartbeatTTL
+	}
+	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
+		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
+	}
+	if !c.DevMode {
+		dir := s.DataDir
+		if dir == "" {
+			var err error
+			if dir, err = a.dataDir("server"); err != nil {
+				return err
+			}
+		}
+		sc.DataDir = dir
+		id, err := persistentID(filepath.Join(dir, "node-id"))
+		if err != nil {
+			return err
+		}
+		sc.NodeID = id
+	}
+	srv, err := server.NewServer(sc)
+	if err != nil {
+		return err
+	}
+	a.server = srv
+	return nil
+}
+
+// persistentID reads an ID from path, creating it the first time.
+func persistentID(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	id := uuid.NewString()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return id, os.WriteFile(path, []byte(id), 0o600)
+}
+
+// RPC routes a call to a server: in-process when this agent is one,
+// otherwise to a configured server (trying each).
+func (a *Agent) RPC(method string, args, reply any) error {
+	if a.server != nil {
+		return a.server.RPC(method, args, reply)
+	}
+	if len(a.servers) == 0 {
+		return structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
+	}
+	var err error
+	for _, addr := range a.servers {
+		err = a.pool.Call(addr, method, args, reply)
+		if err == nil || droverrpc.IsServerError(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// Server returns the agent's server (nil on client-only agents).
+func (a *Agent) Server() *server.Server { return a.server }
+
+// Client returns the agent's client (nil on server-only agents).
+func (a *Agent) Client() *client.Client { return a.client }
+
+// HTTPAddr is the address the HTTP API listens on.
+func (a *Agent) HTTPAddr() string { return a.httpLn.Addr().String() }
+
+// Shutdown stops the client, the HTTP API and the server, in that order.
+func (a *Agent) Shutdown() error {
+	var err error
+	a.shutdown.Do(func() {
+		if a.client != nil {
+			if cerr := a.client.Shutdown(); cerr != nil {
+				err = cerr
+			}
+		}
+		if a.httpSrv != nil {
+			a.httpSrv.Close()
+		} else if a.httpLn != nil {
+			a.httpLn.Close()
+		}
+		if a.server != nil {
+			if serr := a.server.Shutdown(); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		a.pool.Shutdown()
+		for _, d := range a.tmpDirs {
+			os.RemoveAll(d)
+		}
+	})
+	return err
+}
