@@ -77,7 +77,9 @@ func portAlloc(id, status string, ports ...AllocatedPortMapping) *Allocation {
 }
 
 func TestNetworkIndexAddAllocs(t *testing.T) {
-	p := func(v int, ip string) AllocatedPortMapping { return AllocatedPortMapping{Label: "x", Value: v, HostIP: ip} }
+	p := func(v int, ip string) AllocatedPortMapping {
+		return AllocatedPortMapping{Label: "x", Value: v, HostIP: ip}
+	}
 	cases := []struct {
 		name    string
 		allocs  []*Allocation
