@@ -216,6 +216,8 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 			writes = append(writes, &c)
 		}
 	}
+	h.State.UpsertAllocs(writes...)
+	writes = nil
 	for _, allocs := range result.NodeAllocation {
 		for _, a := range allocs {
 			c := *a
