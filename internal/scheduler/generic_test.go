@@ -523,3 +523,43 @@ func TestDatacenterAndPoolFiltering(t *testing.T) {
 		t.Fatalf("pool placement = %+v", l)
 	}
 }
+
+func TestDistinctHostsAndSpreadAlgorithm(t *testing.T) {
+	h := NewHarness()
+	for i := 0; i < 2; i++ {
+		h.State.UpsertNode(mockNode(fmt.Sprintf("n%d", i)))
+	}
+	job := mockJob("web", 3)
+	job.TaskGroups[0].Constraints = []*structs.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}
+	h.State.UpsertJob(job)
+	process(t, h, mockEval(job))
+	live := liveAllocs(h, "web")
+	if len(live) != 2 || live[0].NodeID == live[1].NodeID {
+		t.Fatalf("distinct_hosts placed %d allocs: %+v", len(live), live)
+	}
+	if m := lastEval(t, h).FailedTGAllocs["web"]; m == nil || m.ConstraintFiltered["distinct_hosts"] != 2 {
+		t.Fatalf("metrics = %+v", m)
+	}
+
+	// The spread algorithm prefers empty nodes: 3 allocs land on 3 nodes.
+	h = NewHarness()
+	for i := 0; i < 3; i++ {
+		h.State.UpsertNode(mockNode(fmt.Sprintf("n%d", i)))
+	}
+	job = mockJob("spread", 3)
+	h.State.UpsertJob(job)
+	s, err := NewScheduler("service", Config{Algorithm: "spread", Clock: func() time.Time { return testNow }}, h.State, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Process(mockEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, a := range liveAllocs(h, "spread") {
+		nodes[a.NodeID] = true
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("spread used %d nodes, want 3", len(nodes))
+	}
+}
