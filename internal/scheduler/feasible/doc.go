@@ -1,0 +1,13 @@
+// Package feasible chooses a node for one task group: a chain of iterators
+// that filters nodes (readiness, datacenters and pool, drivers,
+// constraints, distinct hosts) and ranks the survivors (bin-packing with a
+// fresh port index per node, job anti-affinity, rescheduling penalty),
+// visits a bounded number of them and returns the best.
+//
+// It owns feasibility memoisation per computed node class and the
+// placement metrics (AllocMetric) that explain failures to users.
+//
+// It must never write state, submit plans, sleep or read the wall clock;
+// randomness comes only from the seeded source in Context so a pass is
+// reproducible from (snapshot, eval).
+package feasible

@@ -1,0 +1,266 @@
+package feasible
+
+import (
+	"strconv"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// NodeIterator yields candidate nodes.
+type NodeIterator interface {
+	Next() *structs.Node
+	Reset()
+}
+
+// SourceIterator yields each node once per selection, starting where the
+// previous selection stopped, so successive placements look at different
+// nodes first.
+type SourceIterator struct {
+	ctx    *Context
+	nodes  []*structs.Node
+	offset int
+	seen   int
+}
+
+// NewSourceIterator returns a source over nodes (already shuffled).
+func NewSourceIterator(ctx *Context, nodes []*structs.Node) *SourceIterator {
+	return &SourceIterator{ctx: ctx, nodes: nodes}
+}
+
+// SetNodes replaces the node list.
+func (s *SourceIterator) SetNodes(nodes []*structs.Node) {
+	s.nodes, s.offset, s.seen = nodes, 0, 0
+}
+
+// Next returns the next node or nil once every node was visited.
+func (s *SourceIterator) Next() *structs.Node {
+	if s.seen >= len(s.nodes) {
+		return nil
+	}
+	n := s.nodes[s.offset]
+	s.offset = (s.offset + 1) % len(s.nodes)
+	s.seen++
+	s.ctx.metrics.NodesEvaluated++
+	return n
+}
+
+// Reset starts a new pass (from the current offset).
+func (s *SourceIterator) Reset() { s.seen = 0 }
+
+// FeasibilityIterator drops nodes that fail the job's or the group's
+// checks (drivers, constraints), memoising outcomes per computed class.
+type FeasibilityIterator struct {
+	ctx    *Context
+	source NodeIterator
+
+	job        *structs.Job
+	jobEscaped bool
+
+	tg        *structs.TaskGroup
+	tgCons    []*structs.Constraint
+	drivers   []string
+	tgEscaped bool
+}
+
+// NewFeasibilityIterator wraps source.
+func NewFeasibilityIterator(ctx *Context, source NodeIterator) *FeasibilityIterator {
+	return &FeasibilityIterator{ctx: ctx, source: source}
+}
+
+// SetJob sets the job whose constraints apply.
+func (f *FeasibilityIterator) SetJob(job *structs.Job) {
+	f.job = job
+	f.jobEscaped = false
+	for _, c := range job.Constraints {
+		if escapesClass(c) {
+			f.jobEscaped = true
+		}
+	}
+	if f.jobEscaped {
+		f.ctx.eligibility.jobEscape = true
+	}
+}
+
+// SetTaskGroup sets the group whose drivers and constraints apply.
+func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
+	f.tg = tg
+	f.tgCons = append([]*structs.Constraint(nil), tg.Constraints...)
+	f.drivers = f.drivers[:0]
+	seen := map[string]bool{}
+	for _, t := range tg.Tasks {
+		f.tgCons = append(f.tgCons, t.Constraints...)
+		if t.Driver != "" && !seen[t.Driver] {
+			seen[t.Driver] = true
+			f.drivers = append(f.drivers, t.Driver)
+		}
+	}
+	f.tgEscaped = false
+	for _, c := range f.tgCons {
+		if escapesClass(c) {
+			f.tgEscaped = true
+		}
+	}
+	if f.tgEscaped {
+		f.ctx.eligibility.tgEscape[tg.Name] = true
+	}
+}
+
+// Next returns the next feasible node.
+func (f *FeasibilityIterator) Next() *structs.Node {
+	for {
+		n := f.source.Next()
+		if n == nil {
+			return nil
+		}
+		class := f.ctx.ComputedClass(n)
+		if ok, reason := f.checkJob(n, class); !ok {
+			f.ctx.filterNode(n, reason)
+			continue
+		}
+		if ok, reason := f.checkGroup(n, class); !ok {
+			f.ctx.filterNode(n, reason)
+			continue
+		}
+		return n
+	}
+}
+
+// Reset resets the source.
+func (f *FeasibilityIterator) Reset() { f.source.Reset() }
+
+func (f *FeasibilityIterator) checkJob(n *structs.Node, class string) (bool, string) {
+	elig := f.ctx.eligibility
+	if !f.jobEscaped {
+		if st, ok := elig.job[class]; ok {
+			return st.eligible, st.reason
+		}
+	}
+	st := classStatus{eligible: true}
+	for _, c := range f.job.Constraints {
+		if !f.ctx.meetsConstraint(c, n) {
+			st = classStatus{reason: ConstraintString(c)}
+			break
+		}
+	}
+	if !f.jobEscaped {
+		elig.job[class] = st
+	}
+	return st.eligible, st.reason
+}
+
+func (f *FeasibilityIterator) checkGroup(n *structs.Node, class string) (bool, string) {
+	elig := f.ctx.eligibility
+	memo := elig.groups[f.tg.Name]
+	if memo == nil {
+		memo = make(map[string]classStatus)
+		elig.groups[f.tg.Name] = memo
+	}
+	if !f.tgEscaped {
+		if st, ok := memo[class]; ok {
+			return st.eligible, st.reason
+		}
+	}
+	st := classStatus{eligible: true}
+	for _, d := range f.drivers {
+		if !hasDriver(n, d) {
+			st = classStatus{reason: "missing drivers"}
+			break
+		}
+	}
+	if st.eligible {
+		for _, c := range f.tgCons {
+			if !f.ctx.meetsConstraint(c, n) {
+				st = classStatus{reason: ConstraintString(c)}
+				break
+			}
+		}
+	}
+	if !f.tgEscaped {
+		memo[class] = st
+	}
+	return st.eligible, st.reason
+}
+
+// hasDriver reports whether the node runs the driver: a detected, healthy
+// driver entry, or (older clients) a truthy "driver.<name>" attribute.
+func hasDriver(n *structs.Node, name string) bool {
+	if info, ok := n.Drivers[name]; ok && info != nil {
+		return info.Detected && info.Healthy
+	}
+	v, ok := n.Attributes["driver."+name]
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
+
+// DistinctHostsIterator drops nodes that already hold (or are proposed to
+// hold) an allocation of the same job (job-level constraint) or of the
+// same group (group-level constraint).
+type DistinctHostsIterator struct {
+	ctx        *Context
+	source     NodeIterator
+	job        *structs.Job
+	tg         *structs.TaskGroup
+	jobDistint bool
+	tgDistinct bool
+}
+
+// NewDistinctHostsIterator wraps source.
+func NewDistinctHostsIterator(ctx *Context, source NodeIterator) *DistinctHostsIterator {
+	return &DistinctHostsIterator{ctx: ctx, source: source}
+}
+
+func distinctHosts(cons []*structs.Constraint) bool {
+	for _, c := range cons {
+		if c.Operand == OpDistinctHosts {
+			if b, err := strconv.ParseBool(c.RTarget); c.RTarget == "" || (err == nil && b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SetJob sets the job.
+func (d *DistinctHostsIterator) SetJob(job *structs.Job) {
+	d.job = job
+	d.jobDistint = distinctHosts(job.Constraints)
+}
+
+// SetTaskGroup sets the group.
+func (d *DistinctHostsIterator) SetTaskGroup(tg *structs.TaskGroup) {
+	d.tg = tg
+	d.tgDistinct = distinctHosts(tg.Constraints)
+}
+
+// Next returns the next node that keeps hosts distinct.
+func (d *DistinctHostsIterator) Next() *structs.Node {
+	for {
+		n := d.source.Next()
+		if n == nil || (!d.jobDistint && !d.tgDistinct) {
+			return n
+		}
+		proposed, err := d.ctx.ProposedAllocs(n.ID)
+		if err != nil {
+			d.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
+			continue
+		}
+		clash := false
+		for _, a := range proposed {
+			if a.JobID == d.job.ID && a.Namespace == d.job.Namespace && (d.jobDistint || a.TaskGroup == d.tg.Name) {
+				clash = true
+				break
+			}
+		}
+		if clash {
+			d.ctx.filterNode(n, OpDistinctHosts)
+			continue
+		}
+		return n
+	}
+}
+
+// Reset resets the source.
+func (d *DistinctHostsIterator) Reset() { d.source.Reset() }

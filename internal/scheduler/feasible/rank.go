@@ -1,0 +1,362 @@
+package feasible
+
+import (
+	"math"
+	"strings"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Scheduling algorithms.
+const (
+	AlgorithmBinpack = "binpack"
+	AlgorithmSpread  = "spread"
+)
+
+// binPackingMaxFitScore normalises the fit score into [0, 1].
+const binPackingMaxFitScore = 18.0
+
+// RankedNode is a feasible node with its scores and the resources a
+// placement on it would receive.
+type RankedNode struct {
+	Node       *structs.Node
+	FinalScore float64
+	Scores     []float64
+	ScoreMeta  map[string]float64
+
+	TaskResources map[string]*structs.AllocatedTaskResources
+	Shared        structs.AllocatedSharedResources
+	// Proposed are the allocations on the node if the plan commits,
+	// excluding the one being placed.
+	Proposed []*structs.Allocation
+}
+
+func (r *RankedNode) addScore(name string, s float64) {
+	r.Scores = append(r.Scores, s)
+	if r.ScoreMeta == nil {
+		r.ScoreMeta = make(map[string]float64, 4)
+	}
+	r.ScoreMeta[name] = s
+}
+
+// RankIterator yields ranked nodes.
+type RankIterator interface {
+	Next() *RankedNode
+	Reset()
+}
+
+// FeasibleRankIterator turns feasible nodes into ranked options.
+type FeasibleRankIterator struct{ source NodeIterator }
+
+// Next wraps the next feasible node.
+func (f *FeasibleRankIterator) Next() *RankedNode {
+	n := f.source.Next()
+	if n == nil {
+		return nil
+	}
+	return &RankedNode{Node: n}
+}
+
+// Reset resets the source.
+func (f *FeasibleRankIterator) Reset() { f.source.Reset() }
+
+// BinPackIterator computes whether the group fits on each node (CPU,
+// memory, disk, ports with a fresh index over the proposed allocations)
+// and scores the fit.
+type BinPackIterator struct {
+	ctx       *Context
+	source    RankIterator
+	tg        *structs.TaskGroup
+	algorithm string
+}
+
+// Next returns the next node with room for the group.
+func (b *BinPackIterator) Next() *RankedNode {
+	for {
+		opt := b.source.Next()
+		if opt == nil {
+			return nil
+		}
+		if b.fit(opt) {
+			return opt
+		}
+	}
+}
+
+// Reset resets the source.
+func (b *BinPackIterator) Reset() { b.source.Reset() }
+
+func (b *BinPackIterator) fit(opt *RankedNode) bool {
+	n := opt.Node
+	proposed, err := b.ctx.ProposedAllocs(n.ID)
+	if err != nil {
+		b.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
+		return false
+	}
+	idx := structs.NewNetworkIndex()
+	idx.Rand = b.ctx.Rand
+	if err := idx.SetNode(n); err != nil {
+		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
+		b.ctx.exhaustedNode(n, "network: invalid node network")
+		return false
+	}
+	if collide, reason := idx.AddAllocs(proposed); collide {
+		// The node's own state is inconsistent; never add to it.
+		b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
+		b.ctx.exhaustedNode(n, "network: port collision")
+		return false
+	}
+
+	shared := structs.AllocatedSharedResources{}
+	if b.tg.EphemeralDisk != nil {
+		shared.DiskMB = int64(b.tg.EphemeralDisk.SizeMB)
+	}
+	for _, ask := range b.tg.Networks {
+		offer, err := idx.AssignPorts(ask)
+		if err != nil {
+			b.ctx.exhaustedNode(n, networkDimension(err))
+			return false
+		}
+		if collide, reason := idx.AddReserved(offer); collide {
+			b.ctx.Logger.Error("port offer collided with index", "node_id", n.ID, "reason", reason)
+			b.ctx.exhaustedNode(n, "network: port collision")
+			return false
+		}
+		shared.Ports = append(shared.Ports, offer...)
+		shared.Networks = append(shared.Networks, networkFromOffer(ask, offer))
+	}
+
+	tasks := make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+	for _, t := range b.tg.Tasks {
+		tr := &structs.AllocatedTaskResources{}
+		if r := t.Resources; r != nil {
+			tr.Cpu.CpuShares = int64(r.CPU)
+			tr.Memory.MemoryMB = int64(r.MemoryMB)
+			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+		}
+		tasks[t.Name] = tr
+	}
+
+	candidate := &structs.Allocation{
+		ID:                 "(candidate)",
+		AllocatedResources: &structs.AllocatedResources{Tasks: tasks, Shared: shared},
+	}
+	all := make([]*structs.Allocation, 0, len(proposed)+1)
+	all = append(append(all, proposed...), candidate)
+	fit, dim, used, err := structs.AllocsFit(n, all, idx)
+	if err != nil || !fit {
+		b.ctx.exhaustedNode(n, dim)
+		return false
+	}
+	opt.TaskResources = tasks
+	opt.Shared = shared
+	opt.Proposed = proposed
+	opt.addScore("binpack", fitScore(n.Comparable(), used, b.algorithm))
+	return true
+}
+
+func networkDimension(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "dynamic port selection failed"):
+		return "network: dynamic port selection failed"
+	case strings.Contains(msg, "reserved port collision"):
+		return "network: reserved port collision"
+	}
+	return "network: " + msg
+}
+
+// networkFromOffer records the ask with its granted values, for clients
+// that read the group network rather than the port list.
+func networkFromOffer(ask *structs.NetworkResource, offer structs.AllocatedPorts) *structs.NetworkResource {
+	nr := *ask
+	nr.ReservedPorts = nil
+	nr.DynamicPorts = nil
+	for _, p := range ask.ReservedPorts {
+		if m, ok := offer.Get(p.Label); ok {
+			p.Value, p.To = m.Value, m.To
+			if nr.IP == "" {
+				nr.IP = m.HostIP
+			}
+		}
+		nr.ReservedPorts = append(nr.ReservedPorts, p)
+	}
+	for _, p := range ask.DynamicPorts {
+		if m, ok := offer.Get(p.Label); ok {
+			p.Value, p.To = m.Value, m.To
+			if nr.IP == "" {
+				nr.IP = m.HostIP
+			}
+		}
+		nr.DynamicPorts = append(nr.DynamicPorts, p)
+	}
+	return &nr
+}
+
+// fitScore scores how full the node would be: with binpack fuller nodes
+// score higher, with spread emptier ones do. Result in [0, 1].
+func fitScore(avail, used structs.ComparableResources, algorithm string) float64 {
+	free := func(u, a int64) float64 {
+		if a <= 0 {
+			return 0
+		}
+		return 1 - float64(u)/float64(a)
+	}
+	total := math.Pow(10, free(used.CPU, avail.CPU)) + math.Pow(10, free(used.MemoryMB, avail.MemoryMB))
+	var s float64
+	if algorithm == AlgorithmSpread {
+		s = total - 2
+	} else {
+		s = 20 - total
+	}
+	s = math.Max(0, math.Min(binPackingMaxFitScore, s))
+	return s / binPackingMaxFitScore
+}
+
+// JobAntiAffinityIterator penalises nodes already running the same group.
+type JobAntiAffinityIterator struct {
+	source RankIterator
+	job    *structs.Job
+	tg     *structs.TaskGroup
+}
+
+// Next scores the next option.
+func (j *JobAntiAffinityIterator) Next() *RankedNode {
+	opt := j.source.Next()
+	if opt == nil {
+		return nil
+	}
+	collisions := 0
+	for _, a := range opt.Proposed {
+		if a.JobID == j.job.ID && a.Namespace == j.job.Namespace && a.TaskGroup == j.tg.Name {
+			collisions++
+		}
+	}
+	if collisions > 0 && j.tg.Count > 0 {
+		opt.addScore("job-anti-affinity", -float64(collisions+1)/float64(j.tg.Count))
+	}
+	return opt
+}
+
+// Reset resets the source.
+func (j *JobAntiAffinityIterator) Reset() { j.source.Reset() }
+
+// PenaltyIterator penalises nodes where the replaced allocation failed.
+type PenaltyIterator struct {
+	source  RankIterator
+	penalty map[string]struct{}
+}
+
+// Next scores the next option.
+func (p *PenaltyIterator) Next() *RankedNode {
+	opt := p.source.Next()
+	if opt == nil {
+		return nil
+	}
+	if _, ok := p.penalty[opt.Node.ID]; ok {
+		opt.addScore("node-reschedule-penalty", -1)
+	}
+	return opt
+}
+
+// Reset resets the source.
+func (p *PenaltyIterator) Reset() { p.source.Reset() }
+
+// NormalizeIterator sets FinalScore to the mean of the scores.
+type NormalizeIterator struct {
+	ctx    *Context
+	source RankIterator
+}
+
+// Next normalises the next option.
+func (n *NormalizeIterator) Next() *RankedNode {
+	opt := n.source.Next()
+	if opt == nil {
+		return nil
+	}
+	if len(opt.Scores) > 0 {
+		sum := 0.0
+		for _, s := range opt.Scores {
+			sum += s
+		}
+		opt.FinalScore = sum / float64(len(opt.Scores))
+	}
+	n.ctx.recordScore(opt)
+	return opt
+}
+
+// Reset resets the source.
+func (n *NormalizeIterator) Reset() { n.source.Reset() }
+
+// maxScoreMeta bounds how many node scores a metric keeps.
+const maxScoreMeta = 5
+
+func (c *Context) recordScore(opt *RankedNode) {
+	m := c.metrics
+	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMeta, NormScore: opt.FinalScore}
+	m.ScoreMetaData = append(m.ScoreMetaData, meta)
+	if len(m.ScoreMetaData) > maxScoreMeta {
+		worst := 0
+		for i, s := range m.ScoreMetaData {
+			if s.NormScore < m.ScoreMetaData[worst].NormScore {
+				worst = i
+			}
+		}
+		m.ScoreMetaData = append(m.ScoreMetaData[:worst], m.ScoreMetaData[worst+1:]...)
+	}
+}
+
+// LimitIterator stops after limit options. Options scoring at or below
+// the threshold are set aside (at most maxSkip of them) in the hope of a
+// better one, and used only if the source runs dry.
+type LimitIterator struct {
+	source    RankIterator
+	limit     int
+	maxSkip   int
+	threshold float64
+	seen      int
+	skipped   []*RankedNode
+}
+
+// Next returns the next option within the limit.
+func (l *LimitIterator) Next() *RankedNode {
+	if l.seen >= l.limit {
+		return nil
+	}
+	opt := l.source.Next()
+	for opt != nil && opt.FinalScore <= l.threshold && len(l.skipped) < l.maxSkip {
+		l.skipped = append(l.skipped, opt)
+		opt = l.source.Next()
+	}
+	if opt == nil && len(l.skipped) > 0 {
+		opt, l.skipped = l.skipped[0], l.skipped[1:]
+	}
+	if opt != nil {
+		l.seen++
+	}
+	return opt
+}
+
+// Reset starts a new selection.
+func (l *LimitIterator) Reset() {
+	l.seen = 0
+	l.skipped = l.skipped[:0]
+	l.source.Reset()
+}
+
+// MaxScoreIterator drains its source and returns the best option.
+type MaxScoreIterator struct{ source RankIterator }
+
+// Next returns the best option, or nil if there is none.
+func (m *MaxScoreIterator) Next() *RankedNode {
+	var best *RankedNode
+	for opt := m.source.Next(); opt != nil; opt = m.source.Next() {
+		if best == nil || opt.FinalScore > best.FinalScore {
+			best = opt
+		}
+	}
+	return best
+}
+
+// Reset resets the source.
+func (m *MaxScoreIterator) Reset() { m.source.Reset() }

@@ -1,0 +1,147 @@
+package feasible
+
+import (
+	"math"
+	"path"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// SelectOptions tune one selection.
+type SelectOptions struct {
+	// PenaltyNodeIDs are nodes to avoid (where the replaced alloc failed).
+	PenaltyNodeIDs map[string]struct{}
+}
+
+// Stack is the chain used by the service and batch schedulers:
+// source → feasibility → distinct hosts → bin-pack → job anti-affinity →
+// reschedule penalty → normalise → limit → max score.
+type Stack struct {
+	ctx   *Context
+	batch bool
+
+	source   *SourceIterator
+	feas     *FeasibilityIterator
+	distinct *DistinctHostsIterator
+	binpack  *BinPackIterator
+	anti     *JobAntiAffinityIterator
+	penalty  *PenaltyIterator
+	limit    *LimitIterator
+	max      *MaxScoreIterator
+
+	nodesByDC map[string]int
+	pool      string
+	poolSize  int
+}
+
+// NewGenericStack builds the chain. algorithm is "binpack" (default) or "spread".
+func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
+	s := &Stack{ctx: ctx, batch: batch}
+	s.source = NewSourceIterator(ctx, nil)
+	s.feas = NewFeasibilityIterator(ctx, s.source)
+	s.distinct = NewDistinctHostsIterator(ctx, s.feas)
+	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.distinct}, algorithm: algorithm}
+	s.anti = &JobAntiAffinityIterator{source: s.binpack}
+	s.penalty = &PenaltyIterator{source: s.anti}
+	norm := &NormalizeIterator{ctx: ctx, source: s.penalty}
+	s.limit = &LimitIterator{source: norm, limit: 2, maxSkip: 3, threshold: 0}
+	s.max = &MaxScoreIterator{source: s.limit}
+	return s
+}
+
+// SetNodes sets the candidate nodes (ready, in the job's datacenters and
+// pool); they are shuffled with the context's seeded source.
+func (s *Stack) SetNodes(nodes []*structs.Node) {
+	shuffled := append([]*structs.Node(nil), nodes...)
+	s.ctx.Rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	s.source.SetNodes(shuffled)
+	s.nodesByDC = make(map[string]int)
+	for _, n := range nodes {
+		s.nodesByDC[n.Datacenter]++
+	}
+	s.poolSize = len(nodes)
+	limit := 2
+	if !s.batch && len(nodes) > 0 {
+		if l := int(math.Ceil(math.Log2(float64(len(nodes))))); l > limit {
+			limit = l
+		}
+	}
+	s.limit.limit = limit
+}
+
+// SetJob sets the job being placed.
+func (s *Stack) SetJob(job *structs.Job) {
+	s.feas.SetJob(job)
+	s.distinct.SetJob(job)
+	s.anti.job = job
+	s.pool = job.NodePool
+	if s.pool == "" {
+		s.pool = structs.DefaultNodePool
+	}
+}
+
+// Select picks the best node for one allocation of tg, or nil. The
+// context's Metrics explain the outcome either way.
+func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
+	s.ctx.ResetMetrics()
+	m := s.ctx.Metrics()
+	m.NodePool = s.pool
+	m.NodesInPool = s.poolSize
+	m.NodesAvailable = make(map[string]int, len(s.nodesByDC))
+	for dc, n := range s.nodesByDC {
+		m.NodesAvailable[dc] = n
+	}
+	s.feas.SetTaskGroup(tg)
+	s.distinct.SetTaskGroup(tg)
+	s.binpack.tg = tg
+	s.anti.tg = tg
+	s.penalty.penalty = nil
+	if opts != nil {
+		s.penalty.penalty = opts.PenaltyNodeIDs
+	}
+	s.max.Reset()
+	return s.max.Next()
+}
+
+// ReadyNodes filters nodes down to those that may receive placements of
+// job: ready, eligible, not draining, in one of the job's datacenters
+// (glob patterns; none means all) and in its node pool ("all" means any).
+func ReadyNodes(all []*structs.Node, job *structs.Job) []*structs.Node {
+	dcs := job.Datacenters
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	pool := job.NodePool
+	if pool == "" {
+		pool = structs.DefaultNodePool
+	}
+	var out []*structs.Node
+	for _, n := range all {
+		if n == nil || !n.Ready() {
+			continue
+		}
+		np := n.NodePool
+		if np == "" {
+			np = structs.DefaultNodePool
+		}
+		if pool != structs.AllNodePool && np != pool {
+			continue
+		}
+		if matchDatacenter(dcs, n.Datacenter) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func matchDatacenter(patterns []string, dc string) bool {
+	for _, p := range patterns {
+		if p == dc {
+			return true
+		}
+		if ok, err := path.Match(p, dc); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,389 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/drover-project/drover/internal/scheduler/feasible"
+	"github.com/drover-project/drover/internal/scheduler/reconcile"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// Attempt limits: how many passes without progress before giving up.
+const (
+	maxServiceAttempts = 5
+	maxBatchAttempts   = 2
+)
+
+// Descriptions of evaluations this scheduler creates.
+const (
+	blockedEvalDesc        = "created to place remaining allocations"
+	blockedEvalMaxPlanDesc = "created due to placement conflicts"
+)
+
+// GenericScheduler schedules service and batch jobs.
+type GenericScheduler struct {
+	base      hclog.Logger
+	logger    hclog.Logger
+	clock     func() time.Time
+	algorithm string
+	state     State
+	planner   Planner
+	batch     bool
+
+	eval       *structs.Evaluation
+	job        *structs.Job
+	plan       *structs.Plan
+	planResult *structs.PlanResult
+	ctx        *feasible.Context
+	stack      *feasible.Stack
+
+	blocked        *structs.Evaluation
+	failedTGAllocs map[string]*structs.AllocMetric
+	queued         map[string]int
+}
+
+func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *GenericScheduler {
+	return &GenericScheduler{
+		base:      cfg.Logger.Named("generic_sched"),
+		clock:     cfg.Clock,
+		algorithm: cfg.Algorithm,
+		state:     state,
+		planner:   planner,
+		batch:     batch,
+	}
+}
+
+// Process schedules one evaluation and records its outcome.
+func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
+	s.eval = eval
+	s.blocked = nil
+	s.planResult = nil
+	s.logger = s.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
+
+	limit := maxServiceAttempts
+	if s.batch {
+		limit = maxBatchAttempts
+	}
+	progress := func() bool { return progressMade(s.planResult) }
+	if err := retryMax(limit, s.process, progress); err != nil {
+		var statusErr *SetStatusError
+		if !errors.As(err, &statusErr) {
+			return err
+		}
+		// Out of attempts: leave a blocked eval so the work is not lost.
+		if s.eval.Status != structs.EvalStatusBlocked && s.blocked == nil {
+			if berr := s.createBlockedEval(true); berr != nil {
+				s.logger.Error("failed to create blocked eval", "error", berr)
+			}
+		}
+		return s.setStatus(statusErr.EvalStatus, err.Error())
+	}
+
+	if s.eval.Status == structs.EvalStatusBlocked && len(s.failedTGAllocs) > 0 {
+		e := s.eval.Copy()
+		if s.ctx != nil {
+			e.ClassEligibility = s.ctx.Eligibility().Classes()
+			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
+		}
+		e.QueuedAllocations = s.queued
+		e.ModifyTime = s.clock().UnixNano()
+		return s.planner.ReblockEval(e)
+	}
+	return s.setStatus(structs.EvalStatusComplete, "")
+}
+
+func progressMade(r *structs.PlanResult) bool {
+	return r != nil && (len(r.NodeUpdate) > 0 || len(r.NodeAllocation) > 0 ||
+		len(r.NodePreemptions) > 0 || r.Deployment != nil || len(r.DeploymentUpdates) > 0)
+}
+
+func (s *GenericScheduler) setStatus(status, desc string) error {
+	e := s.eval.Copy()
+	e.Status = status
+	e.StatusDescription = desc
+	e.QueuedAllocations = s.queued
+	e.FailedTGAllocs = s.failedTGAllocs
+	if s.blocked != nil {
+		e.BlockedEval = s.blocked.ID
+	}
+	e.ModifyTime = s.clock().UnixNano()
+	return s.planner.UpdateEval(e)
+}
+
+func (s *GenericScheduler) createBlockedEval(planFailure bool) error {
+	now := s.clock().UnixNano()
+	e := &structs.Evaluation{
+		ID:                uuid.NewString(),
+		Namespace:         s.eval.Namespace,
+		Priority:          s.eval.Priority,
+		Type:              s.eval.Type,
+		TriggeredBy:       structs.EvalTriggerQueuedAllocs,
+		JobID:             s.eval.JobID,
+		JobModifyIndex:    s.eval.JobModifyIndex,
+		Status:            structs.EvalStatusBlocked,
+		StatusDescription: blockedEvalDesc,
+		PreviousEval:      s.eval.ID,
+		CreateTime:        now,
+		ModifyTime:        now,
+	}
+	if planFailure {
+		e.TriggeredBy = structs.EvalTriggerMaxPlans
+		e.StatusDescription = blockedEvalMaxPlanDesc
+	}
+	if s.ctx != nil {
+		e.ClassEligibility = s.ctx.Eligibility().Classes()
+		e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
+	}
+	s.blocked = e
+	return s.planner.CreateEval(e)
+}
+
+// process is one scheduling pass. done=false asks for another pass.
+func (s *GenericScheduler) process() (bool, error) {
+	job, err := s.state.JobByID(nil, s.eval.Namespace, s.eval.JobID)
+	if err != nil {
+		return false, fmt.Errorf("failed to get job %q: %w", s.eval.JobID, err)
+	}
+	s.job = job
+	s.plan = s.eval.MakePlan(job)
+	index, err := s.state.LatestIndex()
+	if err != nil {
+		return false, fmt.Errorf("failed to read state index: %w", err)
+	}
+	s.plan.SnapshotIndex = index
+	s.failedTGAllocs = nil
+	s.queued = make(map[string]int)
+	if job != nil {
+		for _, tg := range job.TaskGroups {
+			s.queued[tg.Name] = 0
+		}
+	}
+
+	h := fnv.New64a()
+	h.Write([]byte(s.eval.ID))
+	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
+	if job != nil && !job.Stop {
+		nodes, err := s.readyNodes(job)
+		if err != nil {
+			return false, err
+		}
+		s.stack.SetNodes(nodes)
+		s.stack.SetJob(job)
+	}
+
+	if err := s.computeJobAllocs(); err != nil {
+		return false, err
+	}
+
+	if len(s.failedTGAllocs) > 0 && s.blocked == nil && s.eval.Status != structs.EvalStatusBlocked {
+		if err := s.createBlockedEval(false); err != nil {
+			return false, fmt.Errorf("failed to create blocked eval: %w", err)
+		}
+	}
+
+	if s.plan.IsNoOp() && !s.eval.AnnotatePlan {
+		return true, nil
+	}
+
+	result, newState, err := s.planner.SubmitPlan(s.plan)
+	s.planResult = result
+	if err != nil {
+		return false, err
+	}
+	if result == nil {
+		return false, errors.New("planner returned no plan result")
+	}
+	s.adjustQueued(result)
+
+	if newState != nil {
+		s.logger.Debug("refreshed state after partial commit; retrying")
+		s.state = newState
+		return false, nil
+	}
+	if full, expected, actual := result.FullCommit(s.plan); !full {
+		s.logger.Debug("plan not fully committed; retrying", "expected", expected, "actual", actual)
+		return false, nil
+	}
+	return true, nil
+}
+
+// adjustQueued removes committed placements of this eval from the queue.
+func (s *GenericScheduler) adjustQueued(result *structs.PlanResult) {
+	placed := make(map[string]struct{})
+	for _, allocs := range s.plan.NodeAllocation {
+		for _, a := range allocs {
+			placed[a.ID] = struct{}{}
+		}
+	}
+	for _, allocs := range result.NodeAllocation {
+		for _, a := range allocs {
+			if _, ok := placed[a.ID]; ok && a.EvalID == s.eval.ID && s.queued[a.TaskGroup] > 0 {
+				s.queued[a.TaskGroup]--
+			}
+		}
+	}
+}
+
+func (s *GenericScheduler) readyNodes(job *structs.Job) ([]*structs.Node, error) {
+	iter, err := s.state.Nodes(nil)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	var all []*structs.Node
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if n, ok := raw.(*structs.Node); ok {
+			all = append(all, n)
+		}
+	}
+	return feasible.ReadyNodes(all, job), nil
+}
+
+// taintedNodes returns the nodes of the job's live allocations that are
+// gone (nil), down, disconnected or draining.
+func (s *GenericScheduler) taintedNodes(allocs []*structs.Allocation) (map[string]*structs.Node, error) {
+	out := make(map[string]*structs.Node)
+	seen := make(map[string]struct{})
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		if _, ok := seen[a.NodeID]; ok {
+			continue
+		}
+		seen[a.NodeID] = struct{}{}
+		n, err := s.state.NodeByID(nil, a.NodeID)
+		if err != nil {
+			return nil, fmt.Errorf("failed to get node %q: %w", a.NodeID, err)
+		}
+		switch {
+		case n == nil:
+			out[a.NodeID] = nil
+		case n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected || n.DrainStrategy != nil:
+			out[a.NodeID] = n
+		}
+	}
+	return out, nil
+}
+
+func (s *GenericScheduler) computeJobAllocs() error {
+	allocs, err := s.state.AllocsByJob(nil, s.eval.Namespace, s.eval.JobID, true)
+	if err != nil {
+		return fmt.Errorf("failed to get allocs of job %q: %w", s.eval.JobID, err)
+	}
+	tainted, err := s.taintedNodes(allocs)
+	if err != nil {
+		return err
+	}
+	res := reconcile.Compute(reconcile.Input{
+		Job: s.job, Batch: s.batch, Allocs: allocs, TaintedNodes: tainted, Now: s.clock(),
+	})
+	if s.eval.AnnotatePlan {
+		s.plan.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
+	}
+	for _, st := range res.Stop {
+		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, "")
+	}
+	if s.job == nil || s.job.Stop {
+		return nil
+	}
+	for _, d := range res.Destructive {
+		s.queued[d.TaskGroup.Name]++
+	}
+	for _, p := range res.Place {
+		s.queued[p.TaskGroup.Name]++
+	}
+	s.computePlacements(res.Destructive, res.Place)
+	return nil
+}
+
+// computePlacements places destructive replacements first (their old
+// allocs are stopped in the same plan, so their resources are free), then
+// new and replacement allocations.
+func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive, place []reconcile.Placement) {
+	now := s.clock()
+	for _, d := range destructive {
+		s.plan.AppendStoppedAlloc(d.Old, reconcile.DescUpdating, "", "")
+		if !s.place(d.TaskGroup, d.Name, d.Old, false, now) {
+			// Keep the old version running rather than leave a hole.
+			s.plan.PopUpdate(d.Old)
+		}
+	}
+	for _, p := range place {
+		if p.Reschedule {
+			s.plan.AppendStoppedAlloc(p.PreviousAlloc, reconcile.DescRescheduled, "", "")
+		}
+		if !s.place(p.TaskGroup, p.Name, p.PreviousAlloc, p.Reschedule, now) && p.Reschedule {
+			s.plan.PopUpdate(p.PreviousAlloc)
+		}
+	}
+}
+
+// place selects a node for one allocation and adds it to the plan. It
+// records failures in FailedTGAllocs and reports whether it placed.
+func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *structs.Allocation, reschedule bool, now time.Time) bool {
+	var opts *feasible.SelectOptions
+	if reschedule && prev != nil {
+		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{prev.NodeID: {}}}
+	}
+	option := s.stack.Select(tg, opts)
+	metrics := s.ctx.Metrics()
+	if option == nil {
+		if s.failedTGAllocs == nil {
+			s.failedTGAllocs = make(map[string]*structs.AllocMetric)
+		}
+		if m, ok := s.failedTGAllocs[tg.Name]; ok {
+			m.CoalescedFailures++
+		} else {
+			s.failedTGAllocs[tg.Name] = metrics
+		}
+		return false
+	}
+	res := &structs.AllocatedResources{Tasks: option.TaskResources, Shared: option.Shared}
+	for _, t := range tg.Tasks {
+		if t.Lifecycle != nil {
+			if res.TaskLifecycles == nil {
+				res.TaskLifecycles = make(map[string]*structs.TaskLifecycle)
+			}
+			res.TaskLifecycles[t.Name] = t.Lifecycle
+		}
+	}
+	alloc := &structs.Allocation{
+		ID:                 uuid.NewString(),
+		Namespace:          s.job.Namespace,
+		EvalID:             s.eval.ID,
+		Name:               name,
+		NodeID:             option.Node.ID,
+		NodeName:           option.Node.Name,
+		JobID:              s.job.ID,
+		Job:                s.job,
+		TaskGroup:          tg.Name,
+		AllocatedResources: res,
+		Metrics:            metrics,
+		DesiredStatus:      structs.AllocDesiredStatusRun,
+		ClientStatus:       structs.AllocClientStatusPending,
+		CreateTime:         now.UnixNano(),
+		ModifyTime:         now.UnixNano(),
+	}
+	if prev != nil {
+		alloc.PreviousAllocation = prev.ID
+		if reschedule {
+			tracker := &structs.RescheduleTracker{}
+			if prev.RescheduleTracker != nil {
+				tracker.Events = append(tracker.Events, prev.RescheduleTracker.Events...)
+			}
+			tracker.Events = append(tracker.Events, &api.RescheduleEvent{
+				RescheduleTime: now.UnixNano(), PrevAllocID: prev.ID, PrevNodeID: prev.NodeID,
+			})
+			alloc.RescheduleTracker = tracker
+		}
+	}
+	s.plan.AppendAlloc(alloc)
+	return true
+}
