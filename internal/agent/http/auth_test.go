@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// authRoutes is one request per route of the route table.
+var authRoutes = []struct{ method, path, body string }{
+	{"GET", "/v1/jobs", ""},
+	{"PUT", "/v1/jobs", `{"Job":{"ID":"web"}}`},
+	{"PUT", "/v1/jobs/parse", `{"JobHCL":"job \"x\" {}"}`},
+	{"PUT", "/v1/validate/job", `{"Job":{"ID":"web"}}`},
+	{"GET", "/v1/job/web", ""},
+	{"POST", "/v1/job/web", `{"Job":{"ID":"web"}}`},
+	{"DELETE", "/v1/job/web", ""},
+	{"GET", "/v1/job/web/allocations", ""},
+	{"GET", "/v1/job/web/evaluations", ""},
+	{"GET", "/v1/job/web/deployments", ""},
+	{"GET", "/v1/job/web/deployment", ""},
+	{"GET", "/v1/job/web/summary", ""},
+	{"GET", "/v1/job/web/versions", ""},
+	{"PUT", "/v1/job/web/plan", `{"Job":{"ID":"web"}}`},
+	{"PUT", "/v1/job/web/evaluate", ""},
+	{"GET", "/v1/allocations", ""},
+	{"GET", "/v1/allocation/a1", ""},
+	{"PUT", "/v1/allocation/a1/stop", ""},
+	{"GET", "/v1/evaluations", ""},
+	{"GET", "/v1/evaluation/e1", ""},
+	{"GET", "/v1/evaluation/e1/allocations", ""},
+	{"GET", "/v1/nodes", ""},
+	{"GET", "/v1/node/n1", ""},
+	{"GET", "/v1/node/n1/allocations", ""},
+	{"PUT", "/v1/node/n1/eligibility", `{"Eligibility":"eligible"}`},
+	{"GET", "/v1/deployments", ""},
+	{"GET", "/v1/deployment/d1", ""},
+	{"GET", "/v1/deployment/allocations/d1", ""},
+	{"GET", "/v1/status/leader", ""},
+	{"GET", "/v1/status/peers", ""},
+	{"GET", "/v1/regions", ""},
+	{"GET", "/v1/namespaces", ""},
+	{"GET", "/v1/namespace/default", ""},
+	{"GET", "/v1/agent/self", ""},
+	{"GET", "/v1/agent/members", ""},
+	{"GET", "/v1/agent/health", ""},
+	{"GET", "/v1/metrics", ""},
+	{"GET", "/.well-known/jwks.json", ""},
+	{"GET", "/v1/client/fs/ls/a1", ""},
+	{"GET", "/v1/client/fs/stat/a1?path=x", ""},
+	{"GET", "/v1/client/fs/cat/a1?path=x", ""},
+	{"GET", "/v1/client/fs/readat/a1?path=x&offset=0&limit=1", ""},
+	{"GET", "/v1/client/fs/stream/a1?path=x&follow=false", ""},
+	{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout", ""},
+}
+
+func TestAuthorizerSeesEveryRoute(t *testing.T) {
+	env := newEnv(t, nil)
+	// Every pattern in the route table is covered by the table above.
+	for _, rt := range (&server{}).routes() {
+		covered := false
+		for _, ar := range authRoutes {
+			p := strings.SplitN(ar.path, "?", 2)[0]
+			if p == rt.pattern || (strings.HasSuffix(rt.pattern, "/") && strings.HasPrefix(p, rt.pattern)) {
+				covered = true
+			}
+		}
+		if !covered {
+			t.Errorf("route %s has no authorization case", rt.pattern)
+		}
+	}
+
+	for _, ar := range authRoutes {
+		t.Run(ar.method+" "+ar.path, func(t *testing.T) {
+			req, _ := http.NewRequest(ar.method, env.srv.URL+ar.path, strings.NewReader(ar.body))
+			req.Header.Set("X-Nomad-Token", "good")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			env.auth.mu.Lock()
+			seen, tok := env.auth.seen[len(env.auth.seen)-1], env.auth.token[len(env.auth.token)-1]
+			env.auth.mu.Unlock()
+			if want := ar.method + " " + strings.SplitN(ar.path, "?", 2)[0]; seen != want || tok != "good" {
+				t.Fatalf("authorizer saw %q token %q, want %q", seen, tok, want)
+			}
+
+			// A denied token never reaches the handler.
+			env.rpc.mu.Lock()
+			before := len(env.rpc.calls)
+			env.rpc.mu.Unlock()
+			env.auth.deny = "bad"
+			defer func() { env.auth.deny = "" }()
+			req, _ = http.NewRequest(ar.method, env.srv.URL+ar.path, strings.NewReader(ar.body))
+			req.Header.Set("Authorization", "Bearer bad")
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("denied request answered %d", resp.StatusCode)
+			}
+			env.rpc.mu.Lock()
+			after := len(env.rpc.calls)
+			env.rpc.mu.Unlock()
+			if after != before {
+				t.Fatal("denied request reached the server")
+			}
+		})
+	}
+}

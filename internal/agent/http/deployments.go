@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// deploymentJSON is a Deployment as api.Deployment decodes it: the engine
+// keeps RequireProgressBy as Unix nanoseconds, the wire has a timestamp.
+type deploymentJSON struct {
+	*structs.Deployment
+	TaskGroups map[string]*deploymentStateJSON
+}
+
+type deploymentStateJSON struct {
+	*structs.DeploymentState
+	RequireProgressBy time.Time
+}
+
+func deploymentOut(d *structs.Deployment) *deploymentJSON {
+	if d == nil {
+		return nil
+	}
+	out := &deploymentJSON{Deployment: d}
+	if d.TaskGroups != nil {
+		out.TaskGroups = make(map[string]*deploymentStateJSON, len(d.TaskGroups))
+		for name, st := range d.TaskGroups {
+			if st == nil {
+				out.TaskGroups[name] = nil
+				continue
+			}
+			var by time.Time
+			if st.RequireProgressBy != 0 {
+				by = time.Unix(0, st.RequireProgressBy).UTC()
+			}
+			out.TaskGroups[name] = &deploymentStateJSON{DeploymentState: st, RequireProgressBy: by}
+		}
+	}
+	return out
+}
+
+func deploymentsOut(ds []*structs.Deployment) []*deploymentJSON {
+	out := make([]*deploymentJSON, len(ds))
+	for i, d := range ds {
+		out[i] = deploymentOut(d)
+	}
+	return out
+}
+
+// /v1/deployments: list deployments.
+func (s *server) deploymentsRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	args := structs.GenericRequest{}
+	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var reply structs.DeploymentListResponse
+	if err := s.cfg.RPC.RPC("Deployment.List", &args, &reply); err != nil {
+		return nil, err
+	}
+	setMeta(w, &reply.QueryMeta)
+	return deploymentsOut(reply.Deployments), nil
+}
+
+// /v1/deployment/<id> and /v1/deployment/allocations/<id>. The other
+// deployment actions (fail, pause, promote, ...) are not built yet: 404.
+func (s *server) deploymentSpecificRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	parts, err := pathArgs(r, "/v1/deployment/")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		if r.Method != http.MethodGet {
+			return nil, errInvalidMethod
+		}
+		args := structs.DeploymentSpecificRequest{DeploymentID: parts[0]}
+		if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+			return nil, err
+		}
+		var reply structs.SingleDeploymentResponse
+		if err := s.cfg.RPC.RPC("Deployment.GetDeployment", &args, &reply); err != nil {
+			return nil, err
+		}
+		setMeta(w, &reply.QueryMeta)
+		if reply.Deployment == nil {
+			return nil, structs.ErrUnknownDeployment
+		}
+		return deploymentOut(reply.Deployment), nil
+	case len(parts) == 2 && parts[0] == "allocations" && parts[1] != "":
+		if r.Method != http.MethodGet {
+			return nil, errInvalidMethod
+		}
+		args := structs.DeploymentSpecificRequest{DeploymentID: parts[1]}
+		if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+			return nil, err
+		}
+		var reply structs.AllocListResponse
+		if err := s.cfg.RPC.RPC("Deployment.Allocations", &args, &reply); err != nil {
+			return nil, err
+		}
+		setMeta(w, &reply.QueryMeta)
+		return nonNil(reply.Allocations), nil
+	case len(parts) == 0 || parts[0] == "":
+		return nil, structs.NewErrCoded(400, "Missing deployment ID")
+	}
+	return nil, errNotFound
+}

@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// /v1/evaluations: list evaluations (job and status filters).
+func (s *server) evalsRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	args := structs.EvalListRequest{
+		FilterJobID:      r.URL.Query().Get("job"),
+		FilterEvalStatus: r.URL.Query().Get("status"),
+	}
+	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var reply structs.EvalListResponse
+	if err := s.cfg.RPC.RPC("Eval.List", &args, &reply); err != nil {
+		return nil, err
+	}
+	setMeta(w, &reply.QueryMeta)
+	return nonNil(reply.Evaluations), nil
+}
+
+// /v1/evaluation/<id> and /v1/evaluation/<id>/allocations
+func (s *server) evalSpecificRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	parts, err := pathArgs(r, "/v1/evaluation/")
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 0 || parts[0] == "" {
+		return nil, structs.NewErrCoded(400, "Missing evaluation ID")
+	}
+	if len(parts) > 2 || (len(parts) == 2 && parts[1] != "allocations") {
+		return nil, errNotFound
+	}
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	args := structs.EvalSpecificRequest{EvalID: parts[0]}
+	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	if len(parts) == 2 {
+		var reply structs.EvalAllocationsResponse
+		if err := s.cfg.RPC.RPC("Eval.Allocations", &args, &reply); err != nil {
+			return nil, err
+		}
+		setMeta(w, &reply.QueryMeta)
+		return nonNil(reply.Allocations), nil
+	}
+	var reply structs.SingleEvalResponse
+	if err := s.cfg.RPC.RPC("Eval.GetEval", &args, &reply); err != nil {
+		return nil, err
+	}
+	setMeta(w, &reply.QueryMeta)
+	if reply.Eval == nil {
+		return nil, structs.ErrUnknownEvaluation
+	}
+	return reply.Eval, nil
+}

@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	hclog "github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// RPCer is the agent's route to a server (in-process or forwarded).
+type RPCer interface {
+	RPC(method string, args any, reply any) error
+}
+
+// ClientFS is the local client's filesystem API. It may be nil when the agent
+// runs no client.
+type ClientFS interface {
+	FSList(allocID, path string) ([]*api.AllocFileInfo, error)
+	FSStat(allocID, path string) (*api.AllocFileInfo, error)
+	// FSReadAt reads from offset; limit <= 0 reads to EOF.
+	FSReadAt(allocID, path string, offset, limit int64) (io.ReadCloser, error)
+	// FSStream sends frames on out until done or ctx is cancelled. It closes
+	// nothing.
+	FSStream(ctx context.Context, allocID, path, origin string, offset int64, follow bool, out chan<- *api.StreamFrame) error
+	FSLogs(ctx context.Context, allocID, task, logType, origin string, offset int64, follow bool, out chan<- *api.StreamFrame) error
+}
+
+// AgentInfo is the agent data the wiring provides.
+type AgentInfo interface {
+	Self() map[string]any // "config", "member", "stats" as Nomad's /v1/agent/self
+	Members() (*structs.ServerMembersResponse, error)
+	Region() string
+	Datacenter() string
+	NodeName() string
+	IsServer() bool
+	IsClient() bool
+	ServerHealth() (ok bool, msg string)
+	ClientHealth() (ok bool, msg string)
+}
+
+// JobParser turns HCL jobspec source into an api.Job.
+type JobParser func(hcl string, vars string, canonicalize bool) (*api.Job, error)
+
+// Authorizer is the single authentication/authorization point: it is called
+// for every request that matches a route, before its handler runs. A non-nil
+// error is written as the response (coded errors keep their status; an error
+// ending in "Permission denied" is a 403).
+type Authorizer interface {
+	Authorize(r *http.Request, token string) error
+}
+
+// Config wires the handler to the rest of the agent.
+type Config struct {
+	RPC         RPCer
+	FS          ClientFS           // nil: the agent runs no client
+	Agent       AgentInfo          // nil: agent endpoints answer 500
+	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
+	Auth        Authorizer         // nil: allow everything
+	Logger      hclog.Logger       // nil: discard
+	MetricsSink *metrics.InmemSink // nil: a private empty sink
+	PromHandler http.Handler       // nil: ?format=prometheus answers 415
+	Region      string             // the agent's region; "" means "global"
+}
+
+// allowAll is the default Authorizer until ACLs exist.
+type allowAll struct{}
+
+func (allowAll) Authorize(*http.Request, string) error { return nil }
+
+type server struct {
+	cfg Config
+	log hclog.Logger
+}
+
+// route is one registered path. Patterns ending in "/" are prefixes whose
+// handlers dispatch on the rest of the path; others match exactly. Handlers
+// check the method themselves (405 "Invalid method").
+type route struct {
+	pattern string
+	handler apiHandler
+}
+
+func (s *server) routes() []route {
+	return []route{
+		{"/v1/jobs", s.jobsRequest},
+		{"/v1/jobs/parse", s.jobsParseRequest},
+		{"/v1/validate/job", s.validateJobRequest},
+		{"/v1/job/", s.jobSpecificRequest},
+
+		{"/v1/allocations", s.allocsRequest},
+		{"/v1/allocation/", s.allocSpecificRequest},
+
+		{"/v1/evaluations", s.evalsRequest},
+		{"/v1/evaluation/", s.evalSpecificRequest},
+
+		{"/v1/nodes", s.nodesRequest},
+		{"/v1/node/", s.nodeSpecificRequest},
+
+		{"/v1/deployments", s.deploymentsRequest},
+		{"/v1/deployment/", s.deploymentSpecificRequest},
+
+		{"/v1/status/leader", s.statusLeaderRequest},
+		{"/v1/status/peers", s.statusPeersRequest},
+		{"/v1/regions", s.regionsRequest},
+		{"/v1/namespaces", s.namespacesRequest},
+		{"/v1/namespace/", s.namespaceSpecificRequest},
+
+		{"/v1/agent/self", s.agentSelfRequest},
+		{"/v1/agent/members", s.agentMembersRequest},
+		{"/v1/agent/health", s.agentHealthRequest},
+		{"/v1/metrics", s.metricsRequest},
+		{"/.well-known/jwks.json", s.jwksRequest},
+
+		{"/v1/client/fs/ls/", s.fsListRequest},
+		{"/v1/client/fs/stat/", s.fsStatRequest},
+		{"/v1/client/fs/cat/", s.fsCatRequest},
+		{"/v1/client/fs/readat/", s.fsReadAtRequest},
+		{"/v1/client/fs/stream/", s.fsStreamRequest},
+		{"/v1/client/fs/logs/", s.fsLogsRequest},
+	}
+}
+
+// NewHandler returns the HTTP API v1 handler. Unknown paths answer 404.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.Auth == nil {
+		cfg.Auth = allowAll{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Region == "" {
+		cfg.Region = structs.DefaultRegion
+	}
+	s := &server{cfg: cfg, log: cfg.Logger.Named("http")}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern, s.wrap(rt.handler))
+	}
+	return mux
+}
