@@ -1,5 +1,7 @@
 package structs
 
+import "time"
+
 // Deployment tracks a rolling update of a job version.
 type Deployment struct {
 	ID                 string
@@ -24,8 +26,8 @@ type Deployment struct {
 type DeploymentState struct {
 	AutoRevert        bool
 	AutoPromote       bool
-	ProgressDeadline  int64
-	RequireProgressBy int64
+	ProgressDeadline  time.Duration
+	RequireProgressBy time.Time
 	Promoted          bool
 	PlacedCanaries    []string
 	DesiredCanaries   int

@@ -2,52 +2,13 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// deploymentJSON is a Deployment as api.Deployment decodes it: the engine
-// keeps RequireProgressBy as Unix nanoseconds, the wire has a timestamp.
-type deploymentJSON struct {
-	*structs.Deployment
-	TaskGroups map[string]*deploymentStateJSON
-}
+func deploymentOut(d *structs.Deployment) *structs.Deployment { return d }
 
-type deploymentStateJSON struct {
-	*structs.DeploymentState
-	RequireProgressBy time.Time
-}
-
-func deploymentOut(d *structs.Deployment) *deploymentJSON {
-	if d == nil {
-		return nil
-	}
-	out := &deploymentJSON{Deployment: d}
-	if d.TaskGroups != nil {
-		out.TaskGroups = make(map[string]*deploymentStateJSON, len(d.TaskGroups))
-		for name, st := range d.TaskGroups {
-			if st == nil {
-				out.TaskGroups[name] = nil
-				continue
-			}
-			var by time.Time
-			if st.RequireProgressBy != 0 {
-				by = time.Unix(0, st.RequireProgressBy).UTC()
-			}
-			out.TaskGroups[name] = &deploymentStateJSON{DeploymentState: st, RequireProgressBy: by}
-		}
-	}
-	return out
-}
-
-func deploymentsOut(ds []*structs.Deployment) []*deploymentJSON {
-	out := make([]*deploymentJSON, len(ds))
-	for i, d := range ds {
-		out[i] = deploymentOut(d)
-	}
-	return out
-}
+func deploymentsOut(ds []*structs.Deployment) []*structs.Deployment { return ds }
 
 // /v1/deployments: list deployments.
 func (s *server) deploymentsRequest(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -278,7 +278,7 @@ func TestJobInfoAndSubresources(t *testing.T) {
 	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	env.rpc.reply("Job.LatestDeployment", structs.SingleDeploymentResponse{
 		Deployment: &structs.Deployment{ID: "d1", JobID: "web", Status: "running", TaskGroups: map[string]*structs.DeploymentState{
-			"g": {DesiredTotal: 2, ProgressDeadline: int64(10 * time.Minute), RequireProgressBy: deadline.UnixNano()}}},
+			"g": {DesiredTotal: 2, ProgressDeadline: 10 * time.Minute, RequireProgressBy: deadline}}},
 		QueryMeta: meta(15),
 	})
 	dep, _, err := env.client.Jobs().LatestDeployment("web", nil)
