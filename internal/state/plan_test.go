@@ -32,7 +32,7 @@ func TestUpsertPlanResults(t *testing.T) {
 		}},
 		AllocsPreempted: []*structs.Allocation{{ID: "victim", PreemptedByAllocation: "new", DesiredDescription: "preempted"}},
 		Deployment: &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobCreateIndex: job.CreateIndex,
-			Status: structs.DeploymentStatusRunning,
+			Status:     structs.DeploymentStatusRunning,
 			TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2, ProgressDeadline: int64(time.Minute)}}},
 		EvalID:          "e1",
 		PreemptionEvals: []*structs.Evaluation{mockEval("pe1", job, structs.EvalStatusPending)},

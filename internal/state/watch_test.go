@@ -36,13 +36,23 @@ func TestWatchSets(t *testing.T) {
 			func(s *StateStore) error { j := mockJob("web"); j.Priority = 70; return s.UpsertJob(100, nil, j) }},
 		{"Jobs", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Jobs(ws) }),
 			func(s *StateStore) error { return s.UpsertJob(100, nil, mockJob("other")) }},
-		{"JobsByNamespace", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.JobsByNamespace(ws, "default") }),
+		{"JobsByNamespace", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) {
+			return s.JobsByNamespace(ws, "default")
+		}),
 			func(s *StateStore) error { return s.UpsertJob(100, nil, mockJob("other")) }},
-		{"JobsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.JobsByIDPrefix(ws, "default", "w") }),
+		{"JobsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) {
+			return s.JobsByIDPrefix(ws, "default", "w")
+		}),
 			func(s *StateStore) error { return s.UpsertJob(100, nil, mockJob("worker")) }},
-		{"JobVersionsByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.JobVersionsByID(ws, "default", "web"); return err },
+		{"JobVersionsByID", func(s *StateStore, ws memdb.WatchSet) error {
+			_, err := s.JobVersionsByID(ws, "default", "web")
+			return err
+		},
 			func(s *StateStore) error { j := mockJob("web"); j.Priority = 70; return s.UpsertJob(100, nil, j) }},
-		{"JobSummaryByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.JobSummaryByID(ws, "default", "web"); return err }, addAlloc},
+		{"JobSummaryByID", func(s *StateStore, ws memdb.WatchSet) error {
+			_, err := s.JobSummaryByID(ws, "default", "web")
+			return err
+		}, addAlloc},
 		{"EvalByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.EvalByID(ws, "e1"); return err },
 			func(s *StateStore) error {
 				return s.UpsertEvals(100, []*structs.Evaluation{mockEval("e1", job, structs.EvalStatusComplete)})
@@ -53,14 +63,24 @@ func TestWatchSets(t *testing.T) {
 			}},
 		{"Evals", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Evals(ws) }),
 			func(s *StateStore) error { return s.DeleteEval(100, []string{"e1"}, nil) }},
-		{"EvalsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.EvalsByIDPrefix(ws, "*", "e") }),
+		{"EvalsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) {
+			return s.EvalsByIDPrefix(ws, "*", "e")
+		}),
 			func(s *StateStore) error { return s.DeleteEval(100, []string{"e1"}, nil) }},
 		{"AllocByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.AllocByID(ws, "a1"); return err }, clientUpdate},
 		{"Allocs", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Allocs(ws) }), addAlloc},
-		{"AllocsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.AllocsByIDPrefix(ws, "default", "a") }), addAlloc},
-		{"AllocsByJob", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.AllocsByJob(ws, "default", "web", false); return err }, addAlloc},
+		{"AllocsByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) {
+			return s.AllocsByIDPrefix(ws, "default", "a")
+		}), addAlloc},
+		{"AllocsByJob", func(s *StateStore, ws memdb.WatchSet) error {
+			_, err := s.AllocsByJob(ws, "default", "web", false)
+			return err
+		}, addAlloc},
 		{"AllocsByNode", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.AllocsByNode(ws, "n1"); return err }, addAlloc},
-		{"AllocsByNodeTerminal", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.AllocsByNodeTerminal(ws, "n1", true); return err }, clientUpdate},
+		{"AllocsByNodeTerminal", func(s *StateStore, ws memdb.WatchSet) error {
+			_, err := s.AllocsByNodeTerminal(ws, "n1", true)
+			return err
+		}, clientUpdate},
 		{"AllocsByEval", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.AllocsByEval(ws, "eval-a1"); return err }, clientUpdate},
 		{"NodeByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.NodeByID(ws, "n1"); return err },
 			func(s *StateStore) error { return s.UpdateNodeStatus(100, "n1", structs.NodeStatusDown, 0, nil) }},
@@ -68,14 +88,25 @@ func TestWatchSets(t *testing.T) {
 			func(s *StateStore) error { return s.UpdateNodeStatus(100, "n1", structs.NodeStatusDown, 0, nil) }},
 		{"Nodes", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Nodes(ws) }),
 			func(s *StateStore) error { return s.UpsertNode(100, mockNode("n2")) }},
-		{"NodesByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.NodesByIDPrefix(ws, "n") }),
+		{"NodesByIDPrefix", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) {
+			return s.NodesByIDPrefix(ws, "n")
+		}),
 			func(s *StateStore) error { return s.UpsertNode(100, mockNode("n2")) }},
 		{"DeploymentByID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.DeploymentByID(ws, "d1"); return err },
-			func(s *StateStore) error { return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"}) }},
+			func(s *StateStore) error {
+				return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"})
+			}},
 		{"Deployments", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Deployments(ws) }),
-			func(s *StateStore) error { return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"}) }},
-		{"LatestDeploymentByJobID", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.LatestDeploymentByJobID(ws, "default", "web"); return err },
-			func(s *StateStore) error { return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"}) }},
+			func(s *StateStore) error {
+				return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"})
+			}},
+		{"LatestDeploymentByJobID", func(s *StateStore, ws memdb.WatchSet) error {
+			_, err := s.LatestDeploymentByJobID(ws, "default", "web")
+			return err
+		},
+			func(s *StateStore) error {
+				return s.UpsertDeployment(100, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web"})
+			}},
 		{"NamespaceByName", func(s *StateStore, ws memdb.WatchSet) error { _, err := s.NamespaceByName(ws, "prod"); return err },
 			func(s *StateStore) error { return s.UpsertNamespaces(100, []*structs.Namespace{{Name: "prod"}}) }},
 		{"Namespaces", iterRead(func(s *StateStore, ws memdb.WatchSet) (memdb.ResultIterator, error) { return s.Namespaces(ws) }),
