@@ -1,0 +1,112 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+func (f *FSM) applyEvalUpdate(buf []byte, index uint64) error {
+	var req structs.EvalUpdateRequest
+	if err := decode(buf, &req, "eval update"); err != nil {
+		return err
+	}
+	return f.upsertEvals(index, req.Evals)
+}
+
+func (f *FSM) applyEvalDelete(buf []byte, index uint64) error {
+	var req structs.EvalDeleteRequest
+	if err := decode(buf, &req, "eval delete"); err != nil {
+		return err
+	}
+	return f.State().DeleteEval(index, req.Evals, req.Allocs)
+}
+
+func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) error {
+	var req structs.AllocUpdateRequest
+	if err := decode(buf, &req, "alloc client update"); err != nil {
+		return err
+	}
+	st := f.State()
+	// Remember which allocs were already client-terminal: only new
+	// transitions free capacity.
+	wasTerminal := make(map[string]bool, len(req.Alloc))
+	for _, a := range req.Alloc {
+		if a == nil {
+			continue
+		}
+		if ex, err := st.AllocByID(nil, a.ID); err == nil && ex != nil {
+			wasTerminal[a.ID] = ex.ClientTerminalStatus()
+		}
+	}
+	if err := st.UpdateAllocsFromClient(index, req.Alloc); err != nil {
+		return err
+	}
+	if err := st.UpsertEvals(index, req.Evals); err != nil {
+		return err
+	}
+
+	var nodes []string
+	seen := map[string]bool{}
+	for _, a := range req.Alloc {
+		if a == nil {
+			continue
+		}
+		terminal, known := wasTerminal[a.ID]
+		if !known || terminal {
+			continue
+		}
+		stored, err := st.AllocByID(nil, a.ID)
+		if err != nil || stored == nil || !stored.ClientTerminalStatus() || seen[stored.NodeID] {
+			continue
+		}
+		seen[stored.NodeID] = true
+		nodes = append(nodes, stored.NodeID)
+	}
+	f.nodesCapacityChanged(nodes, index)
+	f.notifyEvals(req.Evals)
+	return nil
+}
+
+func (f *FSM) applyPlanResults(buf []byte, index uint64) error {
+	var req structs.ApplyPlanResultsRequest
+	if err := decode(buf, &req, "plan results"); err != nil {
+		return err
+	}
+	st := f.State()
+	if err := st.UpsertPlanResults(index, &req); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var nodes []string
+	for _, list := range [][]*structs.Allocation{req.AllocsStopped, req.AllocsPreempted} {
+		for _, diff := range list {
+			if diff == nil {
+				continue
+			}
+			stored, err := st.AllocByID(nil, diff.ID)
+			if err != nil || stored == nil || seen[stored.NodeID] {
+				continue
+			}
+			seen[stored.NodeID] = true
+			nodes = append(nodes, stored.NodeID)
+		}
+	}
+	sort.Strings(nodes)
+	f.nodesCapacityChanged(nodes, index)
+	f.notifyEvals(req.PreemptionEvals)
+	return nil
+}
+
+// nodesCapacityChanged reports capacity changes for existing nodes.
+func (f *FSM) nodesCapacityChanged(nodeIDs []string, index uint64) {
+	if f.eventSink() == nil {
+		return
+	}
+	st := f.State()
+	for _, id := range nodeIDs {
+		if n, err := st.NodeByID(nil, id); err == nil && n != nil {
+			f.capacityChanged(n, index)
+		}
+	}
+}

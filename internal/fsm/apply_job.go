@@ -1,0 +1,84 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+func (f *FSM) applyJobRegister(buf []byte, index uint64) error {
+	var req structs.JobRegisterRequest
+	if err := decode(buf, &req, "job register"); err != nil {
+		return err
+	}
+	if req.Job == nil {
+		return fmt.Errorf("fsm: job register without job")
+	}
+	if err := f.State().UpsertJob(index, req.Submission, req.Job); err != nil {
+		return err
+	}
+	if req.Eval != nil {
+		return f.upsertEvals(index, []*structs.Evaluation{req.Eval})
+	}
+	return nil
+}
+
+func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
+	var req structs.JobDeregisterRequest
+	if err := decode(buf, &req, "job deregister"); err != nil {
+		return err
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	st := f.State()
+	if req.Purge {
+		if err := st.DeleteJob(index, ns, req.JobID); err != nil {
+			return err
+		}
+	} else {
+		job, err := st.JobByID(nil, ns, req.JobID)
+		if err != nil {
+			return err
+		}
+		if job != nil && !job.Stop {
+			stopped := *job // shallow: only top-level fields change
+			stopped.Stop = true
+			if req.SubmitTime != 0 {
+				stopped.SubmitTime = req.SubmitTime
+			}
+			if err := st.UpsertJob(index, nil, &stopped); err != nil {
+				return err
+			}
+		}
+	}
+	if req.Eval != nil {
+		return f.upsertEvals(index, []*structs.Evaluation{req.Eval})
+	}
+	return nil
+}
+
+func (f *FSM) applyNamespaceUpsert(buf []byte, index uint64) error {
+	var req structs.NamespaceUpsertRequest
+	if err := decode(buf, &req, "namespace upsert"); err != nil {
+		return err
+	}
+	return f.State().UpsertNamespaces(index, req.Namespaces)
+}
+
+func (f *FSM) applyRootKeyUpsert(buf []byte, index uint64) error {
+	var req structs.RootKeyUpsertRequest
+	if err := decode(buf, &req, "root key upsert"); err != nil {
+		return err
+	}
+	return f.State().UpsertRootKey(index, req.Key)
+}
+
+func (f *FSM) applyClusterMetadata(buf []byte, index uint64) error {
+	var meta structs.ClusterMetadata
+	if err := decode(buf, &meta, "cluster metadata"); err != nil {
+		return err
+	}
+	return f.State().SetClusterMetadata(index, &meta)
+}

@@ -1,0 +1,178 @@
+package fsm
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// EventSink is implemented by the server's leader-only services. Calls are
+// made after each apply commits and MUST NOT block.
+type EventSink interface {
+	// EvalsUpserted: pending -> broker, blocked -> blocked evals,
+	// complete -> untrack.
+	EvalsUpserted(evals []*structs.Evaluation)
+	// CapacityChanged: a node registered or became ready/eligible, or an
+	// allocation on it became client-terminal or was stopped.
+	CapacityChanged(computedClass, nodeID string, index uint64)
+}
+
+// Config configures an FSM. Logger and Sink may be nil.
+type Config struct {
+	Logger hclog.Logger
+	Sink   EventSink
+}
+
+// FSM applies Raft log entries to a state store.
+type FSM struct {
+	logger hclog.Logger
+	state  atomic.Pointer[state.StateStore]
+	sink   atomic.Pointer[sinkHolder]
+}
+
+type sinkHolder struct{ s EventSink }
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an FSM over an empty state store.
+func New(cfg Config) (*FSM, error) {
+	st, err := state.NewStateStore()
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	f := &FSM{logger: logger.Named("fsm")}
+	f.state.Store(st)
+	f.SetSink(cfg.Sink)
+	return f, nil
+}
+
+// State returns the current store (it is replaced on Restore).
+func (f *FSM) State() *state.StateStore { return f.state.Load() }
+
+// SetSink replaces the event sink; nil disables events. Safe concurrently
+// with Apply.
+func (f *FSM) SetSink(s EventSink) { f.sink.Store(&sinkHolder{s: s}) }
+
+func (f *FSM) eventSink() EventSink {
+	if h := f.sink.Load(); h != nil {
+		return h.s
+	}
+	return nil
+}
+
+// Apply applies one committed log entry. It returns nil or an error.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if len(l.Data) == 0 {
+		return fmt.Errorf("fsm: empty log entry at index %d", l.Index)
+	}
+	msgType := structs.MessageType(l.Data[0])
+	ignoreUnknown := msgType&structs.IgnoreUnknownTypeFlag != 0
+	msgType &^= structs.IgnoreUnknownTypeFlag
+	buf := l.Data[1:]
+	index := l.Index
+
+	var err error
+	switch msgType {
+	case structs.NodeRegisterRequestType:
+		err = f.applyNodeRegister(buf, index)
+	case structs.NodeDeregisterRequestType:
+		err = f.applyNodeDeregister(buf, index)
+	case structs.NodeUpdateStatusRequestType:
+		err = f.applyNodeStatus(buf, index)
+	case structs.NodeUpdateEligibilityRequestType:
+		err = f.applyNodeEligibility(buf, index)
+	case structs.JobRegisterRequestType:
+		err = f.applyJobRegister(buf, index)
+	case structs.JobDeregisterRequestType:
+		err = f.applyJobDeregister(buf, index)
+	case structs.EvalUpdateRequestType:
+		err = f.applyEvalUpdate(buf, index)
+	case structs.EvalDeleteRequestType:
+		err = f.applyEvalDelete(buf, index)
+	case structs.AllocClientUpdateRequestType:
+		err = f.applyAllocClientUpdate(buf, index)
+	case structs.ApplyPlanResultsRequestType:
+		err = f.applyPlanResults(buf, index)
+	case structs.NamespaceUpsertRequestType:
+		err = f.applyNamespaceUpsert(buf, index)
+	case structs.RootKeyUpsertRequestType:
+		err = f.applyRootKeyUpsert(buf, index)
+	case structs.ClusterMetadataRequestType:
+		err = f.applyClusterMetadata(buf, index)
+	default:
+		if ignoreUnknown {
+			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)
+			return nil
+		}
+		err = fmt.Errorf("fsm: unknown message type %d at index %d", uint8(msgType), index)
+	}
+	if err != nil {
+		f.logger.Error("apply failed", "type", uint8(msgType), "index", index, "error", err)
+		return err
+	}
+	return nil
+}
+
+func decode(buf []byte, out any, what string) error {
+	if err := structs.Decode(buf, out); err != nil {
+		return fmt.Errorf("fsm: decoding %s: %w", what, err)
+	}
+	return nil
+}
+
+// upsertEvals writes evals and reports the stored versions to the sink.
+func (f *FSM) upsertEvals(index uint64, evals []*structs.Evaluation) error {
+	if len(evals) == 0 {
+		return nil
+	}
+	st := f.State()
+	if err := st.UpsertEvals(index, evals); err != nil {
+		return err
+	}
+	f.notifyEvals(evals)
+	return nil
+}
+
+// notifyEvals reports the stored versions of evals to the sink.
+func (f *FSM) notifyEvals(evals []*structs.Evaluation) {
+	sink := f.eventSink()
+	if sink == nil || len(evals) == 0 {
+		return
+	}
+	st := f.State()
+	out := make([]*structs.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		if e == nil {
+			continue
+		}
+		stored, err := st.EvalByID(nil, e.ID)
+		if err != nil || stored == nil {
+			continue
+		}
+		out = append(out, stored)
+	}
+	if len(out) > 0 {
+		sink.EvalsUpserted(out)
+	}
+}
+
+func (f *FSM) capacityChanged(node *structs.Node, index uint64) {
+	if node == nil {
+		return
+	}
+	if sink := f.eventSink(); sink != nil {
+		sink.CapacityChanged(node.ComputedClass, node.ID, index)
+	}
+}

@@ -1,0 +1,478 @@
+package fsm
+
+import (
+	"bytes"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+type capacityCall struct {
+	class, node string
+	index       uint64
+}
+
+type recordingSink struct {
+	mu       sync.Mutex
+	evals    []*structs.Evaluation
+	capacity []capacityCall
+}
+
+func (r *recordingSink) EvalsUpserted(evals []*structs.Evaluation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evals = append(r.evals, evals...)
+}
+
+func (r *recordingSink) CapacityChanged(class, nodeID string, index uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.capacity = append(r.capacity, capacityCall{class, nodeID, index})
+}
+
+func (r *recordingSink) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evals, r.capacity = nil, nil
+}
+
+func newFSM(t *testing.T, sink EventSink) *FSM {
+	t.Helper()
+	f, err := New(Config{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func entry(t *testing.T, index uint64, mt structs.MessageType, msg any) *raft.Log {
+	t.Helper()
+	buf, err := structs.Encode(mt, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raft.Log{Index: index, Type: raft.LogCommand, Data: buf}
+}
+
+func apply(t *testing.T, f *FSM, l *raft.Log) {
+	t.Helper()
+	if resp := f.Apply(l); resp != nil {
+		t.Fatalf("apply index %d: %v", l.Index, resp)
+	}
+}
+
+func testJob(id string) *structs.Job {
+	return &structs.Job{
+		Namespace: structs.DefaultNamespace, ID: id, Name: id, Type: structs.JobTypeService, Priority: 50,
+		TaskGroups: []*structs.TaskGroup{{Name: "web", Count: 1,
+			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "sleep", "args": []any{"10"}}}}}},
+		SubmitTime: 1000,
+	}
+}
+
+func testNode(id string) *structs.Node {
+	return &structs.Node{ID: id, SecretID: "s-" + id, Name: id, Datacenter: "dc1",
+		Attributes: map[string]string{"kernel.name": "linux"}}
+}
+
+func testEval(id, jobID, status string) *structs.Evaluation {
+	return &structs.Evaluation{ID: id, Namespace: "default", JobID: jobID, Type: "service", Status: status, Priority: 50,
+		TriggeredBy: structs.EvalTriggerJobRegister, CreateTime: 5, ModifyTime: 5}
+}
+
+// scenario is a log exercising every message type.
+func scenario(t *testing.T) []*raft.Log {
+	job := testJob("web")
+	planJob := testJob("web") // as the scheduler saw it in state
+	planJob.CreateIndex, planJob.ModifyIndex, planJob.JobModifyIndex = 9, 9, 9
+	alloc := &structs.Allocation{ID: "a1", Namespace: "default", EvalID: "e1", NodeID: "n1", JobID: "web", DeploymentID: "d1",
+		TaskGroup: "web", Name: "web.web[0]", DesiredStatus: structs.AllocDesiredStatusRun,
+		ClientStatus: structs.AllocClientStatusPending, CreateTime: 7}
+	return []*raft.Log{
+		entry(t, 1, structs.ClusterMetadataRequestType, &structs.ClusterMetadata{ClusterID: "c1", CreateTime: 1}),
+		entry(t, 2, structs.RootKeyUpsertRequestType, &structs.RootKeyUpsertRequest{Key: &structs.RootKey{KeyID: "k1", PrivateKey: []byte{1, 2}}}),
+		entry(t, 3, structs.NamespaceUpsertRequestType, &structs.NamespaceUpsertRequest{Namespaces: []*structs.Namespace{{Name: "prod"}}}),
+		entry(t, 4, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode("n1")}),
+		entry(t, 5, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: "n1", Status: structs.NodeStatusReady, UpdatedAt: 9,
+			NodeEvent: &structs.NodeEvent{Message: "ready", Timestamp: time.Unix(9, 0).UTC()}}),
+		entry(t, 6, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode("n2")}),
+		entry(t, 7, structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{NodeID: "n2", Eligibility: structs.NodeSchedulingIneligible}),
+		entry(t, 8, structs.NodeDeregisterRequestType, &structs.NodeDeregisterRequest{NodeIDs: []string{"n2"}}),
+		entry(t, 9, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: testEval("e1", "web", structs.EvalStatusPending),
+			Submission: &structs.JobSubmission{Source: "job \"web\" {}", Format: "hcl2"}}),
+		entry(t, 10, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: planJob, Alloc: []*structs.Allocation{alloc}, EvalID: "e1",
+			Deployment: &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobCreateIndex: 9, Status: structs.DeploymentStatusRunning,
+				TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}}}}),
+		entry(t, 11, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{
+			func() *structs.Evaluation {
+				e := testEval("e1", "web", structs.EvalStatusComplete)
+				e.QueuedAllocations = map[string]int{"web": 0}
+				return e
+			}()}}),
+		entry(t, 12, structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning,
+			TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning, StartedAt: time.Unix(10, 0).UTC()}}}}}),
+		entry(t, 13, structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{
+			Alloc: []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusFailed}},
+			Evals: []*structs.Evaluation{testEval("e2", "web", structs.EvalStatusPending)}}),
+		entry(t, 14, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: "web", Eval: testEval("e3", "web", structs.EvalStatusPending),
+			WriteRequest: structs.WriteRequest{Namespace: "default"}}),
+		entry(t, 15, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("batch")}),
+		entry(t, 16, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: "batch", Purge: true}),
+		entry(t, 17, structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: []string{"e2"}}),
+	}
+}
+
+func TestApply_AllMessageTypes(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	for _, l := range scenario(t) {
+		apply(t, f, l)
+	}
+	st := f.State()
+
+	if m, _ := st.ClusterMetadata(nil); m == nil || m.ClusterID != "c1" {
+		t.Errorf("cluster metadata = %+v", m)
+	}
+	if k, _ := st.RootKeys(nil); len(k) != 1 || !bytes.Equal(k[0].PrivateKey, []byte{1, 2}) {
+		t.Errorf("root keys = %+v", k)
+	}
+	if ns, _ := st.NamespaceByName(nil, "prod"); ns == nil {
+		t.Error("namespace prod missing")
+	}
+	n1, _ := st.NodeByID(nil, "n1")
+	if n1 == nil || n1.Status != structs.NodeStatusReady || len(n1.Events) != 1 || n1.LastAllocUpdateIndex != 13 {
+		t.Errorf("node n1 = %+v", n1)
+	}
+	if bySecret, _ := st.NodeBySecretID(nil, "s-n1"); bySecret == nil {
+		t.Error("secret ID lost through Raft encoding")
+	}
+	if n2, _ := st.NodeByID(nil, "n2"); n2 != nil {
+		t.Error("n2 not deregistered")
+	}
+	job, _ := st.JobByID(nil, "default", "web")
+	if job == nil || !job.Stop || job.Version != 1 || job.JobModifyIndex != 14 || job.CreateIndex != 9 {
+		t.Fatalf("deregistered job = %+v", job)
+	}
+	if sub, _ := st.JobSubmission(nil, "default", "web", 0); sub == nil || sub.Format != "hcl2" {
+		t.Errorf("submission = %+v", sub)
+	}
+	if j, _ := st.JobByID(nil, "default", "batch"); j != nil {
+		t.Error("purged job present")
+	}
+	a, _ := st.AllocByID(nil, "a1")
+	if a == nil || a.ClientStatus != structs.AllocClientStatusFailed || a.Job == nil || a.AllocModifyIndex != 10 || a.ModifyIndex != 13 {
+		t.Errorf("alloc = %+v", a)
+	}
+	if e, _ := st.EvalByID(nil, "e1"); e == nil || e.Status != structs.EvalStatusComplete || e.CreateIndex != 9 {
+		t.Errorf("eval e1 = %+v", e)
+	}
+	if e, _ := st.EvalByID(nil, "e2"); e != nil {
+		t.Error("e2 not deleted")
+	}
+	if d, _ := st.DeploymentByID(nil, "d1"); d == nil || d.TaskGroups["web"].PlacedAllocs != 1 {
+		t.Errorf("deployment = %+v", d)
+	}
+	sum, _ := st.JobSummaryByID(nil, "default", "web")
+	if sum.Summary["web"].Failed != 1 {
+		t.Errorf("summary = %+v", sum.Summary)
+	}
+	if idx, _ := st.LatestIndex(); idx != 17 {
+		t.Errorf("LatestIndex = %d", idx)
+	}
+
+	// Sink: evals carry stored indexes; capacity for ready node and for the
+	// alloc that became client-terminal.
+	var evalIDs []string
+	for _, e := range sink.evals {
+		evalIDs = append(evalIDs, e.ID)
+		if e.ModifyIndex == 0 {
+			t.Errorf("sink eval %s without ModifyIndex", e.ID)
+		}
+	}
+	if want := []string{"e1", "e1", "e2", "e3"}; !reflect.DeepEqual(evalIDs, want) {
+		t.Errorf("sink evals = %v, want %v", evalIDs, want)
+	}
+	wantCap := []capacityCall{{n1.ComputedClass, "n1", 5}, {n1.ComputedClass, "n1", 13}}
+	if !reflect.DeepEqual(sink.capacity, wantCap) {
+		t.Errorf("capacity calls = %+v, want %+v", sink.capacity, wantCap)
+	}
+}
+
+func TestApply_SinkForReadyRegisterEligibilityAndStops(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	ready := testNode("n1")
+	ready.Status = structs.NodeStatusReady
+	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
+	if len(sink.capacity) != 1 || sink.capacity[0].node != "n1" {
+		t.Fatalf("register ready: %+v", sink.capacity)
+	}
+	apply(t, f, entry(t, 2, structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: structs.NodeSchedulingIneligible}))
+	apply(t, f, entry(t, 3, structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: structs.NodeSchedulingEligible}))
+	if len(sink.capacity) != 2 || sink.capacity[1].index != 3 {
+		t.Fatalf("eligibility: %+v", sink.capacity)
+	}
+	sink.reset()
+	job := testJob("web")
+	apply(t, f, entry(t, 4, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}))
+	apply(t, f, entry(t, 5, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, Alloc: []*structs.Allocation{
+		{ID: "a1", Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web", DesiredStatus: "run", ClientStatus: "pending"}}}))
+	apply(t, f, entry(t, 6, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
+		AllocsStopped:   []*structs.Allocation{{ID: "a1", DesiredStatus: structs.AllocDesiredStatusStop}},
+		PreemptionEvals: []*structs.Evaluation{testEval("p1", "web", structs.EvalStatusPending)},
+	}))
+	if len(sink.capacity) != 1 || sink.capacity[0] != (capacityCall{sink.capacity[0].class, "n1", 6}) {
+		t.Fatalf("plan stop capacity: %+v", sink.capacity)
+	}
+	if len(sink.evals) != 1 || sink.evals[0].ID != "p1" || sink.evals[0].CreateIndex != 6 {
+		t.Fatalf("preemption evals: %+v", sink.evals)
+	}
+	// Swapping the sink while applying is safe.
+	f.SetSink(nil)
+	apply(t, f, entry(t, 7, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{testEval("e9", "web", "pending")}}))
+	if len(sink.evals) != 1 {
+		t.Fatal("nil sink still called")
+	}
+}
+
+func TestApply_UnknownAndBadEntries(t *testing.T) {
+	f := newFSM(t, nil)
+	cases := []struct {
+		name    string
+		data    []byte
+		wantErr bool
+	}{
+		{"unknown type", []byte{200 &^ 0x80}, true},
+		{"unknown type with ignore flag", []byte{0x80 | 99}, false},
+		{"known type with ignore flag still applied", mustEncode(t, structs.IgnoreUnknownTypeFlag|structs.NamespaceUpsertRequestType,
+			&structs.NamespaceUpsertRequest{Namespaces: []*structs.Namespace{{Name: "flagged"}}}), false},
+		{"empty entry", nil, true},
+		{"garbage body", []byte{byte(structs.NodeRegisterRequestType), 0xc1}, true},
+		{"state error surfaces", mustEncode(t, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: "nope", Status: "ready"}), true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: c.data})
+			if _, isErr := resp.(error); isErr != c.wantErr || (!c.wantErr && resp != nil) {
+				t.Fatalf("Apply = %v, wantErr %v", resp, c.wantErr)
+			}
+		})
+	}
+	if ns, _ := f.State().NamespaceByName(nil, "flagged"); ns == nil {
+		t.Fatal("known type with ignore flag was not applied")
+	}
+	if resp := f.Apply(&raft.Log{Index: 99, Type: raft.LogNoop}); resp != nil {
+		t.Fatalf("noop log: %v", resp)
+	}
+}
+
+func mustEncode(t *testing.T, mt structs.MessageType, msg any) []byte {
+	t.Helper()
+	b, err := structs.Encode(mt, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// canonical encodes v with sorted map keys, for byte-wise comparisons.
+var canonicalHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.Canonical = true
+	h.TypeInfos = codec.NewTypeInfos([]string{"codec"})
+	return h
+}()
+
+// dump returns every table of a store, encoded canonically.
+func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
+	t.Helper()
+	out := map[string][][]byte{}
+	add := func(table string, v any) {
+		var buf bytes.Buffer
+		if err := codec.NewEncoder(&buf, canonicalHandle).Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = append(out[table], buf.Bytes())
+	}
+	iters := map[string]func() (memdb.ResultIterator, error){
+		"index":          st.Indexes,
+		"jobs":           func() (memdb.ResultIterator, error) { return st.Jobs(nil) },
+		"job_version":    func() (memdb.ResultIterator, error) { return st.JobVersions(nil) },
+		"job_summary":    func() (memdb.ResultIterator, error) { return st.JobSummaries(nil) },
+		"job_submission": func() (memdb.ResultIterator, error) { return st.JobSubmissions(nil) },
+		"evals":          func() (memdb.ResultIterator, error) { return st.Evals(nil) },
+		"allocs":         func() (memdb.ResultIterator, error) { return st.Allocs(nil) },
+		"nodes":          func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
+		"deployment":     func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
+		"namespaces":     func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+	}
+	for name, f := range iters {
+		it, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			add(name, raw)
+		}
+	}
+	keys, _ := st.RootKeys(nil)
+	for _, k := range keys {
+		add("root_keys", k)
+	}
+	if m, _ := st.ClusterMetadata(nil); m != nil {
+		add("cluster_meta", m)
+	}
+	return out
+}
+
+func TestDeterminism(t *testing.T) {
+	a, b := newFSM(t, nil), newFSM(t, &recordingSink{})
+	for _, l := range scenario(t) {
+		apply(t, a, l)
+	}
+	for _, l := range scenario(t) {
+		apply(t, b, l)
+	}
+	da, db := dump(t, a.State()), dump(t, b.State())
+	if !reflect.DeepEqual(da, db) {
+		t.Fatal("same log produced different states")
+	}
+	for _, table := range []string{"index", "jobs", "job_version", "job_summary", "job_submission", "evals", "allocs", "nodes", "deployment", "namespaces", "root_keys", "cluster_meta"} {
+		if len(da[table]) == 0 {
+			t.Errorf("scenario leaves table %s empty: the test would not cover it", table)
+		}
+	}
+}
+
+type bufSink struct {
+	bytes.Buffer
+	cancelled, closed bool
+}
+
+func (s *bufSink) ID() string    { return "test" }
+func (s *bufSink) Cancel() error { s.cancelled = true; return nil }
+func (s *bufSink) Close() error  { s.closed = true; return nil }
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func TestSnapshotRestore_RoundTrip(t *testing.T) {
+	src := newFSM(t, nil)
+	for _, l := range scenario(t) {
+		apply(t, src, l)
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes after the snapshot must not be in it.
+	apply(t, src, entry(t, 100, structs.NamespaceUpsertRequestType, &structs.NamespaceUpsertRequest{Namespaces: []*structs.Namespace{{Name: "late"}}}))
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("sink closed=%v cancelled=%v", sink.closed, sink.cancelled)
+	}
+
+	dst := newFSM(t, nil)
+	apply(t, dst, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode("stale")}))
+	old := dst.State()
+	ws := memdb.NewWatchSet()
+	ws.Add(old.AbandonCh())
+	if err := dst.Restore(nopCloser{bytes.NewReader(sink.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-old.AbandonCh():
+	default:
+		t.Fatal("old store not abandoned")
+	}
+	if dst.State() == old {
+		t.Fatal("state not swapped")
+	}
+	if ns, _ := dst.State().NamespaceByName(nil, "late"); ns != nil {
+		t.Fatal("snapshot contains a later write")
+	}
+	if n, _ := dst.State().NodeByID(nil, "stale"); n != nil {
+		t.Fatal("restore kept pre-restore state")
+	}
+
+	// Compare with the source as it was at snapshot time: replay the log.
+	ref := newFSM(t, nil)
+	for _, l := range scenario(t) {
+		apply(t, ref, l)
+	}
+	want, got := dump(t, ref.State()), dump(t, dst.State())
+	tables := make([]string, 0, len(want))
+	for k := range want {
+		tables = append(tables, k)
+	}
+	sort.Strings(tables)
+	for _, table := range tables {
+		if !reflect.DeepEqual(want[table], got[table]) {
+			t.Errorf("table %s differs after restore (%d vs %d rows)", table, len(want[table]), len(got[table]))
+		}
+	}
+	n, _ := dst.State().NodeByID(nil, "n1")
+	if n == nil || n.SecretID != "s-n1" || n.LastAllocUpdateIndex != 13 {
+		t.Fatalf("node fields lost in snapshot: %+v", n)
+	}
+	// The restored store keeps working.
+	apply(t, dst, entry(t, 200, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{testEval("e9", "web", "pending")}}))
+	if idx, _ := dst.State().Index("evals"); idx != 200 {
+		t.Fatalf("evals index after restore+apply = %d", idx)
+	}
+}
+
+func TestRestore_Corrupt(t *testing.T) {
+	f := newFSM(t, nil)
+	before := f.State()
+	if err := f.Restore(nopCloser{bytes.NewReader([]byte{0xc1, 0x00})}); err == nil {
+		t.Fatal("corrupt snapshot accepted")
+	}
+	var buf bytes.Buffer
+	_ = codec.NewEncoder(&buf, structs.MsgpackHandle).Encode(&SnapshotHeader{Format: snapshotFormat})
+	buf.WriteByte(250)
+	if err := f.Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err == nil {
+		t.Fatal("unknown record type accepted")
+	}
+	if f.State() != before {
+		t.Fatal("failed restore replaced the state")
+	}
+}
+
+func TestConcurrentApplyAndReads(t *testing.T) {
+	f := newFSM(t, &recordingSink{})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_, _ = f.State().JobByID(nil, "default", "web")
+			f.SetSink(&recordingSink{})
+		}
+	}()
+	for _, l := range scenario(t) {
+		apply(t, f, l)
+	}
+	close(done)
+	wg.Wait()
+}

@@ -1,0 +1,148 @@
+package fsm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/drover-project/drover/internal/state"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Restore replaces the state with the snapshot read from rc: it loads a
+// brand-new store, swaps it in atomically, then abandons the old store so
+// blocking queries on it wake up.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	newState, err := state.NewStateStore()
+	if err != nil {
+		return err
+	}
+	restore, err := newState.Restore()
+	if err != nil {
+		return err
+	}
+	if err := readSnapshot(rc, restore); err != nil {
+		restore.Abort()
+		return err
+	}
+	if err := restore.Commit(); err != nil {
+		return err
+	}
+	old := f.state.Swap(newState)
+	if old != nil {
+		old.Abandon()
+	}
+	return nil
+}
+
+func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
+	r := bufio.NewReader(rc)
+	dec := codec.NewDecoder(r, structs.MsgpackHandle)
+	var header SnapshotHeader
+	if err := dec.Decode(&header); err != nil {
+		return fmt.Errorf("fsm: snapshot header: %w", err)
+	}
+	if header.Format > snapshotFormat {
+		return fmt.Errorf("fsm: snapshot format %d is newer than this server's %d", header.Format, snapshotFormat)
+	}
+	for {
+		b, err := r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("fsm: snapshot record type: %w", err)
+		}
+		if err := restoreRecord(dec, SnapshotType(b), restore); err != nil {
+			return err
+		}
+	}
+}
+
+func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) error {
+	wrap := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("fsm: snapshot record %d: %w", t, err)
+		}
+		return nil
+	}
+	switch t {
+	case IndexSnapshot:
+		var e state.IndexEntry
+		if err := dec.Decode(&e); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.IndexRestore(e.Key, e.Value))
+	case NodeSnapshot:
+		v := new(structs.Node)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.NodeRestore(v))
+	case JobSnapshot:
+		v := new(structs.Job)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobRestore(v))
+	case JobVersionSnapshot:
+		v := new(structs.Job)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobVersionRestore(v))
+	case JobSummarySnapshot:
+		v := new(structs.JobSummary)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobSummaryRestore(v))
+	case JobSubmissionSnapshot:
+		v := new(structs.JobSubmission)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobSubmissionRestore(v))
+	case EvalSnapshot:
+		v := new(structs.Evaluation)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.EvalRestore(v))
+	case AllocSnapshot:
+		v := new(structs.Allocation)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.AllocRestore(v))
+	case DeploymentSnapshot:
+		v := new(structs.Deployment)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.DeploymentRestore(v))
+	case NamespaceSnapshot:
+		v := new(structs.Namespace)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.NamespaceRestore(v))
+	case RootKeySnapshot:
+		v := new(structs.RootKey)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.RootKeyRestore(v))
+	case ClusterMetadataSnapshot:
+		v := new(structs.ClusterMetadata)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.ClusterMetadataRestore(v))
+	}
+	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
+}

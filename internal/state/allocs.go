@@ -1,0 +1,294 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// AllocByID returns an allocation, or nil.
+func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := first(txn, ws, tableAllocs, "id", id)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return raw.(*structs.Allocation), nil
+}
+
+// Allocs iterates every allocation.
+func (s *StateStore) Allocs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+	txn := s.db.Txn(false)
+	return get(txn, ws, tableAllocs, "id")
+}
+
+// AllocsByIDPrefix iterates allocations whose ID starts with prefix in
+// namespace ("*" = all namespaces).
+func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
+	txn := s.db.Txn(false)
+	return prefixIter(txn, ws, tableAllocs, namespace, prefix)
+}
+
+func collectAllocs(iter memdb.ResultIterator, keep func(*structs.Allocation) bool) []*structs.Allocation {
+	var out []*structs.Allocation
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if a := raw.(*structs.Allocation); keep == nil || keep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// AllocsByJob returns a job's allocations. Unless anyCreateIndex is set,
+// only allocations of the job's current incarnation are returned (a purged
+// and re-registered job does not see its predecessor's allocations).
+func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, anyCreateIndex bool) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	var job *structs.Job
+	if !anyCreateIndex {
+		raw, err := first(txn, ws, tableJobs, "id", namespace, jobID)
+		if err != nil {
+			return nil, err
+		}
+		if raw != nil {
+			job = raw.(*structs.Job)
+		}
+	}
+	iter, err := get(txn, ws, tableAllocs, "job", namespace, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return collectAllocs(iter, nil), nil
+	}
+	return collectAllocs(iter, func(a *structs.Allocation) bool {
+		return a.Job != nil && a.Job.CreateIndex == job.CreateIndex
+	}), nil
+}
+
+// AllocsByNode returns every allocation on a node.
+func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := get(txn, ws, tableAllocs, "node", nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return collectAllocs(iter, nil), nil
+}
+
+// AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()
+// equals terminal.
+func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, terminal bool) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := get(txn, ws, tableAllocs, "node_terminal", nodeID, terminal)
+	if err != nil {
+		return nil, err
+	}
+	return collectAllocs(iter, nil), nil
+}
+
+// AllocsByEval returns the allocations an evaluation created or updated.
+func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := get(txn, ws, tableAllocs, "eval", evalID)
+	if err != nil {
+		return nil, err
+	}
+	return collectAllocs(iter, nil), nil
+}
+
+// UpsertAllocs applies server-side allocation writes (placements and
+// updates). New allocations get CreateIndex; every written allocation gets
+// AllocModifyIndex = ModifyIndex = index. For existing allocations the
+// client-owned fields are kept, except that the server may mark an
+// allocation lost or unknown.
+func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := jobKeys{}
+	for _, a := range allocs {
+		if err := upsertAllocTxn(txn, index, a, jobs); err != nil {
+			return err
+		}
+	}
+	if err := bumpIndex(txn, index, tableAllocs); err != nil {
+		return err
+	}
+	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+func allocLookup(txn *memdb.Txn, id string) (*structs.Allocation, error) {
+	raw, err := txn.First(tableAllocs, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("state: alloc lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*structs.Allocation), nil
+}
+
+func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, jobs jobKeys) error {
+	if in == nil || in.ID == "" {
+		return fmt.Errorf("state: upsert alloc: missing alloc or alloc ID")
+	}
+	a := *in
+	if a.Namespace == "" {
+		a.Namespace = structs.DefaultNamespace
+	}
+	ex, err := allocLookup(txn, a.ID)
+	if err != nil {
+		return err
+	}
+	a.ModifyIndex = index
+	a.AllocModifyIndex = index
+	if ex == nil {
+		a.CreateIndex = index
+		if a.Job == nil {
+			raw, err := txn.First(tableJobs, "id", a.Namespace, a.JobID)
+			if err != nil {
+				return fmt.Errorf("state: job lookup: %w", err)
+			}
+			if raw == nil {
+				return fmt.Errorf("state: alloc %s has no job and job %s/%s does not exist", a.ID, a.Namespace, a.JobID)
+			}
+			a.Job = raw.(*structs.Job)
+		}
+	} else {
+		a.CreateIndex = ex.CreateIndex
+		a.TaskStates = ex.TaskStates
+		a.NetworkStatus = ex.NetworkStatus
+		if ex.DeploymentStatus != nil {
+			a.DeploymentStatus = ex.DeploymentStatus
+		}
+		if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {
+			a.ClientStatus = ex.ClientStatus
+			a.ClientDescription = ex.ClientDescription
+		}
+		if a.Job == nil {
+			a.Job = ex.Job
+		}
+		if a.NextAllocation == "" {
+			a.NextAllocation = ex.NextAllocation
+		}
+	}
+	return writeAlloc(txn, index, ex, &a, jobs)
+}
+
+// writeAlloc inserts alloc (replacing existing, nil if new) and maintains
+// everything derived from it: summary, deployment counters, the previous
+// allocation's NextAllocation.
+func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jobKeys) error {
+	if err := summaryAllocTransition(txn, index, ex, a); err != nil {
+		return err
+	}
+	if err := deploymentAllocTransition(txn, index, ex, a); err != nil {
+		return err
+	}
+	if err := txn.Insert(tableAllocs, a); err != nil {
+		return fmt.Errorf("state: alloc insert: %w", err)
+	}
+	if a.PreviousAllocation != "" {
+		prev, err := allocLookup(txn, a.PreviousAllocation)
+		if err != nil {
+			return err
+		}
+		if prev != nil && prev.NextAllocation != a.ID {
+			c := *prev
+			c.NextAllocation = a.ID
+			c.ModifyIndex = index
+			if err := txn.Insert(tableAllocs, &c); err != nil {
+				return fmt.Errorf("state: alloc insert: %w", err)
+			}
+		}
+	}
+	jobs.add(a.Namespace, a.JobID)
+	return nil
+}
+
+// UpdateAllocsFromClient applies what clients observed. Only the
+// client-owned fields (ClientStatus, ClientDescription, TaskStates,
+// DeploymentStatus health, NetworkStatus, ModifyTime) are taken; the server's
+// fields and AllocModifyIndex are left alone. Unknown allocations are
+// ignored. Each affected node records LastAllocUpdateIndex = index.
+func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := jobKeys{}
+	nodes := map[string]bool{}
+	var nodeOrder []string
+	for _, in := range allocs {
+		if in == nil {
+			continue
+		}
+		ex, err := allocLookup(txn, in.ID)
+		if err != nil {
+			return err
+		}
+		if ex == nil {
+			continue
+		}
+		c := *ex
+		c.ClientStatus = in.ClientStatus
+		c.ClientDescription = in.ClientDescription
+		c.TaskStates = in.TaskStates
+		c.NetworkStatus = in.NetworkStatus
+		if in.DeploymentStatus != nil {
+			ds := structs.AllocDeploymentStatus{}
+			if ex.DeploymentStatus != nil {
+				ds = *ex.DeploymentStatus
+			}
+			ds.Healthy = in.DeploymentStatus.Healthy
+			ds.Timestamp = in.DeploymentStatus.Timestamp
+			ds.ModifyIndex = index
+			c.DeploymentStatus = &ds
+		}
+		if in.ModifyTime != 0 {
+			c.ModifyTime = in.ModifyTime
+		}
+		c.ModifyIndex = index
+		if err := writeAlloc(txn, index, ex, &c, jobs); err != nil {
+			return err
+		}
+		if !nodes[c.NodeID] {
+			nodes[c.NodeID] = true
+			nodeOrder = append(nodeOrder, c.NodeID)
+		}
+	}
+	for _, id := range nodeOrder {
+		raw, err := txn.First(tableNodes, "id", id)
+		if err != nil {
+			return fmt.Errorf("state: node lookup: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		n := *raw.(*structs.Node)
+		n.LastAllocUpdateIndex = index
+		if err := txn.Insert(tableNodes, &n); err != nil {
+			return fmt.Errorf("state: node insert: %w", err)
+		}
+		if err := bumpIndex(txn, index, tableNodes); err != nil {
+			return err
+		}
+	}
+	if err := bumpIndex(txn, index, tableAllocs); err != nil {
+		return err
+	}
+	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}

@@ -1,0 +1,140 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// NamespaceByName returns a namespace, or nil.
+func (s *StateStore) NamespaceByName(ws memdb.WatchSet, name string) (*structs.Namespace, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := first(txn, ws, tableNamespaces, "id", name)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return raw.(*structs.Namespace), nil
+}
+
+// Namespaces iterates every namespace.
+func (s *StateStore) Namespaces(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+	txn := s.db.Txn(false)
+	return get(txn, ws, tableNamespaces, "id")
+}
+
+// UpsertNamespaces inserts or replaces namespaces.
+func (s *StateStore) UpsertNamespaces(index uint64, ns []*structs.Namespace) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	for _, in := range ns {
+		if in == nil || in.Name == "" {
+			return fmt.Errorf("state: upsert namespace: missing namespace or name")
+		}
+		n := *in
+		raw, err := txn.First(tableNamespaces, "id", n.Name)
+		if err != nil {
+			return fmt.Errorf("state: namespace lookup: %w", err)
+		}
+		if raw != nil {
+			n.CreateIndex = raw.(*structs.Namespace).CreateIndex
+		} else {
+			n.CreateIndex = index
+		}
+		n.ModifyIndex = index
+		if err := txn.Insert(tableNamespaces, &n); err != nil {
+			return fmt.Errorf("state: namespace insert: %w", err)
+		}
+	}
+	if err := bumpIndex(txn, index, tableNamespaces); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// RootKeys returns every keyring root key.
+func (s *StateStore) RootKeys(ws memdb.WatchSet) ([]*structs.RootKey, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := get(txn, ws, tableRootKeys, "id")
+	if err != nil {
+		return nil, err
+	}
+	var out []*structs.RootKey
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*structs.RootKey))
+	}
+	return out, nil
+}
+
+// UpsertRootKey inserts or replaces a keyring root key.
+func (s *StateStore) UpsertRootKey(index uint64, in *structs.RootKey) error {
+	if in == nil || in.KeyID == "" {
+		return fmt.Errorf("state: upsert root key: missing key or key ID")
+	}
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	k := *in
+	raw, err := txn.First(tableRootKeys, "id", k.KeyID)
+	if err != nil {
+		return fmt.Errorf("state: root key lookup: %w", err)
+	}
+	if raw != nil {
+		k.CreateIndex = raw.(*structs.RootKey).CreateIndex
+	} else {
+		k.CreateIndex = index
+	}
+	k.ModifyIndex = index
+	if err := txn.Insert(tableRootKeys, &k); err != nil {
+		return fmt.Errorf("state: root key insert: %w", err)
+	}
+	if err := bumpIndex(txn, index, tableRootKeys); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// ClusterMetadata returns the cluster's metadata, or nil before the first
+// leader wrote it.
+func (s *StateStore) ClusterMetadata(ws memdb.WatchSet) (*structs.ClusterMetadata, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := first(txn, ws, tableClusterMeta, "id", true)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return raw.(*structs.ClusterMetadata), nil
+}
+
+// SetClusterMetadata records the cluster's identity. It is written once:
+// writing the same ClusterID again is a no-op, a different one an error.
+func (s *StateStore) SetClusterMetadata(index uint64, meta *structs.ClusterMetadata) error {
+	if meta == nil || meta.ClusterID == "" {
+		return fmt.Errorf("state: set cluster metadata: missing cluster ID")
+	}
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, err := txn.First(tableClusterMeta, "id", true)
+	if err != nil {
+		return fmt.Errorf("state: cluster metadata lookup: %w", err)
+	}
+	if raw != nil {
+		if ex := raw.(*structs.ClusterMetadata); ex.ClusterID != meta.ClusterID {
+			return fmt.Errorf("cluster ID already set to %q, refusing %q", ex.ClusterID, meta.ClusterID)
+		}
+		return nil
+	}
+	m := *meta
+	if err := txn.Insert(tableClusterMeta, &m); err != nil {
+		return fmt.Errorf("state: cluster metadata insert: %w", err)
+	}
+	if err := bumpIndex(txn, index, tableClusterMeta); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}

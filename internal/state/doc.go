@@ -1,0 +1,20 @@
+// Package state owns Drover's server state: a go-memdb database holding jobs,
+// job versions and summaries, evaluations, allocations, nodes, deployments,
+// namespaces, keyring root keys and cluster metadata, plus the "index" table
+// that records the Raft index of the last write to each table.
+//
+// It provides the reads every server component uses (with watch sets that
+// drive blocking queries), the writes the FSM applies, O(1) snapshots for
+// schedulers, and the bulk loader used to restore Raft snapshots.
+//
+// Rules this package keeps:
+//   - Objects returned by reads are immutable. Writers copy before they modify,
+//     and writes never mutate the objects passed in by callers beyond what the
+//     method documents.
+//   - Every write is a function of its arguments and the current state only:
+//     no clocks, no randomness, no ID generation. The Raft index is passed in.
+//   - Every write bumps the "index" entry of each table it touches.
+//
+// It must never do I/O, talk to other servers, or call leader-only services
+// (broker, blocked evals, ...): the FSM does that after a write commits.
+package state

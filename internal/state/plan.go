@@ -1,0 +1,132 @@
+package state
+
+import (
+	"github.com/hashicorp/go-memdb"
+
+	"fmt"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// UpsertPlanResults applies a committed plan in one transaction: the
+// deployment and its status updates, stops and preemptions (which may be
+// diffs carrying only the fields the plan changes), placements (full allocs;
+// Job defaults to req.Job), the plan's eval ModifyIndex and preemption evals.
+func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	if req == nil {
+		return fmt.Errorf("state: upsert plan results: nil request")
+	}
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := jobKeys{}
+
+	if req.Deployment != nil {
+		if err := upsertDeploymentTxn(txn, index, req.Deployment); err != nil {
+			return err
+		}
+		jobs.add(req.Deployment.Namespace, req.Deployment.JobID)
+	}
+	for _, u := range req.DeploymentUpdates {
+		if u == nil {
+			continue
+		}
+		if err := applyDeploymentUpdate(txn, index, u, jobs); err != nil {
+			return err
+		}
+	}
+
+	for _, diff := range req.AllocsStopped {
+		if err := applyStopDiff(txn, index, diff, false, jobs); err != nil {
+			return err
+		}
+	}
+	for _, diff := range req.AllocsPreempted {
+		if err := applyStopDiff(txn, index, diff, true, jobs); err != nil {
+			return err
+		}
+	}
+	for _, in := range req.Alloc {
+		if in == nil {
+			continue
+		}
+		a := in
+		if a.Job == nil && req.Job != nil {
+			c := *in
+			c.Job = req.Job
+			a = &c
+		}
+		if err := upsertAllocTxn(txn, index, a, jobs); err != nil {
+			return err
+		}
+	}
+	if len(req.AllocsStopped)+len(req.AllocsPreempted)+len(req.Alloc) > 0 {
+		if err := bumpIndex(txn, index, tableAllocs); err != nil {
+			return err
+		}
+	}
+
+	if req.EvalID != "" {
+		raw, err := txn.First(tableEvals, "id", req.EvalID)
+		if err != nil {
+			return fmt.Errorf("state: eval lookup: %w", err)
+		}
+		if raw != nil {
+			e := raw.(*structs.Evaluation).Copy()
+			e.ModifyIndex = index
+			if err := txn.Insert(tableEvals, e); err != nil {
+				return fmt.Errorf("state: eval insert: %w", err)
+			}
+			if err := bumpIndex(txn, index, tableEvals); err != nil {
+				return err
+			}
+		}
+	}
+	if err := upsertEvalsTxn(txn, index, req.PreemptionEvals); err != nil {
+		return err
+	}
+	if req.Job != nil {
+		jobs.add(req.Job.Namespace, req.Job.ID)
+	}
+	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// applyStopDiff merges a stop (or preemption) onto the stored allocation.
+// Unknown allocations are ignored.
+func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preempted bool, jobs jobKeys) error {
+	if diff == nil {
+		return nil
+	}
+	ex, err := allocLookup(txn, diff.ID)
+	if err != nil || ex == nil {
+		return err
+	}
+	c := *ex
+	if diff.DesiredStatus != "" {
+		c.DesiredStatus = diff.DesiredStatus
+	} else {
+		c.DesiredStatus = structs.AllocDesiredStatusStop
+	}
+	c.DesiredDescription = diff.DesiredDescription
+	if diff.ClientStatus != "" {
+		c.ClientStatus = diff.ClientStatus
+	}
+	if diff.FollowupEvalID != "" {
+		c.FollowupEvalID = diff.FollowupEvalID
+	}
+	if diff.ModifyTime != 0 {
+		c.ModifyTime = diff.ModifyTime
+	}
+	if preempted {
+		c.DesiredStatus = structs.AllocDesiredStatusEvict
+		if diff.PreemptedByAllocation != "" {
+			c.PreemptedByAllocation = diff.PreemptedByAllocation
+		}
+	}
+	c.ModifyIndex = index
+	c.AllocModifyIndex = index
+	return writeAlloc(txn, index, ex, &c, jobs)
+}

@@ -1,0 +1,184 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Table names. The same strings are the keys of the "index" table.
+const (
+	tableIndex       = "index"
+	tableJobs        = "jobs"
+	tableJobVersion  = "job_version"
+	tableJobSummary  = "job_summary"
+	tableEvals       = "evals"
+	tableAllocs      = "allocs"
+	tableNodes       = "nodes"
+	tableDeployment  = "deployment"
+	tableNamespaces  = "namespaces"
+	tableRootKeys    = "root_keys"
+	tableClusterMeta = "cluster_meta"
+
+	// tableJobSubmission keeps the source a job version was submitted as.
+	tableJobSubmission = "job_submission"
+)
+
+// IndexEntry is one row of the "index" table: the Raft index of the last
+// write to table Key.
+type IndexEntry struct {
+	Key   string
+	Value uint64
+}
+
+// nsIDIndex indexes (Namespace, <idField>).
+func nsIDIndex(name, idField string, unique bool) *memdb.IndexSchema {
+	return &memdb.IndexSchema{
+		Name:         name,
+		Unique:       unique,
+		AllowMissing: !unique,
+		Indexer: &memdb.CompoundIndex{
+			Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Namespace"},
+				&memdb.StringFieldIndex{Field: idField},
+			},
+		},
+	}
+}
+
+func idIndex(field string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{
+		Name:    "id",
+		Unique:  true,
+		Indexer: &memdb.StringFieldIndex{Field: field},
+	}
+}
+
+func fieldIndex(name, field string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{
+		Name:         name,
+		AllowMissing: true,
+		Indexer:      &memdb.StringFieldIndex{Field: field},
+	}
+}
+
+// allocTerminal is the conditional half of the allocs "node_terminal" index.
+func allocTerminal(obj any) (bool, error) {
+	a, ok := obj.(*structs.Allocation)
+	if !ok {
+		return false, fmt.Errorf("state: node_terminal index on %T", obj)
+	}
+	return a.TerminalStatus(), nil
+}
+
+func schema() *memdb.DBSchema {
+	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+		tableIndex: {
+			Name:    tableIndex,
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Key")},
+		},
+		tableJobs: {
+			Name: tableJobs,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":        nsIDIndex("id", "ID", true),
+				"namespace": fieldIndex("namespace", "Namespace"),
+			},
+		},
+		tableJobVersion: {
+			Name: tableJobVersion,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {
+					Name:   "id",
+					Unique: true,
+					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+						&memdb.StringFieldIndex{Field: "Namespace"},
+						&memdb.StringFieldIndex{Field: "ID"},
+						&memdb.UintFieldIndex{Field: "Version"},
+					}},
+				},
+			},
+		},
+		tableJobSubmission: {
+			Name: tableJobSubmission,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {
+					Name:   "id",
+					Unique: true,
+					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+						&memdb.StringFieldIndex{Field: "Namespace"},
+						&memdb.StringFieldIndex{Field: "JobID"},
+						&memdb.UintFieldIndex{Field: "Version"},
+					}},
+				},
+			},
+		},
+		tableJobSummary: {
+			Name:    tableJobSummary,
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "JobID", true)},
+		},
+		tableEvals: {
+			Name: tableEvals,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":  idIndex("ID"),
+				"job": nsIDIndex("job", "JobID", false),
+			},
+		},
+		tableAllocs: {
+			Name: tableAllocs,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":   idIndex("ID"),
+				"node": fieldIndex("node", "NodeID"),
+				"node_terminal": {
+					Name:         "node_terminal",
+					AllowMissing: true,
+					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+						&memdb.StringFieldIndex{Field: "NodeID"},
+						&memdb.ConditionalIndex{Conditional: allocTerminal},
+					}},
+				},
+				"job":        nsIDIndex("job", "JobID", false),
+				"eval":       fieldIndex("eval", "EvalID"),
+				"deployment": fieldIndex("deployment", "DeploymentID"),
+			},
+		},
+		tableNodes: {
+			Name: tableNodes,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": idIndex("ID"),
+				"secret_id": {
+					Name:         "secret_id",
+					Unique:       true,
+					AllowMissing: true,
+					Indexer:      &memdb.StringFieldIndex{Field: "SecretID"},
+				},
+			},
+		},
+		tableDeployment: {
+			Name: tableDeployment,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":  idIndex("ID"),
+				"job": nsIDIndex("job", "JobID", false),
+			},
+		},
+		tableNamespaces: {
+			Name:    tableNamespaces,
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Name")},
+		},
+		tableRootKeys: {
+			Name:    tableRootKeys,
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("KeyID")},
+		},
+		tableClusterMeta: {
+			Name: tableClusterMeta,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id": {
+					Name:    "id",
+					Unique:  true,
+					Indexer: &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }},
+				},
+			},
+		},
+	}}
+}

@@ -1,0 +1,208 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// ErrAbandoned is returned by SnapshotMinIndex when the store was replaced
+// (Raft snapshot restore) while waiting: callers retry on the new store.
+var ErrAbandoned = errors.New("state store abandoned")
+
+// StateStore is the server's replicated state. All methods are safe for
+// concurrent use; writes are serialised by memdb.
+type StateStore struct {
+	db *memdb.MemDB
+
+	// abandon is shared with snapshots so a blocking query on a snapshot
+	// also wakes up when the store is replaced.
+	abandon *abandonCh
+}
+
+type abandonCh struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// StateSnapshot is a point-in-time, read-only view of the store. Every read
+// method of StateStore works on it.
+type StateSnapshot struct {
+	StateStore
+}
+
+// NewStateStore returns an empty store holding only the default namespace.
+func NewStateStore() (*StateStore, error) {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return nil, fmt.Errorf("state: building schema: %w", err)
+	}
+	s := &StateStore{db: db, abandon: &abandonCh{ch: make(chan struct{})}}
+	txn := db.Txn(true)
+	defer txn.Abort()
+	if err := txn.Insert(tableNamespaces, &structs.Namespace{
+		Name:        structs.DefaultNamespace,
+		Description: "Default shared namespace",
+		CreateIndex: 1,
+		ModifyIndex: 1,
+	}); err != nil {
+		return nil, fmt.Errorf("state: inserting default namespace: %w", err)
+	}
+	if err := bumpIndex(txn, 1, tableNamespaces); err != nil {
+		return nil, err
+	}
+	txn.Commit()
+	return s, nil
+}
+
+// Snapshot returns an O(1) point-in-time view.
+func (s *StateStore) Snapshot() (*StateSnapshot, error) {
+	return &StateSnapshot{StateStore{db: s.db.Snapshot(), abandon: s.abandon}}, nil
+}
+
+// SnapshotMinIndex waits until the store has applied index, then returns a
+// snapshot. It blocks on the index table's watch channel, not by polling.
+func (s *StateStore) SnapshotMinIndex(ctx context.Context, index uint64) (*StateSnapshot, error) {
+	for {
+		txn := s.db.Txn(false)
+		iter, err := txn.Get(tableIndex, "id")
+		if err != nil {
+			txn.Abort()
+			return nil, err
+		}
+		ws := memdb.NewWatchSet()
+		ws.Add(iter.WatchCh())
+		ws.Add(s.AbandonCh())
+		latest := maxIndex(iter)
+		txn.Abort()
+		if latest >= index {
+			return s.Snapshot()
+		}
+		select {
+		case <-s.AbandonCh():
+			return nil, ErrAbandoned
+		default:
+		}
+		if err := ws.WatchCtx(ctx); err != nil {
+			return nil, fmt.Errorf("timed out waiting for state index %d (at %d): %w", index, latest, err)
+		}
+	}
+}
+
+func maxIndex(iter memdb.ResultIterator) uint64 {
+	var max uint64
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if v := raw.(*IndexEntry).Value; v > max {
+			max = v
+		}
+	}
+	return max
+}
+
+// LatestIndex is the highest index over all tables.
+func (s *StateStore) LatestIndex() (uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.Get(tableIndex, "id")
+	if err != nil {
+		return 0, err
+	}
+	return maxIndex(iter), nil
+}
+
+// Index is the Raft index of the last write to table (0 if never written).
+func (s *StateStore) Index(table string) (uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := txn.First(tableIndex, "id", table)
+	if err != nil {
+		return 0, fmt.Errorf("state: index lookup %q: %w", table, err)
+	}
+	if raw == nil {
+		return 0, nil
+	}
+	return raw.(*IndexEntry).Value, nil
+}
+
+// Indexes iterates the index table (used by FSM snapshots).
+func (s *StateStore) Indexes() (memdb.ResultIterator, error) {
+	txn := s.db.Txn(false)
+	return txn.Get(tableIndex, "id")
+}
+
+// AbandonCh is closed when the store is replaced by a snapshot restore.
+func (s *StateStore) AbandonCh() <-chan struct{} { return s.abandon.ch }
+
+// Abandon closes AbandonCh, waking every blocking query on this store.
+func (s *StateStore) Abandon() { s.abandon.once.Do(func() { close(s.abandon.ch) }) }
+
+// bumpIndex records index as the last write to each table.
+func bumpIndex(txn *memdb.Txn, index uint64, tables ...string) error {
+	for _, t := range tables {
+		raw, err := txn.First(tableIndex, "id", t)
+		if err != nil {
+			return fmt.Errorf("state: index lookup %q: %w", t, err)
+		}
+		if raw != nil && raw.(*IndexEntry).Value >= index {
+			continue
+		}
+		if err := txn.Insert(tableIndex, &IndexEntry{Key: t, Value: index}); err != nil {
+			return fmt.Errorf("state: index update %q: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// first runs txn.FirstWatch and adds the watch channel to ws.
+func first(txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) (any, error) {
+	ch, raw, err := txn.FirstWatch(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: %s lookup: %w", table, err)
+	}
+	ws.Add(ch)
+	return raw, nil
+}
+
+// get runs txn.Get and adds the iterator's watch channel to ws.
+func get(txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) (memdb.ResultIterator, error) {
+	iter, err := txn.Get(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: %s lookup: %w", table, err)
+	}
+	ws.Add(iter.WatchCh())
+	return iter, nil
+}
+
+// prefixIter returns table rows whose ID starts with prefix in namespace
+// ("*" = any namespace). Tables are keyed by ID ("id" index).
+func prefixIter(txn *memdb.Txn, ws memdb.WatchSet, table, namespace, prefix string) (memdb.ResultIterator, error) {
+	iter, err := get(txn, ws, table, "id_prefix", prefix)
+	if err != nil {
+		return nil, err
+	}
+	if namespace == "*" {
+		return iter, nil
+	}
+	return memdb.NewFilterIterator(iter, func(raw any) bool {
+		return namespaceOf(raw) != namespace
+	}), nil
+}
+
+func namespaceOf(raw any) string {
+	switch o := raw.(type) {
+	case *structs.Evaluation:
+		return o.Namespace
+	case *structs.Allocation:
+		return o.Namespace
+	case *structs.Deployment:
+		return o.Namespace
+	case *structs.Job:
+		return o.Namespace
+	}
+	return ""
+}
