@@ -170,7 +170,7 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanR
 		}
 	}
 	if len(result.RejectedNodes) > 0 {
-		result.RefreshIndex = maxIndex(snap.StateStore, "allocs", "nodes")
+		result.RefreshIndex = maxIndex(&snap.StateStore, "allocs", "nodes")
 	}
 	return result, nil
 }

@@ -177,7 +177,7 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 		if *a.DeploymentStatus.Healthy {
 			st.HealthyAllocs++
 			if st.ProgressDeadline > 0 && !a.DeploymentStatus.Timestamp.IsZero() {
-				st.RequireProgressBy = a.DeploymentStatus.Timestamp.UnixNano() + st.ProgressDeadline
+				st.RequireProgressBy = a.DeploymentStatus.Timestamp.Add(st.ProgressDeadline)
 			}
 		} else {
 			st.UnhealthyAllocs++

@@ -33,7 +33,7 @@ func TestUpsertPlanResults(t *testing.T) {
 		AllocsPreempted: []*structs.Allocation{{ID: "victim", PreemptedByAllocation: "new", DesiredDescription: "preempted"}},
 		Deployment: &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobCreateIndex: job.CreateIndex,
 			Status:     structs.DeploymentStatusRunning,
-			TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2, ProgressDeadline: int64(time.Minute)}}},
+			TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2, ProgressDeadline: time.Minute}}},
 		EvalID:          "e1",
 		PreemptionEvals: []*structs.Evaluation{mockEval("pe1", job, structs.EvalStatusPending)},
 	}
@@ -70,7 +70,7 @@ func TestUpsertPlanResults(t *testing.T) {
 	must(t, s.UpdateAllocsFromClient(21, []*structs.Allocation{{ID: "new", ClientStatus: structs.AllocClientStatusRunning,
 		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: boolPtr(true), Timestamp: time.Unix(100, 0)}}}))
 	d, _ = s.DeploymentByID(nil, "d1")
-	if st := d.TaskGroups["web"]; st.HealthyAllocs != 1 || st.RequireProgressBy != time.Unix(100, 0).UnixNano()+int64(time.Minute) {
+	if st := d.TaskGroups["web"]; st.HealthyAllocs != 1 || !st.RequireProgressBy.Equal(time.Unix(100, 0).Add(time.Minute)) {
 		t.Fatalf("deployment health: %+v", st)
 	}
 	must(t, s.UpsertPlanResults(22, &structs.ApplyPlanResultsRequest{

@@ -6,9 +6,13 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-func deploymentOut(d *structs.Deployment) *structs.Deployment { return d }
-
-func deploymentsOut(ds []*structs.Deployment) []*structs.Deployment { return ds }
+// deploymentsOut keeps empty lists as [] on the wire.
+func deploymentsOut(ds []*structs.Deployment) []*structs.Deployment {
+	if ds == nil {
+		return []*structs.Deployment{}
+	}
+	return ds
+}
 
 // /v1/deployments: list deployments.
 func (s *server) deploymentsRequest(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -51,7 +55,7 @@ func (s *server) deploymentSpecificRequest(w http.ResponseWriter, r *http.Reques
 		if reply.Deployment == nil {
 			return nil, structs.ErrUnknownDeployment
 		}
-		return deploymentOut(reply.Deployment), nil
+		return reply.Deployment, nil
 	case len(parts) == 2 && parts[0] == "allocations" && parts[1] != "":
 		if r.Method != http.MethodGet {
 			return nil, errInvalidMethod

@@ -123,7 +123,7 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 	case "deployment":
 		var reply structs.SingleDeploymentResponse
 		return s.jobQuery(w, r, id, "Job.LatestDeployment", &reply, &reply.QueryMeta, func() any {
-			return deploymentOut(reply.Deployment)
+			return reply.Deployment
 		})
 	case "summary":
 		return s.jobSummary(w, r, id)
