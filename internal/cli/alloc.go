@@ -36,7 +36,9 @@ func resolveAlloc(client *api.Client, id string) (*api.Allocation, error) {
 // AllocStatusCommand is `alloc status`.
 type AllocStatusCommand struct{ Meta }
 
-func (c *AllocStatusCommand) Synopsis() string { return "Display allocation status information and metadata" }
+func (c *AllocStatusCommand) Synopsis() string {
+	return "Display allocation status information and metadata"
+}
 func (c *AllocStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: `+BinaryName+` alloc status [options] <allocation>

@@ -126,8 +126,8 @@ type Meta struct {
 	out io.Writer
 
 	address, region, namespace, token string
-	caCert, clientCert, clientKey    string
-	tlsSkipVerify                    bool
+	caCert, clientCert, clientKey     string
+	tlsSkipVerify                     bool
 }
 
 // FlagSet returns a flag set with the global flags registered.
@@ -229,7 +229,9 @@ func (c *GroupCommand) Run(_ []string) int { return mcli.RunResultHelp }
 // VersionCommand prints the version.
 type VersionCommand struct{ Meta }
 
-func (c *VersionCommand) Help() string     { return "Usage: " + BinaryName + " version\n\n  Prints the Drover version." }
+func (c *VersionCommand) Help() string {
+	return "Usage: " + BinaryName + " version\n\n  Prints the Drover version."
+}
 func (c *VersionCommand) Synopsis() string { return "Prints the Drover version" }
 func (c *VersionCommand) Run(_ []string) int {
 	c.Ui.Output("Drover v" + Version)

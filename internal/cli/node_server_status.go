@@ -133,7 +133,9 @@ func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool) string {
 // ServerMembersCommand is `server members`.
 type ServerMembersCommand struct{ Meta }
 
-func (c *ServerMembersCommand) Synopsis() string { return "Display a list of known servers and their status" }
+func (c *ServerMembersCommand) Synopsis() string {
+	return "Display a list of known servers and their status"
+}
 func (c *ServerMembersCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: `+BinaryName+` server members [options]
