@@ -167,7 +167,7 @@ func TestAllocStatus(t *testing.T) {
 		}},
 	}
 	f := &fake{routes: map[string]any{
-		"GET /v1/allocations":             []*api.AllocationListStub{{ID: allocID}},
+		"GET /v1/allocations":           []*api.AllocationListStub{{ID: allocID}},
 		"GET /v1/allocation/" + allocID: alloc,
 	}}
 	out, errb, code := run(t, f.server(t), "alloc", "status", "8ba8")
