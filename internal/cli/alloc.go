@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// resolveAlloc finds an allocation by ID or unique prefix.
+func resolveAlloc(client *api.Client, id string) (*api.Allocation, error) {
+	if len(id) == 1 {
+		return nil, fmt.Errorf("Identifier must contain at least two characters.")
+	}
+	stubs, _, err := client.Allocations().PrefixList(id)
+	if err != nil {
+		return nil, fmt.Errorf("Error querying allocation: %w", err)
+	}
+	switch len(stubs) {
+	case 0:
+		return nil, fmt.Errorf("No allocation(s) with prefix or id %q found", id)
+	case 1:
+	default:
+		return nil, fmt.Errorf("Prefix matched multiple allocations\n\n%s", formatAllocList(stubs, true))
+	}
+	alloc, _, err := client.Allocations().Info(stubs[0].ID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("Error querying allocation: %w", err)
+	}
+	return alloc, nil
+}
+
+// AllocStatusCommand is `alloc status`.
+type AllocStatusCommand struct{ Meta }
+
+func (c *AllocStatusCommand) Synopsis() string {
+	return "Display allocation status information and metadata"
+}
+func (c *AllocStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` alloc status [options] <allocation>
+
+  Shows an allocation, the state of each task and its recent events.
+
+Alloc Status Options:
+
+  -short     Omit task events.
+  -verbose   Full IDs and absolute times.
+`) + "\n" + globalHelp
+}
+
+func (c *AllocStatusCommand) Run(args []string) int {
+	var short, verbose bool
+	fs := c.FlagSet("alloc status")
+	fs.BoolVar(&short, "short", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		c.Ui.Error("This command takes one argument: <allocation>")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	alloc, err := resolveAlloc(client, fs.Arg(0))
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	c.Ui.Output(formatAllocStatus(alloc, short, verbose))
+	return 0
+}
+
+func formatAllocStatus(a *api.Allocation, short, verbose bool) string {
+	rows := []string{
+		"ID|" + shortID(a.ID, verbose),
+		"Eval ID|" + shortID(a.EvalID, verbose),
+		"Name|" + a.Name,
+		"Node ID|" + shortID(a.NodeID, verbose),
+		"Node Name|" + a.NodeName,
+		"Job ID|" + a.JobID,
+		fmt.Sprintf("Job Version|%d", deref(func() *uint64 {
+			if a.Job != nil {
+				return a.Job.Version
+			}
+			return nil
+		}())),
+		"Client Status|" + a.ClientStatus,
+		"Client Description|" + orNone(a.ClientDescription),
+		"Desired Status|" + a.DesiredStatus,
+		"Desired Description|" + orNone(a.DesiredDescription),
+		"Created|" + timeColumn(a.CreateTime, verbose),
+		"Modified|" + timeColumn(a.ModifyTime, verbose),
+	}
+	if a.DeploymentID != "" {
+		rows = append(rows, "Deployment ID|"+shortID(a.DeploymentID, verbose))
+	}
+	if a.NextAllocation != "" {
+		rows = append(rows, "Replacement Alloc ID|"+shortID(a.NextAllocation, verbose))
+	}
+	var b strings.Builder
+	b.WriteString(formatKV(rows))
+	if short {
+		return b.String()
+	}
+	for _, name := range sortedKeys(a.TaskStates) {
+		st := a.TaskStates[name]
+		fmt.Fprintf(&b, "\n\nTask %q is %q\n", name, st.State)
+		started, finished := "N/A", "N/A"
+		if !st.StartedAt.IsZero() {
+			started = formatTime(st.StartedAt)
+		}
+		if !st.FinishedAt.IsZero() {
+			finished = formatTime(st.FinishedAt)
+		}
+		lastRestart := "N/A"
+		if !st.LastRestart.IsZero() {
+			lastRestart = formatTime(st.LastRestart)
+		}
+		b.WriteString("Task Events:\n")
+		b.WriteString(formatKV([]string{
+			"Started At|" + started,
+			"Finished At|" + finished,
+			fmt.Sprintf("Total Restarts|%d", st.Restarts),
+			"Last Restart|" + lastRestart,
+		}))
+		b.WriteString("\n\nRecent Events:\n")
+		events := append([]*api.TaskEvent(nil), st.Events...)
+		sort.SliceStable(events, func(i, j int) bool { return events[i].Time > events[j].Time })
+		if !verbose && len(events) > 10 {
+			events = events[:10]
+		}
+		erows := []string{"Time|Type|Description"}
+		for _, e := range events {
+			erows = append(erows, fmt.Sprintf("%s|%s|%s", formatUnixNano(e.Time), e.Type, eventDescription(e)))
+		}
+		b.WriteString(formatList(erows))
+	}
+	return b.String()
+}
+
+func eventDescription(e *api.TaskEvent) string {
+	if e.DisplayMessage != "" {
+		return e.DisplayMessage
+	}
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Details != nil {
+		var parts []string
+		for _, k := range sortedKeys(e.Details) {
+			parts = append(parts, k+"="+e.Details[k])
+		}
+		return strings.Join(parts, ", ")
+	}
+	return ""
+}
+
+// AllocLogsCommand is `alloc logs`.
+type AllocLogsCommand struct{ Meta }
+
+func (c *AllocLogsCommand) Synopsis() string { return "Streams the logs of a task." }
+func (c *AllocLogsCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` alloc logs [options] <allocation> [task]
+
+  Prints a task's stdout (or stderr with -stderr). The task may be omitted
+  when the allocation has one task.
+
+Logs Options:
+
+  -stderr       Show stderr instead of stdout.
+  -f            Follow the log.
+  -tail         Show the end of the log.
+  -n=<lines>    With -tail, the number of lines (default 10).
+  -c=<bytes>    With -tail, the number of bytes.
+`) + "\n" + globalHelp
+}
+
+func (c *AllocLogsCommand) Run(args []string) int {
+	var stderr, follow, tail bool
+	var lines, bytes int64 = -1, -1
+	var task string
+	fs := c.FlagSet("alloc logs")
+	fs.BoolVar(&stderr, "stderr", false, "")
+	fs.BoolVar(&follow, "f", false, "")
+	fs.BoolVar(&tail, "tail", false, "")
+	fs.Int64Var(&lines, "n", -1, "")
+	fs.Int64Var(&bytes, "c", -1, "")
+	fs.StringVar(&task, "task", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
+		c.Ui.Error("This command takes one or two arguments: <allocation> [task]")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	alloc, err := resolveAlloc(client, fs.Arg(0))
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	if fs.NArg() == 2 {
+		task = fs.Arg(1)
+	}
+	if task == "" {
+		names := allocTaskNames(alloc)
+		if len(names) != 1 {
+			c.Ui.Error(fmt.Sprintf("Allocation %q is running the following tasks:\n  * %s\n\nPlease specify the task.",
+				shortID(alloc.ID, false), strings.Join(names, "\n  * ")))
+			return 1
+		}
+		task = names[0]
+	}
+	logType := "stdout"
+	if stderr {
+		logType = "stderr"
+	}
+	origin, offset := "start", int64(0)
+	if tail {
+		if lines < 0 && bytes < 0 {
+			lines = 10
+		}
+		origin, offset = "end", bytes
+		if lines >= 0 {
+			offset = max(lines*256, 16*1024)
+		}
+	}
+	cancel := make(chan struct{})
+	defer close(cancel)
+	frames, errCh := client.AllocFS().Logs(alloc, follow, task, logType, origin, offset, cancel, nil)
+	w := c.writer()
+	var pending []byte // with -n, held back until the initial chunk is trimmed
+	trim := tail && lines >= 0
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				if trim {
+					w.Write(lastLines(pending, lines))
+				}
+				return 0
+			}
+			if len(f.Data) == 0 {
+				continue
+			}
+			if trim && !follow {
+				pending = append(pending, f.Data...)
+				continue
+			}
+			if trim {
+				w.Write(lastLines(f.Data, lines))
+				trim = false
+				continue
+			}
+			w.Write(f.Data)
+		case err := <-errCh:
+			if err != nil {
+				c.Ui.Error(fmt.Sprintf("Error reading logs: %s", err))
+				return 1
+			}
+		}
+	}
+}
+
+// writer is where raw log bytes go: the Ui's writer when it has one.
+func (c *AllocLogsCommand) writer() io.Writer {
+	if c.out != nil {
+		return c.out
+	}
+	return os.Stdout
+}
+
+func lastLines(b []byte, n int64) []byte {
+	s := strings.TrimSuffix(string(b), "\n")
+	parts := strings.Split(s, "\n")
+	if int64(len(parts)) > n {
+		parts = parts[int64(len(parts))-n:]
+	}
+	if len(parts) == 0 || (len(parts) == 1 && parts[0] == "") {
+		return nil
+	}
+	return []byte(strings.Join(parts, "\n") + "\n")
+}
+
+func allocTaskNames(a *api.Allocation) []string {
+	var names []string
+	if a.Job != nil {
+		for _, tg := range a.Job.TaskGroups {
+			if deref(tg.Name) == a.TaskGroup {
+				for _, t := range tg.Tasks {
+					names = append(names, t.Name)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		names = sortedKeys(a.TaskStates)
+	}
+	return names
+}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	mcli "github.com/hashicorp/cli"
+	"github.com/hashicorp/nomad/api"
+	"github.com/posener/complete"
+)
+
+// Version is the product version printed by `drover version`.
+var Version = "0.1.0"
+
+// BinaryName is how help texts refer to the binary; main may set it from
+// os.Args[0] so a `nomad` wrapper reads naturally.
+var BinaryName = "drover"
+
+// AgentCommandFactory builds the `agent` command. The main package sets it;
+// it is a variable so that this package does not depend on the agent.
+var AgentCommandFactory mcli.CommandFactory
+
+// Run runs the command line args (without the program name) and returns the
+// process exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	for i, a := range args {
+		if a == "-v" || a == "-version" || a == "--version" {
+			if i == 0 {
+				args = []string{"version"}
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+	}
+	ui := &mcli.BasicUi{Reader: os.Stdin, Writer: stdout, ErrorWriter: stderr}
+	c := &mcli.CLI{
+		Name:         BinaryName,
+		Args:         args,
+		Commands:     Commands(ui, stdout),
+		HelpFunc:     helpFunc,
+		HelpWriter:   stdout,
+		ErrorWriter:  stderr,
+		Autocomplete: true,
+	}
+	code, err := c.Run()
+	if err != nil {
+		fmt.Fprintf(stderr, "Error executing CLI: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+// Commands returns every command factory keyed by its verb path.
+func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
+	m := Meta{Ui: ui, out: stdout}
+	f := func(c mcli.Command) mcli.CommandFactory { return func() (mcli.Command, error) { return c, nil } }
+	cmds := map[string]mcli.CommandFactory{
+		"version":        f(&VersionCommand{Meta: m}),
+		"job":            f(&GroupCommand{Meta: m, Name: "job", Synopsis_: "Interact with jobs"}),
+		"job run":        f(&JobRunCommand{Meta: m}),
+		"job status":     f(&JobStatusCommand{Meta: m}),
+		"job stop":       f(&JobStopCommand{Meta: m}),
+		"job plan":       f(&JobPlanCommand{Meta: m}),
+		"job validate":   f(&JobValidateCommand{Meta: m}),
+		"job inspect":    f(&JobInspectCommand{Meta: m}),
+		"alloc":          f(&GroupCommand{Meta: m, Name: "alloc", Synopsis_: "Interact with allocations"}),
+		"alloc status":   f(&AllocStatusCommand{Meta: m}),
+		"alloc logs":     f(&AllocLogsCommand{Meta: m}),
+		"node":           f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
+		"node status":    f(&NodeStatusCommand{Meta: m}),
+		"server":         f(&GroupCommand{Meta: m, Name: "server", Synopsis_: "Interact with servers"}),
+		"server members": f(&ServerMembersCommand{Meta: m}),
+		"status":         f(&StatusCommand{Meta: m}),
+		// Nomad's older top-level aliases.
+		"run":      f(&JobRunCommand{Meta: m}),
+		"stop":     f(&JobStopCommand{Meta: m}),
+		"plan":     f(&JobPlanCommand{Meta: m}),
+		"validate": f(&JobValidateCommand{Meta: m}),
+		"inspect":  f(&JobInspectCommand{Meta: m}),
+		"agent": func() (mcli.Command, error) {
+			if AgentCommandFactory == nil {
+				return &missingAgent{ui: ui}, nil
+			}
+			return AgentCommandFactory()
+		},
+	}
+	return cmds
+}
+
+var hiddenAliases = map[string]bool{"run": true, "stop": true, "plan": true, "validate": true, "inspect": true}
+
+func helpFunc(cmds map[string]mcli.CommandFactory) string {
+	var names []string
+	width := 0
+	for name := range cmds {
+		if strings.Contains(name, " ") || hiddenAliases[name] {
+			continue
+		}
+		names = append(names, name)
+		width = max(width, len(name))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s [-version] [-help] [-autocomplete-(un)install] <command> [args]\n\n", BinaryName)
+	b.WriteString("Common commands:\n")
+	for _, name := range names {
+		syn := ""
+		if c, err := cmds[name](); err == nil {
+			syn = c.Synopsis()
+		}
+		fmt.Fprintf(&b, "    %-*s  %s\n", width, name, syn)
+	}
+	return b.String()
+}
+
+// Meta holds what every command shares: the UI and the global flags.
+type Meta struct {
+	Ui mcli.Ui
+	// out receives raw bytes (logs); nil means os.Stdout.
+	out io.Writer
+
+	address, region, namespace, token string
+	caCert, clientCert, clientKey     string
+	tlsSkipVerify                     bool
+}
+
+// FlagSet returns a flag set with the global flags registered.
+func (m *Meta) FlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&m.address, "address", "", "")
+	fs.StringVar(&m.region, "region", "", "")
+	fs.StringVar(&m.namespace, "namespace", "", "")
+	fs.StringVar(&m.token, "token", "", "")
+	fs.StringVar(&m.caCert, "ca-cert", "", "")
+	fs.StringVar(&m.clientCert, "client-cert", "", "")
+	fs.StringVar(&m.clientKey, "client-key", "", "")
+	fs.BoolVar(&m.tlsSkipVerify, "tls-skip-verify", false, "")
+	return fs
+}
+
+// Client builds an api client: api.DefaultConfig reads NOMAD_ADDR,
+// NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION and the TLS variables; flags win.
+func (m *Meta) Client() (*api.Client, error) {
+	cfg := api.DefaultConfig()
+	if m.address != "" {
+		cfg.Address = m.address
+	}
+	if m.region != "" {
+		cfg.Region = m.region
+	}
+	if m.namespace != "" {
+		cfg.Namespace = m.namespace
+	}
+	if m.token != "" {
+		cfg.SecretID = m.token
+	}
+	if m.caCert != "" || m.clientCert != "" || m.clientKey != "" || m.tlsSkipVerify {
+		if cfg.TLSConfig == nil {
+			cfg.TLSConfig = &api.TLSConfig{}
+		}
+		if m.caCert != "" {
+			cfg.TLSConfig.CACert = m.caCert
+		}
+		if m.clientCert != "" {
+			cfg.TLSConfig.ClientCert = m.clientCert
+		}
+		if m.clientKey != "" {
+			cfg.TLSConfig.ClientKey = m.clientKey
+		}
+		if m.tlsSkipVerify {
+			cfg.TLSConfig.Insecure = true
+		}
+	}
+	return api.NewClient(cfg)
+}
+
+// globalHelp is appended to each command's help.
+const globalHelp = `
+General Options:
+
+  -address=<addr>
+    The address of the agent. Overrides NOMAD_ADDR. Default http://127.0.0.1:4646.
+
+  -region=<region>
+    The region to forward requests to. Overrides NOMAD_REGION.
+
+  -namespace=<namespace>
+    The target namespace. Overrides NOMAD_NAMESPACE.
+
+  -token=<token>
+    The ACL token (SecretID). Overrides NOMAD_TOKEN.
+
+  -ca-cert, -client-cert, -client-key, -tls-skip-verify
+    TLS settings; override NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY,
+    NOMAD_SKIP_VERIFY.
+`
+
+// AutocompleteFlags lists the global flags for shell completion.
+func (m *Meta) AutocompleteFlags() complete.Flags {
+	return complete.Flags{
+		"-address": complete.PredictAnything, "-region": complete.PredictAnything,
+		"-namespace": complete.PredictAnything, "-token": complete.PredictAnything,
+	}
+}
+
+// AutocompleteArgs predicts nothing by default.
+func (m *Meta) AutocompleteArgs() complete.Predictor { return complete.PredictNothing }
+
+// GroupCommand is a parent verb ("job", "alloc", ...) that only shows help.
+type GroupCommand struct {
+	Meta
+	Name      string
+	Synopsis_ string
+}
+
+func (c *GroupCommand) Help() string {
+	return fmt.Sprintf("Usage: %s %s <subcommand> [options] [args]\n\n  %s.", BinaryName, c.Name, c.Synopsis_)
+}
+func (c *GroupCommand) Synopsis() string   { return c.Synopsis_ }
+func (c *GroupCommand) Run(_ []string) int { return mcli.RunResultHelp }
+
+// VersionCommand prints the version.
+type VersionCommand struct{ Meta }
+
+func (c *VersionCommand) Help() string {
+	return "Usage: " + BinaryName + " version\n\n  Prints the Drover version."
+}
+func (c *VersionCommand) Synopsis() string { return "Prints the Drover version" }
+func (c *VersionCommand) Run(_ []string) int {
+	c.Ui.Output("Drover v" + Version)
+	return 0
+}
+
+type missingAgent struct{ ui mcli.Ui }
+
+func (*missingAgent) Help() string     { return "Usage: " + BinaryName + " agent [options]" }
+func (*missingAgent) Synopsis() string { return "Runs a Drover agent" }
+func (a *missingAgent) Run(_ []string) int {
+	a.ui.Error("agent: not linked in this build")
+	return 1
+}

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// fixed clock so relative times in golden output are stable.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func init() {
+	now = func() time.Time { return t0 }
+	time.Local = time.UTC
+}
+
+// fake answers api paths with canned responses and records requests.
+type fake struct {
+	routes map[string]any // "METHOD /path" -> JSON body
+	seen   []string
+}
+
+func (f *fake) server(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Method + " " + r.URL.Path
+		f.seen = append(f.seen, key+"?"+r.URL.RawQuery)
+		body, ok := f.routes[key]
+		if !ok {
+			http.Error(w, "no route "+key, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("X-Nomad-Index", "10")
+		json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func run(t *testing.T, srv *httptest.Server, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if srv != nil && len(args) > 0 {
+		// global flags go after the verb path; find where flags may start.
+		i := 0
+		for i < len(args) && !strings.HasPrefix(args[i], "-") && i < 2 && isVerb(args[:i+1]) {
+			i++
+		}
+		args = append(append(append([]string{}, args[:i]...), "-address="+srv.URL), args[i:]...)
+	}
+	code := Run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func isVerb(path []string) bool {
+	_, ok := Commands(nil, nil)[strings.Join(path, " ")]
+	return ok
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s mismatch\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+const (
+	allocID = "8ba85cef-0000-4000-8000-000000000001"
+	nodeID  = "171a583b-0000-4000-8000-000000000002"
+	evalID  = "61b0b423-0000-4000-8000-000000000003"
+)
+
+func sampleJob() *api.Job {
+	return &api.Job{
+		ID: ptr("example"), Name: ptr("example"), Type: ptr("service"), Priority: ptr(50),
+		Datacenters: []string{"dc1"}, Namespace: ptr("default"), NodePool: ptr("default"),
+		Status: ptr("running"), SubmitTime: ptr(t0.Add(-time.Hour).UnixNano()), Version: ptr(uint64(0)),
+		TaskGroups: []*api.TaskGroup{{Name: ptr("cache"), Tasks: []*api.Task{{Name: "redis", Driver: "docker"}}}},
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, a := range []string{"-version", "--version", "-v", "version"} {
+		out, _, code := run(t, nil, a)
+		if code != 0 || out != "Drover v"+Version+"\n" {
+			t.Errorf("%s: code %d out %q", a, code, out)
+		}
+	}
+}
+
+func TestUnknownCommandShowsHelp(t *testing.T) {
+	out, errb, code := run(t, nil, "frobnicate")
+	if code == 0 {
+		t.Fatal("unknown command must fail")
+	}
+	all := out + errb
+	for _, w := range []string{"Usage: drover", "job", "alloc", "node", "server", "status"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("help lacks %q:\n%s", w, all)
+		}
+	}
+}
+
+func TestAgentNotLinked(t *testing.T) {
+	_, errb, code := run(t, nil, "agent")
+	if code != 1 || !strings.Contains(errb, "agent: not linked in this build") {
+		t.Fatalf("code %d err %q", code, errb)
+	}
+}
+
+func TestJobStatusList(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/jobs": []*api.JobListStub{
+			{ID: "example", Type: "service", Priority: 50, Status: "running", SubmitTime: t0.UnixNano()},
+			{ID: "nightly", Type: "batch", Priority: 70, Status: "running", Periodic: true, SubmitTime: t0.UnixNano()},
+		},
+	}}
+	out, errb, code := run(t, f.server(t), "job", "status")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "job_status_list.txt", out)
+}
+
+func TestJobStatusDetail(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/job/example": sampleJob(),
+		"GET /v1/job/example/summary": &api.JobSummary{JobID: "example", Summary: map[string]api.TaskGroupSummary{
+			"cache": {Running: 1, Failed: 2},
+		}},
+		"GET /v1/job/example/allocations": []*api.AllocationListStub{{
+			ID: allocID, NodeID: nodeID, TaskGroup: "cache", JobVersion: 0, DesiredStatus: "run", ClientStatus: "running",
+			CreateTime: t0.Add(-5 * time.Minute).UnixNano(), ModifyTime: t0.Add(-90 * time.Second).UnixNano(),
+		}},
+	}}
+	out, errb, code := run(t, f.server(t), "job", "status", "example")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "job_status_detail.txt", out)
+}
+
+func TestAllocStatus(t *testing.T) {
+	alloc := &api.Allocation{
+		ID: allocID, EvalID: evalID, Name: "example.cache[0]", NodeID: nodeID, NodeName: "node1", JobID: "example",
+		Job: sampleJob(), TaskGroup: "cache", ClientStatus: "running", ClientDescription: "Tasks are running",
+		DesiredStatus: "run", CreateTime: t0.Add(-5 * time.Minute).UnixNano(), ModifyTime: t0.Add(-time.Minute).UnixNano(),
+		TaskStates: map[string]*api.TaskState{"redis": {
+			State: "running", StartedAt: t0.Add(-4 * time.Minute),
+			Events: []*api.TaskEvent{
+				{Type: "Received", Time: t0.Add(-5 * time.Minute).UnixNano(), DisplayMessage: "Task received by client"},
+				{Type: "Started", Time: t0.Add(-4 * time.Minute).UnixNano(), DisplayMessage: "Task started by client"},
+			},
+		}},
+	}
+	f := &fake{routes: map[string]any{
+		"GET /v1/allocations":           []*api.AllocationListStub{{ID: allocID}},
+		"GET /v1/allocation/" + allocID: alloc,
+	}}
+	out, errb, code := run(t, f.server(t), "alloc", "status", "8ba8")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "alloc_status.txt", out)
+}
+
+func TestNodeStatusList(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/nodes": []*api.NodeListStub{{ID: nodeID, NodePool: "default", Datacenter: "dc1", Name: "node1",
+			SchedulingEligibility: "eligible", Status: "ready"}},
+	}}
+	out, errb, code := run(t, f.server(t), "node", "status")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "node_status_list.txt", out)
+}
+
+func TestServerMembers(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/agent/members": &api.ServerMembers{Members: []*api.AgentMember{
+			{Name: "s1.global", Addr: "10.0.0.1", Port: 4648, Status: "alive", Tags: map[string]string{
+				"region": "global", "dc": "dc1", "port": "4647", "raft_vsn": "3", "build": "0.1.0"}},
+			{Name: "s2.global", Addr: "10.0.0.2", Port: 4648, Status: "alive", Tags: map[string]string{
+				"region": "global", "dc": "dc1", "port": "4647", "raft_vsn": "3", "build": "0.1.0"}},
+		}},
+		"GET /v1/status/leader": "10.0.0.2:4647",
+	}}
+	out, errb, code := run(t, f.server(t), "server", "members")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "server_members.txt", out)
+}
+
+func TestJobValidateBrokenFileNamesLine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "broken.hcl")
+	os.WriteFile(p, []byte("job \"x\" {\n  group \"g\" {\n    task \"t\" {\n      drivr = \"docker\"\n    }\n  }\n}\n"), 0o644)
+	_, errb, code := run(t, nil, "job", "validate", p)
+	if code == 0 {
+		t.Fatal("validate of a broken file must fail")
+	}
+	if !strings.Contains(errb, p+":4,7:") || !strings.Contains(errb, "drivr") {
+		t.Fatalf("error does not name file:line and attribute: %q", errb)
+	}
+}
+
+func TestJobValidateAgainstServer(t *testing.T) {
+	p := filepath.Join("..", "jobspec", "testdata", "minimal.hcl")
+	f := &fake{routes: map[string]any{"PUT /v1/validate/job": &api.JobValidateResponse{}}}
+	out, errb, code := run(t, f.server(t), "job", "validate", p)
+	if code != 0 || out != "Job validation successful\n" {
+		t.Fatalf("code %d out %q err %q", code, out, errb)
+	}
+	f.routes["PUT /v1/validate/job"] = &api.JobValidateResponse{ValidationErrors: []string{"Missing datacenters"}, Error: "1 error occurred:\n\t* Missing datacenters"}
+	_, errb, code = run(t, f.server(t), "job", "validate", p)
+	if code != 1 || !strings.Contains(errb, "Missing datacenters") {
+		t.Fatalf("code %d err %q", code, errb)
+	}
+}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// JobStatusCommand is `job status [job]`.
+type JobStatusCommand struct{ Meta }
+
+func (c *JobStatusCommand) Synopsis() string { return "Display status information about a job" }
+func (c *JobStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` job status [options] [job]
+
+  Without a job, lists all jobs. With a job ID (or unique prefix), shows the
+  job, a summary per task group and its allocations.
+
+Status Options:
+
+  -short     Only the job's own fields.
+  -all-allocs  Include allocations of older job versions.
+  -verbose   Full IDs and absolute times.
+`) + "\n" + globalHelp
+}
+
+func (c *JobStatusCommand) Run(args []string) int {
+	var short, verbose, allAllocs bool
+	fs := c.FlagSet("job status")
+	fs.BoolVar(&short, "short", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.BoolVar(&allAllocs, "all-allocs", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
+		c.Ui.Error("This command takes either no arguments or one: <job>")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	if fs.NArg() == 0 {
+		return listJobs(c.Ui.Output, c.Ui.Error, client)
+	}
+	job, err := resolveJob(client, fs.Arg(0))
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	out, err := jobStatus(client, job, short, verbose, allAllocs)
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	c.Ui.Output(out)
+	return 0
+}
+
+func listJobs(out, errf func(string), client *api.Client) int {
+	jobs, _, err := client.Jobs().List(nil)
+	if err != nil {
+		errf(fmt.Sprintf("Error querying jobs: %s", err))
+		return 1
+	}
+	if len(jobs) == 0 {
+		out("No running jobs")
+		return 0
+	}
+	rows := []string{"ID|Type|Priority|Status|Submit Date"}
+	for _, j := range jobs {
+		typ := j.Type
+		if j.Periodic {
+			typ += "/periodic"
+		}
+		if j.ParameterizedJob {
+			typ += "/parameterized"
+		}
+		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", j.ID, typ, j.Priority, jobStubStatus(j), formatUnixNano(j.SubmitTime)))
+	}
+	out(formatList(rows))
+	return 0
+}
+
+func jobStubStatus(j *api.JobListStub) string {
+	if j.Stop && j.Status != "dead" {
+		return j.Status + " (stopped)"
+	}
+	return j.Status
+}
+
+func jobStatus(client *api.Client, job *api.Job, short, verbose, allAllocs bool) (string, error) {
+	id := deref(job.ID)
+	status := deref(job.Status)
+	if deref(job.Stop) && status != "dead" {
+		status += " (stopped)"
+	}
+	rows := []string{
+		"ID|" + id,
+		"Name|" + deref(job.Name),
+		"Submit Date|" + formatUnixNano(deref(job.SubmitTime)),
+		"Type|" + deref(job.Type),
+		fmt.Sprintf("Priority|%d", deref(job.Priority)),
+		"Datacenters|" + strings.Join(job.Datacenters, ","),
+		"Namespace|" + deref(job.Namespace),
+		"Node Pool|" + deref(job.NodePool),
+		"Status|" + status,
+		fmt.Sprintf("Periodic|%v", job.IsPeriodic()),
+		fmt.Sprintf("Parameterized|%v", job.IsParameterized()),
+	}
+	if job.Periodic != nil && deref(job.Periodic.Enabled) {
+		if next, err := job.Periodic.Next(now()); err == nil && !next.IsZero() {
+			rows = append(rows, fmt.Sprintf("Next Periodic Launch|%s (%s)", formatTime(next), strings.TrimSuffix(prettyTimeDiff(next), " from now")+" from now"))
+		}
+	}
+	var b strings.Builder
+	b.WriteString(formatKV(rows))
+	if short {
+		return b.String(), nil
+	}
+
+	summary, _, err := client.Jobs().Summary(id, nil)
+	if err != nil {
+		return "", fmt.Errorf("Error querying job summary: %w", err)
+	}
+	if summary != nil && len(summary.Summary) > 0 {
+		b.WriteString("\n\nSummary\n")
+		srows := []string{"Task Group|Queued|Starting|Running|Failed|Complete|Lost|Unknown"}
+		for _, tg := range sortedKeys(summary.Summary) {
+			s := summary.Summary[tg]
+			srows = append(srows, fmt.Sprintf("%s|%d|%d|%d|%d|%d|%d|%d", tg, s.Queued, s.Starting, s.Running, s.Failed, s.Complete, s.Lost, s.Unknown))
+		}
+		b.WriteString(formatList(srows))
+	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		children := summary.Children
+		if children != nil {
+			b.WriteString("\n\nChildren Job Summary\n")
+			b.WriteString(formatList([]string{"Pending|Running|Dead", fmt.Sprintf("%d|%d|%d", children.Pending, children.Running, children.Dead)}))
+		}
+		return b.String(), nil
+	}
+
+	allocs, _, err := client.Jobs().Allocations(id, allAllocs, nil)
+	if err != nil {
+		return "", fmt.Errorf("Error querying job allocations: %w", err)
+	}
+	b.WriteString("\n\nAllocations\n")
+	if len(allocs) == 0 {
+		b.WriteString("No allocations placed")
+		return b.String(), nil
+	}
+	b.WriteString(formatAllocList(allocs, verbose))
+	return b.String(), nil
+}
+
+func formatAllocList(allocs []*api.AllocationListStub, verbose bool) string {
+	sort.SliceStable(allocs, func(i, j int) bool { return allocs[i].CreateIndex > allocs[j].CreateIndex })
+	rows := []string{"ID|Node ID|Task Group|Version|Desired|Status|Created|Modified"}
+	for _, a := range allocs {
+		rows = append(rows, fmt.Sprintf("%s|%s|%s|%d|%s|%s|%s|%s",
+			shortID(a.ID, verbose), shortID(a.NodeID, verbose), a.TaskGroup, a.JobVersion,
+			a.DesiredStatus, a.ClientStatus, timeColumn(a.CreateTime, verbose), timeColumn(a.ModifyTime, verbose)))
+	}
+	return formatList(rows)
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/drover-project/drover/internal/jobspec"
+	"github.com/hashicorp/nomad/api"
+)
+
+// stringSlice is a repeatable string flag (-var a=b -var c=d).
+type stringSlice []string
+
+func (s *stringSlice) String() string     { return strings.Join(*s, ",") }
+func (s *stringSlice) Set(v string) error { *s = append(*s, v); return nil }
+
+// jobGetter holds the flags that decide how a jobspec is read.
+type jobGetter struct {
+	vars     stringSlice
+	varFiles stringSlice
+	json     bool
+}
+
+func (g *jobGetter) register(fs *flag.FlagSet) {
+	fs.Var(&g.vars, "var", "")
+	fs.Var(&g.varFiles, "var-file", "")
+	fs.BoolVar(&g.json, "json", false, "")
+}
+
+// get reads the jobspec at path ("-" for stdin): with -json it is API JSON
+// (as printed by `job inspect`/`job run -output`), otherwise HCL2 or HCL-JSON.
+func (g *jobGetter) get(path string) (*api.Job, error) {
+	var src []byte
+	var err error
+	if path == "-" {
+		src, err = io.ReadAll(os.Stdin)
+	} else {
+		src, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Error reading job file %q: %w", path, err)
+	}
+	if g.json {
+		var wrapped struct{ Job *api.Job }
+		if err := json.Unmarshal(src, &wrapped); err == nil && wrapped.Job != nil {
+			return wrapped.Job, nil
+		}
+		job := &api.Job{}
+		if err := json.Unmarshal(src, job); err != nil {
+			return nil, fmt.Errorf("Error parsing JSON job %q: %w", path, err)
+		}
+		return job, nil
+	}
+	return jobspec.Parse(path, src, jobspec.ParseConfig{
+		ArgVars:  g.vars,
+		VarFiles: g.varFiles,
+		Envs:     os.Environ(),
+		AllowFS:  true,
+		Strict:   true,
+	})
+}

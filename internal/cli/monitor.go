@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	mcli "github.com/hashicorp/cli"
+	"github.com/hashicorp/nomad/api"
+)
+
+// monitor follows an evaluation to a terminal status, printing Nomad-style
+// progress lines. It returns 0 when everything was placed, 2 when the eval
+// failed or some allocations could not be placed, 1 on API errors.
+type monitor struct {
+	ui      mcli.Ui
+	client  *api.Client
+	verbose bool
+	// wait is the blocking-query wait time; 0 means the api default.
+	wait time.Duration
+}
+
+func ts() string { return formatTime(now()) }
+
+func (m *monitor) monitor(evalID string) int {
+	m.ui.Info(fmt.Sprintf("==> %s: Monitoring evaluation %q", ts(), shortID(evalID, m.verbose)))
+	seenAllocs := map[string]bool{}
+	lastStatus := ""
+	var index uint64
+	for {
+		eval, meta, err := m.client.Evaluations().Info(evalID, &api.QueryOptions{WaitIndex: index, WaitTime: m.wait})
+		if err != nil {
+			m.ui.Error(fmt.Sprintf("Error reading evaluation: %s", err))
+			return 1
+		}
+		if lastStatus == "" {
+			switch {
+			case eval.NodeID != "":
+				m.ui.Output(fmt.Sprintf("    %s: Evaluation triggered by node %q", ts(), shortID(eval.NodeID, m.verbose)))
+			case eval.DeploymentID != "":
+				m.ui.Output(fmt.Sprintf("    %s: Evaluation within deployment: %q", ts(), shortID(eval.DeploymentID, m.verbose)))
+			default:
+				m.ui.Output(fmt.Sprintf("    %s: Evaluation triggered by job %q", ts(), eval.JobID))
+			}
+			lastStatus = "pending"
+		}
+		allocs, _, err := m.client.Evaluations().Allocations(evalID, nil)
+		if err == nil {
+			sort.Slice(allocs, func(i, j int) bool { return allocs[i].Name < allocs[j].Name })
+			for _, a := range allocs {
+				if seenAllocs[a.ID] {
+					continue
+				}
+				seenAllocs[a.ID] = true
+				m.ui.Output(fmt.Sprintf("    %s: Allocation %q created: node %q, group %q", ts(),
+					shortID(a.ID, m.verbose), shortID(a.NodeID, m.verbose), a.TaskGroup))
+			}
+		}
+		if eval.Status != lastStatus {
+			m.ui.Output(fmt.Sprintf("    %s: Evaluation status changed: %q -> %q", ts(), lastStatus, eval.Status))
+			lastStatus = eval.Status
+		}
+		if eval.Status == "pending" || (meta != nil && meta.LastIndex > index && eval.Status == "") {
+			if meta != nil && meta.LastIndex > index {
+				index = meta.LastIndex
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
+		return m.finish(eval)
+	}
+}
+
+func (m *monitor) finish(eval *api.Evaluation) int {
+	id := shortID(eval.ID, m.verbose)
+	if len(eval.FailedTGAllocs) == 0 {
+		m.ui.Info(fmt.Sprintf("==> %s: Evaluation %q finished with status %q", ts(), id, eval.Status))
+		if eval.Status == "complete" {
+			return 0
+		}
+		if eval.StatusDescription != "" {
+			m.ui.Output("    " + eval.StatusDescription)
+		}
+		return 2
+	}
+	m.ui.Info(fmt.Sprintf("==> %s: Evaluation %q finished with status %q but failed to place all allocations:", ts(), id, eval.Status))
+	m.ui.Output(formatFailedTGs(eval.FailedTGAllocs, "    "+ts()+": "))
+	if eval.BlockedEval != "" {
+		m.ui.Output(fmt.Sprintf("    %s: Evaluation %q waiting for additional capacity to place remainder", ts(), shortID(eval.BlockedEval, m.verbose)))
+	}
+	return 2
+}
+
+// formatFailedTGs explains, per task group, why allocations were not placed.
+func formatFailedTGs(failed map[string]*api.AllocationMetric, prefix string) string {
+	names := make([]string, 0, len(failed))
+	for n := range failed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var lines []string
+	for _, n := range names {
+		metric := failed[n]
+		plural := "s"
+		if metric.CoalescedFailures == 0 {
+			plural = ""
+		}
+		lines = append(lines, fmt.Sprintf("%sTask Group %q (failed to place %d allocation%s):", prefix, n, metric.CoalescedFailures+1, plural))
+		for _, l := range formatAllocMetric(metric) {
+			lines = append(lines, "      * "+l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func formatAllocMetric(m *api.AllocationMetric) []string {
+	var out []string
+	if m.NodesEvaluated == 0 {
+		out = append(out, "No nodes were eligible for evaluation")
+	}
+	for _, dc := range sortedKeys(m.NodesAvailable) {
+		if m.NodesAvailable[dc] == 0 {
+			out = append(out, fmt.Sprintf("No nodes are available in datacenter %q", dc))
+		}
+	}
+	for _, k := range sortedKeys(m.ClassFiltered) {
+		out = append(out, fmt.Sprintf("Class %q: %d nodes excluded by filter", k, m.ClassFiltered[k]))
+	}
+	for _, k := range sortedKeys(m.ConstraintFiltered) {
+		out = append(out, fmt.Sprintf("Constraint %q: %d nodes excluded by filter", k, m.ConstraintFiltered[k]))
+	}
+	if m.NodesExhausted > 0 {
+		out = append(out, fmt.Sprintf("Resources exhausted on %d nodes", m.NodesExhausted))
+	}
+	for _, k := range sortedKeys(m.ClassExhausted) {
+		out = append(out, fmt.Sprintf("Class %q exhausted on %d nodes", k, m.ClassExhausted[k]))
+	}
+	for _, k := range sortedKeys(m.DimensionExhausted) {
+		out = append(out, fmt.Sprintf("Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
+	}
+	for _, q := range m.QuotaExhausted {
+		out = append(out, fmt.Sprintf("Quota limit hit %q", q))
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,304 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/nomad/api/contexts"
+)
+
+// NodeStatusCommand is `node status [node]`.
+type NodeStatusCommand struct{ Meta }
+
+func (c *NodeStatusCommand) Synopsis() string { return "Display status information about nodes" }
+func (c *NodeStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` node status [options] [node]
+
+  Without a node, lists all client nodes. With a node ID (or unique prefix),
+  shows the node and its allocations.
+
+Node Status Options:
+
+  -verbose   Full IDs.
+`) + "\n" + globalHelp
+}
+
+func (c *NodeStatusCommand) Run(args []string) int {
+	var verbose, self bool
+	fs := c.FlagSet("node status")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.BoolVar(&self, "self", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
+		c.Ui.Error("This command takes either no arguments or one: <node>")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	if fs.NArg() == 0 {
+		nodes, _, err := client.Nodes().List(nil)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying node status: %s", err))
+			return 1
+		}
+		if len(nodes) == 0 {
+			c.Ui.Output("No nodes registered")
+			return 0
+		}
+		c.Ui.Output(formatNodeList(nodes, verbose))
+		return 0
+	}
+	nodes, _, err := client.Nodes().PrefixList(fs.Arg(0))
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying node info: %s", err))
+		return 1
+	}
+	if len(nodes) == 0 {
+		c.Ui.Error(fmt.Sprintf("No node(s) with prefix %q found", fs.Arg(0)))
+		return 1
+	}
+	if len(nodes) > 1 {
+		c.Ui.Error(fmt.Sprintf("Prefix matched multiple nodes\n\n%s", formatNodeList(nodes, true)))
+		return 1
+	}
+	node, _, err := client.Nodes().Info(nodes[0].ID, nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying node info: %s", err))
+		return 1
+	}
+	allocs, _, err := client.Nodes().Allocations(node.ID, nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying node allocations: %s", err))
+		return 1
+	}
+	c.Ui.Output(formatNode(node, allocs, verbose))
+	return 0
+}
+
+func formatNodeList(nodes []*api.NodeListStub, verbose bool) string {
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	rows := []string{"ID|Node Pool|DC|Name|Class|Drain|Eligibility|Status"}
+	for _, n := range nodes {
+		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%s|%s",
+			shortID(n.ID, verbose), n.NodePool, n.Datacenter, n.Name, orNone(n.NodeClass), n.Drain, n.SchedulingEligibility, n.Status))
+	}
+	return formatList(rows)
+}
+
+func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool) string {
+	var drivers []string
+	for _, name := range sortedKeys(n.Drivers) {
+		if d := n.Drivers[name]; d != nil && d.Detected && d.Healthy {
+			drivers = append(drivers, name)
+		}
+	}
+	rows := []string{
+		"ID|" + shortID(n.ID, verbose),
+		"Name|" + n.Name,
+		"Node Pool|" + n.NodePool,
+		"Class|" + orNone(n.NodeClass),
+		"DC|" + n.Datacenter,
+		fmt.Sprintf("Drain|%v", n.Drain),
+		"Eligibility|" + n.SchedulingEligibility,
+		"Status|" + n.Status,
+		"Drivers|" + strings.Join(drivers, ","),
+	}
+	var b strings.Builder
+	b.WriteString(formatKV(rows))
+	b.WriteString("\n\nAllocations\n")
+	if len(allocs) == 0 {
+		b.WriteString("No allocations placed")
+		return b.String()
+	}
+	sort.SliceStable(allocs, func(i, j int) bool { return allocs[i].CreateIndex > allocs[j].CreateIndex })
+	arows := []string{"ID|Node ID|Task Group|Version|Desired|Status|Created|Modified"}
+	for _, a := range allocs {
+		var version uint64
+		if a.Job != nil {
+			version = deref(a.Job.Version)
+		}
+		arows = append(arows, fmt.Sprintf("%s|%s|%s|%d|%s|%s|%s|%s", shortID(a.ID, verbose), shortID(a.NodeID, verbose),
+			a.TaskGroup, version, a.DesiredStatus, a.ClientStatus, timeColumn(a.CreateTime, verbose), timeColumn(a.ModifyTime, verbose)))
+	}
+	b.WriteString(formatList(arows))
+	return b.String()
+}
+
+// ServerMembersCommand is `server members`.
+type ServerMembersCommand struct{ Meta }
+
+func (c *ServerMembersCommand) Synopsis() string {
+	return "Display a list of known servers and their status"
+}
+func (c *ServerMembersCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` server members [options]
+
+  Lists the servers in the gossip pool with their status and the leader.
+`) + "\n" + globalHelp
+}
+
+func (c *ServerMembersCommand) Run(args []string) int {
+	var verbose bool
+	fs := c.FlagSet("server members")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.BoolVar(&verbose, "detailed", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	members, err := client.Agent().Members()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying servers: %s", err))
+		return 1
+	}
+	leaders := map[string]string{}
+	for _, m := range members.Members {
+		r := m.Tags["region"]
+		if _, ok := leaders[r]; !ok {
+			leader, err := client.Status().RegionLeader(r)
+			if err == nil {
+				leaders[r] = leader
+			}
+		}
+	}
+	sort.SliceStable(members.Members, func(i, j int) bool { return members.Members[i].Name < members.Members[j].Name })
+	rows := []string{"Name|Address|Port|Status|Leader|Raft Version|Build|Datacenter|Region"}
+	for _, m := range members.Members {
+		isLeader := leaders[m.Tags["region"]] == fmt.Sprintf("%s:%s", m.Addr, m.Tags["port"])
+		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%v|%s|%s|%s|%s", m.Name, m.Addr, m.Port, m.Status, isLeader,
+			m.Tags["raft_vsn"], m.Tags["build"], m.Tags["dc"], m.Tags["region"]))
+	}
+	c.Ui.Output(formatList(rows))
+	return 0
+}
+
+// StatusCommand is `status [prefix]`: jobs without an argument; otherwise the
+// one job, allocation, evaluation or node the prefix identifies.
+type StatusCommand struct{ Meta }
+
+func (c *StatusCommand) Synopsis() string { return "Display the status output for a resource" }
+func (c *StatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` status [options] [identifier]
+
+  Without an identifier, lists jobs. With one, searches jobs, allocations,
+  evaluations and nodes by ID prefix and shows the status of the match.
+`) + "\n" + globalHelp
+}
+
+func (c *StatusCommand) Run(args []string) int {
+	var verbose bool
+	fs := c.FlagSet("status")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
+		c.Ui.Error("This command takes either no arguments or one: <identifier>")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, err := c.Client()
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return 1
+	}
+	if fs.NArg() == 0 {
+		return listJobs(c.Ui.Output, c.Ui.Error, client)
+	}
+	prefix := fs.Arg(0)
+	res, _, err := client.Search().PrefixSearch(prefix, contexts.All, nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying search with id: %q: %s", prefix, err))
+		return 1
+	}
+	var ctx contexts.Context
+	var match string
+	count := 0
+	for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes} {
+		ids := res.Matches[k]
+		for _, id := range ids {
+			if id == prefix {
+				ids, count, ctx, match = []string{id}, 0, k, id
+				break
+			}
+		}
+		if len(ids) > 0 {
+			count += len(ids)
+			ctx, match = k, ids[0]
+		}
+		if match == prefix {
+			count = 1
+			break
+		}
+	}
+	if count == 0 {
+		c.Ui.Error(fmt.Sprintf("No matches found for %q", prefix))
+		return 1
+	}
+	if count > 1 {
+		var lines []string
+		for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes} {
+			for _, id := range res.Matches[k] {
+				lines = append(lines, fmt.Sprintf("%s|%s", k, id))
+			}
+		}
+		c.Ui.Error(fmt.Sprintf("Prefix %q matched multiple resources:\n\n%s", prefix, formatList(append([]string{"Type|ID"}, lines...))))
+		return 1
+	}
+	var sub []string
+	if verbose {
+		sub = append(sub, "-verbose")
+	}
+	sub = append(sub, c.globalArgs()...)
+	sub = append(sub, match)
+	switch ctx {
+	case contexts.Jobs:
+		return (&JobStatusCommand{Meta: c.Meta}).Run(sub)
+	case contexts.Allocs:
+		return (&AllocStatusCommand{Meta: c.Meta}).Run(sub)
+	case contexts.Nodes:
+		return (&NodeStatusCommand{Meta: c.Meta}).Run(sub)
+	case contexts.Evals:
+		eval, _, err := client.Evaluations().Info(match, nil)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying evaluation: %s", err))
+			return 1
+		}
+		c.Ui.Output(formatKV([]string{
+			"ID|" + shortID(eval.ID, verbose),
+			"Create Time|" + timeColumn(eval.CreateTime, verbose),
+			"Modify Time|" + timeColumn(eval.ModifyTime, verbose),
+			"Status|" + eval.Status,
+			"Status Description|" + orNone(eval.StatusDescription),
+			"Type|" + eval.Type,
+			"TriggeredBy|" + eval.TriggeredBy,
+			"Job ID|" + eval.JobID,
+			fmt.Sprintf("Priority|%d", eval.Priority),
+			fmt.Sprintf("Placement Failures|%v", len(eval.FailedTGAllocs) > 0),
+		}))
+		return 0
+	}
+	return 1
+}
+
+// globalArgs re-creates the global flags for a delegated command.
+func (m *Meta) globalArgs() []string {
+	var out []string
+	for k, v := range map[string]string{"address": m.address, "region": m.region, "namespace": m.namespace, "token": m.token} {
+		if v != "" {
+			out = append(out, "-"+k+"="+v)
+		}
+	}
+	return out
+}

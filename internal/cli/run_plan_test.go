@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/nomad/api/contexts"
+)
+
+var minimal = filepath.Join("..", "jobspec", "testdata", "minimal.hcl")
+
+func TestJobRunMonitorsEvaluation(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"PUT /v1/jobs":                 &api.JobRegisterResponse{EvalID: evalID},
+		"GET /v1/evaluation/" + evalID: &api.Evaluation{ID: evalID, JobID: "hello", Status: "complete"},
+		"GET /v1/evaluation/" + evalID + "/allocations": []*api.AllocationListStub{
+			{ID: allocID, NodeID: nodeID, TaskGroup: "g", Name: "hello.g[0]"},
+		},
+	}}
+	out, errb, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "job_run.txt", out)
+}
+
+func TestJobRunPlacementFailureExits2(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"PUT /v1/jobs": &api.JobRegisterResponse{EvalID: evalID},
+		"GET /v1/evaluation/" + evalID: &api.Evaluation{ID: evalID, JobID: "hello", Status: "complete",
+			BlockedEval: "aaaabbbb-0000", FailedTGAllocs: map[string]*api.AllocationMetric{"g": {
+				NodesEvaluated: 2, NodesExhausted: 2, CoalescedFailures: 1,
+				DimensionExhausted: map[string]int{"memory": 2},
+				ConstraintFiltered: map[string]int{"${attr.kernel.name} = windows": 1},
+			}}},
+		"GET /v1/evaluation/" + evalID + "/allocations": []*api.AllocationListStub{},
+	}}
+	out, errb, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 2 {
+		t.Fatalf("code %d, want 2: %s", code, errb)
+	}
+	golden(t, "job_run_failed.txt", out)
+}
+
+func TestJobRunDetachAndOutput(t *testing.T) {
+	f := &fake{routes: map[string]any{"PUT /v1/jobs": &api.JobRegisterResponse{EvalID: evalID}}}
+	out, _, code := run(t, f.server(t), "job", "run", "-detach", minimal)
+	if code != 0 || out != "Job registration successful\nEvaluation ID: "+evalID+"\n" {
+		t.Fatalf("code %d out %q", code, out)
+	}
+	out, _, code = run(t, nil, "job", "run", "-output", minimal)
+	if code != 0 || !strings.HasPrefix(out, "{\n    \"Job\": {") || !strings.Contains(out, `"Driver": "raw_exec"`) {
+		t.Fatalf("code %d out %q", code, out)
+	}
+}
+
+func TestJobRunServerErrorExits1(t *testing.T) {
+	f := &fake{routes: map[string]any{}}
+	_, errb, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 1 || !strings.Contains(errb, "Error submitting job") {
+		t.Fatalf("code %d err %q", code, errb)
+	}
+}
+
+func planResponse(place uint64) *api.JobPlanResponse {
+	return &api.JobPlanResponse{
+		JobModifyIndex: 7,
+		Annotations: &api.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{
+			"g": {Place: place, Ignore: 1 - place},
+		}},
+		Diff: &api.JobDiff{Type: "Edited", ID: "hello", TaskGroups: []*api.TaskGroupDiff{{
+			Type: "Edited", Name: "g",
+			Fields: []*api.FieldDiff{{Type: "Edited", Name: "Count", Old: "1", New: "2"}},
+			Tasks: []*api.TaskDiff{{Type: "Added", Name: "t", Annotations: []string{"forces create"},
+				Fields: []*api.FieldDiff{{Type: "Added", Name: "Driver", New: "raw_exec"}}}},
+		}}},
+	}
+}
+
+func TestJobPlan(t *testing.T) {
+	f := &fake{routes: map[string]any{"PUT /v1/job/hello/plan": planResponse(1)}}
+	out, errb, code := run(t, f.server(t), "job", "plan", minimal)
+	if code != 1 {
+		t.Fatalf("code %d, want 1 (allocations created): %s", code, errb)
+	}
+	golden(t, "job_plan.txt", strings.ReplaceAll(out, minimal, "hello.hcl"))
+
+	f.routes["PUT /v1/job/hello/plan"] = planResponse(0)
+	_, _, code = run(t, f.server(t), "job", "plan", minimal)
+	if code != 0 {
+		t.Fatalf("code %d, want 0 when nothing is created or destroyed", code)
+	}
+	delete(f.routes, "PUT /v1/job/hello/plan")
+	_, _, code = run(t, f.server(t), "job", "plan", minimal)
+	if code != 255 {
+		t.Fatalf("code %d, want 255 on error", code)
+	}
+	_, _, code = run(t, nil, "job", "plan", "/nonexistent.hcl")
+	if code != 255 {
+		t.Fatalf("code %d, want 255 for an unreadable file", code)
+	}
+}
+
+func TestStatusPrefixDispatchesToAlloc(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/search":      nil,
+		"PUT /v1/search":      &api.SearchResponse{Matches: map[contexts.Context][]string{contexts.Allocs: {allocID}, contexts.Jobs: {}}},
+		"GET /v1/allocations": []*api.AllocationListStub{{ID: allocID}},
+		"GET /v1/allocation/" + allocID: &api.Allocation{ID: allocID, EvalID: evalID, NodeID: nodeID, Name: "x.g[0]",
+			ClientStatus: "running", DesiredStatus: "run", CreateTime: t0.Add(-time.Minute).UnixNano(), ModifyTime: t0.Add(-time.Minute).UnixNano()},
+	}}
+	out, errb, code := run(t, f.server(t), "status", "8ba8")
+	if code != 0 || !strings.Contains(out, "Name                = x.g[0]") {
+		t.Fatalf("code %d out %q err %q", code, out, errb)
+	}
+}
+
+func TestStatusWithoutArgsListsJobs(t *testing.T) {
+	f := &fake{routes: map[string]any{"GET /v1/jobs": []*api.JobListStub{}}}
+	out, _, code := run(t, f.server(t), "status")
+	if code != 0 || out != "No running jobs\n" {
+		t.Fatalf("code %d out %q", code, out)
+	}
+}

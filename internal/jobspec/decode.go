@@ -1,0 +1,260 @@
+package jobspec
+
+import (
+	"fmt"
+	"math/big"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/nomad/api"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var (
+	durationType    = reflect.TypeOf(time.Duration(0))
+	durationPtrType = reflect.TypeOf((*time.Duration)(nil))
+	anyMapType      = reflect.TypeOf(map[string]any(nil))
+)
+
+// opaqueFields lists, per struct type reachable from api.Job, the block
+// fields of type map[string]any (task config, scaling policy, ...). gohcl
+// cannot decode those (nested blocks, values of any type), so a body decoder
+// registered for the owning struct strips them and decodes them generically.
+var opaqueFields = map[reflect.Type]map[string]int{}
+
+// decoders holds one gohcl decoder per owning struct type: decoders[t] has
+// every custom decoder except the one for t itself, so the body decoder of t
+// can hand the rest of the body back to gohcl without recursing into itself.
+var decoders = map[reflect.Type]*gohcl.Decoder{}
+
+func init() {
+	collectOpaque(reflect.TypeOf(api.Job{}), map[reflect.Type]bool{})
+	decoders[nil] = newDecoder(nil)
+	for t := range opaqueFields {
+		decoders[t] = newDecoder(t)
+	}
+}
+
+func collectOpaque(t reflect.Type, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Ptr || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("hcl")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name, kind, _ := strings.Cut(tag, ",")
+		if f.Type == anyMapType && kind == "block" {
+			if opaqueFields[t] == nil {
+				opaqueFields[t] = map[string]int{}
+			}
+			opaqueFields[t][name] = i
+			continue
+		}
+		collectOpaque(f.Type, seen)
+	}
+}
+
+func newDecoder(except reflect.Type) *gohcl.Decoder {
+	d := &gohcl.Decoder{}
+	d.RegisterExpressionDecoder(durationType, decodeDuration)
+	d.RegisterExpressionDecoder(durationPtrType, decodeDuration)
+	for t := range opaqueFields {
+		if t != except {
+			d.RegisterBlockDecoder(t, opaqueBodyDecoder(t))
+		}
+	}
+	return d
+}
+
+// decodeBody decodes a body into a struct with all custom decoders.
+func decodeBody(body hcl.Body, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
+	return decoders[nil].DecodeBody(body, ctx, val)
+}
+
+func opaqueBodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
+	return func(body hcl.Body, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
+		fields := opaqueFields[t]
+		schema := &hcl.BodySchema{}
+		for name := range fields {
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: name})
+		}
+		content, rest, diags := body.PartialContent(schema)
+		diags = append(diags, decoders[t].DecodeBody(rest, ctx, val)...)
+		if content == nil {
+			return diags
+		}
+		sv := reflect.ValueOf(val).Elem()
+		seen := map[string]*hcl.Block{}
+		for _, blk := range content.Blocks {
+			if prev := seen[blk.Type]; prev != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  fmt.Sprintf("Duplicate %s block", blk.Type),
+					Detail:   fmt.Sprintf("Only one %s block is allowed. Another was defined at %s.", blk.Type, prev.DefRange.String()),
+					Subject:  blk.DefRange.Ptr(),
+				})
+				continue
+			}
+			seen[blk.Type] = blk
+			m, d := decodeOpaque(blk.Body, ctx)
+			diags = append(diags, d...)
+			sv.Field(fields[blk.Type]).Set(reflect.ValueOf(m))
+		}
+		return diags
+	}
+}
+
+// decodeOpaque decodes a free-form body: attributes become values, nested
+// blocks become lists of maps keyed by block type (labels nest further), the
+// shape Nomad gives driver config.
+func decodeOpaque(body hcl.Body, ctx *hcl.EvalContext) (map[string]any, hcl.Diagnostics) {
+	out := map[string]any{}
+	var diags hcl.Diagnostics
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		attrs, d := body.JustAttributes()
+		diags = append(diags, d...)
+		for name, attr := range attrs {
+			v, d := attr.Expr.Value(ctx)
+			diags = append(diags, d...)
+			out[name] = ctyToGo(v)
+		}
+		return out, diags
+	}
+	for name, attr := range sb.Attributes {
+		v, d := attr.Expr.Value(ctx)
+		diags = append(diags, d...)
+		out[name] = ctyToGo(v)
+	}
+	for _, blk := range sb.Blocks {
+		m, d := decodeOpaque(blk.Body, ctx)
+		diags = append(diags, d...)
+		for i := len(blk.Labels) - 1; i >= 0; i-- {
+			m = map[string]any{blk.Labels[i]: []map[string]any{m}}
+		}
+		list, _ := out[blk.Type].([]map[string]any)
+		out[blk.Type] = append(list, m)
+	}
+	return out, diags
+}
+
+// ctyToGo converts a cty value into plain Go values (string, int, float64,
+// bool, []any, map[string]any) for opaque maps.
+func ctyToGo(v cty.Value) any {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	v, _ = v.Unmark()
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		return v.AsString()
+	case t == cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if i, acc := bf.Int64(); acc == big.Exact {
+				return int(i)
+			}
+		}
+		f, _ := bf.Float64()
+		return f
+	case t == cty.Bool:
+		return v.True()
+	case t.IsListType() || t.IsTupleType() || t.IsSetType():
+		out := []any{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			out = append(out, ctyToGo(ev))
+		}
+		return out
+	case t.IsMapType() || t.IsObjectType():
+		out := map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			out[k.AsString()] = ctyToGo(ev)
+		}
+		return out
+	}
+	return nil
+}
+
+// decodeDuration accepts "30s"-style strings or a number of nanoseconds, for
+// time.Duration and *time.Duration fields.
+func decodeDuration(expr hcl.Expression, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		return diags
+	}
+	if v.IsNull() {
+		return diags
+	}
+	var d time.Duration
+	switch v.Type() {
+	case cty.String:
+		var err error
+		d, err = time.ParseDuration(v.AsString())
+		if err != nil {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsuitable duration value",
+				Detail:   fmt.Sprintf("Invalid duration %q: %s", v.AsString(), err),
+				Subject:  expr.Range().Ptr(),
+			})
+		}
+	case cty.Number:
+		i, _ := v.AsBigFloat().Int64()
+		d = time.Duration(i)
+	default:
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unsuitable duration value",
+			Detail:   fmt.Sprintf("Expected a duration string like \"30s\", got %s.", v.Type().FriendlyName()),
+			Subject:  expr.Range().Ptr(),
+		})
+	}
+	switch p := val.(type) {
+	case *time.Duration:
+		*p = d
+	case **time.Duration:
+		*p = &d
+	}
+	return diags
+}
+
+// keepRuntimeRef is the UndefinedVariable callback: any root other than var
+// and local is a runtime interpolation for the client, kept as "${...}".
+func keepRuntimeRef(t hcl.Traversal) (cty.Value, hcl.Diagnostics) {
+	return cty.StringVal("${" + traversalString(t) + "}"), nil
+}
+
+func traversalString(t hcl.Traversal) string {
+	var b strings.Builder
+	for _, step := range t {
+		switch s := step.(type) {
+		case hcl.TraverseRoot:
+			b.WriteString(s.Name)
+		case hcl.TraverseAttr:
+			b.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			if s.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				fmt.Fprintf(&b, "[%s]", s.Key.AsBigFloat().Text('f', -1))
+			}
+		case hcl.TraverseSplat:
+			b.WriteString("[*]")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,21 @@
+// Package jobspec turns an HCL2 (or HCL-JSON) jobspec into the official
+// api.Job wire type, the way `nomad job run` does before it submits a job.
+//
+// It owns: the top-level blocks (variable, variables, locals, job), variable
+// values and their precedence (default < NOMAD_VAR_* < -var-file <
+// VarContent < -var), the function library, decoding through gohcl and the
+// `hcl:` tags on api types, generic decoding of opaque maps (task config,
+// scaling policy, ...), and the small normalisation Nomad performs before the
+// job leaves the CLI (ID/Name from the label, periodic SpecType, static ports
+// into ReservedPorts, template defaults).
+//
+// Runtime interpolations (${attr.*}, ${node.*}, ${meta.*}, ${NOMAD_*},
+// ${env["X"]}, ${device.*}) are kept verbatim as text through the
+// UndefinedVariable callback of Nomad's HCL fork: they are resolved on the
+// client, never here.
+//
+// It must never talk to a server, read the environment on its own (the caller
+// passes Envs) or touch the filesystem beyond the jobspec and var files unless
+// AllowFS is set. It does not canonicalize (api.Job.Canonicalize does that) or
+// validate server-side rules.
+package jobspec

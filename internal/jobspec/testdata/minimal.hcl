@@ -1,0 +1,10 @@
+job "hello" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/echo"
+      }
+    }
+  }
+}
