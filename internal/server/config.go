@@ -38,8 +38,8 @@ type Config struct {
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server
 
-	NumSchedulers     int
-	EnabledSchedulers []string
+	NumSchedulers      int
+	EnabledSchedulers  []string
 	SchedulerAlgorithm string
 
 	MinHeartbeatTTL        time.Duration

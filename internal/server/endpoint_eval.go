@@ -194,11 +194,14 @@ func (e *Eval) Reblock(args *structs.EvalUpdateRequest, reply *structs.GenericRe
 	if err := e.srv.broker.OutstandingReset(ev.ID, args.EvalToken); err != nil {
 		return err
 	}
+	// Track it with its token before the write: the FSM reports the same
+	// eval without a token, and a release in between must still reach the
+	// broker as a requeue of this delivery.
+	e.srv.blocked.Reblock(ev, args.EvalToken)
 	_, idx, err := e.srv.raftApply(structs.EvalUpdateRequestType, args)
 	if err != nil {
 		return err
 	}
-	e.srv.blocked.Reblock(ev, args.EvalToken)
 	reply.Index = idx
 	return nil
 }

@@ -47,10 +47,10 @@ type Server struct {
 	workers []*Worker
 
 	// leadership
-	isLeader       atomic.Bool
-	leaderGen      atomic.Uint64 // bumps on every establish; guards stale goroutines
-	establishCount atomic.Int64  // times leader services were started (tests)
-	servicesUp     atomic.Int32  // 1 while leader services run here (tests)
+	isLeader               atomic.Bool
+	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
+	establishCount         atomic.Int64  // times leader services were started (tests)
+	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
 	lastCommittedPlanIndex atomic.Uint64
 
 	shutdownCh   chan struct{}

@@ -177,12 +177,12 @@ func (a *Allocation) CopySkipJob() *Allocation {
 	if a == nil {
 		return nil
 	}
-	job := a.Job
-	a.Job = nil
+	// Never write to a: allocations read from the state store are shared.
+	shallow := *a
+	shallow.Job = nil
 	var out Allocation
-	mustDeepCopy(a, &out)
-	a.Job = job
-	out.Job = job
+	mustDeepCopy(&shallow, &out)
+	out.Job = a.Job
 	return &out
 }
 

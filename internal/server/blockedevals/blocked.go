@@ -111,10 +111,20 @@ func (b *BlockedEvals) block(e *structs.Evaluation, token string) {
 	if !b.enabled {
 		return
 	}
-	if _, ok := b.captured[e.ID]; ok {
+	// Already tracked (the FSM and a Reblock both report the same eval):
+	// keep the delivery token if this call carries one.
+	if w, ok := b.captured[e.ID]; ok {
+		if token != "" {
+			w.token = token
+			b.captured[e.ID] = w
+		}
 		return
 	}
-	if _, ok := b.escaped[e.ID]; ok {
+	if w, ok := b.escaped[e.ID]; ok {
+		if token != "" {
+			w.token = token
+			b.escaped[e.ID] = w
+		}
 		return
 	}
 	k := jobKey{e.Namespace, e.JobID}

@@ -277,3 +277,16 @@ func TestUnblockNeverBlocksOnSlowBroker(t *testing.T) {
 		t.Fatal("Block/Unblock/SetEnabled blocked behind a stuck broker")
 	}
 }
+
+func TestReblockTokenSurvivesEarlierUntokenedBlock(t *testing.T) {
+	b, r := setup(t)
+	e := blockedEval("e1", "j", map[string]bool{"c1": true})
+	b.Block(e)            // what the FSM reports
+	b.Reblock(e, "tok-1") // what the Reblock RPC reports
+	b.Unblock("c1", 10)
+	eventually(t, "release with the delivery token", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.got["e1"] == "tok-1"
+	})
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+func TestRegisterPlacesAndSummaryCounts(t *testing.T) {
+	s := testServer(t, nil)
+	n1 := testNode(t, s, 4000, 4096)
+	testNode(t, s, 4000, 4096)
+
+	resp := register(t, s, testJob("web", 3))
+	ev := evalDone(t, s, resp.EvalID)
+	if ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval %s: %s", ev.Status, ev.StatusDescription)
+	}
+	allocs := liveAllocs(t, s, "web")
+	if len(allocs) != 3 {
+		t.Fatalf("want 3 allocs, got %d", len(allocs))
+	}
+	names := map[string]bool{}
+	for _, a := range allocs {
+		names[a.Name] = true
+	}
+	for _, want := range []string{"web.web[0]", "web.web[1]", "web.web[2]"} {
+		if !names[want] {
+			t.Errorf("missing alloc %s in %v", want, names)
+		}
+	}
+
+	// The client reports them running; the summary follows.
+	var upd []*structs.Allocation
+	for _, a := range allocs {
+		upd = append(upd, &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: structs.AllocClientStatusRunning})
+	}
+	byNode := map[string][]*structs.Allocation{}
+	for _, a := range upd {
+		byNode[a.NodeID] = append(byNode[a.NodeID], a)
+	}
+	for _, list := range byNode {
+		var r structs.GenericResponse
+		if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: list}, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, _ := s.State().JobSummaryByID(nil, "default", "web")
+	if got := sum.Summary["web"].Running; got != 3 {
+		t.Fatalf("summary running = %d, want 3 (%+v)", got, sum.Summary["web"])
+	}
+	job, _ := s.State().JobByID(nil, "default", "web")
+	if job.Status != structs.JobStatusRunning {
+		t.Fatalf("job status %q", job.Status)
+	}
+	_ = n1
+}
+
+func TestInvalidJobRefusedNamingField(t *testing.T) {
+	s := testServer(t, nil)
+	register(t, s, testJob("keep", 1))
+	bad := testJob("bad", -1)
+	var resp structs.JobRegisterResponse
+	err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: bad}, &resp)
+	code, msg := structs.ErrorCode(err)
+	if code != 400 || !strings.Contains(msg, "Count must not be negative") {
+		t.Fatalf("got %d %q", code, msg)
+	}
+	if j, _ := s.State().JobByID(nil, "default", "keep"); j == nil {
+		t.Fatal("earlier job lost after a bad request")
+	}
+	if j, _ := s.State().JobByID(nil, "default", "bad"); j != nil {
+		t.Fatal("invalid job stored")
+	}
+}
+
+func TestNoCapacityBlocksThenNewNodeUnblocks(t *testing.T) {
+	s := testServer(t, nil)
+	testNode(t, s, 1000, 1024)
+	job := testJob("big", 2)
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 800, MemoryMB: 256}
+	resp := register(t, s, job)
+	ev := evalDone(t, s, resp.EvalID)
+	if ev.BlockedEval == "" || len(ev.FailedTGAllocs) == 0 {
+		t.Fatalf("expected a blocked eval and failed allocs, got %+v", ev)
+	}
+	if m := ev.FailedTGAllocs["web"]; m == nil || m.NodesExhausted == 0 {
+		t.Fatalf("metrics do not say the node was exhausted: %+v", m)
+	}
+	if n := len(liveAllocs(t, s, "big")); n != 1 {
+		t.Fatalf("want 1 placed, got %d", n)
+	}
+	testNode(t, s, 1000, 1024)
+	waitFor(t, 10*time.Second, "second alloc placed after capacity appeared", func() bool {
+		return len(liveAllocs(t, s, "big")) == 2
+	})
+}
+
+func TestNodeDownReplacesAllocs(t *testing.T) {
+	s := testServer(t, func(c *Config) {
+		c.MinHeartbeatTTL = 50 * time.Millisecond
+		c.HeartbeatGrace = 50 * time.Millisecond
+		c.FailoverHeartbeatTTL = 100 * time.Millisecond
+	})
+	n1 := testNode(t, s, 4000, 4096)
+	resp := register(t, s, testJob("svc", 1))
+	evalDone(t, s, resp.EvalID)
+	first := liveAllocs(t, s, "svc")
+	if len(first) != 1 || first[0].NodeID != n1.ID {
+		t.Fatalf("placement %+v", first)
+	}
+	// A second node that keeps heartbeating.
+	n2 := testNode(t, s, 4000, 4096)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				var r structs.NodeUpdateResponse
+				s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: n2.ID, SecretID: n2.SecretID, Status: structs.NodeStatusReady}, &r)
+			}
+		}
+	}()
+	waitFor(t, 10*time.Second, "node 1 down and alloc replaced on node 2", func() bool {
+		n, _ := s.State().NodeByID(nil, n1.ID)
+		live := liveAllocs(t, s, "svc")
+		return n.Status == structs.NodeStatusDown && len(live) == 1 && live[0].NodeID == n2.ID
+	})
+	old, _ := s.State().AllocByID(nil, first[0].ID)
+	if old.ClientStatus != structs.AllocClientStatusLost {
+		t.Fatalf("old alloc client status %q, want lost", old.ClientStatus)
+	}
+}
+
+func TestDeregisterStopsAndPurgeRemoves(t *testing.T) {
+	s := testServer(t, nil)
+	testNode(t, s, 4000, 4096)
+	evalDone(t, s, register(t, s, testJob("gone", 2)).EvalID)
+	var dr structs.JobDeregisterResponse
+	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "gone"}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	evalDone(t, s, dr.EvalID)
+	for _, a := range allocsOf(t, s, "gone") {
+		if a.DesiredStatus != structs.AllocDesiredStatusStop {
+			t.Fatalf("alloc %s desired %s after stop", a.Name, a.DesiredStatus)
+		}
+	}
+	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "gone", Purge: true}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.State().JobByID(nil, "default", "gone"); j != nil {
+		t.Fatal("purged job still stored")
+	}
+}
+
+func TestBlockingQueryReturnsOnChange(t *testing.T) {
+	s := testServer(t, nil)
+	var first structs.JobListResponse
+	if err := s.RPC("Job.List", &structs.JobListRequest{}, &first); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan structs.JobListResponse, 1)
+	start := time.Now()
+	go func() {
+		var r structs.JobListResponse
+		s.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{MinQueryIndex: first.Index, MaxQueryTime: 30 * time.Second}}, &r)
+		done <- r
+	}()
+	time.Sleep(50 * time.Millisecond) // let the query block (not synchronisation of the result)
+	register(t, s, testJob("new", 1))
+	select {
+	case r := <-done:
+		if len(r.Jobs) != 1 || r.Index <= first.Index {
+			t.Fatalf("blocking query returned %d jobs at index %d", len(r.Jobs), r.Index)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("blocking query took %v", time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocking query never returned")
+	}
+}
+
+func TestKeyringCreatedOnceAndServed(t *testing.T) {
+	s := testServer(t, nil)
+	var resp structs.KeyringListPublicResponse
+	waitFor(t, 5*time.Second, "first signing key", func() bool {
+		resp = structs.KeyringListPublicResponse{}
+		return s.RPC("Keyring.ListPublic", &structs.GenericRequest{}, &resp) == nil && len(resp.PublicKeys) == 1
+	})
+	if resp.PublicKeys[0].Algorithm != "EdDSA" || len(resp.PublicKeys[0].PublicKey) == 0 {
+		t.Fatalf("bad key %+v", resp.PublicKeys[0])
+	}
+}
