@@ -271,3 +271,6 @@ func (s *Server) isShutdown() bool {
 		return false
 	}
 }
+
+// ID is this server's Raft ID.
+func (s *Server) ID() string { return s.config.NodeID }

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/internal/agent/config"
+	"github.com/drover-project/drover/internal/version"
+)
+
+// Command is `drover agent`.
+type Command struct {
+	Stdout, Stderr io.Writer
+	// signals is overridable in tests.
+	signals chan os.Signal
+}
+
+// Help implements cli.Command.
+func (c *Command) Help() string {
+	return strings.TrimSpace(`
+Usage: drover agent [options]
+
+  Starts the Drover agent: a server, a client, or both (-dev).
+  Accepts Nomad's agent flags and configuration files (HCL or JSON; files
+  without an extension are detected by content).
+
+Options:
+  -dev                 Server and client in one process, in memory, on 127.0.0.1,
+                       with raw_exec enabled.
+  -server / -client    Enable the server / client.
+  -config=<path>       Config file or directory (repeatable, merged in order).
+  -data-dir=<path>     State directory.
+  -bind=<addr>         Address to bind all listeners to.
+  -servers=<addrs>     Comma-separated server RPC addresses (clients).
+  -node=<name>         Node name.      -dc=<dc>   Datacenter.
+  -region=<region>     Region.         -log-level=<level>
+`)
+}
+
+// Synopsis implements cli.Command.
+func (c *Command) Synopsis() string { return "Runs a Drover agent" }
+
+// Run implements cli.Command.
+func (c *Command) Run(args []string) int {
+	stderr := c.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	cfg, _, _, err := config.ParseAgentArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "Error: invalid configuration:\n%v\n", err)
+		return 1
+	}
+	level := hclog.LevelFromString(cfg.LogLevel)
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: level, Output: stderr, JSONFormat: cfg.LogJSON})
+	logger.Info("starting Drover agent", "version", version.String(), "dev", cfg.DevMode)
+	a, err := New(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error starting agent: %v\n", err)
+		return 1
+	}
+	logger.Info("agent started", "http", a.HTTPAddr(), "server", cfg.Server != nil && cfg.Server.Enabled,
+		"client", cfg.Client != nil && cfg.Client.Enabled)
+
+	sigs := c.signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			logger.Warn("configuration reload is not supported yet; restart the agent to apply changes")
+			continue
+		}
+		logger.Info("caught signal; shutting down", "signal", sig.String())
+		break
+	}
+	if err := a.Shutdown(); err != nil {
+		logger.Error("shutdown error", "error", err)
+		return 1
+	}
+	return 0
+}

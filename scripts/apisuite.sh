@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs Nomad's own api package tests (github.com/hashicorp/nomad/api) against
+# Drover: they start a binary named `nomad` from PATH, which here is a wrapper
+# around our binary. The checked-in list tools/apisuite/passing.txt names the
+# tests that pass; any of them failing, or any test skipping, fails the run.
+#
+# Usage: scripts/apisuite.sh [-update]   (-update rewrites the pass list)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .tmp/apisuite
+go build -o .tmp/apisuite/drover ./cmd/drover
+cp tools/apisuite/nomad tools/apisuite/loopback.json .tmp/apisuite/
+export PATH="$PWD/.tmp/apisuite:$PATH"
+export NOMAD_TEST_LOG_LEVEL=ERROR
+command -v nomad >/dev/null
+set +e
+go test -json -count=1 -timeout 25m -p 1 -parallel 2 github.com/hashicorp/nomad/api/... > .tmp/apisuite/results.json 2> .tmp/apisuite/stderr.txt
+set -e
+go run ./tools/apisuite -passlist tools/apisuite/passing.txt "$@" < .tmp/apisuite/results.json

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, vet, unit and component tests (with the
+# race detector on the concurrent packages), integration tests against the
+# built binary, and Nomad's own api test suite run against Drover.
+#
+# Usage: scripts/test.sh            everything
+#        SKIP_API_SUITE=1 scripts/test.sh   everything but the api suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_ENABLED=1
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tmp/*'))
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
+
+step "go-metrics pin (raft-boltdb/v2 needs v0.6.1's compat package)"
+grep -q 'github.com/hashicorp/go-metrics v0.6.1' go.mod || { echo "go-metrics is not pinned at v0.6.1"; exit 1; }
+
+step "go vet"
+go vet ./...
+
+RACE_PKGS="./internal/server/... ./internal/state/... ./internal/fsm/... ./internal/client/... ./internal/rpc/... ./internal/drivers/..."
+step "race-detected tests: $RACE_PKGS"
+go test -race -count=1 -timeout 20m $RACE_PKGS
+
+step "unit and integration tests"
+go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
+
+if [ "${SKIP_API_SUITE:-}" != "1" ]; then
+	step "Nomad's api package tests against Drover"
+	scripts/apisuite.sh
+fi
+echo
+echo "all tests passed"
