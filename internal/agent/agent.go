@@ -132,6 +132,12 @@ func (a *Agent) setupServer() error {
 	if s.FailoverHeartbeatTTL > 0 {
 		sc.FailoverHeartbeatTTL = s.FailoverHeartbeatTTL
 	}
+	if s.RaftSnapshotThreshold != nil && *s.RaftSnapshotThreshold > 0 {
+		sc.RaftSnapshotThreshold = uint64(*s.RaftSnapshotThreshold)
+	}
+	if s.RaftSnapshotInterval > 0 {
+		sc.RaftSnapshotInterval = s.RaftSnapshotInterval
+	}
 	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
 		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
 	}

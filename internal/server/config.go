@@ -34,6 +34,10 @@ type Config struct {
 	RaftTransport raft.Transport
 	// RaftConfig overrides Raft timing (tests, dev).
 	RaftConfig *raft.Config
+	// RaftSnapshotThreshold and RaftSnapshotInterval tune how often Raft
+	// snapshots the FSM (0 keeps Raft's defaults: 8192 entries / 120 s).
+	RaftSnapshotThreshold uint64
+	RaftSnapshotInterval  time.Duration
 	// Peers is the initial voter set to bootstrap with (including self). When
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server

@@ -28,6 +28,12 @@ func (s *Server) setupRaft() error {
 		rc.SnapshotInterval = 120 * time.Second
 		rc.TrailingLogs = 10240
 	}
+	if cfg.RaftSnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.RaftSnapshotThreshold
+	}
+	if cfg.RaftSnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.RaftSnapshotInterval
+	}
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = s.logger.Named("raft")
 
