@@ -105,6 +105,7 @@ func probe(kind cgKind, root string) error {
 // taskCgroup is one task's cgroup.
 type taskCgroup struct {
 	Kind  cgKind `json:"kind"`
+	Root  string `json:"root"` // the hierarchy's mount point
 	Path  string `json:"path"`
 	Owned bool   `json:"owned"` // we created it and remove it on cleanup
 }
@@ -116,7 +117,7 @@ func (t tracker) newTaskCgroup(parent, name, override string) (*taskCgroup, erro
 	if t.kind == cgNone {
 		return nil, nil
 	}
-	cg := &taskCgroup{Kind: t.kind, Owned: true}
+	cg := &taskCgroup{Kind: t.kind, Root: t.root, Owned: true}
 	if override != "" {
 		cg.Owned = false
 		if strings.HasPrefix(override, t.root+"/") {
@@ -152,24 +153,60 @@ func (c *taskCgroup) start(cmd *exec.Cmd) error {
 		return cmd.Start()
 	default:
 		// cgroup v1 has no clone-into-cgroup. Move one locked OS thread into
-		// the freezer cgroup (the per-thread "tasks" file) and fork from it:
-		// the child is born in the cgroup, before it can run any code. The
-		// goroutine never unlocks, so the Go runtime retires that thread when
-		// it returns; threads the runtime creates meanwhile come from its
-		// template thread, not from this locked one.
+		// the freezer cgroup (the per-thread "tasks" file), fork from it so
+		// the child is born in the cgroup before it runs any code, then move
+		// the thread back. Threads the runtime creates meanwhile come from
+		// its template thread, never from a locked one.
 		errc := make(chan error, 1)
 		go func() {
 			runtime.LockOSThread()
-			tid := strconv.Itoa(syscall.Gettid())
-			if err := os.WriteFile(filepath.Join(c.Path, "tasks"), []byte(tid), 0); err != nil {
+			tid := []byte(strconv.Itoa(syscall.Gettid()))
+			home, err := threadFreezerCgroup(c.Root)
+			if err != nil {
+				runtime.UnlockOSThread()
+				errc <- err
+				return
+			}
+			if err := os.WriteFile(filepath.Join(c.Path, "tasks"), tid, 0); err != nil {
 				runtime.UnlockOSThread()
 				errc <- fmt.Errorf("join task cgroup: %w", err)
 				return
 			}
-			errc <- cmd.Start()
+			err = cmd.Start()
+			if berr := os.WriteFile(filepath.Join(home, "tasks"), tid, 0); berr == nil {
+				runtime.UnlockOSThread()
+			} else if err == nil {
+				// Stay locked: the runtime retires the thread when this
+				// goroutine returns (the main thread is parked for good).
+				err = fmt.Errorf("leave task cgroup: %w", berr)
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			errc <- err
 		}()
 		return <-errc
 	}
+}
+
+// threadFreezerCgroup returns the directory of the calling thread's freezer
+// cgroup under the mount root.
+func threadFreezerCgroup(root string) (string, error) {
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctrl := range strings.Split(parts[1], ",") {
+			if ctrl == "freezer" {
+				return filepath.Join(root, filepath.Clean("/"+parts[2])), nil
+			}
+		}
+	}
+	return "", errors.New("calling thread has no freezer cgroup")
 }
 
 // pids lists the processes in the cgroup.
@@ -179,8 +216,10 @@ func (c *taskCgroup) pids() ([]int, error) {
 		return nil, err
 	}
 	var out []int
+	self := os.Getpid()
 	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
+		// Never report (or kill) ourselves, whatever went wrong.
+		if pid, err := strconv.Atoi(f); err == nil && pid != self {
 			out = append(out, pid)
 		}
 	}

@@ -117,6 +117,7 @@ func TestStopKillsEveryProcess(t *testing.T) {
 			if h.State != drivers.TaskStateRunning {
 				t.Fatalf("state %q", h.State)
 			}
+			assertNoThreadInCgroup(t, d.tasks[tc.ID].cg)
 			// sh, the (setsid) background sleep, the double-forked sleep,
 			// the foreground sleep.
 			want := 4
@@ -386,5 +387,30 @@ func TestRecoverTask(t *testing.T) {
 			}
 			_ = d1.DestroyTask(tc.ID, true)
 		})
+	}
+}
+
+// assertNoThreadInCgroup fails if any thread of this (the driver's) process
+// was left in the task's cgroup: freezing or killing it would hit us.
+func assertNoThreadInCgroup(t *testing.T, cg *taskCgroup) {
+	t.Helper()
+	if cg == nil {
+		return
+	}
+	rel := strings.TrimPrefix(cg.Path, cg.Root)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", e.Name(), "cgroup"))
+		if err != nil {
+			continue // thread exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasSuffix(line, ":"+rel) {
+				t.Fatalf("driver thread %s left in task cgroup: %s", e.Name(), line)
+			}
+		}
 	}
 }
