@@ -1,0 +1,170 @@
+// Command devagent measures a dev agent as a user meets it: the time from
+// exec of the binary to ready (leader known, signing key served, node ready),
+// and from registering one job of N raw_exec allocations (sleep 600,
+// cpu 20, memory 32) to all of them running.
+//
+//	go run ./bench/devagent [-count 100] [-runs 3] [-json]
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+type result struct {
+	StartToReadyMs      float64 `json:"start_to_ready_ms"`
+	RegisterToRunningMs float64 `json:"register_to_running_ms"`
+	Count               int     `json:"count"`
+}
+
+func main() {
+	count := flag.Int("count", 100, "allocations in the job")
+	runs := flag.Int("runs", 3, "repetitions (median reported)")
+	asJSON := flag.Bool("json", false, "print JSON")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "drover-bench-")
+	must(err)
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "drover")
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/drover").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	var all []result
+	for i := 0; i < *runs; i++ {
+		r, err := once(bin, *count)
+		must(err)
+		all = append(all, r)
+	}
+	med := median(all)
+	if *asJSON {
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"median": med, "runs": all})
+		return
+	}
+	fmt.Printf("dev agent start->ready:         %.0f ms (median of %d)\n", med.StartToReadyMs, len(all))
+	fmt.Printf("register->running (%d allocs): %.0f ms (median of %d)\n", med.Count, med.RegisterToRunningMs, len(all))
+}
+
+func once(bin string, count int) (result, error) {
+	port := freePort()
+	cfg := fmt.Sprintf(`{"ports":{"http":%d,"rpc":%d,"serf":%d},"log_level":"ERROR"}`, port, freePort(), freePort())
+	cfgFile := filepath.Join(os.TempDir(), fmt.Sprintf("drover-bench-%d.json", port))
+	must(os.WriteFile(cfgFile, []byte(cfg), 0o644))
+	defer os.Remove(cfgFile)
+
+	start := time.Now()
+	cmd := exec.Command(bin, "agent", "-dev", "-config", cfgFile)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
+	conf := api.DefaultConfig()
+	conf.Address = fmt.Sprintf("http://127.0.0.1:%d", port)
+	c, err := api.NewClient(conf)
+	if err != nil {
+		return result{}, err
+	}
+	for {
+		if time.Since(start) > 30*time.Second {
+			return result{}, fmt.Errorf("agent not ready after 30s")
+		}
+		if ready(c, port) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r := result{StartToReadyMs: ms(time.Since(start)), Count: count}
+
+	job := api.NewServiceJob("bench", "bench", "global", 50)
+	job.Datacenters = []string{"*"}
+	tg := api.NewTaskGroup("g", count)
+	task := api.NewTask("t", "raw_exec")
+	task.Config = map[string]any{"command": "/bin/sleep", "args": []string{"600"}}
+	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	reg := time.Now()
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		return result{}, err
+	}
+	var idx uint64
+	for {
+		if time.Since(reg) > 120*time.Second {
+			return result{}, fmt.Errorf("allocs not running after 120s")
+		}
+		s, meta, err := c.Jobs().Summary("bench", &api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Second})
+		if err == nil {
+			idx = meta.LastIndex
+			if s.Summary["g"].Running == count {
+				break
+			}
+		}
+	}
+	r.RegisterToRunningMs = ms(time.Since(reg))
+	c.Jobs().Deregister("bench", true, nil)
+	return r, nil
+}
+
+func ready(c *api.Client, port int) bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/.well-known/jwks.json", port))
+	if err != nil {
+		return false
+	}
+	var body struct{ Keys []any }
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil || len(body.Keys) == 0 {
+		return false
+	}
+	nodes, _, err := c.Nodes().List(nil)
+	return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+}
+
+func median(rs []result) result {
+	a := append([]result(nil), rs...)
+	sort.Slice(a, func(i, j int) bool { return a[i].StartToReadyMs < a[j].StartToReadyMs })
+	m := a[len(a)/2]
+	sort.Slice(a, func(i, j int) bool { return a[i].RegisterToRunningMs < a[j].RegisterToRunningMs })
+	m.RegisterToRunningMs = a[len(a)/2].RegisterToRunningMs
+	return m
+}
+
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func ptr[T any](v T) *T          { return &v }
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/drover-project/drover/internal/agent/config"
+	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/rawexec"
+	"github.com/drover-project/drover/internal/version"
+)
+
+func (a *Agent) setupClient() error {
+	c := a.config
+	cc := c.Client
+	dataDir, err := a.dataDir("client")
+	if err != nil {
+		return err
+	}
+	if a.server == nil {
+		for _, s := range cc.Servers {
+			a.servers = append(a.servers, withDefaultPort(s, 4647))
+		}
+	}
+	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
+	cfg := client.Config{
+		Name:               c.NodeName,
+		Datacenter:         c.Datacenter,
+		Region:             c.Region,
+		NodeClass:          cc.NodeClass,
+		NodePool:           cc.NodePool,
+		Meta:               cc.Meta,
+		DataDir:            dataDir,
+		StateDir:           cc.StateDir,
+		AllocDir:           cc.AllocDir,
+		NetworkInterface:   cc.NetworkInterface,
+		BindAddr:           bind,
+		CPUTotalCompute:    cc.CPUTotalCompute,
+		MemoryTotalMB:      cc.MemoryTotalMB,
+		MinDynamicPort:     cc.MinDynamicPort,
+		MaxDynamicPort:     cc.MaxDynamicPort,
+		Options:            cc.Options,
+		MaxKillTimeout:     cc.MaxKillTimeout,
+		DevMode:            c.DevMode,
+		Drivers:            a.drivers(),
+		RPC:                a,
+		Logger:             a.logger.Named("client"),
+		Version:            version.Version,
+		DetectForeignPorts: cc.DetectForeignPorts,
+	}
+	if r := cc.Reserved; r != nil {
+		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return err
+	}
+	a.client = cl
+	cl.Start()
+	return nil
+}
+
+// drivers builds the task drivers this client offers.
+func (a *Agent) drivers() []drivers.Driver {
+	return []drivers.Driver{
+		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
+	}
+}
+
+func withDefaultPort(addr string, port int) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	if strings.Count(addr, ":") > 1 && !strings.HasPrefix(addr, "[") {
+		addr = "[" + addr + "]"
+	}
+	return addr + ":" + strconv.Itoa(port)
+}
