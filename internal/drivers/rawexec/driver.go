@@ -1,0 +1,425 @@
+package rawexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/internal/drivers"
+)
+
+// Name is the driver's name in jobspecs.
+const Name = "raw_exec"
+
+// handleVersion is the version of the DriverState format.
+const handleVersion = 1
+
+// Config is the driver's agent configuration.
+type Config struct {
+	// Enabled mirrors `plugin "raw_exec" { config { enabled = true } }`
+	// (and -dev). A disabled driver fingerprints as undetected.
+	Enabled bool
+	// CgroupRoot overrides the cgroup mount the driver creates task cgroups
+	// under (tests). Empty: detect (/sys/fs/cgroup when pure v2, then
+	// /sys/fs/cgroup/unified, then the v1 freezer).
+	CgroupRoot string
+	// DisableCgroups forces the process-group-only fallback.
+	DisableCgroups bool
+	Logger         hclog.Logger
+}
+
+// Driver is the raw_exec driver. It is safe for concurrent use.
+type Driver struct {
+	cfg    Config
+	logger hclog.Logger
+
+	trackerOnce sync.Once
+	trk         tracker
+
+	mu    sync.Mutex
+	tasks map[string]*taskHandle
+}
+
+var _ drivers.Driver = (*Driver)(nil)
+
+// New returns a driver.
+func New(cfg Config) *Driver {
+	l := cfg.Logger
+	if l == nil {
+		l = hclog.NewNullLogger()
+	}
+	return &Driver{cfg: cfg, logger: l.Named(Name), tasks: map[string]*taskHandle{}}
+}
+
+func (d *Driver) tracker() tracker {
+	d.trackerOnce.Do(func() {
+		d.trk = detectTracker(d.cfg.CgroupRoot, d.cfg.DisableCgroups)
+		d.logger.Debug("task tracking", "kind", d.trk.kind, "detail", d.trk.desc)
+	})
+	return d.trk
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string { return Name }
+
+// Fingerprint implements drivers.Driver.
+func (d *Driver) Fingerprint() *drivers.Fingerprint {
+	if !d.cfg.Enabled {
+		return &drivers.Fingerprint{
+			Attributes:        map[string]string{},
+			Health:            drivers.HealthUndetected,
+			HealthDescription: "disabled",
+		}
+	}
+	t := d.tracker()
+	desc := "Healthy"
+	if t.kind == cgNone {
+		desc = "Healthy; " + t.desc
+	}
+	return &drivers.Fingerprint{
+		Attributes:        map[string]string{"driver.raw_exec": "1"},
+		Health:            drivers.HealthHealthy,
+		HealthDescription: desc,
+	}
+}
+
+// taskConfig is the task's `config {}` block.
+type taskConfig struct {
+	Command    string
+	Args       []string
+	V2Override string
+	V1Override string
+}
+
+func parseTaskConfig(m map[string]any) (*taskConfig, error) {
+	tc := &taskConfig{}
+	for k, v := range m {
+		switch k {
+		case "command":
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("config: command must be a string, got %T", v)
+			}
+			tc.Command = s
+		case "args":
+			switch a := v.(type) {
+			case nil:
+			case []string:
+				tc.Args = append([]string(nil), a...)
+			case []any:
+				for i, e := range a {
+					s, ok := e.(string)
+					if !ok {
+						return nil, fmt.Errorf("config: args[%d] must be a string, got %T", i, e)
+					}
+					tc.Args = append(tc.Args, s)
+				}
+			default:
+				return nil, fmt.Errorf("config: args must be a list of strings, got %T", v)
+			}
+		case "cgroup_v2_override":
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("config: cgroup_v2_override must be a string, got %T", v)
+			}
+			tc.V2Override = s
+		case "cgroup_v1_override":
+			// Nomad takes a map of controller -> path; only the freezer
+			// matters to us. A plain string is accepted too.
+			switch o := v.(type) {
+			case string:
+				tc.V1Override = o
+			case map[string]string:
+				tc.V1Override = o["freezer"]
+			case map[string]any:
+				if s, ok := o["freezer"].(string); ok {
+					tc.V1Override = s
+				}
+			default:
+				return nil, fmt.Errorf("config: cgroup_v1_override must be a map of controller to path, got %T", v)
+			}
+		default:
+			return nil, fmt.Errorf("config: unknown key %q", k)
+		}
+	}
+	if strings.TrimSpace(tc.Command) == "" {
+		return nil, errors.New(`config: "command" is required`)
+	}
+	return tc, nil
+}
+
+// resolveCommand finds the executable: absolute as is, a relative path
+// against the task dir, a bare name in the task dir then in the task's PATH
+// (the agent's PATH when the task has none).
+func resolveCommand(cmd, taskDir string, env map[string]string) (string, error) {
+	isExec := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+	}
+	if filepath.IsAbs(cmd) {
+		return cmd, nil
+	}
+	if strings.Contains(cmd, "/") {
+		return filepath.Join(taskDir, cmd), nil
+	}
+	if taskDir != "" {
+		for _, p := range []string{filepath.Join(taskDir, cmd), filepath.Join(taskDir, "local", cmd)} {
+			if isExec(p) {
+				return p, nil
+			}
+		}
+	}
+	path, ok := env["PATH"]
+	if !ok {
+		path = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(taskDir, dir)
+		}
+		if p := filepath.Join(dir, cmd); isExec(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in the task dir or PATH %q", cmd, path)
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+}
+
+func cgroupName(id string) string {
+	return strings.NewReplacer("/", ".", "..", "_").Replace(id)
+}
+
+// StartTask implements drivers.Driver.
+func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
+	if cfg == nil || cfg.ID == "" {
+		return nil, errors.New("task config with an ID is required")
+	}
+	if !d.cfg.Enabled {
+		return nil, errors.New("raw_exec driver is disabled")
+	}
+	d.mu.Lock()
+	_, dup := d.tasks[cfg.ID]
+	d.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("task %q is already started", cfg.ID)
+	}
+	tc, err := parseTaskConfig(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	path, err := resolveCommand(tc.Command, cfg.TaskDir, cfg.Env)
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := openLog(cfg.StdoutPath)
+	if err != nil {
+		return nil, fmt.Errorf("open stdout: %w", err)
+	}
+	defer stdout.Close()
+	stderr, err := openLog(cfg.StderrPath)
+	if err != nil {
+		return nil, fmt.Errorf("open stderr: %w", err)
+	}
+	defer stderr.Close()
+
+	trk := d.tracker()
+	override := tc.V2Override
+	if trk.kind == cgV1Freeze {
+		override = tc.V1Override
+	}
+	cg, err := trk.newTaskCgroup(cfg.CgroupParent, cgroupName(cfg.ID), override)
+	if err != nil {
+		return nil, err
+	}
+
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{tc.Command}, tc.Args...),
+		Env:         envList(cfg.Env),
+		Dir:         cfg.TaskDir,
+		Stdin:       nil,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cg.start(cmd); err != nil {
+		if cg != nil && cg.Owned {
+			_ = os.Remove(cg.Path)
+		}
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	pid := cmd.Process.Pid
+	st, err := readProcStat(pid)
+	if err != nil {
+		// The process already exited and was... not yet reaped; its stat is
+		// still readable while a zombie, so this is unexpected.
+		d.logger.Warn("cannot read process start time", "pid", pid, "error", err)
+	}
+	h := newHandle(cfg, pid, st.startTime, time.Now(), cg, d.logger)
+	go h.waitChild(cmd)
+
+	state, err := json.Marshal(h.state())
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.tasks[cfg.ID] = h
+	d.mu.Unlock()
+	d.logger.Debug("task started", "task", cfg.ID, "pid", pid, "cgroup", h.cgroupPath())
+	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateRunning, DriverState: state}, nil
+}
+
+// RecoverTask implements drivers.Driver. The process is no longer our child:
+// its exit is detected by polling /proc, and its exit status is unknown.
+func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
+	if th == nil || th.Config == nil {
+		return errors.New("handle with a task config is required")
+	}
+	var ds driverState
+	if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+		return fmt.Errorf("decode driver state: %w", err)
+	}
+	d.mu.Lock()
+	_, exists := d.tasks[th.Config.ID]
+	d.mu.Unlock()
+	if exists {
+		return nil // already attached
+	}
+	if ds.PID <= 0 || !processAlive(ds.PID, ds.StartTime) {
+		// The task is gone (or its pid was reused). Whatever it left in its
+		// cgroup belongs to nobody now: clean it up.
+		if err := ds.Cgroup.destroy(); err != nil {
+			d.logger.Warn("cleanup of dead task's cgroup failed", "task", th.Config.ID, "error", err)
+		}
+		return fmt.Errorf("task process %d is no longer running", ds.PID)
+	}
+	h := newHandle(th.Config, ds.PID, ds.StartTime, ds.StartedAt, ds.Cgroup, d.logger)
+	go h.pollExit()
+	d.mu.Lock()
+	d.tasks[th.Config.ID] = h
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Driver) get(id string) (*taskHandle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h, ok := d.tasks[id]
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	return h, nil
+}
+
+// WaitTask implements drivers.Driver.
+func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *drivers.ExitResult, 1)
+	go func() {
+		select {
+		case <-h.done:
+			ch <- h.exitResult()
+		case <-ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+// StopTask implements drivers.Driver.
+func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	sig, err := parseSignal(signal, syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	if !h.exited() {
+		if err := h.signalGroup(sig); err != nil {
+			d.logger.Debug("signal failed", "task", taskID, "error", err)
+		}
+		t := time.NewTimer(timeout)
+		select {
+		case <-h.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return h.killAndCleanup()
+}
+
+// DestroyTask implements drivers.Driver.
+func (d *Driver) DestroyTask(taskID string, force bool) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if !h.exited() && !force {
+		return fmt.Errorf("task %q is still running; stop it or destroy with force", taskID)
+	}
+	if err := h.killAndCleanup(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	delete(d.tasks, taskID)
+	d.mu.Unlock()
+	return nil
+}
+
+// InspectTask implements drivers.Driver.
+func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	return h.status(), nil
+}
+
+// SignalTask implements drivers.Driver.
+func (d *Driver) SignalTask(taskID string, signal string) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	sig, err := parseSignal(signal, syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	if h.exited() {
+		return fmt.Errorf("task %q has exited", taskID)
+	}
+	return syscall.Kill(h.pid, sig)
+}
