@@ -289,3 +289,14 @@ func (ar *AllocRunner) Shutdown() {
 
 // Start runs the allocation in a goroutine (once).
 func (ar *AllocRunner) Start() { ar.runOnce.Do(func() { go ar.Run() }) }
+
+// TaskFinished reports whether the task exists and whether its runner is
+// done for good (its log collector flushed and closed).
+func (ar *AllocRunner) TaskFinished(task string) (known, finished bool) {
+	for _, e := range ar.tasks {
+		if e.tr.Task().Name == task {
+			return true, e.done()
+		}
+	}
+	return false, false
+}
