@@ -4,8 +4,8 @@ import (
 	"github.com/drover-project/drover/internal/client/allocdir"
 	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/logs"
-	"github.com/drover-project/drover/internal/client/taskrunner"
 	"github.com/drover-project/drover/internal/client/taskenv"
+	"github.com/drover-project/drover/internal/client/taskrunner"
 )
 
 // The allocation directory, log collection and task environment packages
