@@ -1,8 +1,11 @@
 package client
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +246,21 @@ func TestClient_NoDuplicateUpdates(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestClient_DetectForeignPorts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	want := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/tcp"
+	tc := newTestClient(t, func(c *Config) { c.DetectForeignPorts = true })
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		n := tc.srv.node(tc.NodeID())
+		if n == nil || !slices.Contains(n.ForeignPorts, want) {
+			return testutil.Errorf("server's node lacks foreign port %s", want)
+		}
+		return nil
+	})
 }
