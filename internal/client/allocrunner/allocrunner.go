@@ -1,0 +1,302 @@
+package allocrunner
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/taskrunner"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// AllocDir is what the runner needs from an allocation directory
+// (allocdir.AllocDir).
+type AllocDir interface {
+	Build(tasks []string) error
+	TaskDir(task string) string
+	LogDir() string
+	Destroy() error
+	Resolve(rel string) (string, error)
+	List(rel string) ([]*api.AllocFileInfo, error)
+	Stat(rel string) (*api.AllocFileInfo, error)
+}
+
+// Config is everything an AllocRunner needs.
+type Config struct {
+	Alloc     *structs.Allocation
+	Node      *structs.Node
+	Region    string
+	AllocRoot string
+	// Drivers by name; only detected drivers belong here.
+	Drivers        map[string]drivers.Driver
+	MaxKillTimeout time.Duration
+
+	// StateUpdater receives a stripped copy of the allocation (ID, NodeID,
+	// ClientStatus, ClientDescription, TaskStates, DeploymentStatus,
+	// NetworkStatus) after every change. It must not block for long.
+	StateUpdater func(*structs.Allocation)
+
+	NewAllocDir       func(allocRoot, allocID string) AllocDir
+	StartLogs         taskrunner.StartLogsFunc
+	BuildEnv          taskrunner.BuildEnvFunc
+	InterpolateConfig taskrunner.InterpolateConfigFunc
+
+	Logger hclog.Logger
+	Clock  func() time.Time
+}
+
+// Lifecycle phases of a task.
+const (
+	phasePrestart = iota
+	phasePrestartSidecar
+	phaseMain
+	phasePoststart
+	phasePoststop
+)
+
+type taskEntry struct {
+	tr    *taskrunner.TaskRunner
+	phase int
+	gate  chan struct{}
+	open  sync.Once
+}
+
+func (e *taskEntry) start()       { e.open.Do(func() { close(e.gate) }) }
+func (e *taskEntry) done() bool   { return isClosed(e.tr.WaitCh()) }
+func (e *taskEntry) failed() bool { return e.tr.State().Failed }
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// AllocRunner runs one allocation. Create with New, then call Run in a
+// goroutine.
+type AllocRunner struct {
+	cfg    Config
+	logger hclog.Logger
+	dir    AllocDir
+
+	mu    sync.Mutex
+	alloc *structs.Allocation
+	tasks []*taskEntry // in the job's task order
+
+	reportMu sync.Mutex
+	changeCh chan struct{}
+
+	killOnce sync.Once
+	killCh   chan struct{}
+	waitCh   chan struct{}
+	runOnce  sync.Once
+}
+
+// New builds a runner (and its task runners, each recording Received).
+func New(cfg Config) (*AllocRunner, error) {
+	if cfg.Alloc == nil || cfg.Alloc.Job == nil {
+		return nil, fmt.Errorf("allocation has no job")
+	}
+	tg := cfg.Alloc.Job.LookupTaskGroup(cfg.Alloc.TaskGroup)
+	if tg == nil {
+		return nil, fmt.Errorf("task group %q not found in job %q", cfg.Alloc.TaskGroup, cfg.Alloc.JobID)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	ar := &AllocRunner{
+		cfg:      cfg,
+		logger:   cfg.Logger.With("alloc_id", cfg.Alloc.ID),
+		alloc:    cfg.Alloc,
+		changeCh: make(chan struct{}, 1),
+		killCh:   make(chan struct{}),
+		waitCh:   make(chan struct{}),
+	}
+	if cfg.NewAllocDir != nil {
+		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)
+	} else {
+		ar.dir = pathsOnly(filepath.Join(cfg.AllocRoot, cfg.Alloc.ID))
+	}
+	allocDir := filepath.Join(cfg.AllocRoot, cfg.Alloc.ID)
+	for _, t := range tg.Tasks {
+		e := &taskEntry{phase: phaseOf(t), gate: make(chan struct{})}
+		var drv drivers.Driver
+		if d, ok := cfg.Drivers[t.Driver]; ok {
+			drv = d
+		}
+		e.tr = taskrunner.New(taskrunner.Config{
+			Alloc: cfg.Alloc, Task: t, Driver: drv, Node: cfg.Node, Region: cfg.Region,
+			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
+			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
+			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
+			Logger: ar.logger, Clock: cfg.Clock,
+		})
+		ar.tasks = append(ar.tasks, e)
+	}
+	return ar, nil
+}
+
+func phaseOf(t *structs.Task) int {
+	if t.Lifecycle == nil {
+		return phaseMain
+	}
+	switch t.Lifecycle.Hook {
+	case "prestart":
+		if t.Lifecycle.Sidecar {
+			return phasePrestartSidecar
+		}
+		return phasePrestart
+	case "poststart":
+		return phasePoststart
+	case "poststop":
+		return phasePoststop
+	}
+	return phaseMain
+}
+
+// ID is the allocation ID.
+func (ar *AllocRunner) ID() string { return ar.cfg.Alloc.ID }
+
+// AllocDir returns the allocation's directory.
+func (ar *AllocRunner) AllocDir() AllocDir { return ar.dir }
+
+// WaitCh is closed when every task is done for good.
+func (ar *AllocRunner) WaitCh() <-chan struct{} { return ar.waitCh }
+
+// TaskState returns a copy of one task's state, or nil for unknown tasks.
+func (ar *AllocRunner) TaskState(task string) *structs.TaskState {
+	for _, e := range ar.tasks {
+		if e.tr.Task().Name == task {
+			return e.tr.State()
+		}
+	}
+	return nil
+}
+
+// Alloc returns the server's copy of the allocation with the client's
+// observed fields (ClientStatus, ClientDescription, TaskStates) filled in.
+func (ar *AllocRunner) Alloc() *structs.Allocation {
+	ar.mu.Lock()
+	a := *ar.alloc
+	ar.mu.Unlock()
+	a.TaskStates = ar.taskStates()
+	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	return &a
+}
+
+func (ar *AllocRunner) taskStates() map[string]*structs.TaskState {
+	m := make(map[string]*structs.TaskState, len(ar.tasks))
+	for _, e := range ar.tasks {
+		m[e.tr.Task().Name] = e.tr.State()
+	}
+	return m
+}
+
+// stripped is the update the client sends for this allocation.
+func (ar *AllocRunner) stripped() *structs.Allocation {
+	ar.mu.Lock()
+	src := ar.alloc
+	ar.mu.Unlock()
+	a := &structs.Allocation{
+		ID:               src.ID,
+		NodeID:           src.NodeID,
+		DeploymentStatus: src.DeploymentStatus,
+		NetworkStatus:    src.NetworkStatus,
+		TaskStates:       ar.taskStates(),
+	}
+	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	return a
+}
+
+func (ar *AllocRunner) onTaskChange() {
+	select {
+	case ar.changeCh <- struct{}{}:
+	default:
+	}
+	ar.report()
+}
+
+// report sends the current state; serialised so updates arrive in order.
+func (ar *AllocRunner) report() {
+	if ar.cfg.StateUpdater == nil {
+		return
+	}
+	ar.reportMu.Lock()
+	defer ar.reportMu.Unlock()
+	ar.cfg.StateUpdater(ar.stripped())
+}
+
+// Update gives the runner the server's newest copy. A server-terminal
+// allocation (desired stop/evict) is killed; one the server marked
+// `unknown` (reconnect after a disconnect) gets a Reconnected event so its
+// true state is sent again.
+func (ar *AllocRunner) Update(alloc *structs.Allocation) {
+	ar.mu.Lock()
+	ar.alloc = alloc
+	ar.mu.Unlock()
+	for _, e := range ar.tasks {
+		e.tr.Update(alloc)
+	}
+	if alloc.ServerTerminalStatus() {
+		ar.Kill("alloc desired status is " + alloc.DesiredStatus)
+		return
+	}
+	if alloc.ClientStatus == structs.AllocClientStatusUnknown {
+		for _, e := range ar.tasks {
+			e.tr.EmitEvent(e.tr.NewEvent(structs.TaskReconnected, "Client reconnected"))
+		}
+	}
+}
+
+// Kill stops every task (poststop tasks still run afterwards). It returns at
+// once; wait on WaitCh.
+func (ar *AllocRunner) Kill(reason string) {
+	ar.killOnce.Do(func() {
+		close(ar.killCh)
+		for _, e := range ar.tasks {
+			if e.phase != phasePoststop {
+				e.tr.Kill(reason)
+			}
+		}
+	})
+}
+
+// Destroy kills the allocation, waits for its tasks and removes its
+// directory.
+func (ar *AllocRunner) Destroy() error {
+	ar.Kill("alloc destroyed")
+	ar.runOnce.Do(func() { go ar.Run() }) // never ran: let the tasks end
+	<-ar.waitCh
+	return ar.dir.Destroy()
+}
+
+// Shutdown stops the tasks and waits for them (client shutdown; no state is
+// persisted yet so nothing can be re-attached later).
+func (ar *AllocRunner) Shutdown() {
+	ar.Kill("client shutting down")
+	ar.runOnce.Do(func() { go ar.Run() })
+	<-ar.waitCh
+}
+
+// Start runs the allocation in a goroutine (once).
+func (ar *AllocRunner) Start() { ar.runOnce.Do(func() { go ar.Run() }) }
+
+// TaskFinished reports whether the task exists and whether its runner is
+// done for good (its log collector flushed and closed).
+func (ar *AllocRunner) TaskFinished(task string) (known, finished bool) {
+	for _, e := range ar.tasks {
+		if e.tr.Task().Name == task {
+			return true, e.done()
+		}
+	}
+	return false, false
+}

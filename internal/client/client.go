@@ -1,0 +1,293 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/allocrunner"
+	"github.com/drover-project/drover/internal/client/fingerprint"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Client is the client agent.
+type Client struct {
+	cfg    Config
+	logger hclog.Logger
+	now    func() time.Time
+
+	nodeMu sync.RWMutex
+	node   *structs.Node
+
+	drivers map[string]drivers.Driver
+
+	// registered is closed after the first successful Node.Register.
+	registered     chan struct{}
+	registeredOnce sync.Once
+	// serversContacted is closed after the first successful alloc pull.
+	serversContacted     chan struct{}
+	serversContactedOnce sync.Once
+	// reregister asks the heartbeat loop to register again.
+	reregister chan struct{}
+
+	allocMu sync.RWMutex
+	allocs  map[string]*allocrunner.AllocRunner
+	// allocIndex is the AllocModifyIndex of the local copy of each alloc.
+	allocIndex map[string]uint64
+
+	sync *allocSync
+
+	shutdownCh   chan struct{}
+	shutdownOnce sync.Once
+	wg           sync.WaitGroup
+	startOnce    sync.Once
+}
+
+// New fingerprints the node and prepares the client; Start runs it.
+func New(cfg Config) (*Client, error) {
+	if cfg.RPC == nil {
+		return nil, errors.New("client: no RPCer")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.DataDir == "" && (cfg.StateDir == "" || cfg.AllocDir == "") {
+		if !cfg.DevMode {
+			return nil, errors.New("client: data_dir is required outside dev mode")
+		}
+		d, err := os.MkdirTemp("", "drover-client-")
+		if err != nil {
+			return nil, err
+		}
+		cfg.DataDir = d
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(cfg.DataDir, "client")
+	}
+	if cfg.AllocDir == "" {
+		cfg.AllocDir = filepath.Join(cfg.DataDir, "alloc")
+	}
+	for _, d := range []string{cfg.StateDir, cfg.AllocDir} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+	}
+	if cfg.Region == "" {
+		cfg.Region = structs.DefaultRegion
+	}
+	if cfg.Datacenter == "" {
+		cfg.Datacenter = structs.DefaultDatacenter
+	}
+	if cfg.NodePool == "" {
+		cfg.NodePool = structs.DefaultNodePool
+	}
+	c := &Client{
+		cfg:              cfg,
+		logger:           cfg.Logger.Named("client"),
+		now:              cfg.Clock,
+		drivers:          map[string]drivers.Driver{},
+		registered:       make(chan struct{}),
+		serversContacted: make(chan struct{}),
+		reregister:       make(chan struct{}, 1),
+		allocs:           map[string]*allocrunner.AllocRunner{},
+		allocIndex:       map[string]uint64{},
+		shutdownCh:       make(chan struct{}),
+	}
+	c.sync = newAllocSync(c)
+	id, secret, err := nodeIdentity(cfg.StateDir, cfg.DevMode)
+	if err != nil {
+		return nil, err
+	}
+	c.node = c.buildNode(id, secret)
+	return c, nil
+}
+
+// nodeIdentity loads the node ID and secret from StateDir/client-id and
+// StateDir/secret-id, creating them the first time (dev: random each time).
+func nodeIdentity(stateDir string, dev bool) (string, string, error) {
+	if dev {
+		return uuid.NewString(), uuid.NewString(), nil
+	}
+	load := func(name string) (string, error) {
+		p := filepath.Join(stateDir, name)
+		b, err := os.ReadFile(p)
+		if err == nil {
+			if id := strings.TrimSpace(string(b)); id != "" {
+				if _, err := uuid.Parse(id); err != nil {
+					return "", fmt.Errorf("client: %s holds an invalid ID: %w", p, err)
+				}
+				return id, nil
+			}
+		} else if !os.IsNotExist(err) {
+			return "", err
+		}
+		id := uuid.NewString()
+		tmp := p + ".tmp"
+		if err := os.WriteFile(tmp, []byte(id), 0o600); err != nil {
+			return "", err
+		}
+		return id, os.Rename(tmp, p)
+	}
+	id, err := load("client-id")
+	if err != nil {
+		return "", "", err
+	}
+	secret, err := load("secret-id")
+	return id, secret, err
+}
+
+func (c *Client) buildNode(id, secret string) *structs.Node {
+	cfg := c.cfg
+	name := cfg.Name
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	n := &structs.Node{
+		ID: id, SecretID: secret, Name: name, Datacenter: cfg.Datacenter, NodeClass: cfg.NodeClass,
+		NodePool: cfg.NodePool, Meta: map[string]string{}, Status: structs.NodeStatusInit,
+		SchedulingEligibility: structs.NodeSchedulingEligible,
+	}
+	for k, v := range cfg.Meta {
+		n.Meta[k] = v
+	}
+	var deny []string
+	if d := cfg.Options["fingerprint.denylist"]; d != "" {
+		deny = strings.Split(d, ",")
+	}
+	fingerprint.Node(fingerprint.Config{
+		AllocDir: cfg.AllocDir, NetworkInterface: cfg.NetworkInterface, BindAddr: cfg.BindAddr,
+		CPUTotalCompute: cfg.CPUTotalCompute, MemoryTotalMB: cfg.MemoryTotalMB,
+		MinDynamicPort: cfg.MinDynamicPort, MaxDynamicPort: cfg.MaxDynamicPort,
+		Reserved: fingerprint.Reserved(cfg.Reserved), Denylist: deny, Version: cfg.Version,
+		DevMode: cfg.DevMode, Logger: c.logger,
+	}, n)
+	if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
+		n.HTTPAddr = ip + ":4646"
+	}
+	fingerprint.Drivers(n, cfg.Drivers, c.now())
+	for _, d := range cfg.Drivers {
+		if info := n.Drivers[d.Name()]; info != nil && info.Detected {
+			c.drivers[d.Name()] = d
+		}
+	}
+	n.ComputeClass()
+	return n
+}
+
+// NodeID is this node's ID.
+func (c *Client) NodeID() string {
+	c.nodeMu.RLock()
+	defer c.nodeMu.RUnlock()
+	return c.node.ID
+}
+
+func (c *Client) secretID() string {
+	c.nodeMu.RLock()
+	defer c.nodeMu.RUnlock()
+	return c.node.SecretID
+}
+
+// Node returns a copy of the node as last fingerprinted/registered.
+func (c *Client) Node() *structs.Node {
+	c.nodeMu.RLock()
+	defer c.nodeMu.RUnlock()
+	return c.node.Copy()
+}
+
+// Start runs registration, heartbeats, the alloc watcher and the status
+// sync. Idempotent.
+func (c *Client) Start() {
+	c.startOnce.Do(func() {
+		c.wg.Add(3)
+		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
+		go func() { defer c.wg.Done(); c.watchAllocations() }()
+		go func() { defer c.wg.Done(); c.sync.run() }()
+		if c.cfg.DetectForeignPorts {
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); c.watchForeignPorts() }()
+		}
+	})
+}
+
+// Shutdown stops the client's loops and then stops every task it runs (in
+// all modes, dev or not: task state is not persisted yet, so a later client
+// could not re-attach to tasks left running).
+func (c *Client) Shutdown() error {
+	c.shutdownOnce.Do(func() { close(c.shutdownCh) })
+	c.wg.Wait()
+	c.allocMu.Lock()
+	runners := make([]*allocrunner.AllocRunner, 0, len(c.allocs))
+	for _, ar := range c.allocs {
+		runners = append(runners, ar)
+	}
+	c.allocMu.Unlock()
+	var wg sync.WaitGroup
+	for _, ar := range runners {
+		wg.Add(1)
+		go func() { defer wg.Done(); ar.Shutdown() }()
+	}
+	wg.Wait()
+	if c.cfg.DevMode {
+		for _, ar := range runners {
+			if err := ar.AllocDir().Destroy(); err != nil {
+				c.logger.Warn("failed to remove alloc dir", "alloc_id", ar.ID(), "error", err)
+			}
+		}
+	}
+	return nil
+}
+
+// shuttingDown reports whether Shutdown was called.
+func (c *Client) shuttingDown() bool {
+	select {
+	case <-c.shutdownCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until shutdown; false on shutdown.
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.shutdownCh:
+		return false
+	}
+}
+
+// getAllocRunner returns the runner of an allocation on this node.
+func (c *Client) getAllocRunner(allocID string) (*allocrunner.AllocRunner, error) {
+	c.allocMu.RLock()
+	defer c.allocMu.RUnlock()
+	ar, ok := c.allocs[allocID]
+	if !ok {
+		return nil, structs.NewErrCoded(404, "unknown allocation ID %q", allocID)
+	}
+	return ar, nil
+}
+
+// Allocs returns the allocations this client runs, with their observed
+// state.
+func (c *Client) Allocs() []*structs.Allocation {
+	c.allocMu.RLock()
+	defer c.allocMu.RUnlock()
+	out := make([]*structs.Allocation, 0, len(c.allocs))
+	for _, ar := range c.allocs {
+		out = append(out, ar.Alloc())
+	}
+	return out
+}

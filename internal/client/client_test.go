@@ -1,0 +1,266 @@
+package client
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+type testClient struct {
+	*Client
+	srv *fakeServer
+	drv *mock.Driver
+}
+
+func newTestClient(t *testing.T, mut func(*Config)) *testClient {
+	t.Helper()
+	srv := newFakeServer()
+	drv := mock.New()
+	cfg := Config{
+		Name: "test-node", DataDir: t.TempDir(), DevMode: true, RPC: srv,
+		Drivers: []drivers.Driver{drv}, Version: "0.1.0", MaxKillTimeout: 2 * time.Second,
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+	t.Cleanup(func() { c.Shutdown() })
+	return &testClient{Client: c, srv: srv, drv: drv}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func (tc *testClient) waitReady(t *testing.T) {
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		n := tc.srv.node(tc.NodeID())
+		if n == nil || n.Status != structs.NodeStatusReady {
+			return testutil.Errorf("node %+v not ready", n)
+		}
+		return nil
+	})
+}
+
+func (tc *testClient) waitServerStatus(t *testing.T, id, status string) *structs.Allocation {
+	t.Helper()
+	var a *structs.Allocation
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		a = tc.srv.alloc(id)
+		if a == nil || a.ClientStatus != status {
+			return testutil.Errorf("server copy of alloc: %+v, want client status %s", a, status)
+		}
+		return nil
+	})
+	return a
+}
+
+func (tc *testClient) place(jobType string, tasks ...*structs.Task) *structs.Allocation {
+	a := testutil.Alloc(jobType, tasks...)
+	a.NodeID = tc.NodeID()
+	tc.srv.upsertAlloc(a)
+	return a
+}
+
+func TestClient_RegisterHeartbeatReady(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	n := tc.srv.node(tc.NodeID())
+	if n.Name != "test-node" || n.Drivers["mock_driver"] == nil || !n.Drivers["mock_driver"].Healthy ||
+		n.Attributes["driver.mock_driver"] != "1" || n.NodeResources.Cpu.CpuShares == 0 || n.SecretID == "" {
+		t.Fatalf("registered node incomplete: %+v", n)
+	}
+	// Heartbeats continue every TTL.
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		tc.srv.mu.Lock()
+		defer tc.srv.mu.Unlock()
+		if len(tc.srv.statuses) < 3 {
+			return testutil.Errorf("%d heartbeats", len(tc.srv.statuses))
+		}
+		return nil
+	})
+}
+
+func TestClient_ReregistersWhenServerForgetsNode(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	tc.srv.mu.Lock()
+	tc.srv.forget = true
+	regs := tc.srv.regs
+	tc.srv.mu.Unlock()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		tc.srv.mu.Lock()
+		defer tc.srv.mu.Unlock()
+		if tc.srv.regs <= regs {
+			return testutil.Errorf("not re-registered")
+		}
+		return nil
+	})
+}
+
+func TestClient_RegisterRetriesUntilServerAnswers(t *testing.T) {
+	srv := newFakeServer()
+	srv.failNext["Node.Register"] = 2
+	tc := newTestClient(t, func(c *Config) { c.RPC = srv })
+	tc.srv = srv
+	tc.waitReady(t)
+}
+
+func TestClient_PersistentNodeID(t *testing.T) {
+	dir := t.TempDir()
+	mk := func() *Client {
+		c, err := New(Config{DataDir: dir, RPC: newFakeServer()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := mk(), mk()
+	if a.NodeID() != b.NodeID() || a.secretID() != b.secretID() || a.NodeID() == a.secretID() {
+		t.Fatalf("IDs not persisted: %s/%s vs %s/%s", a.NodeID(), a.secretID(), b.NodeID(), b.secretID())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "client", "client-id")); string(got) != a.NodeID() {
+		t.Fatalf("client-id file %q", got)
+	}
+	d1, _ := New(Config{DevMode: true, DataDir: t.TempDir(), RPC: newFakeServer()})
+	d2, _ := New(Config{DevMode: true, DataDir: t.TempDir(), RPC: newFakeServer()})
+	if d1.NodeID() == d2.NodeID() {
+		t.Fatal("dev mode reused a node ID")
+	}
+}
+
+func TestClient_BatchAllocRunsAndCompletes(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "300ms"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+	st := got.TaskStates["t"]
+	if st == nil || st.State != structs.TaskStateDead || st.Failed {
+		t.Fatalf("task state %+v", st)
+	}
+	if tc.drv.StartCount("t") != 1 {
+		t.Fatalf("started %d times", tc.drv.StartCount("t"))
+	}
+	// Updates carry only client-owned fields.
+	tc.srv.mu.Lock()
+	for _, batch := range tc.srv.updates {
+		for _, u := range batch {
+			if u.Job != nil || u.DesiredStatus != "" || u.NodeID != tc.NodeID() {
+				t.Errorf("update not stripped: %+v", u)
+			}
+		}
+	}
+	tc.srv.mu.Unlock()
+}
+
+func TestClient_DesiredStopKillsThenGCDestroys(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	tc.srv.stopAlloc(a.ID)
+	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+	ev := got.TaskStates["t"].Events
+	if ev[len(ev)-1].Type != structs.TaskKilled {
+		t.Fatalf("last event %s", ev[len(ev)-1].Type)
+	}
+	tc.srv.gcAlloc(a.ID)
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if _, err := tc.getAllocRunner(a.ID); err == nil {
+			return testutil.Errorf("runner still present")
+		}
+		return nil
+	})
+}
+
+func TestClient_RestartPolicyReported(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "10ms", "exit_code": 1}))
+	a.Job.TaskGroups[0].RestartPolicy.Attempts = 2
+	a.NodeID = tc.NodeID()
+	tc.srv.upsertAlloc(a)
+	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusFailed)
+	if st := got.TaskStates["t"]; st.Restarts != 2 || !st.Failed {
+		t.Fatalf("task state restarts=%d failed=%v", st.Restarts, st.Failed)
+	}
+}
+
+func TestClient_AllocSyncRetriesFailedUpdates(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	tc.srv.mu.Lock()
+	tc.srv.failNext["Node.UpdateAlloc"] = 2
+	tc.srv.mu.Unlock()
+	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1ms"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+}
+
+func TestClient_NoDuplicateUpdates(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1ms"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+	count := func() int {
+		tc.srv.mu.Lock()
+		defer tc.srv.mu.Unlock()
+		n := 0
+		for _, b := range tc.srv.updates {
+			for _, u := range b {
+				if u.ID == a.ID && u.ClientStatus == structs.AllocClientStatusComplete {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// A no-op server-side change makes the client re-pull the alloc; the
+	// terminal state it already acknowledged must not be sent again.
+	before := count()
+	tc.srv.upsertAlloc(tc.srv.alloc(a.ID))
+	// Wait for a full non-urgent window past the re-pull.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if count() != before {
+			t.Fatalf("complete state sent again (%d -> %d)", before, count())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClient_DetectForeignPorts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	want := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/tcp"
+	tc := newTestClient(t, func(c *Config) { c.DetectForeignPorts = true })
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		n := tc.srv.node(tc.NodeID())
+		if n == nil || !slices.Contains(n.ForeignPorts, want) {
+			return testutil.Errorf("server's node lacks foreign port %s", want)
+		}
+		return nil
+	})
+}

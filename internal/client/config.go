@@ -1,0 +1,58 @@
+package client
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/hashicorp/go-hclog"
+)
+
+// RPCer calls a server RPC method ("Node.Register", ...).
+type RPCer interface {
+	RPC(method string, args, reply any) error
+}
+
+// Reserved is client.reserved: resources held back from scheduling.
+type Reserved struct {
+	CPU           int // MHz
+	MemoryMB      int
+	DiskMB        int
+	ReservedPorts string // "22,80,8000-8100"
+}
+
+// Config configures a Client.
+type Config struct {
+	Name       string
+	Datacenter string
+	Region     string
+	NodeClass  string
+	NodePool   string
+	Meta       map[string]string
+
+	DataDir  string
+	StateDir string // default <DataDir>/client
+	AllocDir string // default <DataDir>/alloc
+
+	NetworkInterface string
+	// BindAddr is the agent's advertise/bind address; it picks the
+	// fingerprinted interface when NetworkInterface is empty.
+	BindAddr        string
+	CPUTotalCompute int
+	MemoryTotalMB   int
+	MinDynamicPort  int
+	MaxDynamicPort  int
+	Reserved        Reserved
+	// Options is client.options ("fingerprint.denylist", ...).
+	Options        map[string]string
+	MaxKillTimeout time.Duration
+	DevMode        bool
+
+	Drivers []drivers.Driver
+	RPC     RPCer
+	Logger  hclog.Logger
+	Version string
+	// DetectForeignPorts reports ports bound by processes the client did not
+	// start in Node.ForeignPorts.
+	DetectForeignPorts bool
+	Clock              func() time.Time
+}

@@ -1,0 +1,10 @@
+// Package client is Drover's client agent: it fingerprints the node,
+// registers it with the servers and keeps it alive with heartbeats, pulls the
+// node's allocations with blocking queries, runs them through alloc runners,
+// pushes their observed state back in batches, and serves the allocation
+// filesystem and logs to the HTTP layer.
+//
+// The client owns observed state only (ClientStatus, TaskStates, ...). It
+// must never change server-owned fields of an allocation, never talk to the
+// servers other than through its RPCer, and never decide placement.
+package client

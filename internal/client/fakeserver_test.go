@@ -1,0 +1,188 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// fakeServer is an in-memory stand-in for the servers' client-facing RPCs.
+type fakeServer struct {
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every alloc change
+	index    uint64
+	ttl      time.Duration
+	nodes    map[string]*structs.Node
+	statuses []string // heartbeat statuses received
+	allocs   map[string]*structs.Allocation
+	updates  [][]*structs.Allocation // Node.UpdateAlloc batches
+	failNext map[string]int          // method -> remaining failures
+	forget   bool                    // answer "node not found" to heartbeats
+	regs     int
+}
+
+func newFakeServer() *fakeServer {
+	return &fakeServer{changed: make(chan struct{}), index: 1, ttl: 50 * time.Millisecond,
+		nodes: map[string]*structs.Node{}, allocs: map[string]*structs.Allocation{}, failNext: map[string]int{}}
+}
+
+func (s *fakeServer) bump() {
+	s.index++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// upsertAlloc adds or changes an alloc (server-owned fields).
+func (s *fakeServer) upsertAlloc(a *structs.Allocation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bump()
+	a = a.CopySkipJob()
+	a.ModifyIndex, a.AllocModifyIndex = s.index, s.index
+	if old, ok := s.allocs[a.ID]; ok {
+		a.ClientStatus, a.TaskStates = old.ClientStatus, old.TaskStates
+	} else {
+		a.CreateIndex = s.index
+	}
+	s.allocs[a.ID] = a
+}
+
+func (s *fakeServer) stopAlloc(id string) {
+	s.mu.Lock()
+	a := s.allocs[id].CopySkipJob()
+	s.mu.Unlock()
+	a.DesiredStatus = structs.AllocDesiredStatusStop
+	s.upsertAlloc(a)
+}
+
+func (s *fakeServer) gcAlloc(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.allocs, id)
+	s.bump()
+}
+
+func (s *fakeServer) alloc(id string) *structs.Allocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.allocs[id]; a != nil {
+		return a.CopySkipJob()
+	}
+	return nil
+}
+
+func (s *fakeServer) node(id string) *structs.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.nodes[id]; n != nil {
+		return n.Copy()
+	}
+	return nil
+}
+
+func (s *fakeServer) RPC(method string, args, reply any) error {
+	s.mu.Lock()
+	if s.failNext[method] > 0 {
+		s.failNext[method]--
+		s.mu.Unlock()
+		return errors.New("injected failure")
+	}
+	s.mu.Unlock()
+	switch method {
+	case "Node.Register":
+		req := args.(*structs.NodeRegisterRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := req.Node.Copy()
+		if old := s.nodes[n.ID]; old != nil {
+			if old.SecretID != n.SecretID {
+				return errors.New("node secret ID does not match")
+			}
+			n.Status = old.Status
+		}
+		s.nodes[n.ID] = n
+		s.regs++
+		s.forget = false
+		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index}
+		return nil
+	case "Node.UpdateStatus":
+		req := args.(*structs.NodeUpdateStatusRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := s.nodes[req.NodeID]
+		if n == nil || s.forget {
+			return structs.NewErrCoded(404, "node not found")
+		}
+		if n.SecretID != req.SecretID {
+			return errors.New("node secret ID does not match")
+		}
+		n.Status = req.Status
+		s.statuses = append(s.statuses, req.Status)
+		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index}
+		return nil
+	case "Node.GetClientAllocs":
+		req := args.(*structs.NodeSpecificRequest)
+		deadline := time.After(min(req.MaxQueryTime, 2*time.Second))
+		for {
+			s.mu.Lock()
+			if s.nodes[req.NodeID] == nil {
+				s.mu.Unlock()
+				return structs.NewErrCoded(404, "node not found")
+			}
+			if s.index > req.MinQueryIndex {
+				resp := reply.(*structs.NodeClientAllocsResponse)
+				resp.Allocs = map[string]uint64{}
+				for id, a := range s.allocs {
+					if a.NodeID == req.NodeID {
+						resp.Allocs[id] = a.AllocModifyIndex
+					}
+				}
+				resp.Index = s.index
+				s.mu.Unlock()
+				return nil
+			}
+			ch := s.changed
+			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-deadline:
+				s.mu.Lock()
+				*reply.(*structs.NodeClientAllocsResponse) = structs.NodeClientAllocsResponse{Allocs: map[string]uint64{}, QueryMeta: structs.QueryMeta{Index: s.index}}
+				for id, a := range s.allocs {
+					if a.NodeID == req.NodeID {
+						reply.(*structs.NodeClientAllocsResponse).Allocs[id] = a.AllocModifyIndex
+					}
+				}
+				s.mu.Unlock()
+				return nil
+			}
+		}
+	case "Alloc.GetAllocs":
+		req := args.(*structs.AllocsGetRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		resp := reply.(*structs.AllocsGetResponse)
+		for _, id := range req.AllocIDs {
+			if a := s.allocs[id]; a != nil {
+				resp.Allocs = append(resp.Allocs, a.CopySkipJob())
+			}
+		}
+		resp.Index = s.index
+		return nil
+	case "Node.UpdateAlloc":
+		req := args.(*structs.AllocUpdateRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.updates = append(s.updates, req.Alloc)
+		for _, u := range req.Alloc {
+			if a := s.allocs[u.ID]; a != nil {
+				a.ClientStatus, a.ClientDescription, a.TaskStates = u.ClientStatus, u.ClientDescription, u.TaskStates
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown method %q", method)
+}

@@ -1,0 +1,141 @@
+package client
+
+import (
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Timing of the status sync.
+const (
+	allocSyncInterval       = 200 * time.Millisecond
+	allocSyncNonUrgentEvery = 5 // ticks between non-urgent batches (≈1 s)
+	allocSyncBackoffMin     = 500 * time.Millisecond
+	allocSyncBackoffMax     = 5 * time.Second
+)
+
+// allocSync batches alloc state updates to the servers.
+type allocSync struct {
+	c *Client
+
+	mu      sync.Mutex
+	pending map[string]*structs.Allocation
+	urgent  bool
+	// acked is the last state the servers acknowledged per alloc.
+	acked map[string]*structs.Allocation
+}
+
+func newAllocSync(c *Client) *allocSync {
+	return &allocSync{c: c, pending: map[string]*structs.Allocation{}, acked: map[string]*structs.Allocation{}}
+}
+
+// allocStateUpdated is the alloc runners' callback: keep the newest stripped
+// copy; a ClientStatus change makes the next batch urgent.
+func (s *allocSync) allocStateUpdated(a *structs.Allocation) {
+	s.c.allocMu.RLock()
+	_, live := s.c.allocs[a.ID]
+	s.c.allocMu.RUnlock()
+	if !live {
+		return // removed by the servers: nothing to tell them
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.pending[a.ID]
+	if prev == nil {
+		prev = s.acked[a.ID]
+	}
+	if prev == nil || prev.ClientStatus != a.ClientStatus {
+		s.urgent = true
+	}
+	s.pending[a.ID] = a
+}
+
+// forget drops all state of a removed allocation.
+func (s *allocSync) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, id)
+	delete(s.acked, id)
+}
+
+func sameState(a, b *structs.Allocation) bool {
+	return b != nil && a.ClientStatus == b.ClientStatus && a.ClientDescription == b.ClientDescription &&
+		reflect.DeepEqual(a.TaskStates, b.TaskStates) && reflect.DeepEqual(a.DeploymentStatus, b.DeploymentStatus) &&
+		reflect.DeepEqual(a.NetworkStatus, b.NetworkStatus)
+}
+
+// run sends batches until shutdown; never before the first alloc pull.
+func (s *allocSync) run() {
+	c := s.c
+	select {
+	case <-c.serversContacted:
+	case <-c.shutdownCh:
+		return
+	}
+	ticker := time.NewTicker(allocSyncInterval)
+	defer ticker.Stop()
+	tick := 0
+	var notBefore time.Time
+	backoff := allocSyncBackoffMin
+	for {
+		select {
+		case <-c.shutdownCh:
+			return
+		case <-ticker.C:
+		}
+		tick++
+		if time.Now().Before(notBefore) {
+			continue
+		}
+		s.mu.Lock()
+		if !s.urgent && tick%allocSyncNonUrgentEvery != 0 || len(s.pending) == 0 {
+			s.mu.Unlock()
+			continue
+		}
+		batch := make([]*structs.Allocation, 0, len(s.pending))
+		for id, a := range s.pending {
+			if sameState(a, s.acked[id]) {
+				delete(s.pending, id)
+				continue
+			}
+			batch = append(batch, a)
+		}
+		s.pending = map[string]*structs.Allocation{}
+		s.urgent = false
+		s.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+
+		req := &structs.AllocUpdateRequest{Alloc: batch, UpdatedAt: c.now().UnixNano(),
+			WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+		var resp structs.GenericResponse
+		err, ok := c.rpcUntilShutdown("Node.UpdateAlloc", req, &resp)
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		if err != nil {
+			// Requeue what was not superseded meanwhile and back off.
+			for _, a := range batch {
+				if _, newer := s.pending[a.ID]; !newer {
+					s.pending[a.ID] = a
+				}
+			}
+			s.urgent = true
+			s.mu.Unlock()
+			c.logger.Warn("failed to update allocations", "error", err, "retry_in", backoff)
+			notBefore = time.Now().Add(backoff)
+			backoff = min(backoff*2, allocSyncBackoffMax)
+			continue
+		}
+		for _, a := range batch {
+			s.acked[a.ID] = a
+		}
+		s.mu.Unlock()
+		backoff = allocSyncBackoffMin
+		notBefore = time.Time{}
+	}
+}

@@ -1,0 +1,459 @@
+package taskrunner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// maxEvents is how many task events a TaskState keeps.
+const maxEvents = 10
+
+// Defaults for kill and logs.
+const (
+	DefaultKillTimeout = 5 * time.Second
+	defaultLogFiles    = 10
+	defaultLogSizeMB   = 10
+)
+
+// Config is everything a TaskRunner needs.
+type Config struct {
+	Alloc *structs.Allocation
+	Task  *structs.Task
+	// Driver is the task's driver; nil when the node has no (detected,
+	// healthy) driver of that name: the task then fails with Driver Failure.
+	Driver drivers.Driver
+	Node   *structs.Node
+	Region string
+
+	AllocDir string // <alloc_dir>/<allocID>
+	TaskDir  string // <alloc_dir>/<allocID>/<task>
+	LogDir   string // <alloc_dir>/<allocID>/alloc/logs
+
+	// MaxKillTimeout caps the task's kill_timeout (0: no cap).
+	MaxKillTimeout time.Duration
+
+	// Gate, if set, holds the first start until it is closed (lifecycle
+	// ordering). A kill before the gate opens ends the task without running.
+	Gate <-chan struct{}
+
+	// OnStateChange is called (without locks held) after every change of
+	// the task's state or events.
+	OnStateChange func()
+
+	StartLogs         StartLogsFunc
+	BuildEnv          BuildEnvFunc
+	InterpolateConfig InterpolateConfigFunc
+
+	Logger hclog.Logger
+	Clock  func() time.Time
+}
+
+// TaskRunner runs one task. Create with New, then call Run in a goroutine.
+type TaskRunner struct {
+	cfg    Config
+	logger hclog.Logger
+	now    func() time.Time
+	taskID string
+
+	mu    sync.Mutex
+	state *structs.TaskState
+	alloc *structs.Allocation
+
+	killOnce   sync.Once
+	killCh     chan struct{}
+	killReason string
+	killSignal string
+
+	waitCh chan struct{}
+}
+
+// New returns a runner for cfg.Task and records the Received event.
+func New(cfg Config) *TaskRunner {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.BuildEnv == nil {
+		cfg.BuildEnv = defaultEnv
+	}
+	tr := &TaskRunner{
+		cfg:    cfg,
+		logger: cfg.Logger.With("task", cfg.Task.Name),
+		now:    cfg.Clock,
+		taskID: cfg.Alloc.ID + "/" + cfg.Task.Name,
+		state:  &structs.TaskState{State: structs.TaskStatePending},
+		alloc:  cfg.Alloc,
+		killCh: make(chan struct{}),
+		waitCh: make(chan struct{}),
+	}
+	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
+	return tr
+}
+
+// TaskID is the driver-level ID "<allocID>/<task>".
+func (tr *TaskRunner) TaskID() string { return tr.taskID }
+
+// Task returns the task spec.
+func (tr *TaskRunner) Task() *structs.Task { return tr.cfg.Task }
+
+// WaitCh is closed when Run has returned: the task is dead for good.
+func (tr *TaskRunner) WaitCh() <-chan struct{} { return tr.waitCh }
+
+// State returns a copy of the task's state.
+func (tr *TaskRunner) State() *structs.TaskState {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return copyState(tr.state)
+}
+
+func copyState(s *structs.TaskState) *structs.TaskState {
+	c := *s
+	c.Events = make([]*structs.TaskEvent, len(s.Events))
+	for i, e := range s.Events {
+		ec := *e
+		ec.Details = maps.Clone(e.Details)
+		c.Events[i] = &ec
+	}
+	return &c
+}
+
+// Update gives the runner the server's newest copy of the allocation.
+func (tr *TaskRunner) Update(alloc *structs.Allocation) {
+	tr.mu.Lock()
+	tr.alloc = alloc
+	tr.mu.Unlock()
+}
+
+// EmitEvent appends an event (e.g. Sibling Task Failed, Reconnected).
+func (tr *TaskRunner) EmitEvent(ev *structs.TaskEvent) {
+	if ev.Time == 0 {
+		ev.Time = tr.now().UnixNano()
+	}
+	tr.appendEvent(ev)
+	tr.notify()
+}
+
+// NewEvent builds an event stamped with the runner's clock.
+func (tr *TaskRunner) NewEvent(typ, msg string) *structs.TaskEvent { return tr.newEvent(typ, msg) }
+
+// Kill asks the task to stop (kill_signal, then kill_timeout capped by
+// MaxKillTimeout). It returns at once; wait on WaitCh. Idempotent.
+func (tr *TaskRunner) Kill(reason string) {
+	tr.killOnce.Do(func() {
+		if isDone(tr.waitCh) {
+			close(tr.killCh)
+			return
+		}
+		tr.mu.Lock()
+		tr.killReason = reason
+		tr.mu.Unlock()
+		ev := tr.newEvent(structs.TaskKilling, "Sent interrupt. Waiting "+tr.killTimeout().String()+" before force killing")
+		ev.KillTimeout = tr.killTimeout()
+		ev.KillReason = reason
+		tr.appendEvent(ev)
+		close(tr.killCh)
+		tr.notify()
+	})
+}
+
+func (tr *TaskRunner) killed() bool {
+	select {
+	case <-tr.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (tr *TaskRunner) killTimeout() time.Duration {
+	t := tr.cfg.Task.KillTimeout
+	if t <= 0 {
+		t = DefaultKillTimeout
+	}
+	if tr.cfg.MaxKillTimeout > 0 && t > tr.cfg.MaxKillTimeout {
+		t = tr.cfg.MaxKillTimeout
+	}
+	return t
+}
+
+func (tr *TaskRunner) newEvent(typ, msg string) *structs.TaskEvent {
+	return &structs.TaskEvent{Type: typ, Time: tr.now().UnixNano(), Message: msg, DisplayMessage: msg}
+}
+
+func (tr *TaskRunner) appendEvent(ev *structs.TaskEvent) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if ev.DisplayMessage == "" {
+		ev.DisplayMessage = ev.Message
+	}
+	tr.state.Events = append(tr.state.Events, ev)
+	if n := len(tr.state.Events); n > maxEvents {
+		tr.state.Events = append([]*structs.TaskEvent(nil), tr.state.Events[n-maxEvents:]...)
+	}
+	if ev.FailsTask {
+		tr.state.Failed = true
+	}
+}
+
+func (tr *TaskRunner) notify() {
+	if tr.cfg.OnStateChange != nil {
+		tr.cfg.OnStateChange()
+	}
+}
+
+func (tr *TaskRunner) setState(state string, ev *structs.TaskEvent) {
+	tr.mu.Lock()
+	now := tr.now()
+	switch state {
+	case structs.TaskStateRunning:
+		if tr.state.State != structs.TaskStateRunning {
+			tr.state.StartedAt = now
+			tr.state.FinishedAt = time.Time{}
+		}
+	case structs.TaskStateDead:
+		if tr.state.FinishedAt.IsZero() {
+			tr.state.FinishedAt = now
+		}
+	}
+	tr.state.State = state
+	tr.mu.Unlock()
+	if ev != nil {
+		tr.appendEvent(ev)
+	}
+	tr.notify()
+}
+
+// Run runs the task until it is done for good (completed, failed past its
+// restart policy, or killed). Call it once, in its own goroutine.
+func (tr *TaskRunner) Run() {
+	defer func() {
+		close(tr.waitCh)
+		tr.notify() // observers may wait for WaitCh, not just the state
+	}()
+
+	if tr.cfg.Gate != nil {
+		select {
+		case <-tr.cfg.Gate:
+		case <-tr.killCh:
+			tr.setState(structs.TaskStateDead, nil)
+			return
+		}
+	}
+	if tr.killed() {
+		tr.setState(structs.TaskStateDead, nil)
+		return
+	}
+
+	if tr.cfg.Driver == nil {
+		ev := tr.newEvent(structs.TaskDriverFailure, fmt.Sprintf("failed to start task: driver %q is not available on this node", tr.cfg.Task.Driver))
+		ev.DriverError = ev.Message
+		ev.FailsTask = true
+		tr.setState(structs.TaskStateDead, ev)
+		return
+	}
+
+	tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+
+	var logs LogCollector
+	stdout, stderr := "", ""
+	if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
+		files, size := defaultLogFiles, defaultLogSizeMB
+		if lc := tr.cfg.Task.LogConfig; lc != nil {
+			if lc.MaxFiles > 0 {
+				files = lc.MaxFiles
+			}
+			if lc.MaxFileSizeMB > 0 {
+				size = lc.MaxFileSizeMB
+			}
+		}
+		var err error
+		logs, err = tr.cfg.StartLogs(tr.cfg.LogDir, tr.cfg.Task.Name, files, size)
+		if err != nil {
+			ev := tr.newEvent(structs.TaskSetupFailure, "failed to start log collection: "+err.Error())
+			ev.SetupError = err.Error()
+			ev.FailsTask = true
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
+		defer logs.Close()
+		stdout, stderr = logs.StdoutPath(), logs.StderrPath()
+	}
+
+	tracker := newRestartTracker(tr.restartPolicy(), tr.jobType())
+	for {
+		res, startErr := tr.runOnce(stdout, stderr)
+		if tr.killed() {
+			ev := tr.newEvent(structs.TaskKilled, "Task successfully killed")
+			tr.mu.Lock()
+			ev.KillReason = tr.killReason
+			tr.mu.Unlock()
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
+		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
+		if !d.restart && !d.failed {
+			// A batch task that completed: nothing to say beyond Terminated.
+			tr.setState(structs.TaskStateDead, nil)
+			return
+		}
+		if !d.restart {
+			ev := tr.newEvent(structs.TaskNotRestarting, d.reason)
+			ev.RestartReason = d.reason
+			ev.FailsTask = true
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
+		ev := tr.newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %s", d.wait))
+		ev.RestartReason = d.reason
+		ev.StartDelay = int64(d.wait)
+		tr.setState(structs.TaskStatePending, ev)
+		timer := time.NewTimer(d.wait)
+		select {
+		case <-timer.C:
+		case <-tr.killCh:
+			timer.Stop()
+			tr.setState(structs.TaskStateDead, tr.newEvent(structs.TaskKilled, "Task successfully killed"))
+			return
+		}
+		tr.mu.Lock()
+		tr.state.Restarts++
+		tr.state.LastRestart = tr.now()
+		tr.mu.Unlock()
+	}
+}
+
+func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
+	if tr.cfg.Task.RestartPolicy != nil {
+		return tr.cfg.Task.RestartPolicy
+	}
+	if tr.cfg.Alloc.Job != nil {
+		if tg := tr.cfg.Alloc.Job.LookupTaskGroup(tr.cfg.Alloc.TaskGroup); tg != nil {
+			return tg.RestartPolicy
+		}
+	}
+	return nil
+}
+
+func (tr *TaskRunner) jobType() string {
+	if tr.cfg.Alloc.Job != nil {
+		return tr.cfg.Alloc.Job.Type
+	}
+	return structs.JobTypeService
+}
+
+// runOnce starts the task, waits for it to exit (or be killed) and returns
+// how it ended. On a start failure it returns the error instead.
+func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error) {
+	tc := tr.taskConfig(stdout, stderr)
+	if _, err := tr.cfg.Driver.StartTask(tc); err != nil {
+		ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
+		ev.DriverError = err.Error()
+		tr.appendEvent(ev)
+		tr.notify()
+		return nil, err
+	}
+	defer func() {
+		if err := tr.cfg.Driver.DestroyTask(tr.taskID, true); err != nil && err != drivers.ErrTaskNotFound {
+			tr.logger.Warn("failed to destroy task", "error", err)
+		}
+	}()
+	tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waitCh, err := tr.cfg.Driver.WaitTask(ctx, tr.taskID)
+	if err != nil {
+		ev := tr.newEvent(structs.TaskDriverFailure, "failed to wait for task: "+err.Error())
+		ev.DriverError = err.Error()
+		tr.appendEvent(ev)
+		tr.notify()
+		return nil, err
+	}
+
+	var res *drivers.ExitResult
+	select {
+	case res = <-waitCh:
+	case <-tr.killCh:
+		tr.mu.Lock()
+		sig := tr.cfg.Task.KillSignal
+		tr.mu.Unlock()
+		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
+			tr.logger.Warn("failed to stop task", "error", err)
+		}
+		res = <-waitCh
+	}
+	if res == nil {
+		res = &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("driver lost the task")}
+	}
+	msg := fmt.Sprintf("Exit Code: %d", res.ExitCode)
+	if res.Signal != 0 {
+		msg += fmt.Sprintf(", Signal: %d", res.Signal)
+	}
+	if res.Err != nil {
+		msg += ", Exit Message: " + res.Err.Error()
+	}
+	ev := tr.newEvent(structs.TaskTerminated, msg)
+	ev.ExitCode = res.ExitCode
+	ev.Signal = res.Signal
+	ev.Details = map[string]string{"exit_code": fmt.Sprint(res.ExitCode), "signal": fmt.Sprint(res.Signal), "oom_killed": fmt.Sprint(res.OOMKilled)}
+	tr.appendEvent(ev)
+	tr.notify()
+	return res, nil
+}
+
+func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
+	tr.mu.Lock()
+	alloc := tr.alloc
+	tr.mu.Unlock()
+	task := tr.cfg.Task
+	in := EnvInput{Alloc: alloc, Task: task, Node: tr.cfg.Node, Region: tr.cfg.Region, AllocDir: tr.cfg.AllocDir, TaskDir: tr.cfg.TaskDir}
+	env := tr.cfg.BuildEnv(in)
+	conf := task.Config
+	if tr.cfg.InterpolateConfig != nil {
+		conf = tr.cfg.InterpolateConfig(task.Config, in, env)
+	}
+	tc := &drivers.TaskConfig{
+		ID:            tr.taskID,
+		AllocID:       alloc.ID,
+		JobID:         alloc.JobID,
+		TaskGroupName: alloc.TaskGroup,
+		Name:          task.Name,
+		Namespace:     alloc.Namespace,
+		Config:        conf,
+		Env:           env,
+		User:          task.User,
+		AllocDir:      tr.cfg.AllocDir,
+		TaskDir:       tr.cfg.TaskDir,
+		StdoutPath:    stdout,
+		StderrPath:    stderr,
+	}
+	if alloc.Job != nil {
+		tc.JobName = alloc.Job.Name
+	}
+	if tr.cfg.Node != nil {
+		tc.NodeID, tc.NodeName = tr.cfg.Node.ID, tr.cfg.Node.Name
+		tc.CgroupParent = tr.cfg.Node.CgroupParent
+	}
+	if alloc.AllocatedResources != nil {
+		tc.Resources = alloc.AllocatedResources.Tasks[task.Name]
+	}
+	return tc
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,232 @@
+package client
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/allocrunner"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Timing of the alloc watcher.
+const (
+	allocWatchMaxQueryTime = 5 * time.Minute
+	allocWatchBackoffMin   = 250 * time.Millisecond
+	allocWatchBackoffMax   = 10 * time.Second
+	allocFetchAttempts     = 5
+)
+
+// rpcUntilShutdown runs a (possibly blocking) RPC, giving up waiting for it
+// on shutdown.
+func (c *Client) rpcUntilShutdown(method string, args, reply any) (error, bool) {
+	done := make(chan error, 1)
+	go func() { done <- c.cfg.RPC.RPC(method, args, reply) }()
+	select {
+	case err := <-done:
+		return err, true
+	case <-c.shutdownCh:
+		return nil, false
+	}
+}
+
+// watchAllocations pulls the node's allocations with blocking queries and
+// applies the differences to the alloc runners.
+func (c *Client) watchAllocations() {
+	select {
+	case <-c.registered:
+	case <-c.shutdownCh:
+		return
+	}
+	var index uint64
+	backoff := allocWatchBackoffMin
+	for !c.shuttingDown() {
+		req := &structs.NodeSpecificRequest{
+			NodeID: c.NodeID(), SecretID: c.secretID(),
+			QueryOptions: structs.QueryOptions{
+				Region: c.cfg.Region, MinQueryIndex: index, MaxQueryTime: allocWatchMaxQueryTime,
+				AllowStale: c.contacted(),
+			},
+		}
+		var resp structs.NodeClientAllocsResponse
+		err, ok := c.rpcUntilShutdown("Node.GetClientAllocs", req, &resp)
+		if !ok {
+			return
+		}
+		if err != nil {
+			c.logger.Warn("failed to pull allocations", "error", err, "retry_in", backoff)
+			if isNodeNotFound(err) {
+				c.triggerReregister()
+			}
+			if !c.sleep(backoff) {
+				return
+			}
+			backoff = min(backoff*2, allocWatchBackoffMax)
+			continue
+		}
+		if err := c.applyAllocs(resp.Allocs); err != nil {
+			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
+			if !c.sleep(backoff) {
+				return
+			}
+			backoff = min(backoff*2, allocWatchBackoffMax)
+			continue
+		}
+		backoff = allocWatchBackoffMin
+		c.serversContactedOnce.Do(func() { close(c.serversContacted) })
+		if resp.Index < index {
+			// The servers' index went backwards (new cluster, restore):
+			// start over rather than block on an index never reached.
+			index = 0
+			continue
+		}
+		index = resp.Index
+	}
+}
+
+func (c *Client) contacted() bool {
+	select {
+	case <-c.serversContacted:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Client) triggerReregister() {
+	select {
+	case c.reregister <- struct{}{}:
+	default:
+	}
+}
+
+// applyAllocs diffs the server's alloc→AllocModifyIndex map against local
+// copies, fetches what changed and starts, updates or destroys runners.
+func (c *Client) applyAllocs(server map[string]uint64) error {
+	c.allocMu.RLock()
+	var pull, removed []string
+	var maxIndex uint64
+	for id, idx := range server {
+		if local, ok := c.allocIndex[id]; !ok || idx > local {
+			pull = append(pull, id)
+			maxIndex = max(maxIndex, idx)
+		}
+	}
+	for id := range c.allocIndex {
+		if _, ok := server[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	c.allocMu.RUnlock()
+	sort.Strings(pull)
+
+	var fetched []*structs.Allocation
+	if len(pull) > 0 {
+		var err error
+		if fetched, err = c.fetchAllocs(pull, maxIndex); err != nil {
+			return err
+		}
+	}
+
+	for _, id := range removed {
+		c.removeAlloc(id)
+	}
+	for _, a := range fetched {
+		c.allocMu.RLock()
+		ar, exists := c.allocs[a.ID]
+		_, known := c.allocIndex[a.ID]
+		c.allocMu.RUnlock()
+		switch {
+		case exists:
+			ar.Update(a)
+		case known:
+			// Seen before and never run (terminal when it arrived).
+		case a.TerminalStatus():
+			// Nothing to run: the server wants it stopped or the client
+			// already finished it (e.g. before this client restarted).
+		default:
+			if err := c.addAlloc(a); err != nil {
+				c.logger.Error("failed to start allocation", "alloc_id", a.ID, "error", err)
+			}
+		}
+		c.allocMu.Lock()
+		c.allocIndex[a.ID] = a.AllocModifyIndex
+		c.allocMu.Unlock()
+	}
+	return nil
+}
+
+// fetchAllocs gets full allocations, retrying while a stale server has not
+// caught up with all of them.
+func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocation, error) {
+	minIndex := uint64(0)
+	if maxIndex > 0 {
+		minIndex = maxIndex - 1
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var got []*structs.Allocation
+	for attempt := 0; attempt < allocFetchAttempts; attempt++ {
+		req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
+			Region: c.cfg.Region, MinQueryIndex: minIndex, MaxQueryTime: 10 * time.Second, AllowStale: true,
+		}}
+		var resp structs.AllocsGetResponse
+		err, ok := c.rpcUntilShutdown("Alloc.GetAllocs", req, &resp)
+		if !ok {
+			return nil, fmt.Errorf("shutting down")
+		}
+		if err != nil {
+			return nil, err
+		}
+		got = got[:0]
+		for _, a := range resp.Allocs {
+			if a != nil && want[a.ID] {
+				got = append(got, a)
+			}
+		}
+		if len(got) == len(ids) {
+			return got, nil
+		}
+		if !c.sleep(time.Duration(attempt+1) * 50 * time.Millisecond) {
+			return nil, fmt.Errorf("shutting down")
+		}
+	}
+	return nil, fmt.Errorf("server returned %d of %d allocations", len(got), len(ids))
+}
+
+func (c *Client) addAlloc(a *structs.Allocation) error {
+	ar, err := allocrunner.New(allocrunner.Config{
+		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
+		Drivers: c.drivers, MaxKillTimeout: c.cfg.MaxKillTimeout,
+		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
+		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
+	})
+	if err != nil {
+		return err
+	}
+	c.allocMu.Lock()
+	c.allocs[a.ID] = ar
+	c.allocMu.Unlock()
+	ar.Start()
+	return nil
+}
+
+// removeAlloc destroys an allocation the servers garbage collected.
+func (c *Client) removeAlloc(id string) {
+	c.allocMu.Lock()
+	ar := c.allocs[id]
+	delete(c.allocs, id)
+	delete(c.allocIndex, id)
+	c.allocMu.Unlock()
+	c.sync.forget(id)
+	if ar == nil {
+		return
+	}
+	go func() {
+		if err := ar.Destroy(); err != nil {
+			c.logger.Warn("failed to destroy allocation", "alloc_id", id, "error", err)
+		}
+	}()
+}

@@ -1,0 +1,36 @@
+package client
+
+import (
+	"github.com/drover-project/drover/internal/client/allocdir"
+	"github.com/drover-project/drover/internal/client/allocrunner"
+	"github.com/drover-project/drover/internal/client/logs"
+	"github.com/drover-project/drover/internal/client/taskenv"
+	"github.com/drover-project/drover/internal/client/taskrunner"
+)
+
+// The allocation directory, log collection and task environment packages
+// are wired into the runners here.
+
+func newAllocDir(allocRoot, allocID string) allocrunner.AllocDir {
+	return allocdir.New(allocRoot, allocID)
+}
+
+func startLogs(logDir, task string, maxFiles, maxSizeMB int) (taskrunner.LogCollector, error) {
+	c, err := logs.StartCollector(logDir, task, maxFiles, maxSizeMB)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func taskenvInput(in taskrunner.EnvInput) taskenv.Input {
+	return taskenv.Input{Alloc: in.Alloc, Task: in.Task, Node: in.Node, Region: in.Region, AllocDir: in.AllocDir, TaskDir: in.TaskDir}
+}
+
+func buildEnv(in taskrunner.EnvInput) map[string]string {
+	return taskenv.Build(taskenvInput(in))
+}
+
+func interpolateConfig(cfg map[string]any, in taskrunner.EnvInput, _ map[string]string) map[string]any {
+	return taskenv.New(taskenvInput(in)).InterpolateConfig(cfg)
+}
