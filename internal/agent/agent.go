@@ -47,6 +47,14 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	if err := cfg.NormalizeAddrs(); err != nil {
 		return nil, err
 	}
+	if cfg.NodeName == "" {
+		// As Nomad: the node (and server member) name defaults to the hostname.
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("agent: no name configured and the hostname is unknown: %w", err)
+		}
+		cfg.NodeName = host
+	}
 	if cfg.Server == nil || !cfg.Server.Enabled {
 		if cfg.Client == nil || !cfg.Client.Enabled {
 			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	metrics "github.com/hashicorp/go-metrics"
+	metrics "github.com/hashicorp/go-metrics/compat"
 
 	"github.com/drover-project/drover/internal/structs"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	metrics "github.com/hashicorp/go-metrics"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"

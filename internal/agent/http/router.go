@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	hclog "github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
