@@ -18,7 +18,7 @@ type Config struct {
 	Version    string
 
 	DevMode bool   // in-memory Raft and state, single node
-	DataDir string // Raft log, snapshots (non-dev)
+	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)
 
 	BootstrapExpect int
 

@@ -109,15 +109,15 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 // revokeLeadership tears every leader-only service down. Safe to call when
 // not leading.
 func (s *Server) revokeLeadership() {
-	if !s.isLeader.Swap(false) && s.servicesUp.Load() == 0 {
-		return
+	s.isLeader.Store(false)
+	if !s.servicesUp.CompareAndSwap(1, 0) {
+		return // not running (or another caller is tearing them down)
 	}
 	s.logger.Info("cluster leadership lost")
 	s.heartbeats.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.broker.SetEnabled(false)
 	s.planQueue.SetEnabled(false)
-	s.servicesUp.Store(0)
 }
 
 // restoreEvals rebuilds broker and blocked evals from the state store.

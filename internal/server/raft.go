@@ -11,7 +11,7 @@ import (
 )
 
 // setupRaft builds Raft: in memory in dev mode, a bolt log and file
-// snapshots under <data_dir>/server/raft otherwise.
+// snapshots under <DataDir>/raft otherwise.
 func (s *Server) setupRaft() error {
 	cfg := s.config
 	rc := cfg.RaftConfig
@@ -52,7 +52,7 @@ func (s *Server) setupRaft() error {
 		logs, stable = store, store
 		snaps = raft.NewInmemSnapshotStore()
 	} else {
-		dir := filepath.Join(cfg.DataDir, "server", "raft")
+		dir := filepath.Join(cfg.DataDir, "raft")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("server: creating raft dir: %w", err)
 		}
