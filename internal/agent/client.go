@@ -8,6 +8,7 @@ import (
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -62,11 +63,17 @@ func (a *Agent) setupClient() error {
 	return nil
 }
 
-// drivers builds the task drivers this client offers.
+// drivers builds the task drivers this client offers. Dev agents also offer
+// mock_driver (in-process fake tasks), as Nomad's development builds do: tests
+// and demos use it; production agents never list it.
 func (a *Agent) drivers() []drivers.Driver {
-	return []drivers.Driver{
+	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 	}
+	if a.config.DevMode {
+		ds = append(ds, mock.New())
+	}
+	return ds
 }
 
 func withDefaultPort(addr string, port int) string {

@@ -161,6 +161,15 @@ func TestStopKillsDetachedChildren(t *testing.T) {
 // A blocking query returns as soon as something changes.
 func TestBlockingQueryWakesOnChange(t *testing.T) {
 	a := devAgent(t)
+	// An empty table answers index 0, which never blocks: start from a write.
+	if _, _, err := a.client.Jobs().Register(rawExecJob("first", "batch", 1, "true"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "first job finished", func() bool {
+		s, _, err := a.client.Jobs().Summary("first", nil)
+		j, _, jerr := a.client.Jobs().Info("first", nil)
+		return err == nil && jerr == nil && s.Summary["g"].Complete == 1 && *j.Status == "dead"
+	})
 	_, meta, err := a.client.Jobs().List(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +191,7 @@ func TestBlockingQueryWakesOnChange(t *testing.T) {
 	}
 	select {
 	case r := <-ch:
-		if r.err != nil || len(r.jobs) != 1 {
+		if r.err != nil || len(r.jobs) != 2 {
 			t.Fatalf("blocking list: %v %d jobs", r.err, len(r.jobs))
 		}
 		if r.took > 10*time.Second {

@@ -26,7 +26,12 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 		}
 		out := []*structs.AllocListStub{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			out = append(out, raw.(*structs.Allocation).Stub())
+			a := raw.(*structs.Allocation)
+			if args.Resources {
+				out = append(out, a.StubWithResources())
+			} else {
+				out = append(out, a.Stub())
+			}
 		}
 		sort.SliceStable(out, func(i, j int) bool { return out[i].CreateIndex > out[j].CreateIndex })
 		reply.Allocations = out

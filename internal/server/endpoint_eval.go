@@ -24,6 +24,15 @@ func (e *Eval) GetEval(args *structs.EvalSpecificRequest, reply *structs.SingleE
 		if err != nil {
 			return err
 		}
+		if ev != nil && args.IncludeRelated {
+			related, err := relatedEvals(ws, st, ev)
+			if err != nil {
+				return err
+			}
+			c := ev.Copy()
+			c.RelatedEvals = related
+			ev = c
+		}
 		reply.Eval = ev
 		if ev != nil {
 			reply.Index = ev.ModifyIndex
@@ -204,4 +213,37 @@ func (e *Eval) Reblock(args *structs.EvalUpdateRequest, reply *structs.GenericRe
 	}
 	reply.Index = idx
 	return nil
+}
+
+// relatedEvals follows NextEval, PreviousEval and BlockedEval links from ev in
+// both directions and returns stubs of every eval reached.
+func relatedEvals(ws memdb.WatchSet, st *state.StateStore, ev *structs.Evaluation) ([]*structs.EvaluationStub, error) {
+	seen := map[string]bool{ev.ID: true}
+	queue := []*structs.Evaluation{ev}
+	out := []*structs.EvaluationStub{}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, id := range []string{cur.NextEval, cur.PreviousEval, cur.BlockedEval} {
+			if id == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			other, err := st.EvalByID(ws, id)
+			if err != nil {
+				return nil, err
+			}
+			if other == nil {
+				continue
+			}
+			queue = append(queue, other)
+			out = append(out, &structs.EvaluationStub{ID: other.ID, Namespace: other.Namespace, Priority: other.Priority,
+				Type: other.Type, TriggeredBy: other.TriggeredBy, JobID: other.JobID, NodeID: other.NodeID,
+				DeploymentID: other.DeploymentID, Status: other.Status, StatusDescription: other.StatusDescription,
+				WaitUntil: other.WaitUntil, NextEval: other.NextEval, PreviousEval: other.PreviousEval,
+				BlockedEval: other.BlockedEval, CreateIndex: other.CreateIndex, ModifyIndex: other.ModifyIndex,
+				CreateTime: other.CreateTime, ModifyTime: other.ModifyTime})
+		}
+	}
+	return out, nil
 }

@@ -62,10 +62,22 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if existing != nil && existing.Type != job.Type {
 		return structs.NewErrCoded(400, "cannot update job from type %q to %q", existing.Type, job.Type)
 	}
-	if args.PreserveCounts && existing != nil {
+	if existing != nil && (args.PreserveCounts || args.PreserveResources) {
 		for _, tg := range job.TaskGroups {
-			if prev := existing.LookupTaskGroup(tg.Name); prev != nil {
+			prev := existing.LookupTaskGroup(tg.Name)
+			if prev == nil {
+				continue
+			}
+			if args.PreserveCounts {
 				tg.Count = prev.Count
+			}
+			if args.PreserveResources {
+				for _, t := range tg.Tasks {
+					if pt := prev.LookupTask(t.Name); pt != nil && pt.Resources != nil {
+						r := *pt.Resources
+						t.Resources = &r
+					}
+				}
 			}
 		}
 	}
@@ -147,7 +159,9 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 		return err
 	}
 	if job == nil {
-		return structs.NewErrCoded(404, "job not found")
+		// Nothing to stop: answer like a no-op write.
+		reply.Index = maxIndex(j.srv.State(), "jobs")
+		return nil
 	}
 	now := time.Now()
 	var eval *structs.Evaluation

@@ -217,6 +217,11 @@ func (n *Node) GetNode(args *structs.NodeSpecificRequest, reply *structs.SingleN
 		if err != nil {
 			return err
 		}
+		if node != nil {
+			c := *node
+			c.SecretID = ""
+			node = &c
+		}
 		reply.Node = node
 		if node != nil {
 			reply.Index = node.ModifyIndex

@@ -70,9 +70,6 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 			return err
 		}
 		s.setQueryMeta(meta)
-		if meta.Index < 1 {
-			meta.Index = 1
-		}
 		if opts.MinQueryIndex == 0 || meta.Index > opts.MinQueryIndex || s.isShutdown() {
 			return nil
 		}

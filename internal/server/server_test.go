@@ -161,6 +161,8 @@ func TestDeregisterStopsAndPurgeRemoves(t *testing.T) {
 
 func TestBlockingQueryReturnsOnChange(t *testing.T) {
 	s := testServer(t, nil)
+	// An empty table has index 0, which never blocks: start from a settled write.
+	evalDone(t, s, register(t, s, testJob("first", 1)).EvalID)
 	var first structs.JobListResponse
 	if err := s.RPC("Job.List", &structs.JobListRequest{}, &first); err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestBlockingQueryReturnsOnChange(t *testing.T) {
 	register(t, s, testJob("new", 1))
 	select {
 	case r := <-done:
-		if len(r.Jobs) != 1 || r.Index <= first.Index {
+		if len(r.Jobs) != 2 || r.Index <= first.Index {
 			t.Fatalf("blocking query returned %d jobs at index %d", len(r.Jobs), r.Index)
 		}
 		if time.Since(start) > 5*time.Second {

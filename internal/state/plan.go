@@ -120,6 +120,7 @@ func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preem
 	if diff.ModifyTime != 0 {
 		c.ModifyTime = diff.ModifyTime
 	}
+	mergeTransition(&c.DesiredTransition, diff.DesiredTransition)
 	if preempted {
 		c.DesiredStatus = structs.AllocDesiredStatusEvict
 		if diff.PreemptedByAllocation != "" {
@@ -129,4 +130,23 @@ func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preem
 	c.ModifyIndex = index
 	c.AllocModifyIndex = index
 	return writeAlloc(txn, index, ex, &c, jobs)
+}
+
+// mergeTransition sets the transition flags the diff carries.
+func mergeTransition(dst *structs.DesiredTransition, src structs.DesiredTransition) {
+	if src.Migrate != nil {
+		dst.Migrate = src.Migrate
+	}
+	if src.Reschedule != nil {
+		dst.Reschedule = src.Reschedule
+	}
+	if src.ForceReschedule != nil {
+		dst.ForceReschedule = src.ForceReschedule
+	}
+	if src.NoShutdownDelay != nil {
+		dst.NoShutdownDelay = src.NoShutdownDelay
+	}
+	if src.MigrateDisablePlacement != nil {
+		dst.MigrateDisablePlacement = src.MigrateDisablePlacement
+	}
 }

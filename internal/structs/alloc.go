@@ -259,6 +259,13 @@ type AllocListStub struct {
 	ModifyTime            int64
 }
 
+// StubWithResources returns the list view including AllocatedResources.
+func (a *Allocation) StubWithResources() *AllocListStub {
+	s := a.Stub()
+	s.AllocatedResources = a.AllocatedResources
+	return s
+}
+
 // Stub returns the list view.
 func (a *Allocation) Stub() *AllocListStub {
 	s := &AllocListStub{

@@ -27,7 +27,8 @@ type Evaluation struct {
 	QuotaLimitReached    string
 	AnnotatePlan         bool
 	QueuedAllocations    map[string]int
-	LeaderACL            string `json:"-"`
+	RelatedEvals         []*EvaluationStub `json:",omitempty"`
+	LeaderACL            string            `json:"-"`
 	SnapshotIndex        uint64
 	CreateIndex          uint64
 	ModifyIndex          uint64

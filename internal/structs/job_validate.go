@@ -78,7 +78,7 @@ func DefaultReschedulePolicy(jobType string) *ReschedulePolicy {
 	return nil
 }
 
-var validJobID = regexp.MustCompile(`^[^\s\x00]+$`)
+var validJobID = regexp.MustCompile("^[^ \x00]+$")
 
 // ValidationError lists everything wrong with a submitted job, each entry
 // naming the field it is about.

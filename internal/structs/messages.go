@@ -115,14 +115,15 @@ type NodeServerInfo struct {
 
 // JobRegisterRequest is a job write (the Raft entry carries job and eval).
 type JobRegisterRequest struct {
-	Job            *Job
-	Eval           *Evaluation
-	EnforceIndex   bool
-	JobModifyIndex uint64
-	PreserveCounts bool
-	PolicyOverride bool
-	EvalPriority   int
-	Submission     *JobSubmission
+	Job               *Job
+	Eval              *Evaluation
+	EnforceIndex      bool
+	JobModifyIndex    uint64
+	PreserveCounts    bool
+	PreserveResources bool
+	PolicyOverride    bool
+	EvalPriority      int
+	Submission        *JobSubmission
 	WriteRequest
 }
 

@@ -10,7 +10,7 @@ import (
 // Node is a client machine that runs allocations.
 type Node struct {
 	ID                    string
-	SecretID              string `json:"-"`
+	SecretID              string // never leaves the servers: endpoints blank it
 	Datacenter            string
 	Name                  string
 	HTTPAddr              string

@@ -143,6 +143,7 @@ type DeploymentSpecificRequest struct {
 
 // AllocListRequest lists allocations.
 type AllocListRequest struct {
+	Resources bool // include AllocatedResources in the stubs
 	QueryOptions
 }
 
@@ -178,7 +179,8 @@ type AllocsGetResponse struct {
 
 // EvalSpecificRequest targets one evaluation.
 type EvalSpecificRequest struct {
-	EvalID string
+	EvalID         string
+	IncludeRelated bool
 	QueryOptions
 }
 
@@ -343,5 +345,24 @@ type NamespaceSpecificRequest struct {
 // SingleNamespaceResponse returns one namespace.
 type SingleNamespaceResponse struct {
 	Namespace *Namespace
+	QueryMeta
+}
+
+// JobScaleStatusResponse is a job's per-group scaling status.
+type JobScaleStatusResponse struct {
+	JobScaleStatus *api.JobScaleStatusResponse
+	QueryMeta
+}
+
+// JobSubmissionRequest asks for the source of one job version.
+type JobSubmissionRequest struct {
+	JobID   string
+	Version uint64
+	QueryOptions
+}
+
+// JobSubmissionResponse returns a job version's source.
+type JobSubmissionResponse struct {
+	Submission *JobSubmission
 	QueryMeta
 }

@@ -48,4 +48,5 @@ type (
 	AllocatedDeviceResource = api.AllocatedDeviceResource
 	PlanAnnotations         = api.PlanAnnotations
 	DesiredUpdates          = api.DesiredUpdates
+	EvaluationStub          = api.EvaluationStub
 )

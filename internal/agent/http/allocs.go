@@ -15,6 +15,11 @@ func (s *server) allocsRequest(w http.ResponseWriter, r *http.Request) (any, err
 	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
 		return nil, err
 	}
+	resources, err := boolParam(r, "resources", false)
+	if err != nil {
+		return nil, err
+	}
+	args.Resources = resources
 	taskStates, err := boolParam(r, "task_states", true)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,11 @@ func (s *server) evalSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
 		return nil, err
 	}
+	related, err := boolParam(r, "related", false)
+	if err != nil {
+		return nil, err
+	}
+	args.IncludeRelated = related
 	if len(parts) == 2 {
 		var reply structs.EvalAllocationsResponse
 		if err := s.cfg.RPC.RPC("Eval.Allocations", &args, &reply); err != nil {

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 
+	"strconv"
+
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/apiconv"
@@ -133,8 +135,45 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		return s.jobPlan(w, r, id)
 	case "evaluate":
 		return s.jobEvaluate(w, r, id)
+	case "scale":
+		if r.Method != http.MethodGet {
+			return nil, errNotFound // scaling writes come with the scale command
+		}
+		var reply structs.JobScaleStatusResponse
+		return s.jobQuery(w, r, id, "Job.ScaleStatus", &reply, &reply.QueryMeta, func() any {
+			return reply.JobScaleStatus
+		})
+	case "submission":
+		return s.jobSubmission(w, r, id)
 	}
 	return nil, errNotFound
+}
+
+// /v1/job/<id>/submission?version=N: the source a version was submitted with.
+func (s *server) jobSubmission(w http.ResponseWriter, r *http.Request, id string) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	args := structs.JobSubmissionRequest{JobID: id}
+	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	v := r.URL.Query().Get("version")
+	if v == "" {
+		return nil, structs.NewErrCoded(400, "Missing version parameter")
+	}
+	version, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, structs.NewErrCoded(400, "Invalid version parameter %q: must be a non-negative integer", v)
+	}
+	args.Version = version
+	var reply structs.JobSubmissionResponse
+	if err := s.cfg.RPC.RPC("Job.GetJobSubmission", &args, &reply); err != nil {
+		return nil, err
+	}
+	setMeta(w, &reply.QueryMeta)
+	sub := reply.Submission
+	return &api.JobSubmission{Source: sub.Source, Format: sub.Format, VariableFlags: sub.VariableFlags, Variables: sub.Variables}, nil
 }
 
 // jobQuery runs a GET on a JobSpecificRequest RPC; shape picks the answer
@@ -237,11 +276,12 @@ func (s *server) jobRegister(w http.ResponseWriter, r *http.Request, pathID stri
 		return nil, structs.NewErrCoded(400, "Job ID does not match name")
 	}
 	args := structs.JobRegisterRequest{
-		EnforceIndex:   body.EnforceIndex,
-		JobModifyIndex: body.JobModifyIndex,
-		PreserveCounts: body.PreserveCounts,
-		PolicyOverride: body.PolicyOverride,
-		EvalPriority:   body.EvalPriority,
+		EnforceIndex:      body.EnforceIndex,
+		JobModifyIndex:    body.JobModifyIndex,
+		PreserveCounts:    body.PreserveCounts,
+		PreserveResources: body.PreserveResources,
+		PolicyOverride:    body.PolicyOverride,
+		EvalPriority:      body.EvalPriority,
 	}
 	s.parseWrite(r, &args.WriteRequest)
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)

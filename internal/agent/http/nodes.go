@@ -59,7 +59,9 @@ func (s *server) nodeSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 		if reply.Node == nil {
 			return nil, structs.NewErrCoded(404, "node not found")
 		}
-		return reply.Node, nil
+		node := *reply.Node
+		node.SecretID = "" // never leaves the cluster, whatever the RPC returned
+		return &node, nil
 	case len(parts) == 2 && parts[1] == "allocations":
 		if r.Method != http.MethodGet {
 			return nil, errInvalidMethod
@@ -74,6 +76,25 @@ func (s *server) nodeSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 		}
 		setMeta(w, &reply.QueryMeta)
 		return nonNil(reply.Allocs), nil
+	case len(parts) == 2 && parts[1] == "evaluate":
+		if !isWrite(r.Method) {
+			return nil, errInvalidMethod
+		}
+		args := structs.NodeSpecificRequest{NodeID: id}
+		if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+			return nil, err
+		}
+		var reply structs.NodeUpdateResponse
+		if err := s.cfg.RPC.RPC("Node.Evaluate", &args, &reply); err != nil {
+			return nil, err
+		}
+		setIndex(w, reply.Index)
+		out := map[string]any{"EvalIDs": nonNil(reply.EvalIDs), "EvalCreateIndex": reply.EvalCreateIndex,
+			"NodeModifyIndex": reply.NodeModifyIndex, "Index": reply.Index}
+		if len(reply.EvalIDs) > 0 {
+			out["EvalID"] = reply.EvalIDs[0]
+		}
+		return out, nil
 	case len(parts) == 2 && parts[1] == "eligibility":
 		if !isWrite(r.Method) {
 			return nil, errInvalidMethod

@@ -213,6 +213,10 @@ func (ar *AllocRunner) stripped() *structs.Allocation {
 		NetworkStatus:    src.NetworkStatus,
 		TaskStates:       ar.taskStates(),
 	}
+	if a.NetworkStatus == nil {
+		// Host networking has no interface of its own; say so explicitly.
+		a.NetworkStatus = &structs.AllocNetworkStatus{}
+	}
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
 	return a
 }
