@@ -14,6 +14,6 @@ export PATH="$PWD/.tmp/apisuite:$PATH"
 export NOMAD_TEST_LOG_LEVEL=ERROR
 command -v nomad >/dev/null
 set +e
-go test -json -count=1 -timeout 25m -p 1 -parallel 2 github.com/hashicorp/nomad/api/... > .tmp/apisuite/results.json 2> .tmp/apisuite/stderr.txt
+go test -json -count=1 -timeout 25m -p 1 -parallel 4 github.com/hashicorp/nomad/api/... > .tmp/apisuite/results.json 2> .tmp/apisuite/stderr.txt
 set -e
 go run ./tools/apisuite -passlist tools/apisuite/passing.txt "$@" < .tmp/apisuite/results.json

@@ -176,7 +176,7 @@ func TestClient_BatchAllocRunsAndCompletes(t *testing.T) {
 func TestClient_DesiredStopKillsThenGCDestroys(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)
-	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{}))
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
 	tc.srv.stopAlloc(a.ID)
 	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)

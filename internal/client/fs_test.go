@@ -83,7 +83,7 @@ func (c *collector) waitDone(t *testing.T) error {
 func TestClient_FS(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)
-	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"stdout_string": "hello\n"}))
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"stdout_string": "hello\n", "run_for": "-1s"}))
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
 
 	// List / Stat / ReadAt.

@@ -34,7 +34,7 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 			}
 		}
 		sort.SliceStable(out, func(i, j int) bool { return out[i].CreateIndex > out[j].CreateIndex })
-		reply.Allocations = out
+		reply.Allocations, reply.NextToken = paginate(out, &args.QueryOptions, func(a *structs.AllocListStub) string { return a.ID })
 		reply.Index = maxIndex(st, "allocs")
 		return nil
 	})

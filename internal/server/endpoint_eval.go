@@ -66,7 +66,7 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 			out = append(out, ev)
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
-		reply.Evaluations = out
+		reply.Evaluations, reply.NextToken = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID })
 		reply.Index = maxIndex(st, "evals")
 		return nil
 	})

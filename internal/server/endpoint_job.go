@@ -269,7 +269,7 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 			}
 			return out[a].ID < out[b].ID
 		})
-		reply.Jobs = out
+		reply.Jobs, reply.NextToken = paginate(out, &args.QueryOptions, func(j *structs.JobListStub) string { return j.Namespace + "/" + j.ID })
 		reply.Index = maxIndex(st, "jobs", "job_summary")
 		return nil
 	})

@@ -104,7 +104,7 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			out = append(out, raw.(*structs.Deployment))
 		}
-		reply.Deployments = out
+		reply.Deployments, reply.NextToken = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID })
 		reply.Index = maxIndex(st, "deployment")
 		return nil
 	})

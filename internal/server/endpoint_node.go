@@ -48,8 +48,11 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 			return structs.NewErrCoded(400, "node secret ID does not match. Not registering node.")
 		}
 		node.Status = existing.Status
-	} else if node.Status == "" || node.Status == structs.NodeStatusReady {
-		node.Status = structs.NodeStatusInit
+	} else {
+		if node.Status == "" || node.Status == structs.NodeStatusReady {
+			node.Status = structs.NodeStatusInit
+		}
+		node.Events = append(node.Events, &structs.NodeEvent{Message: "Node registered", Subsystem: "Cluster", Timestamp: time.Now()})
 	}
 	if node.SchedulingEligibility == "" {
 		node.SchedulingEligibility = structs.NodeSchedulingEligible
@@ -246,7 +249,7 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			out = append(out, raw.(*structs.Node).Stub(args.Resources, args.OS))
 		}
-		reply.Nodes = out
+		reply.Nodes, reply.NextToken = paginate(out, &args.QueryOptions, func(n *structs.NodeListStub) string { return n.ID })
 		reply.Index = maxIndex(st, "nodes")
 		return nil
 	})

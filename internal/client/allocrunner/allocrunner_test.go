@@ -103,7 +103,7 @@ func TestAllocRunner_BatchCompletes(t *testing.T) {
 
 func TestAllocRunner_DesiredStopKills(t *testing.T) {
 	d := mock.New()
-	alloc := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{}))
+	alloc := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
 	ar, rec := newRunner(t, alloc, d)
 	waitStatus(t, rec, structs.AllocClientStatusRunning)
 	stop := *alloc
@@ -133,7 +133,7 @@ func TestAllocRunner_RestartPolicyThenFail(t *testing.T) {
 
 func TestAllocRunner_UnknownDriverFails(t *testing.T) {
 	d := mock.New()
-	task := testutil.MockTask("t", nil)
+	task := testutil.MockTask("t", map[string]any{"run_for": "-1s"})
 	task.Driver = "nope"
 	alloc := testutil.Alloc(structs.JobTypeBatch, task)
 	_, rec := newRunner(t, alloc, d)
@@ -147,11 +147,11 @@ func TestAllocRunner_LifecycleOrderAndLeader(t *testing.T) {
 	d := mock.New()
 	pre := testutil.MockTask("pre", map[string]any{"run_for": "30ms"})
 	pre.Lifecycle = &structs.TaskLifecycle{Hook: "prestart"}
-	side := testutil.MockTask("side", map[string]any{})
+	side := testutil.MockTask("side", map[string]any{"run_for": "-1s"})
 	side.Lifecycle = &structs.TaskLifecycle{Hook: "prestart", Sidecar: true}
 	leader := testutil.MockTask("leader", map[string]any{"run_for": "50ms"})
 	leader.Leader = true
-	other := testutil.MockTask("other", map[string]any{})
+	other := testutil.MockTask("other", map[string]any{"run_for": "-1s"})
 	post := testutil.MockTask("post", map[string]any{"run_for": "1ms"})
 	post.Lifecycle = &structs.TaskLifecycle{Hook: "poststop"}
 	alloc := testutil.Alloc(structs.JobTypeBatch, pre, side, leader, other, post)
@@ -176,7 +176,7 @@ func TestAllocRunner_PrestartFailureSkipsMain(t *testing.T) {
 	d := mock.New()
 	pre := testutil.MockTask("pre", map[string]any{"run_for": "1ms", "exit_code": 2})
 	pre.Lifecycle = &structs.TaskLifecycle{Hook: "prestart"}
-	main := testutil.MockTask("main", map[string]any{})
+	main := testutil.MockTask("main", map[string]any{"run_for": "-1s"})
 	alloc := testutil.Alloc(structs.JobTypeBatch, pre, main)
 	_, rec := newRunner(t, alloc, d)
 	got := waitStatus(t, rec, structs.AllocClientStatusFailed)

@@ -5,7 +5,8 @@
 // Config keys (all optional):
 //
 //	run_for       duration ("150ms", or nanoseconds as a number); absent or
-//	              <= 0 means run until stopped
+//	              0 exits at once (as Nomad's mock driver); < 0 runs until
+//	              stopped
 //	exit_code     int, the exit code when run_for elapses (default 0)
 //	exit_signal   int, the signal reported when run_for elapses
 //	start_error   string: StartTask fails with this error

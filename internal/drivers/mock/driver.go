@@ -116,7 +116,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 
 	go func() {
 		var timer <-chan time.Time
-		if runFor > 0 {
+		if runFor >= 0 {
 			tm := time.NewTimer(runFor)
 			defer tm.Stop()
 			timer = tm.C

@@ -35,7 +35,7 @@ func TestMock_RunForExitCodeAndStop(t *testing.T) {
 		t.Fatalf("stdout %q", b)
 	}
 
-	if _, err := d.StartTask(&drivers.TaskConfig{ID: "a/u", Name: "u", Config: map[string]any{}}); err != nil {
+	if _, err := d.StartTask(&drivers.TaskConfig{ID: "a/u", Name: "u", Config: map[string]any{"run_for": "-1s"}}); err != nil {
 		t.Fatal(err)
 	}
 	ch, _ = d.WaitTask(context.Background(), "a/u")
