@@ -319,7 +319,9 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 		if idx == 0 {
 			idx = maxIndex(st, "allocs")
 		}
-		reply.Index = idx
+		// Never answer 0: a client's next pull would not block and the
+		// client would spin. With 1 it waits for its first allocation.
+		reply.Index = max(idx, 1)
 		return nil
 	})
 }

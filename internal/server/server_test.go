@@ -200,3 +200,36 @@ func TestKeyringCreatedOnceAndServed(t *testing.T) {
 		t.Fatalf("bad key %+v", resp.PublicKeys[0])
 	}
 }
+
+// A client on a fresh cluster must be able to block: its first pull can
+// never answer index 0 (a pull with index 0 returns at once, so the client
+// would spin).
+func TestGetClientAllocsBlocksOnFreshCluster(t *testing.T) {
+	s := testServer(t, nil)
+	n := testNode(t, s, 4000, 4096)
+	var first structs.NodeClientAllocsResponse
+	req := &structs.NodeSpecificRequest{NodeID: n.ID, SecretID: n.SecretID}
+	if err := s.RPC("Node.GetClientAllocs", req, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Index == 0 {
+		t.Fatal("first pull answered index 0")
+	}
+	req.MinQueryIndex = first.Index
+	req.MaxQueryTime = 200 * time.Millisecond
+	start := time.Now()
+	var second structs.NodeClientAllocsResponse
+	if err := s.RPC("Node.GetClientAllocs", req, &second); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("pull with nothing new returned after %v instead of blocking", time.Since(start))
+	}
+	resp := register(t, s, testJob("wake", 1))
+	evalDone(t, s, resp.EvalID)
+	req.MaxQueryTime = 10 * time.Second
+	var third structs.NodeClientAllocsResponse
+	if err := s.RPC("Node.GetClientAllocs", req, &third); err != nil || len(third.Allocs) != 1 {
+		t.Fatalf("pull after placement: %v %+v", err, third.Allocs)
+	}
+}
