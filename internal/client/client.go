@@ -180,6 +180,15 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 			c.drivers[d.Name()] = d
 		}
 	}
+	if cfg.DetectForeignPorts {
+		// Register already knowing the ports others hold, so nothing can be
+		// placed on them in the window before the first periodic scan.
+		if ports, err := fingerprint.ForeignPorts("", nodeAddresses(n), nil); err == nil {
+			n.ForeignPorts = ports
+		} else {
+			c.logger.Warn("foreign port scan failed", "error", err)
+		}
+	}
 	n.ComputeClass()
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/fingerprint"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // foreignPortsInterval is how often detect_foreign_ports rescans.
@@ -29,15 +30,7 @@ func (c *Client) watchForeignPorts() {
 
 func (c *Client) scanForeignPorts() {
 	node := c.Node()
-	var addrs []string
-	if node.NodeResources != nil {
-		for _, nn := range node.NodeResources.NodeNetworks {
-			for _, a := range nn.Addresses {
-				addrs = append(addrs, a.Address)
-			}
-		}
-	}
-	ports, err := fingerprint.ForeignPorts("", addrs, c.taskPIDs())
+	ports, err := fingerprint.ForeignPorts("", nodeAddresses(node), c.taskPIDs())
 	if err != nil {
 		c.logger.Warn("foreign port scan failed", "error", err)
 		return
@@ -70,4 +63,17 @@ func (c *Client) taskPIDs() []int {
 		}
 	}
 	return pids
+}
+
+// nodeAddresses lists the addresses of the node's networks.
+func nodeAddresses(node *structs.Node) []string {
+	var addrs []string
+	if node.NodeResources != nil {
+		for _, nn := range node.NodeResources.NodeNetworks {
+			for _, a := range nn.Addresses {
+				addrs = append(addrs, a.Address)
+			}
+		}
+	}
+	return addrs
 }
