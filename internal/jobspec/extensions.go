@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,6 +30,10 @@ func init() {
 	extensions[reflect.TypeOf(api.TaskGroup{})] = extension{
 		schema: hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "vault"}}},
 		apply:  applyGroupExtras,
+	}
+	extensions[reflect.TypeOf(api.Task{})] = extension{
+		schema: hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "scaling", LabelNames: []string{"resource"}}}},
+		apply:  applyTaskScaling,
 	}
 	cons := hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "distinct_hosts"}, {Name: "distinct_property"}}}
 	aff := hcl.BodySchema{}
@@ -102,6 +107,32 @@ func applyGroupExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val 
 			d.extras.groupVaults = map[*api.TaskGroup]*api.Vault{}
 		}
 		d.extras.groupVaults[g] = v
+	}
+	return diags
+}
+
+// applyTaskScaling decodes the task-level `scaling "cpu"|"mem"` blocks
+// (vertical autoscaling policies): the label becomes the policy type.
+func applyTaskScaling(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val reflect.Value) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	t := val.Addr().Interface().(*api.Task)
+	for _, blk := range c.Blocks {
+		label := blk.Labels[0]
+		if label != "cpu" && label != "mem" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid scaling block label",
+				Detail:   fmt.Sprintf("A task scaling block is labelled \"cpu\" or \"mem\", not %q.", label),
+				Subject:  blk.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
+		p := &api.ScalingPolicy{}
+		diags = append(diags, d.decodeBody(blk.Body, ctx, p)...)
+		if p.Type == "" {
+			p.Type = "vertical_" + label
+		}
+		t.ScalingPolicies = append(t.ScalingPolicies, p)
 	}
 	return diags
 }
