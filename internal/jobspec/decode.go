@@ -80,6 +80,14 @@ type decoder struct {
 	bodies   map[hcl.Range]*hclsyntax.Body
 	warnings []string
 	extras   jobExtras
+	attrs    []attrPlace
+}
+
+// attrPlace is where an attribute is written and the block it is in, so an
+// error about a value can name the attribute it belongs to.
+type attrPlace struct {
+	rng         hcl.Range
+	name, block string
 }
 
 func newDecoderSet(file *hcl.File) *decoder {
@@ -102,9 +110,48 @@ func newDecoderSet(file *hcl.File) *decoder {
 }
 
 func (d *decoder) indexBodies(b *hclsyntax.Body) {
+	d.indexBlock(b, "")
+}
+
+func (d *decoder) indexBlock(b *hclsyntax.Body, block string) {
 	d.bodies[b.MissingItemRange()] = b
+	for name, a := range b.Attributes {
+		d.attrs = append(d.attrs, attrPlace{rng: a.SrcRange, name: name, block: block})
+	}
 	for _, blk := range b.Blocks {
-		d.indexBodies(blk.Body)
+		typ := blk.Type
+		if typ == "dynamic" && len(blk.Labels) == 1 {
+			typ = blk.Labels[0]
+		} else if typ == "content" && block != "" {
+			typ = block
+		}
+		d.indexBlock(blk.Body, typ)
+	}
+}
+
+// annotate adds to each error about a value the attribute and block it is
+// in, when its message does not say so already.
+func (d *decoder) annotate(diags hcl.Diagnostics) {
+	for _, diag := range diags {
+		if diag.Subject == nil {
+			continue
+		}
+		var best *attrPlace
+		for i := range d.attrs {
+			a := &d.attrs[i]
+			if a.rng.Filename == diag.Subject.Filename && a.rng.ContainsOffset(diag.Subject.Start.Byte) &&
+				(best == nil || a.rng.Start.Byte >= best.rng.Start.Byte) {
+				best = a
+			}
+		}
+		if best == nil || strings.Contains(diag.Summary+diag.Detail, fmt.Sprintf("%q", best.name)) {
+			continue
+		}
+		where := fmt.Sprintf("attribute %q", best.name)
+		if best.block != "" {
+			where += fmt.Sprintf(" of block %q", best.block)
+		}
+		diag.Detail = strings.TrimSuffix(diag.Detail, ".") + " (in " + where + ")."
 	}
 }
 

@@ -104,6 +104,7 @@ func ParseWithWarnings(path string, src []byte, cfg ParseConfig) (*Result, error
 	job := &api.Job{}
 	diags = d.decodeBody(dynblock.Expand(jobs[0].Body, ctx), ctx, job)
 	if diags.HasErrors() {
+		d.annotate(diags)
 		return nil, diagError(diags)
 	}
 	normalizeJob(d, job, jobs[0].Labels[0])
