@@ -26,17 +26,8 @@ var (
 // registered for the owning struct strips them and decodes them generically.
 var opaqueFields = map[reflect.Type]map[string]int{}
 
-// decoders holds one gohcl decoder per owning struct type: decoders[t] has
-// every custom decoder except the one for t itself, so the body decoder of t
-// can hand the rest of the body back to gohcl without recursing into itself.
-var decoders = map[reflect.Type]*gohcl.Decoder{}
-
 func init() {
 	collectOpaque(reflect.TypeOf(api.Job{}), map[reflect.Type]bool{})
-	decoders[nil] = newDecoder(nil)
-	for t := range opaqueFields {
-		decoders[t] = newDecoder(t)
-	}
 }
 
 func collectOpaque(t reflect.Type, seen map[reflect.Type]bool) {
@@ -65,38 +56,144 @@ func collectOpaque(t reflect.Type, seen map[reflect.Type]bool) {
 	}
 }
 
-func newDecoder(except reflect.Type) *gohcl.Decoder {
-	d := &gohcl.Decoder{}
-	d.RegisterExpressionDecoder(durationType, decodeDuration)
-	d.RegisterExpressionDecoder(durationPtrType, decodeDuration)
+// extension handles the parts of one api struct's body that gohcl cannot:
+// the attributes and blocks in schema are taken out of the body before
+// gohcl decodes the rest, and apply receives them afterwards (so it may
+// override what gohcl set).
+type extension struct {
+	schema hcl.BodySchema
+	apply  func(d *decoder, content *hcl.BodyContent, ctx *hcl.EvalContext, val reflect.Value) hcl.Diagnostics
+}
+
+// extensions are the hand-written parts of the jobspec grammar, keyed by the
+// api struct they extend (see extensions.go).
+var extensions = map[reflect.Type]extension{}
+
+// decoder is the decoding state of one Parse call: one gohcl decoder per
+// extended struct type (decoders[t] has every custom decoder except the one
+// for t itself, so the body decoder of t can hand the rest of the body back
+// to gohcl without recursing into itself), the syntax bodies of the source
+// (opaque maps need them to see nested blocks through dynamic expansion),
+// and the warnings collected on the way.
+type decoder struct {
+	gohcl    map[reflect.Type]*gohcl.Decoder
+	bodies   map[hcl.Range]*hclsyntax.Body
+	warnings []string
+	extras   jobExtras
+	attrs    []attrPlace
+}
+
+// attrPlace is where an attribute is written and the block it is in, so an
+// error about a value can name the attribute it belongs to.
+type attrPlace struct {
+	rng         hcl.Range
+	name, block string
+}
+
+func newDecoderSet(file *hcl.File) *decoder {
+	d := &decoder{gohcl: map[reflect.Type]*gohcl.Decoder{}, bodies: map[hcl.Range]*hclsyntax.Body{}}
+	if sb, ok := file.Body.(*hclsyntax.Body); ok {
+		d.indexBodies(sb)
+	}
+	types := map[reflect.Type]bool{}
 	for t := range opaqueFields {
-		if t != except {
-			d.RegisterBlockDecoder(t, opaqueBodyDecoder(t))
-		}
+		types[t] = true
+	}
+	for t := range extensions {
+		types[t] = true
+	}
+	d.gohcl[nil] = d.newGohcl(nil, types)
+	for t := range types {
+		d.gohcl[t] = d.newGohcl(t, types)
 	}
 	return d
 }
 
-// decodeBody decodes a body into a struct with all custom decoders.
-func decodeBody(body hcl.Body, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
-	return decoders[nil].DecodeBody(body, ctx, val)
+func (d *decoder) indexBodies(b *hclsyntax.Body) {
+	d.indexBlock(b, "")
 }
 
-func opaqueBodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
+func (d *decoder) indexBlock(b *hclsyntax.Body, block string) {
+	d.bodies[b.MissingItemRange()] = b
+	for name, a := range b.Attributes {
+		d.attrs = append(d.attrs, attrPlace{rng: a.SrcRange, name: name, block: block})
+	}
+	for _, blk := range b.Blocks {
+		typ := blk.Type
+		if typ == "dynamic" && len(blk.Labels) == 1 {
+			typ = blk.Labels[0]
+		} else if typ == "content" && block != "" {
+			typ = block
+		}
+		d.indexBlock(blk.Body, typ)
+	}
+}
+
+// annotate adds to each error about a value the attribute and block it is
+// in, when its message does not say so already.
+func (d *decoder) annotate(diags hcl.Diagnostics) {
+	for _, diag := range diags {
+		if diag.Subject == nil {
+			continue
+		}
+		var best *attrPlace
+		for i := range d.attrs {
+			a := &d.attrs[i]
+			if a.rng.Filename == diag.Subject.Filename && a.rng.ContainsOffset(diag.Subject.Start.Byte) &&
+				(best == nil || a.rng.Start.Byte >= best.rng.Start.Byte) {
+				best = a
+			}
+		}
+		if best == nil || strings.Contains(diag.Summary+diag.Detail, fmt.Sprintf("%q", best.name)) {
+			continue
+		}
+		where := fmt.Sprintf("attribute %q", best.name)
+		if best.block != "" {
+			where += fmt.Sprintf(" of block %q", best.block)
+		}
+		diag.Detail = strings.TrimSuffix(diag.Detail, ".") + " (in " + where + ")."
+	}
+}
+
+func (d *decoder) newGohcl(except reflect.Type, types map[reflect.Type]bool) *gohcl.Decoder {
+	g := &gohcl.Decoder{}
+	g.RegisterExpressionDecoder(durationType, decodeDuration)
+	g.RegisterExpressionDecoder(durationPtrType, decodeDuration)
+	for t := range types {
+		if t != except {
+			g.RegisterBlockDecoder(t, d.bodyDecoder(t))
+		}
+	}
+	return g
+}
+
+// decodeBody decodes a body into a struct with all custom decoders.
+func (d *decoder) decodeBody(body hcl.Body, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
+	return d.gohcl[nil].DecodeBody(body, ctx, val)
+}
+
+func (d *decoder) bodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
 	return func(body hcl.Body, ctx *hcl.EvalContext, val any) hcl.Diagnostics {
 		fields := opaqueFields[t]
-		schema := &hcl.BodySchema{}
+		ext, hasExt := extensions[t]
+		schema := &hcl.BodySchema{Attributes: ext.schema.Attributes, Blocks: ext.schema.Blocks}
 		for name := range fields {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: name})
 		}
 		content, rest, diags := body.PartialContent(schema)
-		diags = append(diags, decoders[t].DecodeBody(rest, ctx, val)...)
+		diags = append(diags, d.gohcl[t].DecodeBody(rest, ctx, val)...)
 		if content == nil {
 			return diags
 		}
 		sv := reflect.ValueOf(val).Elem()
 		seen := map[string]*hcl.Block{}
+		var extBlocks hcl.Blocks
 		for _, blk := range content.Blocks {
+			idx, opaque := fields[blk.Type]
+			if !opaque {
+				extBlocks = append(extBlocks, blk)
+				continue
+			}
 			if prev := seen[blk.Type]; prev != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
@@ -107,9 +204,13 @@ func opaqueBodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
 				continue
 			}
 			seen[blk.Type] = blk
-			m, d := decodeOpaque(blk.Body, ctx)
-			diags = append(diags, d...)
-			sv.Field(fields[blk.Type]).Set(reflect.ValueOf(m))
+			m, dd := d.decodeOpaque(blk.Body, ctx)
+			diags = append(diags, dd...)
+			sv.Field(idx).Set(reflect.ValueOf(m))
+		}
+		if hasExt {
+			content.Blocks = extBlocks
+			diags = append(diags, ext.apply(d, content, ctx, sv)...)
 		}
 		return diags
 	}
@@ -117,29 +218,52 @@ func opaqueBodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
 
 // decodeOpaque decodes a free-form body: attributes become values, nested
 // blocks become lists of maps keyed by block type (labels nest further), the
-// shape Nomad gives driver config.
-func decodeOpaque(body hcl.Body, ctx *hcl.EvalContext) (map[string]any, hcl.Diagnostics) {
+// shape Nomad gives driver config. Dynamic blocks inside are expanded.
+func (d *decoder) decodeOpaque(body hcl.Body, ctx *hcl.EvalContext) (map[string]any, hcl.Diagnostics) {
 	out := map[string]any{}
 	var diags hcl.Diagnostics
-	sb, ok := body.(*hclsyntax.Body)
+	sb, ok := d.bodies[body.MissingItemRange()]
 	if !ok {
-		attrs, d := body.JustAttributes()
-		diags = append(diags, d...)
+		attrs, dd := body.JustAttributes()
+		diags = append(diags, dd...)
 		for name, attr := range attrs {
-			v, d := attr.Expr.Value(ctx)
-			diags = append(diags, d...)
+			v, dd := attr.Expr.Value(ctx)
+			diags = append(diags, dd...)
 			out[name] = ctyToGo(v)
 		}
 		return out, diags
 	}
-	for name, attr := range sb.Attributes {
-		v, d := attr.Expr.Value(ctx)
-		diags = append(diags, d...)
-		out[name] = ctyToGo(v)
+	// The syntax body tells which attributes and block types exist; the
+	// (possibly dynamic-expanding) body delivers them.
+	schema := &hcl.BodySchema{}
+	types := map[string]bool{}
+	for name := range sb.Attributes {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: name})
 	}
 	for _, blk := range sb.Blocks {
-		m, d := decodeOpaque(blk.Body, ctx)
-		diags = append(diags, d...)
+		typ, nlabels := blk.Type, len(blk.Labels)
+		if typ == "dynamic" && len(blk.Labels) == 1 {
+			typ, nlabels = blk.Labels[0], dynamicLabelCount(blk.Body)
+		}
+		if types[typ] {
+			continue
+		}
+		types[typ] = true
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: typ, LabelNames: make([]string, nlabels)})
+	}
+	content, dd := body.Content(schema)
+	diags = append(diags, dd...)
+	if content == nil {
+		return out, diags
+	}
+	for name, attr := range content.Attributes {
+		v, dd := attr.Expr.Value(ctx)
+		diags = append(diags, dd...)
+		out[name] = ctyToGo(v)
+	}
+	for _, blk := range content.Blocks {
+		m, dd := d.decodeOpaque(blk.Body, ctx)
+		diags = append(diags, dd...)
 		for i := len(blk.Labels) - 1; i >= 0; i-- {
 			m = map[string]any{blk.Labels[i]: []map[string]any{m}}
 		}
@@ -147,6 +271,19 @@ func decodeOpaque(body hcl.Body, ctx *hcl.EvalContext) (map[string]any, hcl.Diag
 		out[blk.Type] = append(list, m)
 	}
 	return out, diags
+}
+
+// dynamicLabelCount is how many labels a dynamic block gives the blocks it
+// generates: the length of its labels list, when written as a list.
+func dynamicLabelCount(b *hclsyntax.Body) int {
+	a, ok := b.Attributes["labels"]
+	if !ok {
+		return 0
+	}
+	if t, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok {
+		return len(t.Exprs)
+	}
+	return 0
 }
 
 // ctyToGo converts a cty value into plain Go values (string, int, float64,

@@ -7,7 +7,13 @@
 // `hcl:` tags on api types, generic decoding of opaque maps (task config,
 // scaling policy, ...), and the small normalisation Nomad performs before the
 // job leaves the CLI (ID/Name from the label, periodic SpecType, static ports
-// into ReservedPorts, template defaults).
+// into ReservedPorts, template and vault defaults, job/group vault and job
+// secrets pushed into tasks, the unnamed identity as Task.Identity, the
+// legacy group disconnect attributes turned into the disconnect block with a
+// warning). What the api `hcl:` tags cannot express (job-level task, vault
+// and secret, group vault, task `scaling "cpu"|"mem"`, the constraint and
+// affinity operator shorthands) lives in extensions.go; `dynamic` blocks are
+// expanded by hcl's dynblock, inside opaque maps too.
 //
 // Runtime interpolations (${attr.*}, ${node.*}, ${meta.*}, ${NOMAD_*},
 // ${env["X"]}, ${device.*}) are kept verbatim as text through the

@@ -104,3 +104,72 @@ func TestFileFunctionsNeedAllowFS(t *testing.T) {
 		t.Fatalf("file() content not read: %q", *j.Region)
 	}
 }
+
+// TestMoreErrors covers the errors of the blocks added to the grammar.
+func TestMoreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown attribute in nested block", "job \"x\" {\n group \"g\" {\n  network {\n   port \"p\" {\n    statik = 1\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:5,5:", `"statik"`}},
+		{"unknown block in service", "job \"x\" {\n group \"g\" {\n  service {\n   chek {}\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,4:", `"chek"`}},
+		{"task scaling label", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   scaling \"gpu\" {}\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,12:", `"gpu"`}},
+		{"shorthand type", "job \"x\" {\n constraint {\n  distinct_hosts = \"maybe\"\n }\n}\n",
+			[]string{"bad.hcl:3,", "bool", `attribute "distinct_hosts" of block "constraint"`}},
+		{"duplicate job vault", "job \"x\" {\n vault {}\n vault {}\n}\n",
+			[]string{"bad.hcl:3,2:", "Duplicate vault block"}},
+		{"dynamic for_each", "job \"x\" {\n dynamic \"group\" {\n  for_each = 3\n  labels = [\"a\"]\n  content {}\n }\n}\n",
+			[]string{"bad.hcl:3,", "for_each"}},
+		{"unknown attribute inside dynamic content", "job \"x\" {\n group \"g\" {\n  network {\n   dynamic \"port\" {\n    for_each = [\"a\"]\n    labels = [port.value]\n    content {\n     bogus = 1\n    }\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:8,6:", `"bogus"`}},
+		{"bad cidr", "job \"x\" {\n region = cidrhost(\"nope\", 1)\n}\n",
+			[]string{"bad.hcl:2,", "invalid CIDR"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("bad.hcl", []byte(tc.src), ParseConfig{})
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLegacyDisconnectWarns(t *testing.T) {
+	src := "job \"x\" {\n group \"g\" {\n  max_client_disconnect = \"1h\"\n  task \"t\" { driver = \"exec\" }\n }\n}\n"
+	r, err := ParseWithWarnings("w.hcl", []byte(src), ParseConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "max_client_disconnect") || !strings.Contains(r.Warnings[0], "lost_after") {
+		t.Fatalf("warnings = %q", r.Warnings)
+	}
+	g := r.Job.TaskGroups[0]
+	if g.MaxClientDisconnect != nil || g.Disconnect == nil || g.Disconnect.LostAfter == nil || g.Disconnect.LostAfter.Hours() != 1 {
+		t.Fatalf("not translated: %+v %+v", g.MaxClientDisconnect, g.Disconnect)
+	}
+	// With a disconnect block the legacy attribute is left for the server to refuse.
+	src = "job \"x\" {\n group \"g\" {\n  max_client_disconnect = \"1h\"\n  disconnect { lost_after = \"2h\" }\n  task \"t\" { driver = \"exec\" }\n }\n}\n"
+	r, err = ParseWithWarnings("w.hcl", []byte(src), ParseConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := r.Job.TaskGroups[0]; g.MaxClientDisconnect == nil || g.Disconnect.LostAfter.Hours() != 2 {
+		t.Fatalf("explicit disconnect must win and the legacy value stay visible: %+v", g)
+	}
+}
+
+func TestValueErrorNamesAttribute(t *testing.T) {
+	src := "job \"x\" {\n group \"g\" {\n  count = \"many\"\n }\n}\n"
+	_, err := Parse("bad.hcl", []byte(src), ParseConfig{})
+	if err == nil || !strings.Contains(err.Error(), "bad.hcl:3,") || !strings.Contains(err.Error(), `attribute "count" of block "group"`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -27,11 +27,16 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"abs":             stdlib.AbsoluteFunc,
 		"base64decode":    base64DecodeFunc,
 		"base64encode":    base64EncodeFunc,
+		"bcrypt":          bcryptFunc,
 		"can":             tryfunc.CanFunc,
+		"cidrhost":        cidrHostFunc,
+		"cidrnetmask":     cidrNetmaskFunc,
+		"cidrsubnet":      cidrSubnetFunc,
+		"cidrsubnets":     cidrSubnetsFunc,
 		"ceil":            stdlib.CeilFunc,
 		"chomp":           stdlib.ChompFunc,
 		"chunklist":       stdlib.ChunklistFunc,
-		"coalesce":        stdlib.CoalesceFunc,
+		"coalesce":        coalesceFunc,
 		"coalescelist":    stdlib.CoalesceListFunc,
 		"compact":         stdlib.CompactFunc,
 		"concat":          stdlib.ConcatFunc,
@@ -45,7 +50,7 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"formatdate":      stdlib.FormatDateFunc,
 		"formatlist":      stdlib.FormatListFunc,
 		"indent":          stdlib.IndentFunc,
-		"index":           stdlib.IndexFunc,
+		"index":           indexFunc,
 		"join":            stdlib.JoinFunc,
 		"jsondecode":      stdlib.JSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
@@ -94,7 +99,9 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"trimsuffix":      stdlib.TrimSuffixFunc,
 		"try":             tryfunc.TryFunc,
 		"upper":           stdlib.UpperFunc,
+		"urlencode":       urlencodeFunc,
 		"uuidv4":          uuidv4Func,
+		"uuidv5":          uuidv5Func,
 		"values":          stdlib.ValuesFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}
@@ -102,6 +109,10 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		fns["file"] = fileFunc(baseDir)
 		fns["fileexists"] = fileExistsFunc(baseDir)
 		fns["abspath"] = abspathFunc
+		fns["basename"] = basenameFunc
+		fns["dirname"] = dirnameFunc
+		fns["pathexpand"] = pathexpandFunc
+		fns["fileset"] = filesetFunc(baseDir)
 	}
 	return fns
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/hashicorp/nomad/api"
@@ -45,6 +46,22 @@ var rootSchema = &hcl.BodySchema{
 // Parse parses the jobspec src (read from path, which names it in errors and
 // decides HCL vs JSON together with the content) into an api.Job.
 func Parse(path string, src []byte, cfg ParseConfig) (*api.Job, error) {
+	r, err := ParseWithWarnings(path, src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Job, nil
+}
+
+// Result is a parsed job and what the parser wants the user to know about
+// it without refusing it (deprecated attributes it translated, ...).
+type Result struct {
+	Job      *api.Job
+	Warnings []string
+}
+
+// ParseWithWarnings is Parse that also returns the warnings.
+func ParseWithWarnings(path string, src []byte, cfg ParseConfig) (*Result, error) {
 	file, diags := parseFile(path, src)
 	if diags.HasErrors() {
 		return nil, diagError(diags)
@@ -83,13 +100,15 @@ func Parse(path string, src []byte, cfg ParseConfig) (*api.Job, error) {
 	}
 	ctx.Variables["local"] = objectOrEmpty(locals)
 
+	d := newDecoderSet(file)
 	job := &api.Job{}
-	diags = decodeBody(jobs[0].Body, ctx, job)
+	diags = d.decodeBody(dynblock.Expand(jobs[0].Body, ctx), ctx, job)
 	if diags.HasErrors() {
+		d.annotate(diags)
 		return nil, diagError(diags)
 	}
-	normalizeJob(job, jobs[0].Labels[0])
-	return job, nil
+	normalizeJob(d, job, jobs[0].Labels[0])
+	return &Result{Job: job, Warnings: d.warnings}, nil
 }
 
 func isJSON(path string, src []byte) bool {
