@@ -17,7 +17,9 @@ const implicitTarget = "*"
 // [-1, 1]:
 //   - with targets: (desired − used) / desired for the node's value, where
 //     desired = percent × count and used counts the group's allocations
-//     (existing and proposed) on nodes with that value; a value with no
+//     (existing and proposed) on nodes with that value plus the one being
+//     placed, so a value at its target already scores below one that is
+//     short of it; a value with no
 //     target (and no percentage left for "*") or a 0 % target gets −1;
 //   - without targets: nothing placed yet → 0; a value less used than the
 //     least used one (new value) → 1; a value above the minimum →
@@ -92,9 +94,9 @@ func (s *SpreadIterator) Next() *RankedNode {
 	for _, st := range s.spreads {
 		total += st.boost(opt.Node) * st.weight / s.sumWeights
 	}
-	if total != 0 {
-		opt.addScore("allocation-spread", total)
-	}
+	// Recorded even when 0: a value at its target must not look as good
+	// as one that is short of it by averaging fewer scores.
+	opt.addScore("allocation-spread", total)
 	return opt
 }
 
@@ -120,7 +122,7 @@ func targetBoost(desired map[string]float64, counts map[string]int, v string) fl
 	if !ok || want <= 0 {
 		return -1
 	}
-	used := float64(counts[v])
+	used := float64(counts[v] + 1) // this placement
 	return clampUnit((want - used) / want)
 }
 

@@ -17,11 +17,12 @@ func TestSpreadBoostFormulas(t *testing.T) {
 		value  string
 		want   float64
 	}{
-		{"target unused", target, map[string]int{}, "dc1", 1},
-		{"target partly used", target, map[string]int{"dc1": 2}, "dc1", 3.0 / 5},
-		{"target met", target, map[string]int{"dc1": 5}, "dc1", 0},
+		{"target unused", target, map[string]int{}, "dc1", 4.0 / 5},
+		{"target partly used", target, map[string]int{"dc1": 2}, "dc1", 2.0 / 5},
+		{"last one to the target", target, map[string]int{"dc1": 4}, "dc1", 0},
+		{"target met", target, map[string]int{"dc1": 5}, "dc1", -1.0 / 5},
 		{"target overused clamps", target, map[string]int{"dc2": 9}, "dc2", -1},
-		{"implicit target", target, map[string]int{"dc9": 1}, "dc9", 1.0 / 2},
+		{"implicit target", target, map[string]int{"dc9": 1}, "dc9", 0},
 		{"no target and no remainder", map[string]float64{"dc1": 10}, map[string]int{}, "dc2", -1},
 		{"zero percent target", map[string]float64{"dc1": 10, "dc2": 0}, map[string]int{}, "dc2", -1},
 		{"even: nothing placed", nil, map[string]int{}, "a", 0},
@@ -62,10 +63,10 @@ func TestSpreadIteratorWeightsAndCounts(t *testing.T) {
 	it.SetJob(job)
 	it.SetTaskGroup(tg)
 	want := map[string]float64{
-		// dc: (5-2)/5 * 0.75; rack a used 3 times, the only value: even → -1 * 0.25
-		"n1": 0.6*0.75 - 0.25,
-		// dc: (5-1)/5 * 0.75; rack as above
-		"n2": 0.8*0.75 - 0.25,
+		// dc: (5-(2+1))/5 * 0.75; rack a used 3 times, the only value: even → -1 * 0.25
+		"n1": 0.4*0.75 - 0.25,
+		// dc: (5-(1+1))/5 * 0.75; rack as above
+		"n2": 0.6*0.75 - 0.25,
 		// no dc target for dc3 and no remainder: -1; rack missing: -1
 		"n3": -1,
 	}
