@@ -35,6 +35,7 @@ type GenericScheduler struct {
 	state     State
 	planner   Planner
 	batch     bool
+	preempt   bool
 
 	eval       *structs.Evaluation
 	job        *structs.Job
@@ -49,7 +50,12 @@ type GenericScheduler struct {
 }
 
 func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *GenericScheduler {
+	jobType := structs.JobTypeService
+	if batch {
+		jobType = structs.JobTypeBatch
+	}
 	return &GenericScheduler{
+		preempt:   cfg.PreemptionEnabled[jobType],
 		base:      cfg.Logger.Named("generic_sched"),
 		clock:     cfg.Clock,
 		algorithm: cfg.Algorithm,
@@ -169,6 +175,7 @@ func (s *GenericScheduler) process() (bool, error) {
 	h.Write([]byte(s.eval.ID))
 	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
 	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
+	s.stack.SetPreemption(s.preempt)
 	if job != nil && !job.Stop {
 		nodes, err := s.readyNodes(job)
 		if err != nil {
@@ -383,6 +390,10 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 			})
 			alloc.RescheduleTracker = tracker
 		}
+	}
+	for _, victim := range option.Preempted {
+		s.plan.AppendPreemptedAlloc(victim, alloc.ID)
+		alloc.PreemptedAllocations = append(alloc.PreemptedAllocations, victim.ID)
 	}
 	s.plan.AppendAlloc(alloc)
 	return true

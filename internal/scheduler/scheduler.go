@@ -46,6 +46,22 @@ type Config struct {
 	Clock func() time.Time
 	// Algorithm is "binpack" (default) or "spread".
 	Algorithm string
+	// PreemptionEnabled says, per job type, whether placements may evict
+	// allocations of lower-priority jobs. Nil means
+	// DefaultPreemptionEnabled(); a non-nil map is taken as is (absent
+	// types are off).
+	PreemptionEnabled map[string]bool
+}
+
+// DefaultPreemptionEnabled is Nomad's default: preemption for system jobs
+// only.
+func DefaultPreemptionEnabled() map[string]bool {
+	return map[string]bool{
+		structs.JobTypeSystem:   true,
+		structs.JobTypeSysBatch: false,
+		structs.JobTypeService:  false,
+		structs.JobTypeBatch:    false,
+	}
 }
 
 // NewScheduler returns the scheduler for an eval type: "service" or "batch".
@@ -55,6 +71,9 @@ func NewScheduler(name string, cfg Config, state State, planner Planner) (Schedu
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.PreemptionEnabled == nil {
+		cfg.PreemptionEnabled = DefaultPreemptionEnabled()
 	}
 	switch cfg.Algorithm {
 	case "":

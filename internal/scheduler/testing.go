@@ -181,8 +181,9 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 		}
 	}
 	result := &structs.PlanResult{
-		NodeUpdate:     make(map[string][]*structs.Allocation),
-		NodeAllocation: make(map[string][]*structs.Allocation),
+		NodeUpdate:      make(map[string][]*structs.Allocation),
+		NodeAllocation:  make(map[string][]*structs.Allocation),
+		NodePreemptions: make(map[string][]*structs.Allocation),
 	}
 	for nodeID, allocs := range plan.NodeAllocation {
 		if reject[nodeID] || !h.fits(plan, nodeID) {
@@ -192,6 +193,9 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 		result.NodeAllocation[nodeID] = allocs
 		if len(plan.NodeUpdate[nodeID]) > 0 {
 			result.NodeUpdate[nodeID] = plan.NodeUpdate[nodeID]
+		}
+		if len(plan.NodePreemptions[nodeID]) > 0 {
+			result.NodePreemptions[nodeID] = plan.NodePreemptions[nodeID]
 		}
 	}
 	for nodeID, stops := range plan.NodeUpdate {
@@ -214,6 +218,17 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 				c.ClientStatus = s.ClientStatus
 			}
 			writes = append(writes, &c)
+		}
+	}
+	for _, evicted := range result.NodePreemptions {
+		for _, e := range evicted {
+			if cur := h.State.allocs[e.ID]; cur != nil {
+				c := *cur
+				c.DesiredStatus = structs.AllocDesiredStatusEvict
+				c.DesiredDescription = e.DesiredDescription
+				c.PreemptedByAllocation = e.PreemptedByAllocation
+				writes = append(writes, &c)
+			}
 		}
 	}
 	h.State.UpsertAllocs(writes...)
@@ -249,6 +264,9 @@ func (h *Harness) fits(plan *structs.Plan, nodeID string) bool {
 	}
 	remove := map[string]bool{}
 	for _, a := range plan.NodeUpdate[nodeID] {
+		remove[a.ID] = true
+	}
+	for _, a := range plan.NodePreemptions[nodeID] {
 		remove[a.ID] = true
 	}
 	for _, a := range plan.NodeAllocation[nodeID] {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -45,6 +46,13 @@ type Config struct {
 	NumSchedulers      int
 	EnabledSchedulers  []string
 	SchedulerAlgorithm string
+	// Preemption per job type (Nomad's scheduler config defaults: system
+	// on, the others off). The scheduler evicts allocations of jobs at
+	// least 10 priority points lower when a placement does not fit.
+	PreemptionSystemEnabled   bool
+	PreemptionSysBatchEnabled bool
+	PreemptionServiceEnabled  bool
+	PreemptionBatchEnabled    bool
 
 	MinHeartbeatTTL        time.Duration
 	MaxHeartbeatsPerSecond float64
@@ -59,22 +67,34 @@ type Config struct {
 	Logger hclog.Logger
 }
 
+// preemptionEnabled is the per-job-type switch the schedulers read.
+func (c *Config) preemptionEnabled() map[string]bool {
+	return map[string]bool{
+		structs.JobTypeSystem:   c.PreemptionSystemEnabled,
+		structs.JobTypeSysBatch: c.PreemptionSysBatchEnabled,
+		structs.JobTypeService:  c.PreemptionServiceEnabled,
+		structs.JobTypeBatch:    c.PreemptionBatchEnabled,
+	}
+}
+
 // DefaultConfig returns production defaults.
 func DefaultConfig() *Config {
 	return &Config{
-		Region:                 "global",
-		Datacenter:             "dc1",
-		BootstrapExpect:        1,
-		NumSchedulers:          runtime.NumCPU(),
-		EnabledSchedulers:      []string{"service", "batch", "system", "sysbatch"},
-		SchedulerAlgorithm:     "binpack",
-		MinHeartbeatTTL:        10 * time.Second,
-		MaxHeartbeatsPerSecond: 50,
-		HeartbeatGrace:         10 * time.Second,
-		FailoverHeartbeatTTL:   300 * time.Second,
-		EvalNackTimeout:        60 * time.Second,
-		EvalDeliveryLimit:      3,
-		RPCHoldTimeout:         5 * time.Second,
+		Region:             "global",
+		Datacenter:         "dc1",
+		BootstrapExpect:    1,
+		NumSchedulers:      runtime.NumCPU(),
+		EnabledSchedulers:  []string{"service", "batch", "system", "sysbatch"},
+		SchedulerAlgorithm: "binpack",
+		// Only system preemption is on by default, as in Nomad.
+		PreemptionSystemEnabled: true,
+		MinHeartbeatTTL:         10 * time.Second,
+		MaxHeartbeatsPerSecond:  50,
+		HeartbeatGrace:          10 * time.Second,
+		FailoverHeartbeatTTL:    300 * time.Second,
+		EvalNackTimeout:         60 * time.Second,
+		EvalDeliveryLimit:       3,
+		RPCHoldTimeout:          5 * time.Second,
 	}
 }
 

@@ -51,7 +51,8 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	planner := &dryRunPlanner{}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		sched, err := scheduler.NewScheduler(job.Type, scheduler.Config{Logger: j.srv.logger.Named("plan"),
-			Clock: time.Now, Algorithm: j.srv.config.SchedulerAlgorithm}, snap, planner)
+			Clock: time.Now, Algorithm: j.srv.config.SchedulerAlgorithm,
+			PreemptionEnabled: j.srv.config.preemptionEnabled()}, snap, planner)
 		if err != nil {
 			return err
 		}

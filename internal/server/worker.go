@@ -74,7 +74,8 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 }
 
 func (w *Worker) schedConfig() scheduler.Config {
-	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Algorithm: w.srv.config.SchedulerAlgorithm}
+	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Algorithm: w.srv.config.SchedulerAlgorithm,
+		PreemptionEnabled: w.srv.config.preemptionEnabled()}
 }
 
 func (w *Worker) ack(evalID, token string, ok bool) {

@@ -37,6 +37,19 @@ func (p *Plan) AppendStoppedAlloc(alloc *Allocation, desiredDesc, clientStatus, 
 	p.NodeUpdate[a.NodeID] = append(p.NodeUpdate[a.NodeID], a)
 }
 
+// AppendPreemptedAlloc records that alloc is evicted to make room for the
+// allocation preemptingID.
+func (p *Plan) AppendPreemptedAlloc(alloc *Allocation, preemptingID string) {
+	a := alloc.CopySkipJob()
+	a.DesiredStatus = AllocDesiredStatusEvict
+	a.DesiredDescription = "Preempted by alloc ID " + preemptingID
+	a.PreemptedByAllocation = preemptingID
+	if p.NodePreemptions == nil {
+		p.NodePreemptions = make(map[string][]*Allocation)
+	}
+	p.NodePreemptions[a.NodeID] = append(p.NodePreemptions[a.NodeID], a)
+}
+
 // AppendAlloc records a placement or an in-place update.
 func (p *Plan) AppendAlloc(alloc *Allocation) {
 	p.NodeAllocation[alloc.NodeID] = append(p.NodeAllocation[alloc.NodeID], alloc)

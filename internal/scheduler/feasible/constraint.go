@@ -22,13 +22,18 @@ func ConstraintString(c *structs.Constraint) string {
 // escapesClass reports whether the constraint reads a property that is not
 // part of the computed class, so its result cannot be memoised per class.
 func escapesClass(c *structs.Constraint) bool {
+	if c.Operand == OpDistinctHosts || c.Operand == OpDistinctProperty {
+		// They pass the class-level checks; their own iterators, which
+		// run after the memo, enforce them.
+		return false
+	}
 	for _, t := range []string{c.LTarget, c.RTarget} {
 		if strings.Contains(t, "${node.unique.") || strings.Contains(t, "${attr.unique.") ||
 			strings.Contains(t, "${meta.unique.") {
 			return true
 		}
 	}
-	return c.Operand == OpDistinctHosts || c.Operand == OpDistinctProperty
+	return false
 }
 
 // resolveTarget interpolates ${...} against the node; anything else is a
@@ -68,8 +73,8 @@ func resolveTarget(target string, n *structs.Node) (string, bool) {
 func (c *Context) meetsConstraint(con *structs.Constraint, n *structs.Node) bool {
 	switch con.Operand {
 	case OpDistinctHosts, OpDistinctProperty:
-		// distinct_hosts is enforced by its own iterator; distinct_property
-		// is not implemented yet and does not filter.
+		// Enforced by DistinctHostsIterator and DistinctPropertyIterator,
+		// which count allocations and so cannot be memoised per class.
 		return true
 	}
 	l, lok := resolveTarget(con.LTarget, n)

@@ -9,9 +9,14 @@ import (
 	"github.com/hashicorp/go-memdb"
 )
 
-// AllocSource is the slice of state the chain reads.
+// AllocSource is the slice of state the chain reads. The scheduler's
+// State (and *state.StateSnapshot) satisfy it.
 type AllocSource interface {
 	AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, terminal bool) ([]*structs.Allocation, error)
+	// AllocsByJob feeds spread and distinct_property counts.
+	AllocsByJob(ws memdb.WatchSet, namespace, jobID string, anyCreateIndex bool) ([]*structs.Allocation, error)
+	// NodeByID resolves the node property of allocations placed elsewhere.
+	NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error)
 }
 
 // Context is shared by the iterators of one evaluation.

@@ -1,11 +1,15 @@
 // Package feasible chooses a node for one task group: a chain of iterators
 // that filters nodes (readiness, datacenters and pool, drivers,
-// constraints, distinct hosts) and ranks the survivors (bin-packing with a
-// fresh port index per node, job anti-affinity, rescheduling penalty),
-// visits a bounded number of them and returns the best.
+// constraints, distinct hosts, distinct_property) and ranks the survivors
+// (bin-packing with a fresh port index per node and, when enabled,
+// preemption of lower-priority allocations; job anti-affinity;
+// rescheduling penalty; node affinity; spread; preemption penalty), visits
+// a bounded number of them (at least 100 with affinities or spreads) and
+// returns the best.
 //
 // It owns feasibility memoisation per computed node class and the
-// placement metrics (AllocMetric) that explain failures to users.
+// placement metrics (AllocMetric) that explain failures to users,
+// including per-ranker scores of the five best nodes (ScoreMetaData).
 //
 // It must never write state, submit plans, sleep or read the wall clock;
 // randomness comes only from the seeded source in Context so a pass is

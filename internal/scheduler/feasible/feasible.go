@@ -53,13 +53,23 @@ type FeasibilityIterator struct {
 	ctx    *Context
 	source NodeIterator
 
-	job        *structs.Job
-	jobEscaped bool
+	job         *structs.Job
+	jobCheckers []Checker
+	jobEscaped  bool
 
-	tg        *structs.TaskGroup
-	tgCons    []*structs.Constraint
-	drivers   []string
-	tgEscaped bool
+	tg         *structs.TaskGroup
+	tgCheckers []Checker
+	tgEscaped  bool
+
+	// wrap, when set, wraps every checker built (tests count calls).
+	wrap func(Checker) Checker
+}
+
+func (f *FeasibilityIterator) checker(c Checker) Checker {
+	if f.wrap != nil {
+		return f.wrap(c)
+	}
+	return c
 }
 
 // NewFeasibilityIterator wraps source.
@@ -70,6 +80,7 @@ func NewFeasibilityIterator(ctx *Context, source NodeIterator) *FeasibilityItera
 // SetJob sets the job whose constraints apply.
 func (f *FeasibilityIterator) SetJob(job *structs.Job) {
 	f.job = job
+	f.jobCheckers = []Checker{f.checker(&constraintChecker{ctx: f.ctx, cons: job.Constraints})}
 	f.jobEscaped = false
 	for _, c := range job.Constraints {
 		if escapesClass(c) {
@@ -84,18 +95,22 @@ func (f *FeasibilityIterator) SetJob(job *structs.Job) {
 // SetTaskGroup sets the group whose drivers and constraints apply.
 func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
 	f.tg = tg
-	f.tgCons = append([]*structs.Constraint(nil), tg.Constraints...)
-	f.drivers = f.drivers[:0]
+	cons := append([]*structs.Constraint(nil), tg.Constraints...)
+	var drivers []string
 	seen := map[string]bool{}
 	for _, t := range tg.Tasks {
-		f.tgCons = append(f.tgCons, t.Constraints...)
+		cons = append(cons, t.Constraints...)
 		if t.Driver != "" && !seen[t.Driver] {
 			seen[t.Driver] = true
-			f.drivers = append(f.drivers, t.Driver)
+			drivers = append(drivers, t.Driver)
 		}
 	}
+	f.tgCheckers = []Checker{
+		f.checker(&driverChecker{drivers: drivers}),
+		f.checker(&constraintChecker{ctx: f.ctx, cons: cons}),
+	}
 	f.tgEscaped = false
-	for _, c := range f.tgCons {
+	for _, c := range cons {
 		if escapesClass(c) {
 			f.tgEscaped = true
 		}
@@ -135,13 +150,7 @@ func (f *FeasibilityIterator) checkJob(n *structs.Node, class string) (bool, str
 			return st.eligible, st.reason
 		}
 	}
-	st := classStatus{eligible: true}
-	for _, c := range f.job.Constraints {
-		if !f.ctx.meetsConstraint(c, n) {
-			st = classStatus{reason: ConstraintString(c)}
-			break
-		}
-	}
+	st := runCheckers(f.jobCheckers, n)
 	if !f.jobEscaped {
 		elig.job[class] = st
 	}
@@ -160,25 +169,20 @@ func (f *FeasibilityIterator) checkGroup(n *structs.Node, class string) (bool, s
 			return st.eligible, st.reason
 		}
 	}
-	st := classStatus{eligible: true}
-	for _, d := range f.drivers {
-		if !hasDriver(n, d) {
-			st = classStatus{reason: "missing drivers"}
-			break
-		}
-	}
-	if st.eligible {
-		for _, c := range f.tgCons {
-			if !f.ctx.meetsConstraint(c, n) {
-				st = classStatus{reason: ConstraintString(c)}
-				break
-			}
-		}
-	}
+	st := runCheckers(f.tgCheckers, n)
 	if !f.tgEscaped {
 		memo[class] = st
 	}
 	return st.eligible, st.reason
+}
+
+func runCheckers(checkers []Checker, n *structs.Node) classStatus {
+	for _, c := range checkers {
+		if ok, reason := c.Feasible(n); !ok {
+			return classStatus{reason: reason}
+		}
+	}
+	return classStatus{eligible: true}
 }
 
 // hasDriver reports whether the node runs the driver: a detected, healthy

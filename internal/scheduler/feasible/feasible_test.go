@@ -71,7 +71,8 @@ func TestConstraintOperands(t *testing.T) {
 func TestEscapesClass(t *testing.T) {
 	if !escapesClass(&structs.Constraint{LTarget: "${node.unique.id}", RTarget: "x"}) ||
 		!escapesClass(&structs.Constraint{LTarget: "${attr.unique.hostname}", RTarget: "x"}) ||
-		!escapesClass(&structs.Constraint{Operand: "distinct_hosts"}) ||
+		escapesClass(&structs.Constraint{Operand: "distinct_hosts"}) || // its iterator runs after the memo
+		escapesClass(&structs.Constraint{LTarget: "${attr.unique.hostname}", Operand: "distinct_property"}) ||
 		escapesClass(&structs.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux"}) {
 		t.Fatal("escape detection wrong")
 	}
@@ -184,6 +185,20 @@ func (a allocState) AllocsByNodeTerminal(_ memdb.WatchSet, nodeID string, termin
 	}
 	return out, nil
 }
+
+func (a allocState) AllocsByJob(_ memdb.WatchSet, namespace, jobID string, _ bool) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	for _, list := range a {
+		for _, al := range list {
+			if al.Namespace == namespace && al.JobID == jobID {
+				out = append(out, al)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (a allocState) NodeByID(memdb.WatchSet, string) (*structs.Node, error) { return nil, nil }
 
 func TestProposedAllocs(t *testing.T) {
 	existing := &structs.Allocation{ID: "e", NodeID: "n", DesiredStatus: "run", ClientStatus: "running"}

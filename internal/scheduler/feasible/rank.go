@@ -27,8 +27,11 @@ type RankedNode struct {
 	TaskResources map[string]*structs.AllocatedTaskResources
 	Shared        structs.AllocatedSharedResources
 	// Proposed are the allocations on the node if the plan commits,
-	// excluding the one being placed.
+	// excluding the one being placed (and those it preempts).
 	Proposed []*structs.Allocation
+	// Preempted are the allocations that must be evicted for the
+	// placement to fit; empty when it fits as things are.
+	Preempted []*structs.Allocation
 }
 
 func (r *RankedNode) addScore(name string, s float64) {
@@ -68,6 +71,10 @@ type BinPackIterator struct {
 	source    RankIterator
 	tg        *structs.TaskGroup
 	algorithm string
+	// evict enables preemption of allocations of jobs at least 10
+	// priority points below priority when the group does not fit.
+	evict    bool
+	priority int
 }
 
 // Next returns the next node with room for the group.
@@ -93,39 +100,63 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 		b.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
 		return false
 	}
+	f := b.tryFit(n, proposed)
+	if !f.ok && b.evict && f.preemptible {
+		if victims := choosePreemptions(b.preemptRequest(n, f), proposed); len(victims) > 0 {
+			if g := b.tryFit(n, without(proposed, victims)); g.ok {
+				f = g
+				opt.Preempted = victims
+			}
+		}
+	}
+	if !f.ok {
+		b.ctx.exhaustedNode(n, f.dim)
+		return false
+	}
+	opt.TaskResources = f.tasks
+	opt.Shared = f.shared
+	opt.Proposed = f.proposed
+	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
+	return true
+}
+
+// fitResult is the outcome of fitting the group onto a node beside a set
+// of allocations.
+type fitResult struct {
+	ok       bool
+	dim      string // what ran out
+	proposed []*structs.Allocation
+	tasks    map[string]*structs.AllocatedTaskResources
+	shared   structs.AllocatedSharedResources
+	used     structs.ComparableResources // demand including the group
+	// preemptible is false when evicting allocations cannot help (the
+	// node's own state is inconsistent or its network invalid).
+	preemptible bool
+}
+
+// tryFit fits the group beside proposed: ports on a fresh index, then CPU,
+// memory and disk. It records nothing in the metrics.
+func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation) fitResult {
+	res := fitResult{proposed: proposed}
 	idx := structs.NewNetworkIndex()
 	idx.Rand = b.ctx.Rand
 	if err := idx.SetNode(n); err != nil {
 		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
-		b.ctx.exhaustedNode(n, "network: invalid node network")
-		return false
+		res.dim = "network: invalid node network"
+		return res
 	}
 	if collide, reason := idx.AddAllocs(proposed); collide {
 		// The node's own state is inconsistent; never add to it.
 		b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
-		b.ctx.exhaustedNode(n, "network: port collision")
-		return false
+		res.dim = "network: port collision"
+		return res
 	}
+	res.preemptible = true
 
 	shared := structs.AllocatedSharedResources{}
 	if b.tg.EphemeralDisk != nil {
 		shared.DiskMB = int64(b.tg.EphemeralDisk.SizeMB)
 	}
-	for _, ask := range b.tg.Networks {
-		offer, err := idx.AssignPorts(ask)
-		if err != nil {
-			b.ctx.exhaustedNode(n, networkDimension(err))
-			return false
-		}
-		if collide, reason := idx.AddReserved(offer); collide {
-			b.ctx.Logger.Error("port offer collided with index", "node_id", n.ID, "reason", reason)
-			b.ctx.exhaustedNode(n, "network: port collision")
-			return false
-		}
-		shared.Ports = append(shared.Ports, offer...)
-		shared.Networks = append(shared.Networks, networkFromOffer(ask, offer))
-	}
-
 	tasks := make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
 	for _, t := range b.tg.Tasks {
 		tr := &structs.AllocatedTaskResources{}
@@ -136,23 +167,67 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 		}
 		tasks[t.Name] = tr
 	}
-
 	candidate := &structs.Allocation{
 		ID:                 "(candidate)",
 		AllocatedResources: &structs.AllocatedResources{Tasks: tasks, Shared: shared},
 	}
+	res.used = candidate.AllocatedResources.Comparable()
+	for _, a := range proposed {
+		if !a.ClientTerminalStatus() {
+			res.used.Add(a.AllocatedResources.Comparable())
+		}
+	}
+
+	for _, ask := range b.tg.Networks {
+		offer, err := idx.AssignPorts(ask)
+		if err != nil {
+			res.dim = networkDimension(err)
+			return res
+		}
+		if collide, reason := idx.AddReserved(offer); collide {
+			b.ctx.Logger.Error("port offer collided with index", "node_id", n.ID, "reason", reason)
+			res.dim = "network: port collision"
+			return res
+		}
+		shared.Ports = append(shared.Ports, offer...)
+		shared.Networks = append(shared.Networks, networkFromOffer(ask, offer))
+	}
+	candidate.AllocatedResources.Shared = shared
+
 	all := make([]*structs.Allocation, 0, len(proposed)+1)
 	all = append(append(all, proposed...), candidate)
 	fit, dim, used, err := structs.AllocsFit(n, all, idx)
+	res.used = used
 	if err != nil || !fit {
-		b.ctx.exhaustedNode(n, dim)
-		return false
+		res.dim = dim
+		return res
 	}
-	opt.TaskResources = tasks
-	opt.Shared = shared
-	opt.Proposed = proposed
-	opt.addScore("binpack", fitScore(n.Comparable(), used, b.algorithm))
-	return true
+	res.ok = true
+	res.tasks = tasks
+	res.shared = shared
+	return res
+}
+
+// preemptRequest describes the shortfall of a failed fit.
+func (b *BinPackIterator) preemptRequest(n *structs.Node, f fitResult) preemptRequest {
+	need := f.used
+	subtract(&need, n.Comparable())
+	return preemptRequest{priority: b.priority, need: need, ports: staticPorts(b.tg)}
+}
+
+// without returns list minus drop.
+func without(list, drop []*structs.Allocation) []*structs.Allocation {
+	gone := make(map[string]bool, len(drop))
+	for _, a := range drop {
+		gone[a.ID] = true
+	}
+	out := make([]*structs.Allocation, 0, len(list))
+	for _, a := range list {
+		if !gone[a.ID] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func networkDimension(err error) string {

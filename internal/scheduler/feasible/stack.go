@@ -13,21 +13,34 @@ type SelectOptions struct {
 	PenaltyNodeIDs map[string]struct{}
 }
 
+// affinitySpreadLimit is how many nodes a selection visits at least when
+// the group has affinities or spreads (Nomad's default
+// NodeLimitForFeasibilityChecks).
+const affinitySpreadLimit = 100
+
 // Stack is the chain used by the service and batch schedulers:
-// source → feasibility → distinct hosts → bin-pack → job anti-affinity →
-// reschedule penalty → normalise → limit → max score.
+// source → feasibility → distinct hosts → distinct property → bin-pack
+// (with optional preemption) → job anti-affinity → reschedule penalty →
+// node affinity → spread → preemption penalty → normalise → limit → max
+// score.
 type Stack struct {
 	ctx   *Context
 	batch bool
+	job   *structs.Job
 
 	source   *SourceIterator
 	feas     *FeasibilityIterator
 	distinct *DistinctHostsIterator
+	property *DistinctPropertyIterator
 	binpack  *BinPackIterator
 	anti     *JobAntiAffinityIterator
 	penalty  *PenaltyIterator
+	affinity *NodeAffinityIterator
+	spread   *SpreadIterator
 	limit    *LimitIterator
 	max      *MaxScoreIterator
+
+	baseLimit int
 
 	nodesByDC map[string]int
 	pool      string
@@ -40,10 +53,14 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 	s.source = NewSourceIterator(ctx, nil)
 	s.feas = NewFeasibilityIterator(ctx, s.source)
 	s.distinct = NewDistinctHostsIterator(ctx, s.feas)
-	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.distinct}, algorithm: algorithm}
+	s.property = NewDistinctPropertyIterator(ctx, s.distinct)
+	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.property}, algorithm: algorithm}
 	s.anti = &JobAntiAffinityIterator{source: s.binpack}
 	s.penalty = &PenaltyIterator{source: s.anti}
-	norm := &NormalizeIterator{ctx: ctx, source: s.penalty}
+	s.affinity = &NodeAffinityIterator{ctx: ctx, source: s.penalty}
+	s.spread = &SpreadIterator{ctx: ctx, source: s.affinity}
+	preempt := &PreemptionScoringIterator{source: s.spread}
+	norm := &NormalizeIterator{ctx: ctx, source: preempt}
 	s.limit = &LimitIterator{source: norm, limit: 2, maxSkip: 3, threshold: 0}
 	s.max = &MaxScoreIterator{source: s.limit}
 	return s
@@ -66,13 +83,24 @@ func (s *Stack) SetNodes(nodes []*structs.Node) {
 			limit = l
 		}
 	}
+	s.baseLimit = limit
 	s.limit.limit = limit
 }
 
+// SetPreemption lets placements evict allocations of jobs at least 10
+// priority points lower when they do not fit otherwise (the scheduler
+// enables it per job type).
+func (s *Stack) SetPreemption(enabled bool) { s.binpack.evict = enabled }
+
 // SetJob sets the job being placed.
 func (s *Stack) SetJob(job *structs.Job) {
+	s.job = job
 	s.feas.SetJob(job)
 	s.distinct.SetJob(job)
+	s.property.SetJob(job)
+	s.binpack.priority = job.Priority
+	s.affinity.SetJob(job)
+	s.spread.SetJob(job)
 	s.anti.job = job
 	s.pool = job.NodePool
 	if s.pool == "" {
@@ -93,7 +121,16 @@ func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 	}
 	s.feas.SetTaskGroup(tg)
 	s.distinct.SetTaskGroup(tg)
+	s.property.SetTaskGroup(tg)
 	s.binpack.tg = tg
+	s.affinity.SetTaskGroup(tg)
+	s.spread.SetTaskGroup(tg)
+	s.limit.limit = s.baseLimit
+	if len(s.affinity.affinities) > 0 || len(s.spread.spreads) > 0 {
+		// Scores that vary across many nodes are only useful if many
+		// nodes are looked at.
+		s.limit.limit = max(tg.Count, affinitySpreadLimit)
+	}
 	s.anti.tg = tg
 	s.penalty.penalty = nil
 	if opts != nil {
