@@ -92,6 +92,8 @@ func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
 			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
 		}
 		e.QueuedAllocations = s.queued
+		// Fresher reasons than the ones recorded when it was first blocked.
+		e.FailedTGAllocs = s.failedTGAllocs
 		e.ModifyTime = s.clock().UnixNano()
 		return s.planner.ReblockEval(e)
 	}
@@ -140,6 +142,9 @@ func (s *GenericScheduler) createBlockedEval(planFailure bool) error {
 		e.ClassEligibility = s.ctx.Eligibility().Classes()
 		e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
 	}
+	// As Nomad does: the blocked eval says why it is blocked, so
+	// `eval status` on it (and the UI) can show the placement failures.
+	e.FailedTGAllocs = s.failedTGAllocs
 	s.blocked = e
 	return s.planner.CreateEval(e)
 }
@@ -332,8 +337,10 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 	if reschedule && prev != nil {
 		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{prev.NodeID: {}}}
 	}
+	start := s.clock()
 	option := s.stack.Select(tg, opts)
 	metrics := s.ctx.Metrics()
+	metrics.AllocationTime = s.clock().Sub(start)
 	if option == nil {
 		if s.failedTGAllocs == nil {
 			s.failedTGAllocs = make(map[string]*structs.AllocMetric)

@@ -155,13 +155,14 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	return true
 }
 
+// networkDimension is the DimensionExhausted key of a port failure, as
+// Nomad spells it: "network: reserved port collision http=8080" names the
+// static port; dynamic failures collapse into one key so a range that is
+// full on many nodes reads as one reason, not one per label.
 func networkDimension(err error) string {
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "dynamic port selection failed"):
+	if strings.Contains(msg, "dynamic port selection failed") {
 		return "network: dynamic port selection failed"
-	case strings.Contains(msg, "reserved port collision"):
-		return "network: reserved port collision"
 	}
 	return "network: " + msg
 }
