@@ -35,6 +35,7 @@ type GenericScheduler struct {
 	state     State
 	planner   Planner
 	batch     bool
+	explain   *feasible.Explain
 
 	eval       *structs.Evaluation
 	job        *structs.Job
@@ -56,6 +57,7 @@ func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *
 		state:     state,
 		planner:   planner,
 		batch:     batch,
+		explain:   cfg.Explain,
 	}
 }
 
@@ -173,6 +175,9 @@ func (s *GenericScheduler) process() (bool, error) {
 	h := fnv.New64a()
 	h.Write([]byte(s.eval.ID))
 	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	if s.explain != nil {
+		s.ctx.SetExplain(s.explain)
+	}
 	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
 	if job != nil && !job.Stop {
 		nodes, err := s.readyNodes(job)

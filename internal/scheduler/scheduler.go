@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
@@ -46,6 +47,9 @@ type Config struct {
 	Clock func() time.Time
 	// Algorithm is "binpack" (default) or "spread".
 	Algorithm string
+	// Explain, when set, collects why nodes were filtered and how they
+	// ranked (dry-run plans only; nil costs nothing).
+	Explain *feasible.Explain
 }
 
 // NewScheduler returns the scheduler for an eval type: "service" or "batch".

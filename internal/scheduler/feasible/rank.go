@@ -293,6 +293,7 @@ func (n *NormalizeIterator) Reset() { n.source.Reset() }
 const maxScoreMeta = 5
 
 func (c *Context) recordScore(opt *RankedNode) {
+	c.explainScored(opt)
 	m := c.metrics
 	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMeta, NormScore: opt.FinalScore}
 	m.ScoreMetaData = append(m.ScoreMetaData, meta)
