@@ -362,6 +362,15 @@ func (s *server) jobPlan(w http.ResponseWriter, r *http.Request, id string) (any
 		return nil, structs.NewErrCoded(400, "Job ID does not match")
 	}
 	args := structs.JobPlanRequest{Diff: body.Diff, PolicyOverride: body.PolicyOverride}
+	// Drover's ?explain=true adds an Explain field; verbose=true keeps
+	// every ranked node rather than the top 20.
+	var err error
+	if args.Explain, err = boolParam(r, "explain", false); err != nil {
+		return nil, err
+	}
+	if args.ExplainAll, err = boolParam(r, "verbose", false); err != nil {
+		return nil, err
+	}
 	s.parseWrite(r, &args.WriteRequest)
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)
 	args.Job = apiconv.ApiJobToStructJob(body.Job)
