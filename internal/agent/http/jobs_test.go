@@ -425,6 +425,10 @@ func TestJobPlanExplain(t *testing.T) {
 	if got.JobModifyIndex != 5 || g == nil || g.Filtered["${attr.kernel.name} = linux"] != 1 || g.Nodes[0].Scores["binpack"] != 0.5 {
 		t.Fatalf("response = %s", body)
 	}
+	env.raw(t, "PUT", "/v1/job/web/plan", `{"Job":{"ID":"web","Name":"web"},"Explain":true}`)
+	if pa := env.rpc.last(t, "Job.Plan").(*structs.JobPlanRequest); !pa.Explain || pa.ExplainAll {
+		t.Fatalf("explain in the body not passed through: %+v", pa)
+	}
 	if code, _, body := env.raw(t, "PUT", "/v1/job/web/plan?explain=maybe", `{"Job":{"ID":"web","Name":"web"}}`); code != 400 {
 		t.Fatalf("bad explain value: %d %s", code, body)
 	}
