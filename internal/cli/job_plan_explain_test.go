@@ -14,7 +14,7 @@ func explainResponse() any {
 	}{planResponse(1), &planExplain{TaskGroups: map[string]*tgExplain{
 		"g": {
 			NodesEvaluated: 30, NodesScored: 25,
-			Filtered: map[string]int{"${attr.kernel.name} = linux": 3, "missing drivers": 1, "node not ready": 1},
+			Filtered:  map[string]int{"${attr.kernel.name} = linux": 3, "missing drivers": 1, "node not ready": 1},
 			Exhausted: map[string]int{"memory": 2, "network: reserved port collision http=8080": 1},
 			Nodes: []*nodeExplain{
 				{NodeID: "2b5c0000-0000-4000-8000-000000000002", NodeName: "worker-2",
