@@ -5,7 +5,8 @@
 // visits a bounded number of them and returns the best.
 //
 // It owns feasibility memoisation per computed node class and the
-// placement metrics (AllocMetric) that explain failures to users.
+// placement metrics (AllocMetric) that explain failures to users, and the
+// optional Explain collector behind `job plan -explain` (explain.go).
 //
 // It must never write state, submit plans, sleep or read the wall clock;
 // randomness comes only from the seeded source in Context so a pass is
