@@ -24,7 +24,10 @@ Usage: `+BinaryName+` job plan [options] <path>
 Plan Options:
 
   -diff       Show the diff (default true).
-  -verbose    Show unchanged fields and full IDs.
+  -verbose    Show unchanged fields and full IDs (with -explain: every
+              ranked node, not only the top 20).
+  -explain    After the plan, show per task group which filters removed
+              how many nodes and how each ranked node scored (Drover only).
   -json, -var 'k=v', -var-file=<path>
 `) + "\n" + globalHelp
 }
@@ -35,8 +38,9 @@ func (c *JobPlanCommand) Run(args []string) int {
 	fs := c.FlagSet("job plan")
 	fs.BoolVar(&diff, "diff", true, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	var override bool
+	var override, explain bool
 	fs.BoolVar(&override, "policy-override", false, "")
+	fs.BoolVar(&explain, "explain", false, "")
 	g.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <path>")
@@ -57,12 +61,22 @@ func (c *JobPlanCommand) Run(args []string) int {
 	if c.region != "" {
 		job.Region = &c.region
 	}
-	resp, _, err := client.Jobs().PlanOpts(job, &api.PlanOptions{Diff: diff, PolicyOverride: override}, nil)
+	opts := &api.PlanOptions{Diff: diff, PolicyOverride: override}
+	var resp *api.JobPlanResponse
+	var why *planExplain
+	if explain {
+		resp, why, err = explainPlan(client, job, opts, verbose)
+	} else {
+		resp, _, err = client.Jobs().PlanOpts(job, opts, nil)
+	}
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error during plan: %s", err))
 		return 255
 	}
 	c.Ui.Output(formatPlan(resp, path, verbose))
+	if explain {
+		c.Ui.Output("\n" + formatExplain(why, verbose))
+	}
 	return planExitCode(resp)
 }
 

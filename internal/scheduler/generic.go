@@ -36,6 +36,7 @@ type GenericScheduler struct {
 	planner   Planner
 	batch     bool
 	preempt   bool
+	explain   *feasible.Explain
 
 	eval       *structs.Evaluation
 	job        *structs.Job
@@ -62,6 +63,7 @@ func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *
 		state:     state,
 		planner:   planner,
 		batch:     batch,
+		explain:   cfg.Explain,
 	}
 }
 
@@ -98,6 +100,8 @@ func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
 			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
 		}
 		e.QueuedAllocations = s.queued
+		// Fresher reasons than the ones recorded when it was first blocked.
+		e.FailedTGAllocs = s.failedTGAllocs
 		e.ModifyTime = s.clock().UnixNano()
 		return s.planner.ReblockEval(e)
 	}
@@ -146,6 +150,9 @@ func (s *GenericScheduler) createBlockedEval(planFailure bool) error {
 		e.ClassEligibility = s.ctx.Eligibility().Classes()
 		e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
 	}
+	// As Nomad does: the blocked eval says why it is blocked, so
+	// `eval status` on it (and the UI) can show the placement failures.
+	e.FailedTGAllocs = s.failedTGAllocs
 	s.blocked = e
 	return s.planner.CreateEval(e)
 }
@@ -174,6 +181,9 @@ func (s *GenericScheduler) process() (bool, error) {
 	h := fnv.New64a()
 	h.Write([]byte(s.eval.ID))
 	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	if s.explain != nil {
+		s.ctx.SetExplain(s.explain)
+	}
 	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
 	s.stack.SetPreemption(s.preempt)
 	if job != nil && !job.Stop {
@@ -339,8 +349,10 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 	if reschedule && prev != nil {
 		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{prev.NodeID: {}}}
 	}
+	start := s.clock()
 	option := s.stack.Select(tg, opts)
 	metrics := s.ctx.Metrics()
+	metrics.AllocationTime = s.clock().Sub(start)
 	if option == nil {
 		if s.failedTGAllocs == nil {
 			s.failedTGAllocs = make(map[string]*structs.AllocMetric)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
@@ -51,6 +52,9 @@ type Config struct {
 	// DefaultPreemptionEnabled(); a non-nil map is taken as is (absent
 	// types are off).
 	PreemptionEnabled map[string]bool
+	// Explain, when set, collects why nodes were filtered and how they
+	// ranked (dry-run plans only; nil costs nothing).
+	Explain *feasible.Explain
 }
 
 // DefaultPreemptionEnabled is Nomad's default: preemption for system jobs

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -49,10 +50,14 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID, JobModifyIndex: idx,
 		Status: structs.EvalStatusPending, AnnotatePlan: true, CreateTime: now, ModifyTime: now}
 	planner := &dryRunPlanner{}
+	var explain *feasible.Explain
+	if args.Explain {
+		explain = feasible.NewExplain()
+	}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		sched, err := scheduler.NewScheduler(job.Type, scheduler.Config{Logger: j.srv.logger.Named("plan"),
 			Clock: time.Now, Algorithm: j.srv.config.SchedulerAlgorithm,
-			PreemptionEnabled: j.srv.config.preemptionEnabled()}, snap, planner)
+			PreemptionEnabled: j.srv.config.preemptionEnabled(), Explain: explain}, snap, planner)
 		if err != nil {
 			return err
 		}
@@ -65,6 +70,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	}
 	reply.CreatedEvals = planner.created
 	reply.Annotations = annotate(snap, job, planner.plans)
+	if reply.Explain, err = planExplain(explain, snap, job, planner.plans, args.ExplainAll); err != nil {
+		return err
+	}
 	if args.Diff {
 		reply.Diff = jobDiff(existing, job, reply.Annotations)
 	}

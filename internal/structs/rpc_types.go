@@ -82,6 +82,9 @@ type JobPlanRequest struct {
 	Diff           bool
 	PolicyOverride bool
 	Explain        bool
+	// ExplainAll keeps every ranked node in Explain, not only the top
+	// ExplainTopNodes.
+	ExplainAll bool
 	WriteRequest
 }
 
@@ -94,6 +97,8 @@ type JobPlanResponse struct {
 	Diff               *api.JobDiff
 	NextPeriodicLaunch time.Time
 	Warnings           string
+	// Explain is set only when the request asked for it (Drover only).
+	Explain *PlanExplain `json:",omitempty"`
 	WriteMeta
 }
 

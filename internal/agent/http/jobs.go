@@ -351,7 +351,12 @@ func (s *server) jobPlan(w http.ResponseWriter, r *http.Request, id string) (any
 	if !isWrite(r.Method) {
 		return nil, errInvalidMethod
 	}
-	var body api.JobPlanRequest
+	// Explain and ExplainAll may also come in the body: the api client
+	// cannot add query parameters to a write.
+	var body struct {
+		api.JobPlanRequest
+		Explain, ExplainAll bool
+	}
 	if err := decodeBody(r, &body, false); err != nil {
 		return nil, err
 	}
@@ -362,6 +367,15 @@ func (s *server) jobPlan(w http.ResponseWriter, r *http.Request, id string) (any
 		return nil, structs.NewErrCoded(400, "Job ID does not match")
 	}
 	args := structs.JobPlanRequest{Diff: body.Diff, PolicyOverride: body.PolicyOverride}
+	// Drover's ?explain=true adds an Explain field; verbose=true keeps
+	// every ranked node rather than the top 20.
+	var err error
+	if args.Explain, err = boolParam(r, "explain", body.Explain); err != nil {
+		return nil, err
+	}
+	if args.ExplainAll, err = boolParam(r, "verbose", body.ExplainAll); err != nil {
+		return nil, err
+	}
 	s.parseWrite(r, &args.WriteRequest)
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)
 	args.Job = apiconv.ApiJobToStructJob(body.Job)

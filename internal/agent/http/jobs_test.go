@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -386,4 +387,49 @@ func TestJobsParse(t *testing.T) {
 	noParser := newEnv(t, nil)
 	_, err = noParser.client.Jobs().ParseHCL(`job "x" {}`, false)
 	wantStatus(t, err, http.StatusNotImplemented, "not available")
+}
+
+// ?explain=true reaches the RPC and Explain rides next to the plan fields;
+// without it the response has no Explain key at all.
+func TestJobPlanExplain(t *testing.T) {
+	env := newEnv(t, nil)
+	env.rpc.reply("Job.Plan", structs.JobPlanResponse{JobModifyIndex: 5, WriteMeta: structs.WriteMeta{Index: 5}})
+	code, _, body := env.raw(t, "PUT", "/v1/job/web/plan", `{"Job":{"ID":"web","Name":"web"}}`)
+	if code != 200 || strings.Contains(body, "Explain") {
+		t.Fatalf("plain plan: %d %s", code, body)
+	}
+	if pa := env.rpc.last(t, "Job.Plan").(*structs.JobPlanRequest); pa.Explain || pa.ExplainAll {
+		t.Fatalf("explain asked without the parameter: %+v", pa)
+	}
+
+	env.rpc.reply("Job.Plan", structs.JobPlanResponse{JobModifyIndex: 5, WriteMeta: structs.WriteMeta{Index: 5},
+		Explain: &structs.PlanExplain{TaskGroups: map[string]*structs.TGExplain{"frontend": {
+			NodesEvaluated: 2, NodesScored: 1, Filtered: map[string]int{"${attr.kernel.name} = linux": 1},
+			Nodes: []*structs.NodeExplain{{NodeID: "n1", NodeName: "a", Scores: map[string]float64{"binpack": 0.5}, Final: 0.5, Placed: 1}},
+		}}}})
+	code, _, body = env.raw(t, "PUT", "/v1/job/web/plan?explain=true&verbose=true", `{"Job":{"ID":"web","Name":"web"}}`)
+	if code != 200 {
+		t.Fatalf("explain plan: %d %s", code, body)
+	}
+	if pa := env.rpc.last(t, "Job.Plan").(*structs.JobPlanRequest); !pa.Explain || !pa.ExplainAll {
+		t.Fatalf("explain not passed through: %+v", pa)
+	}
+	var got struct {
+		api.JobPlanResponse
+		Explain *structs.PlanExplain
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	g := got.Explain.TaskGroups["frontend"]
+	if got.JobModifyIndex != 5 || g == nil || g.Filtered["${attr.kernel.name} = linux"] != 1 || g.Nodes[0].Scores["binpack"] != 0.5 {
+		t.Fatalf("response = %s", body)
+	}
+	env.raw(t, "PUT", "/v1/job/web/plan", `{"Job":{"ID":"web","Name":"web"},"Explain":true}`)
+	if pa := env.rpc.last(t, "Job.Plan").(*structs.JobPlanRequest); !pa.Explain || pa.ExplainAll {
+		t.Fatalf("explain in the body not passed through: %+v", pa)
+	}
+	if code, _, body := env.raw(t, "PUT", "/v1/job/web/plan?explain=maybe", `{"Job":{"ID":"web","Name":"web"}}`); code != 400 {
+		t.Fatalf("bad explain value: %d %s", code, body)
+	}
 }

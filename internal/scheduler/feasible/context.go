@@ -30,6 +30,7 @@ type Context struct {
 	eligibility *Eligibility
 	regexps     map[string]*regexp.Regexp
 	classes     map[string]string
+	explain     *Explain // nil unless a dry run asked why (explain.go)
 }
 
 // NewContext builds a context. seed drives node shuffling and port choice.
@@ -134,6 +135,7 @@ func (c *Context) regexp(expr string) (*regexp.Regexp, error) {
 
 // filterNode records a node removed by feasibility.
 func (c *Context) filterNode(n *structs.Node, reason string) {
+	c.explainFiltered(n, reason)
 	m := c.metrics
 	m.NodesFiltered++
 	if n.NodeClass != "" {
@@ -152,6 +154,7 @@ func (c *Context) filterNode(n *structs.Node, reason string) {
 
 // exhaustedNode records a feasible node without room.
 func (c *Context) exhaustedNode(n *structs.Node, dimension string) {
+	c.explainExhausted(n, dimension)
 	m := c.metrics
 	m.NodesExhausted++
 	if n.NodeClass != "" {

@@ -9,7 +9,8 @@
 //
 // It owns feasibility memoisation per computed node class and the
 // placement metrics (AllocMetric) that explain failures to users,
-// including per-ranker scores of the five best nodes (ScoreMetaData).
+// including per-ranker scores of the five best nodes (ScoreMetaData), and
+// the optional Explain collector behind `job plan -explain` (explain.go).
 //
 // It must never write state, submit plans, sleep or read the wall clock;
 // randomness comes only from the seeded source in Context so a pass is

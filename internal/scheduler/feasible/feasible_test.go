@@ -244,3 +244,32 @@ func TestFeasibilityMemoisedPerClass(t *testing.T) {
 		t.Fatalf("class must be ineligible: %v", cl)
 	}
 }
+
+// NotReadyReason agrees with ReadyNodes on which nodes are left out.
+func TestNotReadyReasonMatchesReadyNodes(t *testing.T) {
+	mk := func(f func(n *structs.Node)) *structs.Node {
+		n := testNode()
+		n.Status, n.SchedulingEligibility = structs.NodeStatusReady, structs.NodeSchedulingEligible
+		f(n)
+		return n
+	}
+	job := &structs.Job{Datacenters: []string{"dc*"}, NodePool: "default"}
+	cases := map[string]*structs.Node{
+		"":               mk(func(*structs.Node) {}),
+		"node not ready": mk(func(n *structs.Node) { n.Status = structs.NodeStatusDown }),
+		"node draining":  mk(func(n *structs.Node) { n.DrainStrategy = &structs.DrainStrategy{} }),
+		"node ineligible": mk(func(n *structs.Node) {
+			n.SchedulingEligibility = structs.NodeSchedulingIneligible
+		}),
+		"node pool":  mk(func(n *structs.Node) { n.NodePool = "gpu" }),
+		"datacenter": mk(func(n *structs.Node) { n.Datacenter = "eu1" }),
+	}
+	for want, n := range cases {
+		if got := NotReadyReason(n, job); got != want {
+			t.Errorf("NotReadyReason = %q, want %q", got, want)
+		}
+		if kept := len(ReadyNodes([]*structs.Node{n}, job)) == 1; kept != (want == "") {
+			t.Errorf("%q: ReadyNodes kept=%v", want, kept)
+		}
+	}
+}

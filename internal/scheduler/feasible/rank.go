@@ -230,13 +230,14 @@ func without(list, drop []*structs.Allocation) []*structs.Allocation {
 	return out
 }
 
+// networkDimension is the DimensionExhausted key of a port failure, as
+// Nomad spells it: "network: reserved port collision http=8080" names the
+// static port; dynamic failures collapse into one key so a range that is
+// full on many nodes reads as one reason, not one per label.
 func networkDimension(err error) string {
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "dynamic port selection failed"):
+	if strings.Contains(msg, "dynamic port selection failed") {
 		return "network: dynamic port selection failed"
-	case strings.Contains(msg, "reserved port collision"):
-		return "network: reserved port collision"
 	}
 	return "network: " + msg
 }
@@ -367,6 +368,7 @@ func (n *NormalizeIterator) Reset() { n.source.Reset() }
 const maxScoreMeta = 5
 
 func (c *Context) recordScore(opt *RankedNode) {
+	c.explainScored(opt)
 	m := c.metrics
 	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMeta, NormScore: opt.FinalScore}
 	m.ScoreMetaData = append(m.ScoreMetaData, meta)

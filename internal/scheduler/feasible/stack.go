@@ -112,6 +112,7 @@ func (s *Stack) SetJob(job *structs.Job) {
 // context's Metrics explain the outcome either way.
 func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 	s.ctx.ResetMetrics()
+	s.ctx.explainSelect(tg)
 	m := s.ctx.Metrics()
 	m.NodePool = s.pool
 	m.NodesInPool = s.poolSize
