@@ -109,7 +109,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	res.RegisterSeconds = round(time.Since(regStart).Seconds(), 3)
 	memAfter := sim.ReadMem()
 	if memAfter.RSS > memBefore.RSS {
-		res.NodesimKBPerNode = float64(memAfter.RSS-memBefore.RSS) / float64(o.Nodes) / 1024
+		res.NodesimKBPerNode = round(float64(memAfter.RSS-memBefore.RSS)/float64(o.Nodes)/1024, 2)
 	}
 	logf("%d nodes ready in %.1fs, %.1f KB per simulated node", o.Nodes, res.RegisterSeconds, res.NodesimKBPerNode)
 
