@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.IntVar(&o.Nodes, "nodes", 0, "simulated nodes (default from -scenario)")
+	flag.IntVar(&o.Jobs, "jobs", 0, "service jobs to submit (default from -scenario)")
+	flag.IntVar(&o.Count, "count", 0, "allocations per job (default from -scenario)")
+	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss (explicit -nodes/-jobs/-count override it)")
+	flag.StringVar(&o.Addr, "addr", "", "HTTP address of an existing server (default: start one)")
+	flag.StringVar(&o.RPCAddr, "rpc", "", "with -addr: the server's RPC address")
+	flag.IntVar(&o.ServerPID, "server-pid", 0, "with -addr: the server's pid, for its CPU and RSS")
+	flag.StringVar(&o.Bin, "bin", "", "drover binary (default: go build ./cmd/drover)")
+	flag.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "give up after this long")
+	flag.DurationVar(&o.RunDelay, "run-delay", 100*time.Millisecond, "simulated driver: arrival -> running")
+	flag.Float64Var(&o.LosePercent, "lose-percent", 0, "after all run, lose this percentage of nodes and time recovery")
+	asJSON := flag.Bool("json", false, "print one JSON object")
+	verbose := flag.Bool("v", false, "log progress to stderr")
+	flag.Parse()
+	if err := applyScenario(&o, *scenario); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if o.Addr != "" && o.RPCAddr == "" {
+		fmt.Fprintln(os.Stderr, "-addr needs -rpc (the server's RPC address)")
+		os.Exit(2)
+	}
+	if *verbose {
+		o.Logf = log.Printf
+	}
+	res, err := run(context.Background(), o)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if *asJSON {
+		json.NewEncoder(os.Stdout).Encode(res)
+	} else {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Println(string(b))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+// applyScenario fills what the flags left zero from the scenarios.
+func applyScenario(o *options, name string) error {
+	var n, j, c int
+	var lose float64
+	switch name {
+	case "":
+		n, j, c = 1000, 10, 200
+	case "steady":
+		n, j, c = 5000, 50, 1000
+	case "large":
+		n, j, c = 10000, 100, 1000
+	case "tiny":
+		n, j, c = 5000, 10000, 1
+	case "nodeloss":
+		n, j, c, lose = 5000, 50, 100, 10
+	default:
+		return fmt.Errorf("unknown -scenario %q (steady, large, tiny, nodeloss)", name)
+	}
+	o.Scenario = name
+	if o.Nodes == 0 {
+		o.Nodes = n
+	}
+	if o.Jobs == 0 {
+		o.Jobs = j
+	}
+	if o.Count == 0 {
+		o.Count = c
+	}
+	if o.LosePercent == 0 {
+		o.LosePercent = lose
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/tools/nodesim/sim"
+)
+
+// options are the benchmark's inputs (flags).
+type options struct {
+	Nodes, Jobs, Count int
+	Addr, RPCAddr      string // an existing server; empty starts one
+	ServerPID          int    // with Addr: the server process, for CPU and RSS
+	Bin                string // prebuilt drover binary; empty builds one
+	Timeout            time.Duration
+	RunDelay           time.Duration
+	LosePercent        float64 // nodeloss: lose this share of nodes once all run
+	Scenario           string
+	Logf               func(string, ...any)
+}
+
+// result is the JSON the benchmark prints; scripts depend on its keys.
+type result struct {
+	Scenario          string  `json:"scenario,omitempty"`
+	Nodes             int     `json:"nodes"`
+	Jobs              int     `json:"jobs"`
+	Count             int     `json:"count"`
+	Placed            int     `json:"placed"`
+	Running           int     `json:"running"`
+	PlacementsPerSec  float64 `json:"placements_per_sec"`
+	EvalP50Ms         float64 `json:"eval_p50_ms"`
+	EvalP99Ms         float64 `json:"eval_p99_ms"`
+	Evals             int     `json:"evals"`
+	SubmitSeconds     float64 `json:"submit_seconds"`
+	PlaceSeconds      float64 `json:"place_seconds"`
+	Seconds           float64 `json:"seconds"` // first submit -> every alloc running
+	ServerRSSMB       float64 `json:"server_rss_mb"`
+	ServerCPUSeconds  float64 `json:"server_cpu_s"`
+	NodesimCPUSeconds float64 `json:"nodesim_cpu_s"`
+	NodesimKBPerNode  float64 `json:"nodesim_kb_per_node"`
+	RegisterSeconds   float64 `json:"register_seconds"`
+	LostNodes         int     `json:"lost_nodes,omitempty"`
+	LostAllocs        int     `json:"lost_allocs,omitempty"`
+	RecoverSeconds    float64 `json:"recover_seconds,omitempty"` // node loss -> every lost alloc running elsewhere
+	NodesimRPCErrors  int64   `json:"nodesim_rpc_errors"`
+	Error             string  `json:"error,omitempty"`
+}
+
+const jobPrefix = "bench-"
+
+// run performs one benchmark. It always returns the figures gathered so far.
+func run(ctx context.Context, o options) (res result, err error) {
+	res = result{Scenario: o.Scenario, Nodes: o.Nodes, Jobs: o.Jobs, Count: o.Count}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	httpAddr, rpcAddr, pid := o.Addr, o.RPCAddr, o.ServerPID
+	if httpAddr == "" {
+		dir, err := os.MkdirTemp("", "drover-schedbench-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		bin := o.Bin
+		if bin == "" {
+			if bin, err = buildBinary(dir); err != nil {
+				return res, err
+			}
+		}
+		srv, err := startServer(bin, dir)
+		if err != nil {
+			return res, err
+		}
+		defer srv.stop()
+		httpAddr, rpcAddr, pid = srv.httpAddr, srv.rpcAddr, srv.pid()
+	}
+	c, err := newAPIClient(httpAddr)
+	if err != nil {
+		return res, err
+	}
+
+	// Nodes.
+	memBefore := sim.ReadMem()
+	ns, err := sim.New(sim.Config{Servers: []string{rpcAddr}, Nodes: o.Nodes, RunDelay: o.RunDelay,
+		Logf: logf})
+	if err != nil {
+		return res, err
+	}
+	defer ns.Stop()
+	regStart := time.Now()
+	if err := ns.Start(ctx); err != nil {
+		return res, err
+	}
+	if err := waitReadyNodes(ctx, c, o.Nodes); err != nil {
+		return res, err
+	}
+	res.RegisterSeconds = round(time.Since(regStart).Seconds(), 3)
+	memAfter := sim.ReadMem()
+	if memAfter.RSS > memBefore.RSS {
+		res.NodesimKBPerNode = round(float64(memAfter.RSS-memBefore.RSS)/float64(o.Nodes)/1024, 2)
+	}
+	logf("%d nodes ready in %.1fs, %.1f KB per simulated node", o.Nodes, res.RegisterSeconds, res.NodesimKBPerNode)
+
+	// Jobs.
+	serverCPU0, _ := procCPU(pid)
+	selfCPU0 := selfCPU()
+	defer func() {
+		if pid > 0 {
+			cpu, _ := procCPU(pid)
+			res.ServerCPUSeconds = round(cpu-serverCPU0, 2)
+			res.ServerRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
+		}
+		res.NodesimCPUSeconds = round(selfCPU()-selfCPU0, 2)
+		res.NodesimRPCErrors = ns.Stats().RPCErrors
+	}()
+	start := time.Now()
+	if err := submit(ctx, c, o.Jobs, o.Count); err != nil {
+		return res, err
+	}
+	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
+	logf("submitted %d jobs in %.2fs", o.Jobs, res.SubmitSeconds)
+	want := o.Jobs * o.Count
+	sum, err := waitSummaries(ctx, c, func(s counts) bool { return s.running >= want })
+	res.Placed, res.Running = sum.placed, sum.running
+	if err != nil {
+		return res, fmt.Errorf("waiting for %d running: %w (placed %d, running %d)", want, err, sum.placed, sum.running)
+	}
+	res.Seconds = round(time.Since(start).Seconds(), 3)
+	if ack := ns.Stats().LastRunningAck; ack > 0 {
+		// The last running update the server acknowledged is the precise end.
+		res.Seconds = round(time.Unix(0, ack).Sub(start).Seconds(), 3)
+	}
+
+	lastPlace, err := lastPlacement(c)
+	if err != nil {
+		return res, err
+	}
+	if d := time.Unix(0, lastPlace).Sub(start).Seconds(); d > 0 {
+		res.PlaceSeconds = round(d, 3)
+		res.PlacementsPerSec = round(float64(res.Placed)/d, 1)
+	}
+	res.Evals, res.EvalP50Ms, res.EvalP99Ms, err = evalLatency(c)
+	if err != nil {
+		return res, err
+	}
+
+	if o.LosePercent > 0 {
+		if err := nodeLoss(ctx, c, ns, o, &res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func waitReadyNodes(ctx context.Context, c *api.Client, n int) error {
+	for {
+		nodes, _, err := c.Nodes().List(nil)
+		if err == nil {
+			ready := 0
+			for _, nd := range nodes {
+				if nd.Status == "ready" {
+					ready++
+				}
+			}
+			if ready >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodes not ready: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func benchJob(i, count int) *api.Job {
+	id := fmt.Sprintf("%s%05d", jobPrefix, i)
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"*"}
+	tg := api.NewTaskGroup("g", count)
+	task := api.NewTask("t", "raw_exec")
+	task.Config = map[string]any{"command": "/bin/sleep", "args": []string{"600"}}
+	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	return job
+}
+
+// submit registers the jobs through the HTTP API, 16 at a time.
+func submit(ctx context.Context, c *api.Client, jobs, count int) error {
+	work := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < min(16, jobs); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, _, err := c.Jobs().Register(benchJob(i, count), nil); err != nil {
+					select {
+					case errs <- fmt.Errorf("register job %d: %w", i, err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	var err error
+loop:
+	for i := 0; i < jobs; i++ {
+		select {
+		case work <- i:
+		case err = <-errs:
+			break loop
+		case <-ctx.Done():
+			err = ctx.Err()
+			break loop
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+type counts struct{ placed, running int }
+
+// waitSummaries polls the job list (whose stubs carry summaries) until done
+// says the counts are enough.
+func waitSummaries(ctx context.Context, c *api.Client, done func(counts) bool) (counts, error) {
+	var last counts
+	for {
+		stubs, _, err := c.Jobs().List(&api.QueryOptions{Prefix: jobPrefix})
+		if err == nil {
+			var s counts
+			for _, j := range stubs {
+				if j.JobSummary == nil {
+					continue
+				}
+				for _, tg := range j.JobSummary.Summary {
+					s.placed += tg.Starting + tg.Running + tg.Complete + tg.Failed + tg.Lost + tg.Unknown
+					s.running += tg.Running
+				}
+			}
+			last = s
+			if done(s) {
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// lastPlacement is the newest CreateTime of the benchmark's allocations.
+func lastPlacement(c *api.Client) (int64, error) {
+	allocs, _, err := c.Allocations().List(nil)
+	if err != nil {
+		return 0, err
+	}
+	var last int64
+	for _, a := range allocs {
+		if strings.HasPrefix(a.JobID, jobPrefix) {
+			last = max(last, a.CreateTime)
+		}
+	}
+	return last, nil
+}
+
+// evalLatency reports CreateTime->ModifyTime of the complete evaluations.
+func evalLatency(c *api.Client) (n int, p50, p99 float64, err error) {
+	evals, _, err := c.Evaluations().List(nil)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var ds []float64
+	for _, e := range evals {
+		if strings.HasPrefix(e.JobID, jobPrefix) && e.Status == "complete" && e.ModifyTime >= e.CreateTime {
+			ds = append(ds, float64(e.ModifyTime-e.CreateTime)/1e6)
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0, 0, nil
+	}
+	sort.Float64s(ds)
+	q := func(p float64) float64 { return round(ds[min(len(ds)-1, int(p*float64(len(ds))))], 2) }
+	return len(ds), q(0.50), q(0.99), nil
+}
+
+func round(v float64, places int) float64 {
+	p := 1.0
+	for i := 0; i < places; i++ {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestSmall proves the benchmark works end to end at a tiny scale: a real
+// server process, simulated nodes over RPC, jobs through the HTTP API, every
+// allocation running, figures filled in. No timing is asserted.
+func TestSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	res, err := run(context.Background(), options{Nodes: 20, Jobs: 2, Count: 10, Timeout: 3 * time.Minute,
+		RunDelay: 10 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("run: %v (%+v)", err, res)
+	}
+	if res.Placed != 20 || res.Running != 20 {
+		t.Fatalf("placed %d running %d, want 20 and 20", res.Placed, res.Running)
+	}
+	if res.PlacementsPerSec <= 0 || res.Evals < 2 || res.EvalP50Ms <= 0 || res.Seconds <= 0 {
+		t.Fatalf("figures missing: %+v", res)
+	}
+	if res.ServerRSSMB <= 0 || res.ServerCPUSeconds < 0 {
+		t.Fatalf("server process figures missing: %+v", res)
+	}
+}
+
+// TestNodeLossSmall loses nodes after all run; with the server's default
+// heartbeat TTL (10 s + 10 s grace) recovery takes about 20 s.
+func TestNodeLossSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process and waits for heartbeat expiry")
+	}
+	res, err := run(context.Background(), options{Nodes: 20, Jobs: 2, Count: 10, Timeout: 3 * time.Minute,
+		RunDelay: 10 * time.Millisecond, LosePercent: 25, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("run: %v (%+v)", err, res)
+	}
+	if res.LostNodes != 5 || res.LostAllocs == 0 || res.RecoverSeconds <= 0 {
+		t.Fatalf("node loss not measured: %+v", res)
+	}
+}
