@@ -95,7 +95,9 @@ func formatEvalList(evals []*api.Evaluation, verbose bool) string {
 // EvalStatusCommand is `eval status`.
 type EvalStatusCommand struct{ Meta }
 
-func (c *EvalStatusCommand) Synopsis() string { return "Display evaluation status and placement failure reasons" }
+func (c *EvalStatusCommand) Synopsis() string {
+	return "Display evaluation status and placement failure reasons"
+}
 func (c *EvalStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: `+BinaryName+` eval status [options] <evaluation>
@@ -191,7 +193,9 @@ func formatEvalStatus(e *api.Evaluation, verbose bool) string {
 // AgentInfoCommand is `agent-info`.
 type AgentInfoCommand struct{ Meta }
 
-func (c *AgentInfoCommand) Synopsis() string { return "Display status information about the local agent" }
+func (c *AgentInfoCommand) Synopsis() string {
+	return "Display status information about the local agent"
+}
 func (c *AgentInfoCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: `+BinaryName+` agent-info [options]
