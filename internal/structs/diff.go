@@ -334,12 +334,14 @@ func scalarString(v reflect.Value) string {
 func fieldDiff(name string, a, b reflect.Value, withNone bool) *api.FieldDiff {
 	os, ns := scalarString(a), scalarString(b)
 	f := &api.FieldDiff{Name: name, Old: os, New: ns, Type: DiffTypeNone}
+	// As in Nomad's flattened diffs, an empty value is an absent one.
 	switch {
-	case !a.IsValid() && b.IsValid():
+	case os == ns:
+	case os == "":
 		f.Type = DiffTypeAdded
-	case a.IsValid() && !b.IsValid():
+	case ns == "":
 		f.Type = DiffTypeDeleted
-	case os != ns:
+	default:
 		f.Type = DiffTypeEdited
 	}
 	if f.Type == DiffTypeNone && !withNone {

@@ -131,6 +131,11 @@ func TestDiffJobsAddedAndContextual(t *testing.T) {
 	if d.Type != DiffTypeAdded || len(d.TaskGroups) != 1 || d.TaskGroups[0].Type != DiffTypeAdded {
 		t.Fatalf("new job: %+v", d)
 	}
+	for _, f := range d.Fields {
+		if f.Type == DiffTypeAdded && f.New == "" {
+			t.Fatalf("empty field %s shown as added", f.Name)
+		}
+	}
 	if tk := d.TaskGroups[0].Tasks; len(tk) != 1 || tk[0].Type != DiffTypeAdded {
 		t.Fatalf("new job task: %+v", tk)
 	}
