@@ -69,6 +69,17 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job plan":       f(&JobPlanCommand{Meta: m}),
 		"job validate":   f(&JobValidateCommand{Meta: m}),
 		"job inspect":    f(&JobInspectCommand{Meta: m}),
+		"job history":    f(&JobHistoryCommand{Meta: m}),
+		"job revert":     f(&JobRevertCommand{Meta: m}),
+		"job scale":      f(&JobScaleCommand{Meta: m}),
+		"job init":       f(&JobInitCommand{Meta: m}),
+		"init":           f(&JobInitCommand{Meta: m}),
+		"eval":           f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
+		"eval list":      f(&EvalListCommand{Meta: m}),
+		"eval status":    f(&EvalStatusCommand{Meta: m}),
+		"alloc fs":       f(&AllocFSCommand{Meta: m}),
+		"alloc stop":     f(&AllocStopCommand{Meta: m}),
+		"agent-info":     f(&AgentInfoCommand{Meta: m}),
 		"alloc":          f(&GroupCommand{Meta: m, Name: "alloc", Synopsis_: "Interact with allocations"}),
 		"alloc status":   f(&AllocStatusCommand{Meta: m}),
 		"alloc logs":     f(&AllocLogsCommand{Meta: m}),
@@ -93,7 +104,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 	return cmds
 }
 
-var hiddenAliases = map[string]bool{"run": true, "stop": true, "plan": true, "validate": true, "inspect": true}
+var hiddenAliases = map[string]bool{"init": true, "run": true, "stop": true, "plan": true, "validate": true, "inspect": true}
 
 func helpFunc(cmds map[string]mcli.CommandFactory) string {
 	var names []string

@@ -66,6 +66,11 @@ func isVerb(path []string) bool {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
+	if os.Getenv("UPDATE_GOLDEN") == "1" { // review the diff before committing
+		if err := os.WriteFile(filepath.Join("testdata", name), []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	want, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)

@@ -111,6 +111,12 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyRootKeyUpsert(buf, index)
 	case structs.ClusterMetadataRequestType:
 		err = f.applyClusterMetadata(buf, index)
+	case structs.JobStabilityRequestType:
+		err = f.applyJobStability(buf, index)
+	case structs.ScalingEventRegisterRequestType:
+		err = f.applyScalingEvent(buf, index)
+	case structs.JobVersionTagRequestType:
+		err = f.applyJobVersionTag(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

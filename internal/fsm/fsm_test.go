@@ -128,6 +128,11 @@ func scenario(t *testing.T) []*raft.Log {
 		entry(t, 15, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("batch")}),
 		entry(t, 16, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: "batch", Purge: true}),
 		entry(t, 17, structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: []string{"e2"}}),
+		entry(t, 18, structs.JobStabilityRequestType, &structs.JobStabilityRequest{JobID: "web", JobVersion: 0, Stable: true}),
+		entry(t, 19, structs.ScalingEventRegisterRequestType, &structs.ScalingEventRequest{Namespace: "default", JobID: "web", TaskGroup: "web",
+			ScalingEvent: &structs.ScalingEvent{Message: "by hand", Time: 77, PreviousCount: 1}}),
+		entry(t, 20, structs.JobVersionTagRequestType, &structs.JobTagRequest{JobID: "web", Name: "golden", Version: 0,
+			Tag: &structs.JobVersionTag{Name: "golden", TaggedTime: 78}}),
 	}
 }
 
@@ -185,7 +190,13 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if sum.Summary["web"].Failed != 1 {
 		t.Errorf("summary = %+v", sum.Summary)
 	}
-	if idx, _ := st.LatestIndex(); idx != 17 {
+	if v0, _ := st.JobByIDAndVersion(nil, "default", "web", 0); v0 == nil || !v0.Stable || v0.VersionTag == nil || v0.VersionTag.Name != "golden" {
+		t.Errorf("version 0 stability/tag = %+v", v0)
+	}
+	if ev, _ := st.ScalingEventsByJob(nil, "default", "web"); ev == nil || len(ev.ScalingEvents["web"]) != 1 || ev.ScalingEvents["web"][0].CreateIndex != 19 {
+		t.Errorf("scaling events = %+v", ev)
+	}
+	if idx, _ := st.LatestIndex(); idx != 20 {
 		t.Errorf("LatestIndex = %d", idx)
 	}
 
@@ -314,6 +325,7 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 		"nodes":          func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
 		"deployment":     func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
 		"namespaces":     func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+		"scaling_event":  func() (memdb.ResultIterator, error) { return st.ScalingEvents(nil) },
 	}
 	for name, f := range iters {
 		it, err := f()

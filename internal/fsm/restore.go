@@ -137,6 +137,12 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) er
 			return wrap(err)
 		}
 		return wrap(r.RootKeyRestore(v))
+	case ScalingEventSnapshot:
+		v := new(structs.JobScalingEvents)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.ScalingEventsRestore(v))
 	case ClusterMetadataSnapshot:
 		v := new(structs.ClusterMetadata)
 		if err := dec.Decode(v); err != nil {

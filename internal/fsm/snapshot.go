@@ -29,6 +29,7 @@ const (
 	NamespaceSnapshot       SnapshotType = 9
 	RootKeySnapshot         SnapshotType = 10
 	ClusterMetadataSnapshot SnapshotType = 11
+	ScalingEventSnapshot    SnapshotType = 12
 )
 
 // snapshotFormat is written in the header; Restore refuses newer formats.
@@ -99,6 +100,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.Allocs(nil); return writeIter(AllocSnapshot, it, err) },
 		func() error { it, err := st.Deployments(nil); return writeIter(DeploymentSnapshot, it, err) },
 		func() error { it, err := st.Namespaces(nil); return writeIter(NamespaceSnapshot, it, err) },
+		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

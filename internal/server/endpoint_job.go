@@ -290,6 +290,13 @@ func (j *Job) GetJobVersions(args *structs.JobVersionsRequest, reply *structs.Jo
 			versions = []*structs.Job{}
 		}
 		reply.Versions = versions
+		if args.Diffs || args.DiffVersion != nil || args.DiffTagName != "" {
+			diffs, err := versionDiffs(versions, args.DiffVersion, args.DiffTagName)
+			if err != nil {
+				return err
+			}
+			reply.Diffs = diffs
+		}
 		if len(versions) > 0 {
 			reply.Index = versions[0].ModifyIndex
 		} else {

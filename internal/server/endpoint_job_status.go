@@ -28,10 +28,19 @@ func (j *Job) ScaleStatus(args *structs.JobSpecificRequest, reply *structs.JobSc
 		if err != nil {
 			return err
 		}
+		events, err := st.ScalingEventsByJob(ws, ns, job.ID)
+		if err != nil {
+			return err
+		}
 		out := &api.JobScaleStatusResponse{JobID: job.ID, Namespace: job.Namespace, JobCreateIndex: job.CreateIndex,
 			JobModifyIndex: job.ModifyIndex, JobStopped: job.Stop, TaskGroups: map[string]api.TaskGroupScaleStatus{}}
 		for _, tg := range job.TaskGroups {
-			s := api.TaskGroupScaleStatus{Desired: tg.Count}
+			s := api.TaskGroupScaleStatus{Desired: tg.Count, Events: []api.ScalingEvent{}}
+			if events != nil {
+				for _, e := range events.ScalingEvents[tg.Name] {
+					s.Events = append(s.Events, *e)
+				}
+			}
 			for _, a := range allocs {
 				if a.TaskGroup != tg.Name || a.TerminalStatus() || a.Job == nil || a.Job.Version != job.Version {
 					continue
@@ -52,7 +61,7 @@ func (j *Job) ScaleStatus(args *structs.JobSpecificRequest, reply *structs.JobSc
 		}
 		reply.JobScaleStatus = out
 		reply.Index = job.ModifyIndex
-		if idx := maxIndex(st, "allocs"); idx > reply.Index {
+		if idx := maxIndex(st, "allocs", "scaling_event"); idx > reply.Index {
 			reply.Index = idx
 		}
 		return nil

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"sort"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -170,61 +169,24 @@ func annotate(snap *state.StateSnapshot, job *structs.Job, plans []*structs.Plan
 	return out
 }
 
-// jobDiff summarises what changes between versions: the job's and each
-// group's diff type and the scheduler's per-group updates. (Field-level
-// diffs come with the jobspec/CLI work.)
+// jobDiff is the field-level diff between the stored job and the candidate
+// (contextual, as `job plan -verbose` shows unchanged fields too), with the
+// scheduler's per-group updates attached to each group.
 func jobDiff(old, cur *structs.Job, ann *structs.PlanAnnotations) *api.JobDiff {
-	d := &api.JobDiff{ID: cur.ID, Type: "None"}
-	switch {
-	case old == nil:
-		d.Type = "Added"
-	case cur.SpecChanged(old):
-		d.Type = "Edited"
-	}
-	names := map[string]bool{}
-	for _, tg := range cur.TaskGroups {
-		names[tg.Name] = true
-	}
-	if old != nil {
-		for _, tg := range old.TaskGroups {
-			names[tg.Name] = true
+	d := structs.DiffJobs(old, cur, true)
+	for _, tgd := range d.TaskGroups {
+		tgd.Updates = map[string]uint64{}
+		u := ann.DesiredTGUpdates[tgd.Name]
+		if u == nil {
+			continue
 		}
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, name := range sorted {
-		tgd := &api.TaskGroupDiff{Name: name, Type: "None", Updates: map[string]uint64{}}
-		newTG := cur.LookupTaskGroup(name)
-		var oldTG *structs.TaskGroup
-		if old != nil {
-			oldTG = old.LookupTaskGroup(name)
-		}
-		switch {
-		case oldTG == nil:
-			tgd.Type = "Added"
-		case newTG == nil:
-			tgd.Type = "Deleted"
-		default:
-			if oldTG.Count != newTG.Count {
-				tgd.Type = "Edited"
-				tgd.Fields = append(tgd.Fields, &api.FieldDiff{Type: "Edited", Name: "Count",
-					Old: itoa(oldTG.Count), New: itoa(newTG.Count)})
-			} else if d.Type == "Edited" {
-				tgd.Type = "Edited"
+		for k, v := range map[string]uint64{"create": u.Place, "destroy": u.Stop, "ignore": u.Ignore,
+			"create/destroy update": u.DestructiveUpdate, "in-place update": u.InPlaceUpdate,
+			"migrate": u.Migrate, "canary": u.Canary} {
+			if v > 0 {
+				tgd.Updates[k] = v
 			}
 		}
-		if u := ann.DesiredTGUpdates[name]; u != nil {
-			for k, v := range map[string]uint64{"place": u.Place, "stop": u.Stop, "ignore": u.Ignore,
-				"create/destroy update": u.DestructiveUpdate, "in-place update": u.InPlaceUpdate} {
-				if v > 0 {
-					tgd.Updates[k] = v
-				}
-			}
-		}
-		d.TaskGroups = append(d.TaskGroups, tgd)
 	}
 	return d
 }

@@ -222,10 +222,13 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 	if _, err := txn.DeleteAll(tableJobSummary, "id", namespace, id); err != nil {
 		return fmt.Errorf("state: job summary delete: %w", err)
 	}
+	if _, err := txn.DeleteAll(tableScalingEvent, "id", namespace, id); err != nil {
+		return fmt.Errorf("state: scaling events delete: %w", err)
+	}
 	if err := updateParentChildren(txn, index, job, job.Status, ""); err != nil {
 		return err
 	}
-	if err := bumpIndex(txn, index, tableJobs, tableJobVersion, tableJobSummary, tableJobSubmission); err != nil {
+	if err := bumpIndex(txn, index, tableJobs, tableJobVersion, tableJobSummary, tableJobSubmission, tableScalingEvent); err != nil {
 		return err
 	}
 	txn.Commit()

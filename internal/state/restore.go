@@ -85,3 +85,8 @@ func (r *StateRestore) ClusterMetadataRestore(m *structs.ClusterMetadata) error 
 func (r *StateRestore) IndexRestore(table string, idx uint64) error {
 	return r.insert(tableIndex, &IndexEntry{Key: table, Value: idx})
 }
+
+// ScalingEventsRestore loads a job's scaling events.
+func (r *StateRestore) ScalingEventsRestore(e *structs.JobScalingEvents) error {
+	return r.insert(tableScalingEvent, e)
+}

@@ -24,6 +24,9 @@ const (
 
 	// tableJobSubmission keeps the source a job version was submitted as.
 	tableJobSubmission = "job_submission"
+
+	// tableScalingEvent keeps each job's recent scaling events per group.
+	tableScalingEvent = "scaling_event"
 )
 
 // IndexEntry is one row of the "index" table: the Raft index of the last
@@ -113,6 +116,10 @@ func schema() *memdb.DBSchema {
 					}},
 				},
 			},
+		},
+		tableScalingEvent: {
+			Name:    tableScalingEvent,
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "JobID", true)},
 		},
 		tableJobSummary: {
 			Name:    tableJobSummary,

@@ -257,3 +257,10 @@ type ClusterMetadata struct {
 	ClusterID  string
 	CreateTime int64
 }
+
+// Job version history, stability, scaling events and version tags.
+const (
+	JobStabilityRequestType         MessageType = 18
+	ScalingEventRegisterRequestType MessageType = 38
+	JobVersionTagRequestType        MessageType = 61
+)

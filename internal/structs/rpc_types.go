@@ -48,6 +48,10 @@ type SingleJobResponse struct {
 type JobVersionsRequest struct {
 	JobID string
 	Diffs bool
+	// DiffVersion / DiffTagName compare every version with that one instead
+	// of with its predecessor.
+	DiffVersion *uint64
+	DiffTagName string
 	QueryOptions
 }
 

@@ -103,6 +103,9 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		}
 		return nil, errInvalidMethod
 	}
+	if len(parts) == 4 && parts[1] == "versions" && parts[3] == "tag" {
+		return s.jobTagVersion(w, r, id, parts[2])
+	}
 	if len(parts) != 2 {
 		return nil, errNotFound
 	}
@@ -135,9 +138,13 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		return s.jobPlan(w, r, id)
 	case "evaluate":
 		return s.jobEvaluate(w, r, id)
+	case "revert":
+		return s.jobRevert(w, r, id)
+	case "stable":
+		return s.jobStable(w, r, id)
 	case "scale":
-		if r.Method != http.MethodGet {
-			return nil, errNotFound // scaling writes come with the scale command
+		if isWrite(r.Method) {
+			return s.jobScale(w, r, id)
 		}
 		var reply structs.JobScaleStatusResponse
 		return s.jobQuery(w, r, id, "Job.ScaleStatus", &reply, &reply.QueryMeta, func() any {
@@ -246,6 +253,14 @@ func (s *server) jobVersions(w http.ResponseWriter, r *http.Request, id string) 
 		return nil, err
 	}
 	args.Diffs = diffs
+	args.DiffTagName = r.URL.Query().Get("diff_tag")
+	if v := r.URL.Query().Get("diff_version"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, structs.NewErrCoded(400, "Invalid diff_version parameter %q: must be a non-negative integer", v)
+		}
+		args.DiffVersion = &n
+	}
 	var reply structs.JobVersionsResponse
 	if err := s.cfg.RPC.RPC("Job.GetJobVersions", &args, &reply); err != nil {
 		return nil, err
@@ -254,7 +269,7 @@ func (s *server) jobVersions(w http.ResponseWriter, r *http.Request, id string) 
 	if len(reply.Versions) == 0 {
 		return nil, structs.NewErrCoded(404, "job versions not found")
 	}
-	if diffs {
+	if diffs || args.DiffVersion != nil || args.DiffTagName != "" {
 		reply.Diffs = nonNil(reply.Diffs)
 	}
 	return &reply, nil
