@@ -25,6 +25,8 @@ type recordingSink struct {
 	mu       sync.Mutex
 	evals    []*structs.Evaluation
 	capacity []capacityCall
+	jobs     []string
+	deleted  []string
 }
 
 func (r *recordingSink) EvalsUpserted(evals []*structs.Evaluation) {
@@ -39,10 +41,22 @@ func (r *recordingSink) CapacityChanged(class, nodeID string, index uint64) {
 	r.capacity = append(r.capacity, capacityCall{class, nodeID, index})
 }
 
+func (r *recordingSink) JobUpserted(job *structs.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.jobs = append(r.jobs, job.NamespacedID().String())
+}
+
+func (r *recordingSink) JobDeleted(namespace, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted = append(r.deleted, namespace+"/"+id)
+}
+
 func (r *recordingSink) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.evals, r.capacity = nil, nil
+	r.evals, r.capacity, r.jobs, r.deleted = nil, nil, nil, nil
 }
 
 func newFSM(t *testing.T, sink EventSink) *FSM {

@@ -24,6 +24,9 @@ const (
 
 	// tableJobSubmission keeps the source a job version was submitted as.
 	tableJobSubmission = "job_submission"
+
+	// tablePeriodicLaunch keeps the last launch time of each periodic parent.
+	tablePeriodicLaunch = "periodic_launch"
 )
 
 // IndexEntry is one row of the "index" table: the Raft index of the last
@@ -113,6 +116,10 @@ func schema() *memdb.DBSchema {
 					}},
 				},
 			},
+		},
+		tablePeriodicLaunch: {
+			Name:    tablePeriodicLaunch,
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "ID", true)},
 		},
 		tableJobSummary: {
 			Name:    tableJobSummary,
