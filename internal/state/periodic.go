@@ -26,9 +26,7 @@ func (s *StateStore) PeriodicLaunches(ws memdb.WatchSet) (memdb.ResultIterator, 
 	return get(txn, ws, tablePeriodicLaunch, "id")
 }
 
-// UpsertPeriodicLaunch records a parent's launch. A launch older than the
-// recorded one is ignored, so replaying children out of order never moves
-// the record backwards.
+// UpsertPeriodicLaunch records a parent's latest launch.
 func (s *StateStore) UpsertPeriodicLaunch(index uint64, in *structs.PeriodicLaunch) error {
 	if in == nil || in.ID == "" {
 		return fmt.Errorf("state: upsert periodic launch: missing launch or job ID")
@@ -44,11 +42,7 @@ func (s *StateStore) UpsertPeriodicLaunch(index uint64, in *structs.PeriodicLaun
 		return fmt.Errorf("state: periodic launch lookup: %w", err)
 	}
 	if raw != nil {
-		ex := raw.(*structs.PeriodicLaunch)
-		if l.Launch.Before(ex.Launch) {
-			return nil
-		}
-		l.CreateIndex = ex.CreateIndex
+		l.CreateIndex = raw.(*structs.PeriodicLaunch).CreateIndex
 	} else {
 		l.CreateIndex = index
 	}

@@ -263,3 +263,34 @@ func (j *Job) validatePeriodicAndParameterized(v *ValidationError) {
 		}
 	}
 }
+
+// PeriodicForceRequest launches a periodic parent's child now.
+type PeriodicForceRequest struct {
+	JobID string
+	WriteRequest
+}
+
+// PeriodicForceResponse answers a force launch.
+type PeriodicForceResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	Index           uint64
+}
+
+// JobDispatchRequest dispatches a parameterized job.
+type JobDispatchRequest struct {
+	JobID            string
+	Payload          []byte
+	Meta             map[string]string
+	IdempotencyToken string
+	WriteRequest
+}
+
+// JobDispatchResponse answers a dispatch.
+type JobDispatchResponse struct {
+	DispatchedJobID string
+	EvalID          string
+	EvalCreateIndex uint64
+	JobCreateIndex  uint64
+	Index           uint64
+}
