@@ -34,8 +34,14 @@ func (j *Job) Dispatch(args *structs.JobDispatchRequest, reply *structs.JobDispa
 	if err := structs.ValidateDispatch(parent.ParameterizedJob, args.Payload, args.Meta); err != nil {
 		return structs.NewErrCoded(400, "%s", err.Error())
 	}
-
-	if tok := args.IdempotencyToken; tok != "" {
+	if args.Priority != 0 && (args.Priority < 1 || args.Priority > structs.JobMaxPriority) {
+		return structs.NewErrCoded(400, "job priority must be between [1, %d]", structs.JobMaxPriority)
+	}
+	tok := args.IdempotencyToken
+	if tok == "" {
+		tok = args.WriteRequest.IdempotencyToken
+	}
+	if tok != "" {
 		iter, err := st.JobsByIDPrefix(nil, ns, parent.ID+"/dispatch-")
 		if err != nil {
 			return err
@@ -52,8 +58,11 @@ func (j *Job) Dispatch(args *structs.JobDispatchRequest, reply *structs.JobDispa
 	}
 
 	now := time.Now()
-	child := structs.DeriveDispatchedChild(parent, structs.DispatchedID(parent.ID, now), args.Payload, args.Meta, args.IdempotencyToken)
+	child := structs.DeriveDispatchedChild(parent, structs.DispatchedID(parent.ID, args.IdPrefixTemplate, now), args.Payload, args.Meta, tok)
 	child.SubmitTime = now.UnixNano()
+	if args.Priority != 0 {
+		child.Priority = args.Priority
+	}
 	eval := &structs.Evaluation{
 		ID: newID(), Namespace: ns, Priority: child.Priority, Type: child.Type,
 		TriggeredBy: structs.EvalTriggerJobRegister, JobID: child.ID,

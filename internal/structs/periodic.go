@@ -117,11 +117,14 @@ func IsPeriodicChildOf(childID, parentID string) bool {
 }
 
 // DispatchedID is the ID of a parameterized parent's dispatched child:
-// <parent>/dispatch-<unix>-<8 hex>.
-func DispatchedID(parentID string, t time.Time) string {
+// <parent>/dispatch-[<prefix>-]<unix>-<8 hex>.
+func DispatchedID(parentID, prefix string, t time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return parentID + dispatchLaunchSuffix + strconv.FormatInt(t.Unix(), 10) + "-" + hex.EncodeToString(b[:])
+	if prefix != "" {
+		prefix += "-"
+	}
+	return parentID + dispatchLaunchSuffix + prefix + strconv.FormatInt(t.Unix(), 10) + "-" + hex.EncodeToString(b[:])
 }
 
 // DerivePeriodicChild builds the child a periodic parent launches at t:
@@ -279,9 +282,14 @@ type PeriodicForceResponse struct {
 
 // JobDispatchRequest dispatches a parameterized job.
 type JobDispatchRequest struct {
-	JobID            string
-	Payload          []byte
-	Meta             map[string]string
+	JobID   string
+	Payload []byte
+	Meta    map[string]string
+	// IdPrefixTemplate goes into the child's ID after "dispatch-".
+	IdPrefixTemplate string
+	// Priority overrides the child's priority when set.
+	Priority int
+	// IdempotencyToken defaults to the write's idempotency token.
 	IdempotencyToken string
 	WriteRequest
 }

@@ -103,6 +103,9 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		}
 		return nil, errInvalidMethod
 	}
+	if out, handled, err := s.jobPeriodicOrDispatch(w, r, id, parts[1:]); handled {
+		return out, err
+	}
 	if len(parts) != 2 {
 		return nil, errNotFound
 	}

@@ -170,4 +170,3 @@ func TestRestoreCatchesUpMissedLaunch(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
