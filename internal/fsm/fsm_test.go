@@ -318,16 +318,17 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 		out[table] = append(out[table], buf.Bytes())
 	}
 	iters := map[string]func() (memdb.ResultIterator, error){
-		"index":          st.Indexes,
-		"jobs":           func() (memdb.ResultIterator, error) { return st.Jobs(nil) },
-		"job_version":    func() (memdb.ResultIterator, error) { return st.JobVersions(nil) },
-		"job_summary":    func() (memdb.ResultIterator, error) { return st.JobSummaries(nil) },
-		"job_submission": func() (memdb.ResultIterator, error) { return st.JobSubmissions(nil) },
-		"evals":          func() (memdb.ResultIterator, error) { return st.Evals(nil) },
-		"allocs":         func() (memdb.ResultIterator, error) { return st.Allocs(nil) },
-		"nodes":          func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
-		"deployment":     func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
-		"namespaces":     func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+		"index":           st.Indexes,
+		"jobs":            func() (memdb.ResultIterator, error) { return st.Jobs(nil) },
+		"job_version":     func() (memdb.ResultIterator, error) { return st.JobVersions(nil) },
+		"job_summary":     func() (memdb.ResultIterator, error) { return st.JobSummaries(nil) },
+		"job_submission":  func() (memdb.ResultIterator, error) { return st.JobSubmissions(nil) },
+		"evals":           func() (memdb.ResultIterator, error) { return st.Evals(nil) },
+		"allocs":          func() (memdb.ResultIterator, error) { return st.Allocs(nil) },
+		"nodes":           func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
+		"deployment":      func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
+		"namespaces":      func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+		"periodic_launch": func() (memdb.ResultIterator, error) { return st.PeriodicLaunches(nil) },
 	}
 	for name, f := range iters {
 		it, err := f()
