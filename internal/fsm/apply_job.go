@@ -17,6 +17,9 @@ func (f *FSM) applyJobRegister(buf []byte, index uint64) error {
 	if err := f.State().UpsertJob(index, req.Submission, req.Job); err != nil {
 		return err
 	}
+	if err := f.jobRegistered(index, req.Job); err != nil {
+		return err
+	}
 	if req.Eval != nil {
 		return f.upsertEvals(index, []*structs.Evaluation{req.Eval})
 	}
@@ -37,6 +40,9 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 		if err := st.DeleteJob(index, ns, req.JobID); err != nil {
 			return err
 		}
+		if err := f.jobPurged(index, ns, req.JobID); err != nil {
+			return err
+		}
 	} else {
 		job, err := st.JobByID(nil, ns, req.JobID)
 		if err != nil {
@@ -51,6 +57,7 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 			if err := st.UpsertJob(index, nil, &stopped); err != nil {
 				return err
 			}
+			f.notifyJob(ns, req.JobID)
 		}
 	}
 	if req.Eval != nil {

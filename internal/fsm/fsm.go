@@ -20,6 +20,11 @@ type EventSink interface {
 	// CapacityChanged: a node registered or became ready/eligible, or an
 	// allocation on it became client-terminal or was stopped.
 	CapacityChanged(computedClass, nodeID string, index uint64)
+	// JobUpserted: a job was registered, updated or stopped (the stored
+	// version). The periodic dispatcher tracks or forgets periodic parents.
+	JobUpserted(job *structs.Job)
+	// JobDeleted: a job was purged.
+	JobDeleted(namespace, id string)
 }
 
 // Config configures an FSM. Logger and Sink may be nil.

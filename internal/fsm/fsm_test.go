@@ -25,6 +25,8 @@ type recordingSink struct {
 	mu       sync.Mutex
 	evals    []*structs.Evaluation
 	capacity []capacityCall
+	jobs     []string
+	deleted  []string
 }
 
 func (r *recordingSink) EvalsUpserted(evals []*structs.Evaluation) {
@@ -39,10 +41,22 @@ func (r *recordingSink) CapacityChanged(class, nodeID string, index uint64) {
 	r.capacity = append(r.capacity, capacityCall{class, nodeID, index})
 }
 
+func (r *recordingSink) JobUpserted(job *structs.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.jobs = append(r.jobs, job.NamespacedID().String())
+}
+
+func (r *recordingSink) JobDeleted(namespace, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted = append(r.deleted, namespace+"/"+id)
+}
+
 func (r *recordingSink) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.evals, r.capacity = nil, nil
+	r.evals, r.capacity, r.jobs, r.deleted = nil, nil, nil, nil
 }
 
 func newFSM(t *testing.T, sink EventSink) *FSM {
@@ -315,17 +329,18 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 		out[table] = append(out[table], buf.Bytes())
 	}
 	iters := map[string]func() (memdb.ResultIterator, error){
-		"index":          st.Indexes,
-		"jobs":           func() (memdb.ResultIterator, error) { return st.Jobs(nil) },
-		"job_version":    func() (memdb.ResultIterator, error) { return st.JobVersions(nil) },
-		"job_summary":    func() (memdb.ResultIterator, error) { return st.JobSummaries(nil) },
-		"job_submission": func() (memdb.ResultIterator, error) { return st.JobSubmissions(nil) },
-		"evals":          func() (memdb.ResultIterator, error) { return st.Evals(nil) },
-		"allocs":         func() (memdb.ResultIterator, error) { return st.Allocs(nil) },
-		"nodes":          func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
-		"deployment":     func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
-		"namespaces":     func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
-		"scaling_event":  func() (memdb.ResultIterator, error) { return st.ScalingEvents(nil) },
+		"index":           st.Indexes,
+		"jobs":            func() (memdb.ResultIterator, error) { return st.Jobs(nil) },
+		"job_version":     func() (memdb.ResultIterator, error) { return st.JobVersions(nil) },
+		"job_summary":     func() (memdb.ResultIterator, error) { return st.JobSummaries(nil) },
+		"job_submission":  func() (memdb.ResultIterator, error) { return st.JobSubmissions(nil) },
+		"evals":           func() (memdb.ResultIterator, error) { return st.Evals(nil) },
+		"allocs":          func() (memdb.ResultIterator, error) { return st.Allocs(nil) },
+		"nodes":           func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
+		"deployment":      func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
+		"namespaces":      func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+		"scaling_event":   func() (memdb.ResultIterator, error) { return st.ScalingEvents(nil) },
+		"periodic_launch": func() (memdb.ResultIterator, error) { return st.PeriodicLaunches(nil) },
 	}
 	for name, f := range iters {
 		it, err := f()

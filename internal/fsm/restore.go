@@ -131,6 +131,12 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) er
 			return wrap(err)
 		}
 		return wrap(r.NamespaceRestore(v))
+	case PeriodicLaunchSnapshot:
+		v := new(structs.PeriodicLaunch)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.PeriodicLaunchRestore(v))
 	case RootKeySnapshot:
 		v := new(structs.RootKey)
 		if err := dec.Decode(v); err != nil {

@@ -30,6 +30,10 @@ const (
 	RootKeySnapshot         SnapshotType = 10
 	ClusterMetadataSnapshot SnapshotType = 11
 	ScalingEventSnapshot    SnapshotType = 12
+
+	// PeriodicLaunchSnapshot starts at 100 so record types added in
+	// parallel branches below it never collide with it.
+	PeriodicLaunchSnapshot SnapshotType = 100
 )
 
 // snapshotFormat is written in the header; Restore refuses newer formats.
@@ -101,6 +105,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.Deployments(nil); return writeIter(DeploymentSnapshot, it, err) },
 		func() error { it, err := st.Namespaces(nil); return writeIter(NamespaceSnapshot, it, err) },
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
+		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

@@ -8,10 +8,16 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/internal/server/clock"
 )
 
 // Config configures a server.
 type Config struct {
+	// PeriodicClock drives the periodic dispatcher; nil is the wall clock
+	// (tests inject clock.Fake).
+	PeriodicClock clock.Clock
+
 	NodeName   string
 	NodeID     string // Raft server ID; random when empty
 	Region     string

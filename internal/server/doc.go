@@ -1,7 +1,7 @@
 // Package server owns the server agent: Raft and the FSM, the RPC endpoints
 // (Job, Node, Eval, Alloc, Plan, Status, Keyring, ...), the leadership loop
 // and the leader-only services it starts and stops (eval broker, blocked
-// evals, plan queue and applier, heartbeat timers, keyring bootstrap), and
+// evals, plan queue and applier, heartbeat timers, keyring bootstrap, the periodic dispatcher), and
 // the scheduler workers.
 //
 // Invariants:

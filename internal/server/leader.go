@@ -104,6 +104,9 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.reapCancelableAndDuplicates(stopCh)
 	go s.periodicUnblockFailed(stopCh)
 	go s.initializeKeyring(stopCh, gen)
+
+	s.periodic.SetEnabled(true)
+	go s.restorePeriodicDispatcher(stopCh, gen)
 }
 
 // revokeLeadership tears every leader-only service down. Safe to call when
@@ -114,6 +117,7 @@ func (s *Server) revokeLeadership() {
 		return // not running (or another caller is tearing them down)
 	}
 	s.logger.Info("cluster leadership lost")
+	s.periodic.SetEnabled(false)
 	s.heartbeats.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.broker.SetEnabled(false)

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/server/blockedevals"
 	"github.com/drover-project/drover/internal/server/evalbroker"
 	"github.com/drover-project/drover/internal/server/heartbeat"
+	"github.com/drover-project/drover/internal/server/periodic"
 	"github.com/drover-project/drover/internal/server/planqueue"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -43,6 +44,7 @@ type Server struct {
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
 	allocBatch *allocUpdateBatcher
+	periodic   *periodic.Dispatcher
 
 	workers []*Worker
 
@@ -92,6 +94,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		FailoverTTL:  cfg.FailoverHeartbeatTTL,
 	}, s.heartbeatExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
+	s.periodic = s.newPeriodicDispatcher()
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
 	if err != nil {
@@ -169,6 +172,7 @@ func (s *Server) registerEndpoints() error {
 		"Deployment": &Deployment{s},
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
+		"Periodic":   &Periodic{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

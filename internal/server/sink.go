@@ -23,3 +23,14 @@ func (k *leaderSink) EvalsUpserted(evals []*structs.Evaluation) {
 func (k *leaderSink) CapacityChanged(computedClass, nodeID string, index uint64) {
 	k.s.blocked.Unblock(computedClass, index)
 }
+
+// JobUpserted tracks periodic parents (and forgets stopped ones) in the
+// periodic dispatcher; it ignores the call unless this server leads.
+func (k *leaderSink) JobUpserted(job *structs.Job) {
+	k.s.periodic.Add(job)
+}
+
+// JobDeleted forgets a purged job in the periodic dispatcher.
+func (k *leaderSink) JobDeleted(namespace, id string) {
+	k.s.periodic.Remove(namespace, id)
+}

@@ -1,6 +1,7 @@
 // Package state owns Drover's server state: a go-memdb database holding jobs,
 // job versions and summaries, evaluations, allocations, nodes, deployments,
-// namespaces, keyring root keys and cluster metadata, plus the "index" table
+// namespaces, keyring root keys, cluster metadata and the last launch of each
+// periodic job, plus the "index" table
 // that records the Raft index of the last write to each table.
 //
 // It provides the reads every server component uses (with watch sets that

@@ -27,6 +27,8 @@ const (
 
 	// tableScalingEvent keeps each job's recent scaling events per group.
 	tableScalingEvent = "scaling_event"
+	// tablePeriodicLaunch keeps the last launch time of each periodic parent.
+	tablePeriodicLaunch = "periodic_launch"
 )
 
 // IndexEntry is one row of the "index" table: the Raft index of the last
@@ -120,6 +122,10 @@ func schema() *memdb.DBSchema {
 		tableScalingEvent: {
 			Name:    tableScalingEvent,
 			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "JobID", true)},
+		},
+		tablePeriodicLaunch: {
+			Name:    tablePeriodicLaunch,
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "ID", true)},
 		},
 		tableJobSummary: {
 			Name:    tableJobSummary,

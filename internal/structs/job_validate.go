@@ -150,6 +150,7 @@ func (j *Job) Validate() error {
 		}
 		tg.validate(j, v)
 	}
+	j.validatePeriodicAndParameterized(v)
 	if len(v.Errors) > 0 {
 		return v
 	}

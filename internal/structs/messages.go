@@ -23,6 +23,11 @@ const (
 	RootKeyUpsertRequestType         MessageType = 62
 	NamespaceUpsertRequestType       MessageType = 64
 
+	// Types 100 and up are reserved for entries added by parallel work
+	// (kept clear of Nomad's numbers). Periodic launches and dispatches need
+	// none: children ride JobRegisterRequestType, and the FSM derives the
+	// periodic_launch record from the child's ID.
+
 	// IgnoreUnknownTypeFlag marks an entry a server may skip if it does not
 	// know the type (forward compatibility).
 	IgnoreUnknownTypeFlag MessageType = 128

@@ -106,6 +106,9 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 	if len(parts) == 4 && parts[1] == "versions" && parts[3] == "tag" {
 		return s.jobTagVersion(w, r, id, parts[2])
 	}
+	if out, handled, err := s.jobPeriodicOrDispatch(w, r, id, parts[1:]); handled {
+		return out, err
+	}
 	if len(parts) != 2 {
 		return nil, errNotFound
 	}

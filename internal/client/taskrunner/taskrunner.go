@@ -262,6 +262,13 @@ func (tr *TaskRunner) Run() {
 	}
 
 	tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+	if err := tr.writeDispatchPayload(); err != nil {
+		ev := tr.newEvent(structs.TaskSetupFailure, "failed to write dispatch payload: "+err.Error())
+		ev.SetupError = err.Error()
+		ev.FailsTask = true
+		tr.setState(structs.TaskStateDead, ev)
+		return
+	}
 
 	var logs LogCollector
 	stdout, stderr := "", ""
