@@ -2,7 +2,9 @@
 // that filters nodes (readiness, datacenters and pool, drivers,
 // constraints, distinct hosts) and ranks the survivors (bin-packing with a
 // fresh port index per node, job anti-affinity, rescheduling penalty),
-// visits a bounded number of them and returns the best.
+// visits a bounded number of them and returns the best. SystemStack is
+// the system/sysbatch variant: it checks exactly one given node
+// (feasibility and fit) and never ranks across nodes.
 //
 // It owns feasibility memoisation per computed node class and the
 // placement metrics (AllocMetric) that explain failures to users.
