@@ -61,7 +61,7 @@ type NodeResult struct {
 // placement here is a candidate, not a promise.
 //
 // Per node and group:
-//   - job stopped or purged, or group removed: stop live allocs;
+//   - job stopped or purged, group removed or at count 0: stop live allocs;
 //   - node gone, down or disconnected: stop live allocs as lost, no
 //     replacement elsewhere;
 //   - node draining (unless its drain ignores system jobs): stop;
@@ -175,7 +175,8 @@ func computeNodeGroup(in NodeInput, res *NodeResult, du *structs.DesiredUpdates,
 			stopLive(DescJobStopped, "")
 		}
 		return
-	case tg == nil:
+	case tg == nil || tg.Count <= 0:
+		// Group removed, or scaled to zero (system groups run 0 or 1).
 		if nodeLost(node) {
 			stopLive(DescNotNeeded, structs.AllocClientStatusLost)
 		} else {

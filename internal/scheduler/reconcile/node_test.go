@@ -73,6 +73,8 @@ func TestComputeNodes(t *testing.T) {
 	sbOld := sysJob(structs.JobTypeSysBatch, 5)
 	pooled := sysJob(structs.JobTypeSystem, 10)
 	pooled.NodePool = "gpu"
+	scaledToZero := sysJob(structs.JobTypeSystem, 10)
+	scaledToZero.TaskGroups[0].Count = 0
 	twoGroups := sysJob(structs.JobTypeSystem, 10)
 	twoGroups.TaskGroups = append(twoGroups.TaskGroups, &structs.TaskGroup{Name: "h", Count: 1})
 
@@ -126,6 +128,8 @@ func TestComputeNodes(t *testing.T) {
 		{"group removed", job, false, nodeMap(sysNode("n1")),
 			[]*structs.Allocation{func() *structs.Allocation { a := sysAlloc(job, "n1", "running"); a.TaskGroup = "gone"; return a }()},
 			"place=n1 stop=n1 destructive="},
+		{"group scaled to zero", scaledToZero, false, nodeMap(sysNode("n1"), sysNode("n2")),
+			[]*structs.Allocation{sysAlloc(job, "n1", "running")}, "place= stop=n1 destructive="},
 		{"system: failed alloc replaced on its node", job, false, nodeMap(sysNode("n1")),
 			[]*structs.Allocation{sysAlloc(job, "n1", "failed")}, "place=n1 stop= destructive="},
 		{"sysbatch: complete not re-run", sb, true, nodeMap(sysNode("n1"), sysNode("n2")),
