@@ -233,16 +233,22 @@ func (s *GenericScheduler) process() (bool, error) {
 
 // adjustQueued removes committed placements of this eval from the queue.
 func (s *GenericScheduler) adjustQueued(result *structs.PlanResult) {
+	adjustQueued(s.queued, s.eval.ID, s.plan, result)
+}
+
+// adjustQueued decrements queued per group for every placement of plan
+// (made by evalID) that result committed.
+func adjustQueued(queued map[string]int, evalID string, plan *structs.Plan, result *structs.PlanResult) {
 	placed := make(map[string]struct{})
-	for _, allocs := range s.plan.NodeAllocation {
+	for _, allocs := range plan.NodeAllocation {
 		for _, a := range allocs {
 			placed[a.ID] = struct{}{}
 		}
 	}
 	for _, allocs := range result.NodeAllocation {
 		for _, a := range allocs {
-			if _, ok := placed[a.ID]; ok && a.EvalID == s.eval.ID && s.queued[a.TaskGroup] > 0 {
-				s.queued[a.TaskGroup]--
+			if _, ok := placed[a.ID]; ok && a.EvalID == evalID && queued[a.TaskGroup] > 0 {
+				queued[a.TaskGroup]--
 			}
 		}
 	}
@@ -364,15 +370,7 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 		}
 		return false
 	}
-	res := &structs.AllocatedResources{Tasks: option.TaskResources, Shared: option.Shared}
-	for _, t := range tg.Tasks {
-		if t.Lifecycle != nil {
-			if res.TaskLifecycles == nil {
-				res.TaskLifecycles = make(map[string]*structs.TaskLifecycle)
-			}
-			res.TaskLifecycles[t.Name] = t.Lifecycle
-		}
-	}
+	res := allocatedResources(tg, option)
 	alloc := &structs.Allocation{
 		ID:                 uuid.NewString(),
 		Namespace:          s.job.Namespace,
@@ -409,4 +407,18 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 	}
 	s.plan.AppendAlloc(alloc)
 	return true
+}
+
+// allocatedResources is what a placement of tg on option receives.
+func allocatedResources(tg *structs.TaskGroup, option *feasible.RankedNode) *structs.AllocatedResources {
+	res := &structs.AllocatedResources{Tasks: option.TaskResources, Shared: option.Shared}
+	for _, t := range tg.Tasks {
+		if t.Lifecycle != nil {
+			if res.TaskLifecycles == nil {
+				res.TaskLifecycles = make(map[string]*structs.TaskLifecycle)
+			}
+			res.TaskLifecycles[t.Name] = t.Lifecycle
+		}
+	}
+	return res
 }

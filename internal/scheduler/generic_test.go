@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,14 +99,9 @@ func lastEval(t *testing.T, h *Harness) *structs.Evaluation {
 
 func TestNewScheduler(t *testing.T) {
 	h := NewHarness()
-	for _, name := range []string{"service", "batch"} {
+	for _, name := range []string{"service", "batch", "system", "sysbatch"} {
 		if _, err := NewScheduler(name, Config{}, h.State, h); err != nil {
 			t.Errorf("%s: %v", name, err)
-		}
-	}
-	for _, name := range []string{"system", "sysbatch"} {
-		if _, err := NewScheduler(name, Config{}, h.State, h); err == nil || !strings.Contains(err.Error(), "not implemented") {
-			t.Errorf("%s: err = %v", name, err)
 		}
 	}
 	if _, err := NewScheduler("nope", Config{}, h.State, h); err == nil {

@@ -68,7 +68,8 @@ func DefaultPreemptionEnabled() map[string]bool {
 	}
 }
 
-// NewScheduler returns the scheduler for an eval type: "service" or "batch".
+// NewScheduler returns the scheduler for an eval type: "service", "batch",
+// "system" or "sysbatch".
 func NewScheduler(name string, cfg Config, state State, planner Planner) (Scheduler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -94,8 +95,10 @@ func NewScheduler(name string, cfg Config, state State, planner Planner) (Schedu
 		return newGenericScheduler(cfg, state, planner, false), nil
 	case structs.JobTypeBatch:
 		return newGenericScheduler(cfg, state, planner, true), nil
-	case structs.JobTypeSystem, structs.JobTypeSysBatch:
-		return nil, fmt.Errorf("scheduler not implemented: %q", name)
+	case structs.JobTypeSystem:
+		return newSystemScheduler(cfg, state, planner, false), nil
+	case structs.JobTypeSysBatch:
+		return newSystemScheduler(cfg, state, planner, true), nil
 	}
 	return nil, fmt.Errorf("unknown scheduler %q", name)
 }

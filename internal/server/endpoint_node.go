@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -390,7 +391,9 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 }
 
 // createNodeEvals makes one node-update eval per job with live allocs on the
-// node, written in one entry.
+// node, plus one per system or sysbatch job the node is in scope of (so a
+// node that becomes ready receives its system allocs), written in one
+// entry.
 func (s *Server) createNodeEvals(nodeID string, index uint64) ([]string, uint64, error) {
 	st := s.State()
 	allocs, err := st.AllocsByNode(nil, nodeID)
@@ -419,11 +422,51 @@ func (s *Server) createNodeEvals(nodeID string, index uint64) ([]string, uint64,
 		evals = append(evals, e)
 		ids = append(ids, e.ID)
 	}
+	sysEvals, err := s.systemJobEvals(nodeID, index, seen, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, e := range sysEvals {
+		evals = append(evals, e)
+		ids = append(ids, e.ID)
+	}
 	if len(evals) == 0 {
 		return nil, 0, nil
 	}
 	_, idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 	return ids, idx, err
+}
+
+// systemJobEvals returns a node-update eval for every running system or
+// sysbatch job whose datacenters and node pool include the node, skipping
+// jobs already in seen. Periodic and parameterized parents are skipped:
+// only their children run.
+func (s *Server) systemJobEvals(nodeID string, index uint64, seen map[structs.NamespacedID]bool, now int64) ([]*structs.Evaluation, error) {
+	st := s.State()
+	node, err := st.NodeByID(nil, nodeID)
+	if err != nil || node == nil {
+		return nil, err
+	}
+	iter, err := st.Jobs(nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []*structs.Evaluation
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		job := raw.(*structs.Job)
+		if job.Type != structs.JobTypeSystem && job.Type != structs.JobTypeSysBatch {
+			continue
+		}
+		key := job.NamespacedID()
+		if seen[key] || job.Stop || job.IsPeriodic() || job.IsParameterized() || !feasible.InJobScope(node, job) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, &structs.Evaluation{ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+			TriggeredBy: structs.EvalTriggerNodeUpdate, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+			NodeID: nodeID, NodeModifyIndex: index, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now})
+	}
+	return out, nil
 }
 
 // heartbeatExpired marks a silent node down (runs on its own goroutine).

@@ -6,6 +6,8 @@
 // rescheduling penalty; node affinity; spread; preemption penalty), visits
 // a bounded number of them (at least 100 with affinities or spreads) and
 // returns the best.
+// SystemStack is the system/sysbatch variant: it checks exactly one given
+// node (feasibility and fit) and never ranks across nodes.
 //
 // It owns feasibility memoisation per computed node class and the
 // placement metrics (AllocMetric) that explain failures to users,

@@ -145,6 +145,19 @@ func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 // job: ready, eligible, not draining, in one of the job's datacenters
 // (glob patterns; none means all) and in its node pool ("all" means any).
 func ReadyNodes(all []*structs.Node, job *structs.Job) []*structs.Node {
+	var out []*structs.Node
+	for _, n := range all {
+		if n != nil && n.Ready() && InJobScope(n, job) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// InJobScope reports whether the node is in one of the job's datacenters
+// (glob patterns; none means all) and in its node pool ("all" means any),
+// whatever its status.
+func InJobScope(n *structs.Node, job *structs.Job) bool {
 	dcs := job.Datacenters
 	if len(dcs) == 0 {
 		dcs = []string{"*"}
@@ -153,23 +166,14 @@ func ReadyNodes(all []*structs.Node, job *structs.Job) []*structs.Node {
 	if pool == "" {
 		pool = structs.DefaultNodePool
 	}
-	var out []*structs.Node
-	for _, n := range all {
-		if n == nil || !n.Ready() {
-			continue
-		}
-		np := n.NodePool
-		if np == "" {
-			np = structs.DefaultNodePool
-		}
-		if pool != structs.AllNodePool && np != pool {
-			continue
-		}
-		if matchDatacenter(dcs, n.Datacenter) {
-			out = append(out, n)
-		}
+	np := n.NodePool
+	if np == "" {
+		np = structs.DefaultNodePool
 	}
-	return out
+	if pool != structs.AllNodePool && np != pool {
+		return false
+	}
+	return matchDatacenter(dcs, n.Datacenter)
 }
 
 func matchDatacenter(patterns []string, dc string) bool {

@@ -1,0 +1,311 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/drover-project/drover/internal/scheduler/feasible"
+	"github.com/drover-project/drover/internal/scheduler/reconcile"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Attempt limits of the system schedulers.
+const (
+	maxSystemAttempts   = 5
+	maxSysBatchAttempts = 2
+)
+
+// SystemScheduler schedules system and sysbatch jobs: one allocation per
+// task group on every eligible node, each placement checked against
+// exactly its node (never ranked across nodes).
+type SystemScheduler struct {
+	base     hclog.Logger
+	logger   hclog.Logger
+	clock    func() time.Time
+	state    State
+	planner  Planner
+	sysbatch bool
+
+	eval       *structs.Evaluation
+	job        *structs.Job
+	plan       *structs.Plan
+	planResult *structs.PlanResult
+	ctx        *feasible.Context
+	stack      *feasible.SystemStack
+
+	blocked        *structs.Evaluation
+	failedTGAllocs map[string]*structs.AllocMetric
+	queued         map[string]int
+}
+
+func newSystemScheduler(cfg Config, state State, planner Planner, sysbatch bool) *SystemScheduler {
+	return &SystemScheduler{
+		base:     cfg.Logger.Named("system_sched"),
+		clock:    cfg.Clock,
+		state:    state,
+		planner:  planner,
+		sysbatch: sysbatch,
+	}
+}
+
+// Process schedules one evaluation and records its outcome.
+func (s *SystemScheduler) Process(eval *structs.Evaluation) error {
+	s.eval = eval
+	s.blocked = nil
+	s.planResult = nil
+	s.logger = s.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
+
+	limit := maxSystemAttempts
+	if s.sysbatch {
+		limit = maxSysBatchAttempts
+	}
+	progress := func() bool { return progressMade(s.planResult) }
+	if err := retryMax(limit, s.process, progress); err != nil {
+		var statusErr *SetStatusError
+		if !errors.As(err, &statusErr) {
+			return err
+		}
+		return s.setStatus(statusErr.EvalStatus, err.Error())
+	}
+	if s.eval.Status == structs.EvalStatusBlocked && len(s.failedTGAllocs) > 0 {
+		e := s.eval.Copy()
+		if s.ctx != nil {
+			e.ClassEligibility = s.ctx.Eligibility().Classes()
+			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
+		}
+		e.QueuedAllocations = s.queued
+		e.ModifyTime = s.clock().UnixNano()
+		return s.planner.ReblockEval(e)
+	}
+	return s.setStatus(structs.EvalStatusComplete, "")
+}
+
+func (s *SystemScheduler) setStatus(status, desc string) error {
+	e := s.eval.Copy()
+	e.Status = status
+	e.StatusDescription = desc
+	e.QueuedAllocations = s.queued
+	e.FailedTGAllocs = s.failedTGAllocs
+	if s.blocked != nil {
+		e.BlockedEval = s.blocked.ID
+	}
+	e.ModifyTime = s.clock().UnixNano()
+	return s.planner.UpdateEval(e)
+}
+
+// createBlockedEval leaves a blocked eval for the job, released when
+// capacity changes in a node class that could take it. nodeID names the
+// first node that lacked room.
+func (s *SystemScheduler) createBlockedEval(nodeID string) error {
+	now := s.clock().UnixNano()
+	e := &structs.Evaluation{
+		ID:                   uuid.NewString(),
+		Namespace:            s.eval.Namespace,
+		Priority:             s.eval.Priority,
+		Type:                 s.eval.Type,
+		TriggeredBy:          structs.EvalTriggerQueuedAllocs,
+		JobID:                s.eval.JobID,
+		JobModifyIndex:       s.eval.JobModifyIndex,
+		NodeID:               nodeID,
+		Status:               structs.EvalStatusBlocked,
+		StatusDescription:    blockedEvalDesc,
+		PreviousEval:         s.eval.ID,
+		CreateTime:           now,
+		ModifyTime:           now,
+		ClassEligibility:     s.ctx.Eligibility().Classes(),
+		EscapedComputedClass: s.ctx.Eligibility().HasEscaped(),
+	}
+	s.blocked = e
+	return s.planner.CreateEval(e)
+}
+
+// process is one scheduling pass. done=false asks for another pass.
+func (s *SystemScheduler) process() (bool, error) {
+	job, err := s.state.JobByID(nil, s.eval.Namespace, s.eval.JobID)
+	if err != nil {
+		return false, fmt.Errorf("failed to get job %q: %w", s.eval.JobID, err)
+	}
+	s.job = job
+	s.plan = s.eval.MakePlan(job)
+	index, err := s.state.LatestIndex()
+	if err != nil {
+		return false, fmt.Errorf("failed to read state index: %w", err)
+	}
+	s.plan.SnapshotIndex = index
+	s.failedTGAllocs = nil
+	s.queued = make(map[string]int)
+	if job != nil {
+		for _, tg := range job.TaskGroups {
+			s.queued[tg.Name] = 0
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(s.eval.ID))
+	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	s.stack = feasible.NewSystemStack(s.ctx)
+	if job != nil && !job.Stop {
+		s.stack.SetJob(job)
+	}
+
+	firstExhausted, err := s.computeJobAllocs()
+	if err != nil {
+		return false, err
+	}
+	if len(s.failedTGAllocs) > 0 && s.blocked == nil && s.eval.Status != structs.EvalStatusBlocked {
+		if err := s.createBlockedEval(firstExhausted); err != nil {
+			return false, fmt.Errorf("failed to create blocked eval: %w", err)
+		}
+	}
+	if s.plan.IsNoOp() && !s.eval.AnnotatePlan {
+		return true, nil
+	}
+
+	result, newState, err := s.planner.SubmitPlan(s.plan)
+	s.planResult = result
+	if err != nil {
+		return false, err
+	}
+	if result == nil {
+		return false, errors.New("planner returned no plan result")
+	}
+	adjustQueued(s.queued, s.eval.ID, s.plan, result)
+	if newState != nil {
+		s.logger.Debug("refreshed state after partial commit; retrying")
+		s.state = newState
+		return false, nil
+	}
+	if full, expected, actual := result.FullCommit(s.plan); !full {
+		s.logger.Debug("plan not fully committed; retrying", "expected", expected, "actual", actual)
+		return false, nil
+	}
+	return true, nil
+}
+
+func (s *SystemScheduler) allNodes() (map[string]*structs.Node, error) {
+	iter, err := s.state.Nodes(nil)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	out := make(map[string]*structs.Node)
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if n, ok := raw.(*structs.Node); ok {
+			out[n.ID] = n
+		}
+	}
+	return out, nil
+}
+
+// computeJobAllocs turns the node reconciler's result into the plan. It
+// returns the ID of the first node that lacked room, if any.
+func (s *SystemScheduler) computeJobAllocs() (string, error) {
+	allocs, err := s.state.AllocsByJob(nil, s.eval.Namespace, s.eval.JobID, true)
+	if err != nil {
+		return "", fmt.Errorf("failed to get allocs of job %q: %w", s.eval.JobID, err)
+	}
+	nodes, err := s.allNodes()
+	if err != nil {
+		return "", err
+	}
+	res := reconcile.ComputeNodes(reconcile.NodeInput{
+		Job: s.job, Sysbatch: s.sysbatch, Allocs: allocs, Nodes: nodes,
+	})
+	if s.eval.AnnotatePlan {
+		s.plan.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
+	}
+	for _, st := range res.Stop {
+		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, "")
+	}
+	if s.job == nil || s.job.Stop {
+		return "", nil
+	}
+	for _, d := range res.Destructive {
+		s.queued[d.TaskGroup.Name]++
+	}
+	for _, p := range res.Place {
+		s.queued[p.TaskGroup.Name]++
+	}
+
+	now := s.clock()
+	var firstExhausted string
+	noteFailure := func(nodeID string, failed bool) {
+		if failed && firstExhausted == "" {
+			firstExhausted = nodeID
+		}
+	}
+	for _, d := range res.Destructive {
+		// The old alloc is stopped in the same plan, so its resources
+		// are free for the new one.
+		s.plan.AppendStoppedAlloc(d.Old, reconcile.DescUpdating, "", "")
+		placed, failed := s.place(d.TaskGroup, d.Name, d.Node, d.Old, now)
+		if !placed {
+			// Keep the old version running rather than leave a hole.
+			s.plan.PopUpdate(d.Old)
+		}
+		noteFailure(d.Node.ID, failed)
+	}
+	for _, p := range res.Place {
+		_, failed := s.place(p.TaskGroup, p.Name, p.Node, nil, now)
+		noteFailure(p.Node.ID, failed)
+	}
+	return firstExhausted, nil
+}
+
+// place checks tg against exactly node and adds the allocation to the
+// plan. A node filtered by constraints or drivers is not a failure: it is
+// simply not part of the job and leaves the queue. A feasible node
+// without room is recorded in FailedTGAllocs (failed=true).
+func (s *SystemScheduler) place(tg *structs.TaskGroup, name string, node *structs.Node, prev *structs.Allocation, now time.Time) (placed, failed bool) {
+	option := s.stack.Select(tg, node)
+	metrics := s.ctx.Metrics()
+	if option == nil {
+		if metrics.NodesFiltered > 0 {
+			if s.queued[tg.Name] > 0 {
+				s.queued[tg.Name]--
+			}
+			return false, false
+		}
+		if s.failedTGAllocs == nil {
+			s.failedTGAllocs = make(map[string]*structs.AllocMetric)
+		}
+		if m, ok := s.failedTGAllocs[tg.Name]; ok {
+			m.CoalescedFailures++
+			m.NodesEvaluated += metrics.NodesEvaluated
+			m.NodesExhausted += metrics.NodesExhausted
+			for dim, n := range metrics.DimensionExhausted {
+				if m.DimensionExhausted == nil {
+					m.DimensionExhausted = make(map[string]int)
+				}
+				m.DimensionExhausted[dim] += n
+			}
+		} else {
+			s.failedTGAllocs[tg.Name] = metrics
+		}
+		return false, true
+	}
+	alloc := &structs.Allocation{
+		ID:                 uuid.NewString(),
+		Namespace:          s.job.Namespace,
+		EvalID:             s.eval.ID,
+		Name:               name,
+		NodeID:             node.ID,
+		NodeName:           node.Name,
+		JobID:              s.job.ID,
+		Job:                s.job,
+		TaskGroup:          tg.Name,
+		AllocatedResources: allocatedResources(tg, option),
+		Metrics:            metrics,
+		DesiredStatus:      structs.AllocDesiredStatusRun,
+		ClientStatus:       structs.AllocClientStatusPending,
+		CreateTime:         now.UnixNano(),
+		ModifyTime:         now.UnixNano(),
+	}
+	if prev != nil {
+		alloc.PreviousAllocation = prev.ID
+	}
+	s.plan.AppendAlloc(alloc)
+	return true, false
+}
