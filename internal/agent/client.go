@@ -7,6 +7,8 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/devices"
+	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
@@ -26,6 +28,10 @@ func (a *Agent) setupClient() error {
 		}
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
+	devs, err := a.devicePlugins()
+	if err != nil {
+		return err
+	}
 	cfg := client.Config{
 		Name:               c.NodeName,
 		Datacenter:         c.Datacenter,
@@ -46,6 +52,7 @@ func (a *Agent) setupClient() error {
 		MaxKillTimeout:     cc.MaxKillTimeout,
 		DevMode:            c.DevMode,
 		Drivers:            a.drivers(),
+		Devices:            devs,
 		RPC:                a,
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
@@ -74,6 +81,23 @@ func (a *Agent) drivers() []drivers.Driver {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// devicePlugins builds the device plugins the agent configuration names.
+// Only the fake device plugin exists so far (`plugin "fake_device"`).
+func (a *Agent) devicePlugins() (*devices.Manager, error) {
+	var plugins []devices.Plugin
+	if p := a.config.Plugins[fake.PluginName]; p != nil {
+		fd, err := fake.FromConfig(p.Config)
+		if err != nil {
+			return nil, err
+		}
+		plugins = append(plugins, fd)
+	}
+	if len(plugins) == 0 {
+		return nil, nil
+	}
+	return devices.NewManager(plugins...), nil
 }
 
 func withDefaultPort(addr string, port int) string {

@@ -175,6 +175,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 		n.HTTPAddr = ip + ":4646"
 	}
 	fingerprint.Drivers(n, cfg.Drivers, c.now())
+	fingerprint.Devices(n, cfg.Devices.Fingerprint())
 	for _, d := range cfg.Drivers {
 		if info := n.Drivers[d.Name()]; info != nil && info.Detected {
 			c.drivers[d.Name()] = d

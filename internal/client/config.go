@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/drover-project/drover/internal/devices"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/hashicorp/go-hclog"
 )
@@ -48,6 +49,8 @@ type Config struct {
 	DevMode        bool
 
 	Drivers []drivers.Driver
+	// Devices are the device plugins (nil: none).
+	Devices *devices.Manager
 	RPC     RPCer
 	Logger  hclog.Logger
 	Version string

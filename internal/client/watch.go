@@ -202,6 +202,7 @@ func (c *Client) addAlloc(a *structs.Allocation) error {
 		Drivers: c.drivers, MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
+		ReserveDevices: c.reserveDevices,
 	})
 	if err != nil {
 		return err

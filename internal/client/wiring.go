@@ -6,6 +6,7 @@ import (
 	"github.com/drover-project/drover/internal/client/logs"
 	"github.com/drover-project/drover/internal/client/taskenv"
 	"github.com/drover-project/drover/internal/client/taskrunner"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // The allocation directory, log collection and task environment packages
@@ -33,4 +34,13 @@ func buildEnv(in taskrunner.EnvInput) map[string]string {
 
 func interpolateConfig(cfg map[string]any, in taskrunner.EnvInput, _ map[string]string) map[string]any {
 	return taskenv.New(taskenvInput(in)).InterpolateConfig(cfg)
+}
+
+// reserveDevices hands a task's granted devices to the device plugins.
+func (c *Client) reserveDevices(granted []*structs.AllocatedDeviceResource) (map[string]string, error) {
+	r, err := c.cfg.Devices.Reserve(granted)
+	if err != nil {
+		return nil, err
+	}
+	return r.Envs, nil
 }

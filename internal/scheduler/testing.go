@@ -301,7 +301,8 @@ func (h *Harness) ReblockEval(e *structs.Evaluation) error {
 	return nil
 }
 
-// CheckInvariants reports overcommitted nodes and ports used twice.
+// CheckInvariants reports overcommitted nodes, ports used twice and device
+// instances held twice.
 func (h *Harness) CheckInvariants() error {
 	for id, node := range h.State.nodes {
 		var live []*structs.Allocation

@@ -60,8 +60,12 @@ func parsePort(s string) (uint64, error) {
 // node and allocs and fails on any port used twice; a caller that already
 // indexed the ports passes its index to skip that check.
 //
+// Device instances are always checked: an instance held by two allocations,
+// or one the node does not offer, fails with "device oversubscribed", so
+// concurrent schedulers cannot double-book a device.
+//
 // dimension names what ran out ("cpu", "memory", "disk", "max allocs",
-// "network: port collision"); used is the summed demand. err is returned
+// "network: port collision", "device oversubscribed"); used is the summed demand. err is returned
 // only when the node's own network description cannot be parsed.
 func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, string, ComparableResources, error) {
 	var used ComparableResources
@@ -78,6 +82,9 @@ func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, st
 	}
 	if ok, dim := node.Comparable().Superset(used); !ok {
 		return false, dim, used, nil
+	}
+	if reason := deviceCollision(node, allocs); reason != "" {
+		return false, DimensionDeviceOversubscribed, used, nil
 	}
 	if netIdx == nil {
 		idx := NewNetworkIndex()

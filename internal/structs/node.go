@@ -105,6 +105,9 @@ func (n *Node) ComputeClass() {
 	for _, d := range drivers {
 		w("driver:" + d)
 	}
+	if n.NodeResources != nil {
+		writeDevicesClass(w, n.NodeResources.Devices)
+	}
 	n.ComputedClass = "v1:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 

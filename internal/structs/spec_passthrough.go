@@ -42,6 +42,9 @@ type (
 	HostVolumeInfo          = api.HostVolumeInfo
 	HostNetworkInfo         = api.HostNetworkInfo
 	NodeDeviceResource      = api.NodeDeviceResource
+	NodeDevice              = api.NodeDevice
+	NodeDeviceLocality      = api.NodeDeviceLocality
+	Attribute               = api.Attribute
 	AllocDeploymentStatus   = api.AllocDeploymentStatus
 	RescheduleTracker       = api.RescheduleTracker
 	AllocNetworkStatus      = api.AllocNetworkStatus

@@ -44,6 +44,8 @@ type Config struct {
 	StartLogs         taskrunner.StartLogsFunc
 	BuildEnv          taskrunner.BuildEnvFunc
 	InterpolateConfig taskrunner.InterpolateConfigFunc
+	// ReserveDevices prepares the device instances granted to a task.
+	ReserveDevices taskrunner.ReserveDevicesFunc
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -138,7 +140,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
-			Logger: ar.logger, Clock: cfg.Clock,
+			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
 		})
 		ar.tasks = append(ar.tasks, e)
 	}

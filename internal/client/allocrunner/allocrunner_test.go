@@ -2,6 +2,7 @@ package allocrunner
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,5 +186,24 @@ func TestAllocRunner_PrestartFailureSkipsMain(t *testing.T) {
 	}
 	if got.TaskStates["main"].State != structs.TaskStateDead {
 		t.Fatalf("main state %s", got.TaskStates["main"].State)
+	}
+}
+
+// A task granted a device the client cannot reserve fails at setup
+// without ever starting: it must not run believing it has the device.
+func TestAllocRunner_UnreservableDeviceFailsTask(t *testing.T) {
+	d := mock.New()
+	alloc := testutil.Alloc(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "10ms"}))
+	alloc.AllocatedResources = &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+		"t": {Devices: []*structs.AllocatedDeviceResource{{Vendor: "drover", Type: "gpu", Name: "fake-1", DeviceIDs: []string{"fake-1-0"}}}},
+	}}
+	_, rec := newRunner(t, alloc, d)
+	got := waitStatus(t, rec, structs.AllocClientStatusFailed)
+	ev := got.TaskStates["t"].Events
+	if last := ev[len(ev)-1]; last.Type != structs.TaskSetupFailure || !strings.Contains(last.Message, "device") {
+		t.Fatalf("last event %+v", last)
+	}
+	if n := d.StartCount("t"); n != 0 {
+		t.Fatalf("task started %d times without its device", n)
 	}
 }

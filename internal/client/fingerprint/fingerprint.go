@@ -150,6 +150,37 @@ func Drivers(n *structs.Node, ds []drivers.Driver, now time.Time) {
 	}
 }
 
+// Devices records the device groups the device plugins fingerprinted
+// (replacing earlier ones). Groups, instances and attribute maps are copied
+// so a plugin changing its own state never changes the node in place.
+func Devices(n *structs.Node, groups []*structs.NodeDeviceResource) {
+	if n.NodeResources == nil {
+		n.NodeResources = &structs.NodeResources{}
+	}
+	n.NodeResources.Devices = nil
+	for _, g := range groups {
+		if g == nil {
+			continue
+		}
+		cp := *g
+		cp.Instances = make([]*structs.NodeDevice, 0, len(g.Instances))
+		for _, inst := range g.Instances {
+			if inst != nil {
+				i := *inst
+				cp.Instances = append(cp.Instances, &i)
+			}
+		}
+		cp.Attributes = make(map[string]*structs.Attribute, len(g.Attributes))
+		for k, v := range g.Attributes {
+			if v != nil {
+				a := *v
+				cp.Attributes[k] = &a
+			}
+		}
+		n.NodeResources.Devices = append(n.NodeResources.Devices, &cp)
+	}
+}
+
 func fpArch(_ *Config, n *structs.Node) error {
 	n.Attributes["cpu.arch"] = runtime.GOARCH
 	return nil

@@ -30,6 +30,10 @@ type BuildEnvFunc func(in EnvInput) map[string]string
 // task environment and node (taskenv.InterpolateConfig).
 type InterpolateConfigFunc func(cfg map[string]any, in EnvInput, env map[string]string) map[string]any
 
+// ReserveDevicesFunc asks the device plugins to prepare the instances
+// granted to a task; it returns the environment the task needs to see them.
+type ReserveDevicesFunc func(granted []*structs.AllocatedDeviceResource) (map[string]string, error)
+
 // defaultEnv is used when no builder is wired: the task's own env only.
 func defaultEnv(in EnvInput) map[string]string {
 	env := map[string]string{}

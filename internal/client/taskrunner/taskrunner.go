@@ -50,6 +50,9 @@ type Config struct {
 	StartLogs         StartLogsFunc
 	BuildEnv          BuildEnvFunc
 	InterpolateConfig InterpolateConfigFunc
+	// ReserveDevices, if set, is called once before the first start for
+	// the devices the scheduler granted the task; a failure fails the task.
+	ReserveDevices ReserveDevicesFunc
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -72,6 +75,9 @@ type TaskRunner struct {
 	killSignal string
 
 	waitCh chan struct{}
+
+	// deviceEnv is the environment of the reserved devices.
+	deviceEnv map[string]string
 }
 
 // New returns a runner for cfg.Task and records the Received event.
@@ -270,6 +276,14 @@ func (tr *TaskRunner) Run() {
 		return
 	}
 
+	if err := tr.reserveDevices(); err != nil {
+		ev := tr.newEvent(structs.TaskSetupFailure, "failed to reserve devices: "+err.Error())
+		ev.SetupError = err.Error()
+		ev.FailsTask = true
+		tr.setState(structs.TaskStateDead, ev)
+		return
+	}
+
 	var logs LogCollector
 	stdout, stderr := "", ""
 	if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
@@ -424,6 +438,9 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 	task := tr.cfg.Task
 	in := EnvInput{Alloc: alloc, Task: task, Node: tr.cfg.Node, Region: tr.cfg.Region, AllocDir: tr.cfg.AllocDir, TaskDir: tr.cfg.TaskDir}
 	env := tr.cfg.BuildEnv(in)
+	for k, v := range tr.deviceEnv {
+		env[k] = v
+	}
 	conf := task.Config
 	if tr.cfg.InterpolateConfig != nil {
 		conf = tr.cfg.InterpolateConfig(task.Config, in, env)
@@ -463,4 +480,26 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// reserveDevices reserves the device instances the allocation grants this
+// task, keeping the environment they need for every start.
+func (tr *TaskRunner) reserveDevices() error {
+	alloc := tr.cfg.Alloc
+	if alloc.AllocatedResources == nil {
+		return nil
+	}
+	res := alloc.AllocatedResources.Tasks[tr.cfg.Task.Name]
+	if res == nil || len(res.Devices) == 0 {
+		return nil
+	}
+	if tr.cfg.ReserveDevices == nil {
+		return fmt.Errorf("task was granted devices but this client has no device plugins")
+	}
+	env, err := tr.cfg.ReserveDevices(res.Devices)
+	if err != nil {
+		return err
+	}
+	tr.deviceEnv = env
+	return nil
 }

@@ -1,7 +1,8 @@
 // Package feasible chooses a node for one task group: a chain of iterators
 // that filters nodes (readiness, datacenters and pool, drivers,
-// constraints, distinct hosts, distinct_property) and ranks the survivors
-// (bin-packing with a fresh port index per node and, when enabled,
+// constraints, device asks, distinct hosts, distinct_property) and ranks
+// the survivors (bin-packing with a fresh port index and device instance
+// allocation per node (device.go), device affinities, and, when enabled,
 // preemption of lower-priority allocations; job anti-affinity;
 // rescheduling penalty; node affinity; spread; preemption penalty), visits
 // a bounded number of them (at least 100 with affinities or spreads) and

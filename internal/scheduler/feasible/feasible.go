@@ -109,6 +109,9 @@ func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
 		f.checker(&driverChecker{drivers: drivers}),
 		f.checker(&constraintChecker{ctx: f.ctx, cons: cons}),
 	}
+	if asks := groupDeviceAsks(tg); len(asks) > 0 {
+		f.tgCheckers = append(f.tgCheckers, f.checker(&deviceChecker{ctx: f.ctx, asks: asks}))
+	}
 	f.tgEscaped = false
 	for _, c := range cons {
 		if escapesClass(c) {

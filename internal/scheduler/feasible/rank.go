@@ -117,6 +117,9 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	opt.Shared = f.shared
 	opt.Proposed = f.proposed
 	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
+	if f.deviceScore != 0 {
+		opt.addScore("devices", f.deviceScore)
+	}
 	return true
 }
 
@@ -129,6 +132,8 @@ type fitResult struct {
 	tasks    map[string]*structs.AllocatedTaskResources
 	shared   structs.AllocatedSharedResources
 	used     structs.ComparableResources // demand including the group
+	// deviceScore is the device-affinity score of the chosen instances.
+	deviceScore float64
 	// preemptible is false when evicting allocations cannot help (the
 	// node's own state is inconsistent or its network invalid).
 	preemptible bool
@@ -158,14 +163,31 @@ func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation
 		shared.DiskMB = int64(b.tg.EphemeralDisk.SizeMB)
 	}
 	tasks := make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+	var devs *deviceAllocator
 	for _, t := range b.tg.Tasks {
 		tr := &structs.AllocatedTaskResources{}
 		if r := t.Resources; r != nil {
 			tr.Cpu.CpuShares = int64(r.CPU)
 			tr.Memory.MemoryMB = int64(r.MemoryMB)
 			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+			for _, ask := range r.Devices {
+				if devs == nil {
+					devs = newDeviceAllocator(b.ctx, n, proposed)
+				}
+				grant, dim := devs.assign(ask)
+				if grant == nil {
+					// Evicting allocations to free devices is not
+					// supported; CPU and memory preemption cannot help.
+					res.dim, res.preemptible = dim, false
+					return res
+				}
+				tr.Devices = append(tr.Devices, grant)
+			}
 		}
 		tasks[t.Name] = tr
+	}
+	if devs != nil {
+		res.deviceScore = devs.affinityScore()
 	}
 	candidate := &structs.Allocation{
 		ID:                 "(candidate)",
