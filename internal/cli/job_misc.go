@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -175,18 +174,24 @@ Usage: `+BinaryName+` job inspect [options] <job>
 Inspect Options:
 
   -version=<n>   Show version n of the job.
+  -json          Output the bare job object as JSON.
+  -t <template>  Format and display the job using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *JobInspectCommand) Run(args []string) int {
 	var version int64 = -1
-	var asJSON bool
+	var out outputFormat
 	fs := c.FlagSet("job inspect")
 	fs.Int64Var(&version, "version", -1, "")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <job>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -216,7 +221,11 @@ func (c *JobInspectCommand) Run(args []string) int {
 			return 1
 		}
 	}
-	b, _ := json.MarshalIndent(map[string]*api.Job{"Job": job}, "", "    ")
-	c.Ui.Output(string(b))
+	// As Nomad: -json/-t see the job itself; the default wraps it as the
+	// body `job run -json` accepts.
+	if out.enabled() {
+		return out.emit(&c.Meta, job)
+	}
+	c.Ui.Output(toJSON(map[string]*api.Job{"Job": job}))
 	return 0
 }
