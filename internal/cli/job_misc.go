@@ -137,8 +137,8 @@ func (c *JobValidateCommand) Run(args []string) int {
 		var resp *api.JobValidateResponse
 		resp, _, err = client.Jobs().Validate(job, nil)
 		if err == nil {
-			if resp.Warnings != "" {
-				c.Ui.Warn("Job Warnings:\n" + resp.Warnings)
+			if w := jobWarnings(g.warnings, resp.Warnings); w != "" {
+				c.Ui.Output("Job Warnings:\n" + w + "\n")
 			}
 			if resp.Error != "" || len(resp.ValidationErrors) > 0 {
 				msg := resp.Error
@@ -155,6 +155,9 @@ func (c *JobValidateCommand) Run(args []string) int {
 	if job.TaskGroups == nil || len(job.TaskGroups) == 0 {
 		c.Ui.Error("Job validation errors:\n* Missing job task groups")
 		return 1
+	}
+	if w := jobWarnings(g.warnings, ""); w != "" {
+		c.Ui.Output("Job Warnings:\n" + w + "\n")
 	}
 	c.Ui.Warn(fmt.Sprintf("Could not validate against an agent (%s); the jobspec parsed cleanly.", err))
 	c.Ui.Output("Job validation successful")
