@@ -23,6 +23,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/crypto v0.54.0
 	golang.org/x/sys v0.47.0
+	gopkg.in/yaml.v3 v3.0.1 // jobspec yamlencode/yamldecode; the version the module graph already resolves
 )
 
 require (

@@ -49,17 +49,25 @@ Alloc Status Options:
 
   -short     Omit task events.
   -verbose   Full IDs and absolute times.
+  -json      Output the allocation as JSON.
+  -t <tmpl>  Format and display the allocation using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *AllocStatusCommand) Run(args []string) int {
 	var short, verbose bool
+	var out outputFormat
 	fs := c.FlagSet("alloc status")
 	fs.BoolVar(&short, "short", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <allocation>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -71,6 +79,9 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
+	}
+	if out.enabled() {
+		return out.emit(&c.Meta, alloc)
 	}
 	c.Ui.Output(formatAllocStatus(alloc, short, verbose))
 	return 0

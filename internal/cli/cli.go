@@ -104,7 +104,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 			return AgentCommandFactory()
 		},
 	}
-	return cmds
+	return withCompletion(cmds, m)
 }
 
 var hiddenAliases = map[string]bool{"init": true, "run": true, "stop": true, "plan": true, "validate": true, "inspect": true}

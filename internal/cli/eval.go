@@ -1,18 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
 )
-
-func toJSON(v any) string {
-	b, _ := json.MarshalIndent(v, "", "    ")
-	return string(b)
-}
 
 // EvalListCommand is `eval list`.
 type EvalListCommand struct{ Meta }
@@ -30,20 +24,26 @@ Eval List Options:
   -status=<s>      Only evaluations with this status (pending, blocked, complete, failed, canceled).
   -verbose         Show full IDs.
   -json            Output the evaluations as JSON.
+  -t <template>    Format and display the evaluations using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *EvalListCommand) Run(args []string) int {
 	var job, status string
-	var verbose, asJSON bool
+	var verbose bool
+	var out outputFormat
 	fs := c.FlagSet("eval list")
 	fs.StringVar(&job, "job", "", "")
 	fs.StringVar(&status, "status", "", "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		c.Ui.Error("This command takes no arguments")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -64,22 +64,21 @@ func (c *EvalListCommand) Run(args []string) int {
 		return 1
 	}
 	// Filter locally as well: an agent that ignores the filter still answers right.
-	out := evals[:0]
+	matched := evals[:0]
 	for _, e := range evals {
 		if (job == "" || e.JobID == job) && (status == "" || e.Status == status) {
-			out = append(out, e)
+			matched = append(matched, e)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreateIndex > out[j].CreateIndex })
-	if asJSON {
-		c.Ui.Output(toJSON(out))
-		return 0
+	sort.SliceStable(matched, func(i, j int) bool { return matched[i].CreateIndex > matched[j].CreateIndex })
+	if out.enabled() {
+		return out.emit(&c.Meta, matched)
 	}
-	if len(out) == 0 {
+	if len(matched) == 0 {
 		c.Ui.Output("No evals found")
 		return 0
 	}
-	c.Ui.Output(formatEvalList(out, verbose))
+	c.Ui.Output(formatEvalList(matched, verbose))
 	return 0
 }
 
@@ -109,17 +108,23 @@ Eval Status Options:
 
   -verbose   Show full IDs.
   -json      Output the evaluation as JSON.
+  -t <tmpl>  Format and display the evaluation using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *EvalStatusCommand) Run(args []string) int {
-	var verbose, asJSON bool
+	var verbose bool
+	var out outputFormat
 	fs := c.FlagSet("eval status")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <evaluation>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -144,9 +149,8 @@ func (c *EvalStatusCommand) Run(args []string) int {
 			return 1
 		}
 	}
-	if asJSON {
-		c.Ui.Output(toJSON(eval))
-		return 0
+	if out.enabled() {
+		return out.emit(&c.Meta, eval)
 	}
 	c.Ui.Output(formatEvalStatus(eval, verbose))
 	return 0
@@ -205,16 +209,21 @@ Usage: `+BinaryName+` agent-info [options]
 Agent Info Options:
 
   -json   Output the full /v1/agent/self answer as JSON.
+  -t      Format and display the /v1/agent/self answer using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *AgentInfoCommand) Run(args []string) int {
-	var asJSON bool
+	var out outputFormat
 	fs := c.FlagSet("agent-info")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		c.Ui.Error("This command takes no arguments")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -227,9 +236,8 @@ func (c *AgentInfoCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error querying agent info: %s", err))
 		return 1
 	}
-	if asJSON {
-		c.Ui.Output(toJSON(self))
-		return 0
+	if out.enabled() {
+		return out.emit(&c.Meta, self)
 	}
 	var lines []string
 	for _, section := range sortedKeys(self.Stats) {

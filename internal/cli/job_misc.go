@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -138,8 +137,8 @@ func (c *JobValidateCommand) Run(args []string) int {
 		var resp *api.JobValidateResponse
 		resp, _, err = client.Jobs().Validate(job, nil)
 		if err == nil {
-			if resp.Warnings != "" {
-				c.Ui.Warn("Job Warnings:\n" + resp.Warnings)
+			if w := jobWarnings(g.warnings, resp.Warnings); w != "" {
+				c.Ui.Output("Job Warnings:\n" + w + "\n")
 			}
 			if resp.Error != "" || len(resp.ValidationErrors) > 0 {
 				msg := resp.Error
@@ -156,6 +155,9 @@ func (c *JobValidateCommand) Run(args []string) int {
 	if job.TaskGroups == nil || len(job.TaskGroups) == 0 {
 		c.Ui.Error("Job validation errors:\n* Missing job task groups")
 		return 1
+	}
+	if w := jobWarnings(g.warnings, ""); w != "" {
+		c.Ui.Output("Job Warnings:\n" + w + "\n")
 	}
 	c.Ui.Warn(fmt.Sprintf("Could not validate against an agent (%s); the jobspec parsed cleanly.", err))
 	c.Ui.Output("Job validation successful")
@@ -175,18 +177,24 @@ Usage: `+BinaryName+` job inspect [options] <job>
 Inspect Options:
 
   -version=<n>   Show version n of the job.
+  -json          Output the bare job object as JSON.
+  -t <template>  Format and display the job using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *JobInspectCommand) Run(args []string) int {
 	var version int64 = -1
-	var asJSON bool
+	var out outputFormat
 	fs := c.FlagSet("job inspect")
 	fs.Int64Var(&version, "version", -1, "")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <job>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -216,7 +224,11 @@ func (c *JobInspectCommand) Run(args []string) int {
 			return 1
 		}
 	}
-	b, _ := json.MarshalIndent(map[string]*api.Job{"Job": job}, "", "    ")
-	c.Ui.Output(string(b))
+	// As Nomad: -json/-t see the job itself; the default wraps it as the
+	// body `job run -json` accepts.
+	if out.enabled() {
+		return out.emit(&c.Meta, job)
+	}
+	c.Ui.Output(toJSON(map[string]*api.Job{"Job": job}))
 	return 0
 }

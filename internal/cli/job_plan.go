@@ -73,6 +73,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error during plan: %s", err))
 		return 255
 	}
+	resp.Warnings = jobWarnings(g.warnings, resp.Warnings)
 	c.Ui.Output(formatPlan(resp, path, verbose))
 	if explain {
 		c.Ui.Output("\n" + formatExplain(why, verbose))

@@ -94,8 +94,8 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error submitting job: %s", err))
 		return 1
 	}
-	if resp.Warnings != "" {
-		c.Ui.Warn("Job Warnings:\n" + resp.Warnings + "\n")
+	if w := jobWarnings(g.warnings, resp.Warnings); w != "" {
+		c.Ui.Output("Job Warnings:\n" + w + "\n")
 	}
 	if resp.EvalID == "" || job.IsPeriodic() || job.IsParameterized() {
 		c.Ui.Output("Job registration successful")

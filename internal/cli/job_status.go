@@ -24,18 +24,27 @@ Status Options:
   -short     Only the job's own fields.
   -all-allocs  Include allocations of older job versions.
   -verbose   Full IDs and absolute times.
+  -json      Output the job(s) as JSON: a list of {Summary, Allocations,
+             LatestDeployment, Job}, also for a single job.
+  -t <tmpl>  Format and display the same list using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *JobStatusCommand) Run(args []string) int {
 	var short, verbose, allAllocs bool
+	var out outputFormat
 	fs := c.FlagSet("job status")
 	fs.BoolVar(&short, "short", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&allAllocs, "all-allocs", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		c.Ui.Error("This command takes either no arguments or one: <job>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -44,6 +53,9 @@ func (c *JobStatusCommand) Run(args []string) int {
 		return 1
 	}
 	if fs.NArg() == 0 {
+		if out.enabled() {
+			return c.emitJobs(client, out, allAllocs, nil)
+		}
 		return listJobs(c.Ui.Output, c.Ui.Error, client)
 	}
 	job, err := resolveJob(client, fs.Arg(0))
@@ -51,13 +63,67 @@ func (c *JobStatusCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	out, err := jobStatus(client, job, short, verbose, allAllocs)
+	if out.enabled() {
+		return c.emitJobs(client, out, allAllocs, job)
+	}
+	text, err := jobStatus(client, job, short, verbose, allAllocs)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	c.Ui.Output(out)
+	c.Ui.Output(text)
 	return 0
+}
+
+// jobStatusJSON is one element of `job status -json`, Nomad's shape: the job
+// with its summary, allocations and latest deployment.
+type jobStatusJSON struct {
+	Summary          *api.JobSummary
+	Allocations      []*api.AllocationListStub
+	LatestDeployment *api.Deployment
+	Job              *api.Job
+}
+
+// emitJobs prints every job (or just job) in the -json/-t shape.
+func (c *JobStatusCommand) emitJobs(client *api.Client, out outputFormat, allAllocs bool, job *api.Job) int {
+	var jobs []*api.Job
+	if job != nil {
+		jobs = []*api.Job{job}
+	} else {
+		stubs, _, err := client.Jobs().List(nil)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying jobs: %s", err))
+			return 1
+		}
+		for _, s := range stubs {
+			j, _, err := client.Jobs().Info(s.ID, &api.QueryOptions{Namespace: s.Namespace})
+			if err != nil {
+				c.Ui.Error(fmt.Sprintf("Error querying job %q: %s", s.ID, err))
+				return 1
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	list := make([]jobStatusJSON, 0, len(jobs))
+	for _, j := range jobs {
+		id := deref(j.ID)
+		q := &api.QueryOptions{Namespace: deref(j.Namespace)}
+		summary, _, err := client.Jobs().Summary(id, q)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying job summary: %s", err))
+			return 1
+		}
+		allocs, _, err := client.Jobs().Allocations(id, allAllocs, q)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying job allocations: %s", err))
+			return 1
+		}
+		// A job that never had a deployment answers null here, and an
+		// agent without deployments at all answers 404: both mean none.
+		deployment, _, _ := client.Jobs().LatestDeployment(id, q)
+		list = append(list, jobStatusJSON{Summary: summary, Allocations: allocs, LatestDeployment: deployment, Job: j})
+	}
+	return out.emit(&c.Meta, list)
 }
 
 func listJobs(out, errf func(string), client *api.Client) int {

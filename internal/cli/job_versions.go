@@ -24,19 +24,25 @@ History Options:
   -p             Display the difference between each version and its predecessor.
   -version=<n>   Display only version n.
   -json          Output the versions as JSON.
+  -t <template>  Format and display the versions using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *JobHistoryCommand) Run(args []string) int {
-	var diff, asJSON bool
+	var diff bool
+	var out outputFormat
 	var version int64 = -1
 	fs := c.FlagSet("job history")
 	fs.BoolVar(&diff, "p", false, "")
-	fs.BoolVar(&asJSON, "json", false, "")
+	out.register(fs)
 	fs.Int64Var(&version, "version", -1, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <job>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -54,9 +60,8 @@ func (c *JobHistoryCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error retrieving job versions: %s", err))
 		return 1
 	}
-	if asJSON {
-		c.Ui.Output(toJSON(versions))
-		return 0
+	if out.enabled() {
+		return out.emit(&c.Meta, versions)
 	}
 	var blocks []string
 	for i, v := range versions {

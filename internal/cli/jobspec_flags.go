@@ -23,6 +23,10 @@ type jobGetter struct {
 	vars     stringSlice
 	varFiles stringSlice
 	json     bool
+
+	// warnings are what the last get's parse warned about (deprecated
+	// attributes, ...); commands show them in the "Job Warnings:" block.
+	warnings []string
 }
 
 func (g *jobGetter) register(fs *flag.FlagSet) {
@@ -55,11 +59,38 @@ func (g *jobGetter) get(path string) (*api.Job, error) {
 		}
 		return job, nil
 	}
-	return jobspec.Parse(path, src, jobspec.ParseConfig{
+	r, err := jobspec.ParseWithWarnings(path, src, jobspec.ParseConfig{
 		ArgVars:  g.vars,
 		VarFiles: g.varFiles,
 		Envs:     os.Environ(),
 		AllowFS:  true,
 		Strict:   true,
 	})
+	if err != nil {
+		return nil, err
+	}
+	g.warnings = r.Warnings
+	return r.Job, nil
+}
+
+// jobWarnings merges the parse warnings with the agent's (a multierror text
+// such as "1 warning occurred:\n\n\t* ...") into the body of Nomad's
+// "Job Warnings:" block; "" when there are none.
+func jobWarnings(local []string, server string) string {
+	var parts []string
+	if len(local) > 0 {
+		noun := "warnings"
+		if len(local) == 1 {
+			noun = "warning"
+		}
+		lines := []string{fmt.Sprintf("%d %s while parsing the jobspec:", len(local), noun), ""}
+		for _, w := range local {
+			lines = append(lines, "\t* "+w)
+		}
+		parts = append(parts, strings.Join(lines, "\n"))
+	}
+	if s := strings.TrimRight(server, "\n"); s != "" {
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "\n\n")
 }

@@ -23,17 +23,25 @@ Usage: `+BinaryName+` node status [options] [node]
 Node Status Options:
 
   -verbose   Full IDs.
+  -json      Output the node list (or the node) as JSON.
+  -t <tmpl>  Format and display the node list (or the node) using a Go template.
 `) + "\n" + globalHelp
 }
 
 func (c *NodeStatusCommand) Run(args []string) int {
 	var verbose, self bool
+	var out outputFormat
 	fs := c.FlagSet("node status")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&self, "self", false, "")
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		c.Ui.Error("This command takes either no arguments or one: <node>")
 		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
 		return 1
 	}
 	client, err := c.Client()
@@ -46,6 +54,9 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error querying node status: %s", err))
 			return 1
+		}
+		if out.enabled() {
+			return out.emit(&c.Meta, nodes)
 		}
 		if len(nodes) == 0 {
 			c.Ui.Output("No nodes registered")
@@ -71,6 +82,9 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error querying node info: %s", err))
 		return 1
+	}
+	if out.enabled() {
+		return out.emit(&c.Meta, node)
 	}
 	allocs, _, err := client.Nodes().Allocations(node.ID, nil)
 	if err != nil {
@@ -141,6 +155,10 @@ func (c *ServerMembersCommand) Help() string {
 Usage: `+BinaryName+` server members [options]
 
   Lists the servers in the gossip pool with their status and the leader.
+
+Server Members Options:
+
+  -json      Output the members as JSON.
 `) + "\n" + globalHelp
 }
 
@@ -149,6 +167,8 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	fs := c.FlagSet("server members")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&verbose, "detailed", false, "")
+	out := outputFormat{noTemplate: true}
+	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		c.Ui.Error("This command takes no arguments")
 		c.Ui.Error(commandErrorText(c))
@@ -163,6 +183,9 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error querying servers: %s", err))
 		return 1
+	}
+	if out.enabled() {
+		return out.emit(&c.Meta, members.Members)
 	}
 	leaders := map[string]string{}
 	for _, m := range members.Members {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -41,6 +42,7 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"compact":         stdlib.CompactFunc,
 		"concat":          stdlib.ConcatFunc,
 		"contains":        stdlib.ContainsFunc,
+		"convert":         typeexpr.ConvertFunc,
 		"csvdecode":       stdlib.CSVDecodeFunc,
 		"distinct":        stdlib.DistinctFunc,
 		"element":         stdlib.ElementFunc,
@@ -71,6 +73,7 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"regex_replace":   stdlib.RegexReplaceFunc,
 		"replace":         replaceFunc,
 		"reverse":         stdlib.ReverseListFunc,
+		"rsadecrypt":      rsaDecryptFunc,
 		"setintersection": stdlib.SetIntersectionFunc,
 		"setproduct":      stdlib.SetProductFunc,
 		"setsubtract":     stdlib.SetSubtractFunc,
@@ -103,17 +106,25 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"uuidv4":          uuidv4Func,
 		"uuidv5":          uuidv5Func,
 		"values":          stdlib.ValuesFunc,
+		"yamldecode":      yamlDecodeFunc,
+		"yamlencode":      yamlEncodeFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}
-	if allowFS {
-		fns["file"] = fileFunc(baseDir)
-		fns["fileexists"] = fileExistsFunc(baseDir)
-		fns["abspath"] = abspathFunc
-		fns["basename"] = basenameFunc
-		fns["dirname"] = dirnameFunc
-		fns["pathexpand"] = pathexpandFunc
-		fns["fileset"] = filesetFunc(baseDir)
+	if !allowFS {
+		for _, name := range fsFunctionNames {
+			fns[name] = fsDisabled(name)
+		}
+		return fns
 	}
+	fns["file"] = fileFunc(baseDir)
+	fns["filebase64"] = fileBase64Func(baseDir)
+	fns["templatefile"] = templateFileFunc(baseDir, func() map[string]function.Function { return fns })
+	fns["fileexists"] = fileExistsFunc(baseDir)
+	fns["abspath"] = abspathFunc
+	fns["basename"] = basenameFunc
+	fns["dirname"] = dirnameFunc
+	fns["pathexpand"] = pathexpandFunc
+	fns["fileset"] = filesetFunc(baseDir)
 	return fns
 }
 

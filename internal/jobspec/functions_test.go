@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -77,9 +78,60 @@ var functionCases = []struct{ expr, want string }{
 	{`tobool("true")`, `true`}, {`tonumber("42")`, `42`}, {`tostring(5)`, `"5"`},
 	{`tolist(["a"])`, `["a"]`}, {`toset(["b", "a", "b"])`, `["a","b"]`}, {`tomap({a = "x"})`, `{"a":"x"}`},
 	{`try(tonumber("x"), 7)`, `7`}, {`can(tonumber("x"))`, `false`}, {`can(tonumber("1"))`, `true`},
+	{`convert("5", number)`, `5`}, {`convert(["a", "b"], set(string))`, `["a","b"]`},
+	{`convert("x", bool)`, `!bool`},
+	// yaml
+	{`yamlencode({b = "x", a = [1, {c = true, d = null}], e = {}, f = [], g = {h = "i\"j"}})`,
+		`"\"a\":\n- 1\n- \"c\": true\n  \"d\": null\n\"b\": \"x\"\n\"e\": {}\n\"f\": []\n\"g\":\n  \"h\": \"i\\\"j\"\n"`},
+	{`yamlencode("plain")`, `"\"plain\"\n"`}, {`yamlencode([[1, 2], 3.5])`, `"- - 1\n  - 2\n- 3.5\n"`},
+	{`yamldecode("a: 1\nb: [x, true, null, 0x10]\nc:\n  d: \"2\"\n")`, `{"a":1,"b":["x",true,null,16],"c":{"d":"2"}}`},
+	{`yamldecode("base: &b {x: 1}\nother: *b\n")`, `{"base":{"x":1},"other":{"x":1}}`},
+	{`yamldecode(yamlencode({k = ["v", 2]}))`, `{"k":["v",2]}`},
+	{`yamldecode("a: [")`, `!failed to parse YAML`},
+	// rsadecrypt's decrypting case needs a key: TestRSADecrypt.
+	{`rsadecrypt("%%", "key")`, `!base64`}, {`rsadecrypt("AAAA", "not a key")`, `!invalid private key`},
 	// Nomad leaves out the functions whose result changes from run to run.
 	{`timestamp()`, `!no function named`},
-	{`file("x")`, `!no function named`},
+	// Without AllowFS (/v1/jobs/parse) the file functions exist but refuse.
+	{`file("x")`, `!filesystem function file() disabled`}, {`filebase64("x")`, `!disabled`},
+	{`fileexists("x")`, `!disabled`}, {`fileset(".", "*")`, `!disabled`}, {`abspath("x")`, `!disabled`},
+	{`basename("/a/b")`, `!disabled`}, {`dirname("/a/b")`, `!disabled`}, {`pathexpand("~")`, `!disabled`},
+	{`templatefile("t.tpl", {})`, `!disabled`},
+}
+
+// TestRSADecrypt decrypts a ciphertext made by openssl (PKCS#1 v1.5) with
+// the key beside it in testdata/functions.
+func TestRSADecrypt(t *testing.T) {
+	key, err := os.ReadFile(filepath.Join("testdata", "functions", "rsadecrypt_key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := os.ReadFile(filepath.Join("testdata", "functions", "rsadecrypt_ciphertext.b64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &hcl.EvalContext{Functions: functions(".", false), Variables: map[string]cty.Value{
+		"ct": cty.StringVal(strings.TrimSpace(string(ct))), "key": cty.StringVal(string(key)),
+	}}
+	for _, tc := range []struct{ expr, want string }{
+		{`rsadecrypt(ct, key)`, `"drover secret"`},
+		{`rsadecrypt(base64encode("garbage"), key)`, `!failed to decrypt`},
+	} {
+		expr, _ := hclsyntax.ParseExpression([]byte(tc.expr), "f.hcl", hcl.Pos{Line: 1, Column: 1})
+		v, diags := expr.Value(ctx)
+		if want, ok := strings.CutPrefix(tc.want, "!"); ok {
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), want) {
+				t.Errorf("%s: want error %q, got %v", tc.expr, want, diags)
+			}
+			continue
+		}
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", tc.expr, diags)
+		}
+		if b, _ := ctyjson.Marshal(v, v.Type()); string(b) != tc.want {
+			t.Errorf("%s = %s, want %s", tc.expr, b, tc.want)
+		}
+	}
 }
 
 func TestFunctionLibrary(t *testing.T) {
@@ -143,6 +195,10 @@ func TestFileFunctions(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "conf", "a.txt"), []byte("hello"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "conf", "sub", "b.txt"), []byte("x"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "conf", "c.json"), []byte("{}"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "conf", "t.tpl"), []byte(
+		"job ${name}\n%{ for p in ports ~}\nport ${p}\n%{ endfor ~}\n%{ if tls }TLS on\n%{ endif }${upper(name)}\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "conf", "bad.tpl"), []byte("${missing}"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "conf", "rec.tpl"), []byte(`${templatefile("conf/t.tpl", {})}`), 0o644))
 	home, _ := os.UserHomeDir()
 	abs, _ := filepath.Abs("rel")
 	ctx := &hcl.EvalContext{Functions: functions(dir, true)}
@@ -158,6 +214,10 @@ func TestFileFunctions(t *testing.T) {
 		{`pathexpand("~/x")`, `"` + filepath.Join(home, "x") + `"`},
 		{`pathexpand("/abs")`, `"/abs"`},
 		{`abspath("rel")`, `"` + abs + `"`},
+		{`filebase64("conf/a.txt")`, `"aGVsbG8="`},
+		{`templatefile("conf/t.tpl", {name = "web", ports = [80, 443], tls = true})`,
+			`"job web\nport 80\nport 443\nTLS on\nWEB\n"`},
+		{`templatefile("conf/t.tpl", {name = "db", ports = [], tls = false})`, `"job db\nDB\n"`},
 	} {
 		expr, _ := hclsyntax.ParseExpression([]byte(tc.expr), "f.hcl", hcl.Pos{Line: 1, Column: 1})
 		v, diags := expr.Value(ctx)
@@ -168,6 +228,17 @@ func TestFileFunctions(t *testing.T) {
 		b, _ := ctyjson.Marshal(v, v.Type())
 		if string(b) != tc.want {
 			t.Errorf("%s = %s, want %s", tc.expr, b, tc.want)
+		}
+	}
+	for expr, want := range map[string]string{
+		`templatefile("conf/bad.tpl", {})`:  `vars map does not contain key "missing"`,
+		`templatefile("conf/rec.tpl", {})`:  `templatefile`,
+		`templatefile("conf/t.tpl", "str")`: `must be a map or an object`,
+		`filebase64("conf/none")`:           `no such file`,
+	} {
+		e, _ := hclsyntax.ParseExpression([]byte(expr), "f.hcl", hcl.Pos{Line: 1, Column: 1})
+		if _, diags := e.Value(ctx); !diags.HasErrors() || !strings.Contains(diags.Error(), want) {
+			t.Errorf("%s: want error %q, got %v", expr, want, diags)
 		}
 	}
 	if _, err := Parse("p.hcl", []byte(`job "x" { region = file("conf/a.txt") }`), ParseConfig{}); err == nil || !strings.Contains(err.Error(), "file") {

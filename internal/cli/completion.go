@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"strings"
+
+	mcli "github.com/hashicorp/cli"
+	"github.com/hashicorp/nomad/api"
+	"github.com/posener/complete"
+)
+
+// Shell completion: hashicorp/cli drives github.com/posener/complete when a
+// command implements AutocompleteFlags/AutocompleteArgs, and provides
+// `drover -autocomplete-install|-autocomplete-uninstall`. Every command gets
+// its flags from commandFlags and its argument predictor from commandArgs, so
+// the tables below are the whole contract.
+
+// outputFlags are the -json/-t pair of the read commands.
+var outputFlags = complete.Flags{"-json": complete.PredictNothing, "-t": complete.PredictAnything}
+
+var jobspecFlags = complete.Flags{"-var": complete.PredictAnything, "-var-file": complete.PredictFiles("*"), "-json": complete.PredictNothing}
+
+func mergeFlags(sets ...complete.Flags) complete.Flags {
+	out := complete.Flags{}
+	for _, s := range sets {
+		for k, v := range s {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func boolFlags(names ...string) complete.Flags {
+	out := complete.Flags{}
+	for _, n := range names {
+		out["-"+n] = complete.PredictNothing
+	}
+	return out
+}
+
+// commandFlags are each command's own flags (the global ones are added).
+var commandFlags = map[string]complete.Flags{
+	"job run": mergeFlags(jobspecFlags, boolFlags("detach", "output", "verbose", "policy-override", "preserve-counts"),
+		complete.Flags{"-check-index": complete.PredictAnything}),
+	"job plan":     mergeFlags(jobspecFlags, boolFlags("diff", "verbose", "policy-override", "explain")),
+	"job validate": jobspecFlags,
+	"job status":   mergeFlags(outputFlags, boolFlags("short", "verbose", "all-allocs")),
+	"job inspect":  mergeFlags(outputFlags, complete.Flags{"-version": complete.PredictAnything}),
+	"job history":  mergeFlags(outputFlags, boolFlags("p"), complete.Flags{"-version": complete.PredictAnything}),
+	"job stop":     boolFlags("purge", "detach", "yes", "verbose"),
+	"job revert":   boolFlags("detach", "verbose"),
+	"job scale":    boolFlags("detach", "verbose"),
+	"job dispatch": mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-meta": complete.PredictAnything,
+		"-id-prefix-template": complete.PredictAnything, "-idempotency-token": complete.PredictAnything, "-priority": complete.PredictAnything}),
+	"job periodic force": boolFlags("detach", "verbose"),
+	"eval list": mergeFlags(outputFlags, boolFlags("verbose"), complete.Flags{
+		"-job":    complete.PredictAnything,
+		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
+	}),
+	"eval status":    mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status":   mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":     mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":       boolFlags("stat", "verbose"),
+	"alloc stop":     boolFlags("detach", "verbose"),
+	"node status":    mergeFlags(outputFlags, boolFlags("verbose", "self")),
+	"server members": mergeFlags(boolFlags("verbose", "detailed", "json")),
+	"agent-info":     outputFlags,
+	"status":         boolFlags("verbose"),
+}
+
+// commandArgs predicts each command's positional argument.
+func commandArgs(name string, m *Meta) complete.Predictor {
+	switch name {
+	case "job run", "run", "job plan", "plan", "job validate", "validate":
+		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.nomad"), complete.PredictFiles("*.json"))
+	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale",
+		"job dispatch", "job periodic force", "status":
+		return idPredictor(m.Client, "jobs")
+	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
+		return idPredictor(m.Client, "allocs")
+	case "eval status":
+		return idPredictor(m.Client, "evals")
+	case "node status":
+		return idPredictor(m.Client, "nodes")
+	}
+	return complete.PredictNothing
+}
+
+// idPredictor completes IDs of kind (jobs, allocs, evals, nodes) by asking
+// the agent for the typed prefix (?prefix=, one cheap request). An agent that
+// cannot be reached predicts nothing: completion must never print errors.
+func idPredictor(newClient func() (*api.Client, error), kind string) complete.Predictor {
+	return complete.PredictFunc(func(a complete.Args) []string {
+		client, err := newClient()
+		if err != nil {
+			return nil
+		}
+		prefix := a.Last
+		var ids []string
+		switch kind {
+		case "jobs":
+			stubs, _, err := client.Jobs().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, s := range stubs {
+				ids = append(ids, s.ID)
+			}
+		case "allocs":
+			stubs, _, err := client.Allocations().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, s := range stubs {
+				ids = append(ids, s.ID)
+			}
+		case "evals":
+			evals, _, err := client.Evaluations().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, e := range evals {
+				ids = append(ids, e.ID)
+			}
+		case "nodes":
+			stubs, _, err := client.Nodes().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, s := range stubs {
+				ids = append(ids, s.ID)
+			}
+		}
+		// The agent filters already; filter again so an agent that ignores
+		// ?prefix= cannot offer words that do not complete what was typed.
+		out := ids[:0]
+		for _, id := range ids {
+			if strings.HasPrefix(id, prefix) {
+				out = append(out, id)
+			}
+		}
+		return out
+	})
+}
+
+// completing gives a command the completion of its verb path.
+type completing struct {
+	mcli.Command
+	name string
+	meta *Meta
+}
+
+func (c *completing) AutocompleteFlags() complete.Flags {
+	name := c.name
+	if alias, ok := aliasOf[name]; ok {
+		name = alias
+	}
+	return mergeFlags(c.meta.AutocompleteFlags(), commandFlags[name])
+}
+
+func (c *completing) AutocompleteArgs() complete.Predictor { return commandArgs(c.name, c.meta) }
+
+// aliasOf maps Nomad's older top-level verbs to the command they run.
+var aliasOf = map[string]string{"run": "job run", "plan": "job plan", "validate": "job validate", "inspect": "job inspect", "stop": "job stop"}
+
+// withCompletion wraps every factory so each command completes its flags and
+// arguments. Group verbs ("job", "alloc", ...) are left as they are: the
+// library completes their subcommands from the map keys.
+func withCompletion(cmds map[string]mcli.CommandFactory, m Meta) map[string]mcli.CommandFactory {
+	out := make(map[string]mcli.CommandFactory, len(cmds))
+	for name, f := range cmds {
+		name, f := name, f
+		out[name] = func() (mcli.Command, error) {
+			cmd, err := f()
+			if err != nil || cmd == nil {
+				return cmd, err
+			}
+			if _, group := cmd.(*GroupCommand); group || name == "agent" {
+				return cmd, nil
+			}
+			mm := m
+			return &completing{Command: cmd, name: name, meta: &mm}, nil
+		}
+	}
+	return out
+}
