@@ -24,6 +24,9 @@ type options struct {
 	RunDelay           time.Duration
 	LosePercent        float64 // nodeloss: lose this share of nodes once all run
 	Scenario           string
+	CPUProfile         string        // save the server's CPU profile from the first submit here
+	ProfileSeconds     time.Duration // length of the CPU profile
+	HeapProfile        string        // save the server's heap profile, taken once all are placed, here
 	Logf               func(string, ...any)
 }
 
@@ -79,7 +82,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 				return res, err
 			}
 		}
-		srv, err := startServer(bin, dir)
+		srv, err := startServer(bin, dir, o.CPUProfile != "" || o.HeapProfile != "")
 		if err != nil {
 			return res, err
 		}
@@ -125,14 +128,24 @@ func run(ctx context.Context, o options) (res result, err error) {
 		res.NodesimCPUSeconds = round(selfCPU()-selfCPU0, 2)
 		res.NodesimRPCErrors = ns.Stats().RPCErrors
 	}()
+	prof := &profiler{httpAddr: httpAddr, cpuFile: o.CPUProfile, heapFile: o.HeapProfile, cpuSeconds: o.ProfileSeconds}
+	defer func() {
+		if perr := prof.wait(); perr != nil && err == nil {
+			err = perr
+		}
+	}()
 	start := time.Now()
+	prof.startCPU(ctx)
 	if err := submit(ctx, c, o.Jobs, o.Count); err != nil {
 		return res, err
 	}
 	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
 	logf("submitted %d jobs in %.2fs", o.Jobs, res.SubmitSeconds)
 	want := o.Jobs * o.Count
-	sum, err := waitSummaries(ctx, c, func(s counts) bool { return s.running >= want })
+	sum, err := waitSummaries(ctx, c, func(s counts) bool {
+		prof.placed(ctx, s.placed >= want)
+		return s.running >= want
+	})
 	res.Placed, res.Running = sum.placed, sum.running
 	if err != nil {
 		return res, fmt.Errorf("waiting for %d running: %w (placed %d, running %d)", want, err, sum.placed, sum.running)
