@@ -54,6 +54,8 @@ type result struct {
 	LostAllocs        int     `json:"lost_allocs,omitempty"`
 	RecoverSeconds    float64 `json:"recover_seconds,omitempty"` // node loss -> every lost alloc running elsewhere
 	NodesimRPCErrors  int64   `json:"nodesim_rpc_errors"`
+	NodesimPulls      int64   `json:"nodesim_pulls"` // Node.GetClientAllocs answers from first submit to all running
+	NodesimUpdates    int64   `json:"nodesim_updates"`
 	Error             string  `json:"error,omitempty"`
 }
 
@@ -119,6 +121,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	// Jobs.
 	serverCPU0, _ := procCPU(pid)
 	selfCPU0 := selfCPU()
+	stats0 := ns.Stats()
 	defer func() {
 		if pid > 0 {
 			cpu, _ := procCPU(pid)
@@ -126,7 +129,10 @@ func run(ctx context.Context, o options) (res result, err error) {
 			res.ServerRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
 		}
 		res.NodesimCPUSeconds = round(selfCPU()-selfCPU0, 2)
-		res.NodesimRPCErrors = ns.Stats().RPCErrors
+		st := ns.Stats()
+		res.NodesimRPCErrors = st.RPCErrors
+		res.NodesimPulls = st.Pulls - stats0.Pulls
+		res.NodesimUpdates = st.Updates - stats0.Updates
 	}()
 	prof := &profiler{httpAddr: httpAddr, cpuFile: o.CPUProfile, heapFile: o.HeapProfile, cpuSeconds: o.ProfileSeconds}
 	defer func() {
