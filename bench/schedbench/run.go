@@ -24,6 +24,9 @@ type options struct {
 	RunDelay           time.Duration
 	LosePercent        float64 // nodeloss: lose this share of nodes once all run
 	Scenario           string
+	CPUProfile         string        // save the server's CPU profile from the first submit here
+	ProfileSeconds     time.Duration // length of the CPU profile
+	HeapProfile        string        // save the server's heap profile, taken once all are placed, here
 	Logf               func(string, ...any)
 }
 
@@ -51,6 +54,8 @@ type result struct {
 	LostAllocs        int     `json:"lost_allocs,omitempty"`
 	RecoverSeconds    float64 `json:"recover_seconds,omitempty"` // node loss -> every lost alloc running elsewhere
 	NodesimRPCErrors  int64   `json:"nodesim_rpc_errors"`
+	NodesimPulls      int64   `json:"nodesim_pulls"` // Node.GetClientAllocs answers from first submit to all running
+	NodesimUpdates    int64   `json:"nodesim_updates"`
 	Error             string  `json:"error,omitempty"`
 }
 
@@ -79,7 +84,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 				return res, err
 			}
 		}
-		srv, err := startServer(bin, dir)
+		srv, err := startServer(bin, dir, o.CPUProfile != "" || o.HeapProfile != "")
 		if err != nil {
 			return res, err
 		}
@@ -116,6 +121,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	// Jobs.
 	serverCPU0, _ := procCPU(pid)
 	selfCPU0 := selfCPU()
+	stats0 := ns.Stats()
 	defer func() {
 		if pid > 0 {
 			cpu, _ := procCPU(pid)
@@ -123,16 +129,29 @@ func run(ctx context.Context, o options) (res result, err error) {
 			res.ServerRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
 		}
 		res.NodesimCPUSeconds = round(selfCPU()-selfCPU0, 2)
-		res.NodesimRPCErrors = ns.Stats().RPCErrors
+		st := ns.Stats()
+		res.NodesimRPCErrors = st.RPCErrors
+		res.NodesimPulls = st.Pulls - stats0.Pulls
+		res.NodesimUpdates = st.Updates - stats0.Updates
+	}()
+	prof := &profiler{httpAddr: httpAddr, cpuFile: o.CPUProfile, heapFile: o.HeapProfile, cpuSeconds: o.ProfileSeconds}
+	defer func() {
+		if perr := prof.wait(); perr != nil && err == nil {
+			err = perr
+		}
 	}()
 	start := time.Now()
+	prof.startCPU(ctx)
 	if err := submit(ctx, c, o.Jobs, o.Count); err != nil {
 		return res, err
 	}
 	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
 	logf("submitted %d jobs in %.2fs", o.Jobs, res.SubmitSeconds)
 	want := o.Jobs * o.Count
-	sum, err := waitSummaries(ctx, c, func(s counts) bool { return s.running >= want })
+	sum, err := waitSummaries(ctx, c, func(s counts) bool {
+		prof.placed(ctx, s.placed >= want)
+		return s.running >= want
+	})
 	res.Placed, res.Running = sum.placed, sum.running
 	if err != nil {
 		return res, fmt.Errorf("waiting for %d running: %w (placed %d, running %d)", want, err, sum.placed, sum.running)

@@ -43,10 +43,10 @@ func buildBinary(dir string) (string, error) {
 // startServer runs `drover agent -server` in its production configuration
 // (Raft log on bolt with fsync, on-disk snapshots) on free loopback ports and
 // waits until it leads.
-func startServer(bin, dir string) (*server, error) {
+func startServer(bin, dir string, debug bool) (*server, error) {
 	httpPort, rpcPort, serfPort := freePort(), freePort(), freePort()
-	cfg := fmt.Sprintf(`{"ports":{"http":%d,"rpc":%d,"serf":%d},"log_level":"WARN"}`,
-		httpPort, rpcPort, serfPort)
+	cfg := fmt.Sprintf(`{"ports":{"http":%d,"rpc":%d,"serf":%d},"log_level":"WARN","enable_debug":%t}`,
+		httpPort, rpcPort, serfPort, debug)
 	cfgFile := filepath.Join(dir, "server.json")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -24,7 +25,11 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.client != nil {
 		cfg.FS = a.client
 	}
-	a.httpSrv = &http.Server{Handler: httpapi.NewHandler(cfg), ReadHeaderTimeout: 30 * time.Second}
+	var h http.Handler = httpapi.NewHandler(cfg)
+	if a.config.EnableDebug {
+		h = withPprof(h)
+	}
+	a.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		if err := a.httpSrv.Serve(a.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("HTTP server stopped", "error", err)
@@ -43,4 +48,18 @@ func parseJob(hcl, vars string, canonicalize bool) (*api.Job, error) {
 		job.Canonicalize()
 	}
 	return job, nil
+}
+
+// withPprof serves Go's runtime profiles under /debug/pprof/ (as Nomad does
+// when enable_debug is set; dev mode sets it) and everything else through api.
+// Only wired when enable_debug is true: profiles expose internals.
+func withPprof(api http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", api)
+	return mux
 }

@@ -105,6 +105,14 @@ func planResultRequest(plan *structs.Plan, result *structs.PlanResult) *structs.
 				a.CreateTime = now
 			}
 			a.ModifyTime = now
+			if a.Job != nil && sameJobVersion(a.Job, plan.Job) {
+				// The entry carries the job once (req.Job); the FSM attaches
+				// it to each placement by pointer. Serialising it per alloc
+				// made every placement decode into its own copy of the job.
+				c := *a
+				c.Job = nil
+				a = &c
+			}
 			req.Alloc = append(req.Alloc, a)
 		}
 	}
@@ -121,6 +129,16 @@ func planResultRequest(plan *structs.Plan, result *structs.PlanResult) *structs.
 		}
 	}
 	return req
+}
+
+// sameJobVersion reports whether a and b are the same version of one job
+// (the same pointer for plans from this server's workers).
+func sameJobVersion(a, b *structs.Job) bool {
+	if a == b {
+		return true
+	}
+	return b != nil && a.Namespace == b.Namespace && a.ID == b.ID && a.Version == b.Version &&
+		a.JobModifyIndex == b.JobModifyIndex && a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
 }
 
 // evaluatePlan decides per node what of the plan can be committed.

@@ -8,49 +8,75 @@ import (
 // PortBitmapSize is the number of bits in a port bitmap: one per TCP/UDP port.
 const PortBitmapSize = 65536
 
+// bitmapPageBits is the number of bits of one lazily allocated page.
+const bitmapPageBits = 4096
+
 // Bitmap is a fixed-size set of small non-negative integers (ports). The
 // zero value is unusable; build one with NewBitmap.
-type Bitmap []byte
+//
+// Pages of 4,096 bits are allocated when a bit in them is first set: a
+// NetworkIndex is built for every candidate node during ranking, and a node
+// uses a handful of ports, so a dense 8 KiB bitmap per address was the
+// scheduler's largest allocation (43% of the bytes allocated in the
+// steady-fill profile, bench/README.md).
+type Bitmap = *bitmap
+
+type bitmap struct {
+	pages [PortBitmapSize / bitmapPageBits]*[bitmapPageBits / 64]uint64
+}
 
 // NewBitmap returns an empty bitmap of PortBitmapSize bits.
-func NewBitmap() Bitmap { return make(Bitmap, PortBitmapSize/8) }
+func NewBitmap() Bitmap { return &bitmap{} }
 
 // Size is the number of bits the bitmap holds.
-func (b Bitmap) Size() uint { return uint(len(b)) * 8 }
+func (b *bitmap) Size() uint { return PortBitmapSize }
 
 // Set marks idx. Out-of-range indexes are ignored.
-func (b Bitmap) Set(idx uint) {
-	if idx >= b.Size() {
+func (b *bitmap) Set(idx uint) {
+	if idx >= PortBitmapSize {
 		return
 	}
-	b[idx>>3] |= 1 << (idx & 7)
+	p := b.pages[idx/bitmapPageBits]
+	if p == nil {
+		p = new([bitmapPageBits / 64]uint64)
+		b.pages[idx/bitmapPageBits] = p
+	}
+	p[idx%bitmapPageBits/64] |= 1 << (idx % 64)
 }
 
 // Unset clears idx. Out-of-range indexes are ignored.
-func (b Bitmap) Unset(idx uint) {
-	if idx >= b.Size() {
+func (b *bitmap) Unset(idx uint) {
+	if idx >= PortBitmapSize {
 		return
 	}
-	b[idx>>3] &^= 1 << (idx & 7)
+	if p := b.pages[idx/bitmapPageBits]; p != nil {
+		p[idx%bitmapPageBits/64] &^= 1 << (idx % 64)
+	}
 }
 
 // Check reports whether idx is set. Out-of-range indexes read as unset.
-func (b Bitmap) Check(idx uint) bool {
-	if idx >= b.Size() {
+func (b *bitmap) Check(idx uint) bool {
+	if idx >= PortBitmapSize {
 		return false
 	}
-	return b[idx>>3]&(1<<(idx&7)) != 0
+	p := b.pages[idx/bitmapPageBits]
+	return p != nil && p[idx%bitmapPageBits/64]&(1<<(idx%64)) != 0
 }
 
 // Copy returns an independent copy.
-func (b Bitmap) Copy() Bitmap {
-	c := make(Bitmap, len(b))
-	copy(c, b)
+func (b *bitmap) Copy() Bitmap {
+	c := &bitmap{}
+	for i, p := range b.pages {
+		if p != nil {
+			cp := *p
+			c.pages[i] = &cp
+		}
+	}
 	return c
 }
 
 // IndexesInRange returns the indexes in [from, to] (inclusive) whose bit equals set.
-func (b Bitmap) IndexesInRange(set bool, from, to uint) []int {
+func (b *bitmap) IndexesInRange(set bool, from, to uint) []int {
 	if to >= b.Size() {
 		to = b.Size() - 1
 	}
@@ -64,7 +90,7 @@ func (b Bitmap) IndexesInRange(set bool, from, to uint) []int {
 }
 
 // String lists the set indexes with runs collapsed: "22,80,8000-8100".
-func (b Bitmap) String() string {
+func (b *bitmap) String() string {
 	var sb strings.Builder
 	size := b.Size()
 	for i := uint(0); i < size; i++ {
