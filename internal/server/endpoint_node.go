@@ -310,15 +310,20 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 			return err
 		}
 		reply.Allocs = make(map[string]uint64, len(allocs))
-		var idx uint64
+		// The index is this node's own: the newest change to one of its
+		// allocs, or the last deletion of one. Writes to other nodes' allocs
+		// (which wake this query through memdb's coarse watch on an empty
+		// prefix) never move it, so idle clients do not re-pull on every
+		// placement in the cluster.
+		idx, err := st.NodeAllocsDeletedIndex(args.NodeID)
+		if err != nil {
+			return err
+		}
 		for _, a := range allocs {
 			reply.Allocs[a.ID] = a.AllocModifyIndex
 			if a.ModifyIndex > idx {
 				idx = a.ModifyIndex
 			}
-		}
-		if idx == 0 {
-			idx = maxIndex(st, "allocs")
 		}
 		// Never answer 0: a client's next pull would not block and the
 		// client would spin. With 1 it waits for its first allocation.

@@ -233,3 +233,38 @@ func TestGetClientAllocsBlocksOnFreshCluster(t *testing.T) {
 		t.Fatalf("pull after placement: %v %+v", err, third.Allocs)
 	}
 }
+
+// An idle node's pull is not woken by placements on other nodes, but is by
+// the deletion of its own last allocation.
+func TestGetClientAllocsIndexIsPerNode(t *testing.T) {
+	s := testServer(t, nil)
+	busy := testNode(t, s, 4000, 4096)
+	idle := testNode(t, s, 10, 10) // too small for the job: stays empty
+	pull := func(n *structs.Node, min uint64, wait time.Duration) *structs.NodeClientAllocsResponse {
+		var r structs.NodeClientAllocsResponse
+		req := &structs.NodeSpecificRequest{NodeID: n.ID, SecretID: n.SecretID,
+			QueryOptions: structs.QueryOptions{MinQueryIndex: min, MaxQueryTime: wait}}
+		if err := s.RPC("Node.GetClientAllocs", req, &r); err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	first := pull(idle, 0, 0)
+	evalDone(t, s, register(t, s, testJob("elsewhere", 2)).EvalID)
+	if got := pull(idle, 0, 0).Index; got != first.Index {
+		t.Fatalf("placements on another node moved the idle node's index %d -> %d", first.Index, got)
+	}
+	// The busy node's allocs disappear (GC): its pull index must move.
+	b := pull(busy, 0, 0)
+	var ids []string
+	for id := range b.Allocs {
+		ids = append(ids, id)
+	}
+	if _, _, err := s.raftApply(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Allocs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	after := pull(busy, b.Index, 5*time.Second)
+	if after.Index <= b.Index || len(after.Allocs) != 0 {
+		t.Fatalf("GC of the node's allocs not seen: index %d -> %d, %d allocs", b.Index, after.Index, len(after.Allocs))
+	}
+}

@@ -292,3 +292,12 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	txn.Commit()
 	return nil
 }
+
+func nodeAllocsDeletedKey(nodeID string) string { return "allocs_deleted/" + nodeID }
+
+// NodeAllocsDeletedIndex is the Raft index at which an allocation of nodeID
+// was last deleted (0 if never). With the allocs' ModifyIndex it gives a
+// per-node change index that other nodes' writes never move.
+func (s *StateStore) NodeAllocsDeletedIndex(nodeID string) (uint64, error) {
+	return s.Index(nodeAllocsDeletedKey(nodeID))
+}

@@ -157,6 +157,11 @@ func (s *StateStore) DeleteEval(index uint64, evals, allocs []string) error {
 		if err := txn.Delete(tableAllocs, a); err != nil {
 			return fmt.Errorf("state: alloc delete: %w", err)
 		}
+		// A node's allocs can only shrink here; remember when, so a client
+		// whose node lost its last alloc still sees its pull index move.
+		if err := bumpIndex(txn, index, nodeAllocsDeletedKey(a.NodeID)); err != nil {
+			return err
+		}
 		jobs.add(a.Namespace, a.JobID)
 	}
 	if err := bumpIndex(txn, index, tableEvals, tableAllocs); err != nil {
