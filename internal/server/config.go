@@ -89,7 +89,7 @@ func DefaultConfig() *Config {
 		// Only system preemption is on by default, as in Nomad.
 		PreemptionSystemEnabled: true,
 		MinHeartbeatTTL:         10 * time.Second,
-		MaxHeartbeatsPerSecond:  50,
+		MaxHeartbeatsPerSecond:  5000,
 		HeartbeatGrace:          10 * time.Second,
 		FailoverHeartbeatTTL:    300 * time.Second,
 		EvalNackTimeout:         60 * time.Second,

@@ -90,7 +90,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		MaxPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Grace:        cfg.HeartbeatGrace,
 		FailoverTTL:  cfg.FailoverHeartbeatTTL,
-	}, s.heartbeatExpired)
+	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})

@@ -29,7 +29,7 @@ func DefaultConfig() *Config {
 			RaftProtocol:              3,
 			HeartbeatGrace:            10 * time.Second,
 			MinHeartbeatTTL:           10 * time.Second,
-			MaxHeartbeatsPerSecond:    50,
+			MaxHeartbeatsPerSecond:    5000,
 			FailoverHeartbeatTTL:      300 * time.Second,
 			NodeGCThreshold:           24 * time.Hour,
 			JobGCInterval:             5 * time.Minute,
