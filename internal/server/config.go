@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/drover-project/drover/internal/server/clock"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -58,6 +59,9 @@ type Config struct {
 	MaxHeartbeatsPerSecond float64
 	HeartbeatGrace         time.Duration
 	FailoverHeartbeatTTL   time.Duration
+	// HeartbeatClock drives heartbeat deadlines and the sweeper (tests
+	// inject a fake clock); nil is the wall clock.
+	HeartbeatClock clock.Clock
 
 	EvalNackTimeout   time.Duration
 	EvalDeliveryLimit int

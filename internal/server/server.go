@@ -90,6 +90,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		MaxPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Grace:        cfg.HeartbeatGrace,
 		FailoverTTL:  cfg.FailoverHeartbeatTTL,
+		Clock:        cfg.HeartbeatClock,
 	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
 
