@@ -61,7 +61,30 @@ func (s *Server) markNodesDown(nodeIDs []string) error {
 		return err
 	}
 	req.Evals = evals
-	_, _, err = s.raftApply(structs.NodeBatchUpdateStatusRequestType, req)
+	if _, _, err = s.raftApply(structs.NodeBatchUpdateStatusRequestType, req); err != nil {
+		return err
+	}
+	// A plan committed between building the evals and the entry may have
+	// placed a job's first alloc on one of these nodes (after the entry the
+	// plan applier refuses them). Such jobs get their eval now; usually
+	// there are none and the batch stays one entry.
+	after, err := s.nodeUpdateEvals(down, 0)
+	if err != nil {
+		return err
+	}
+	covered := make(map[structs.NamespacedID]bool, len(evals))
+	for _, e := range evals {
+		covered[structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}] = true
+	}
+	var missed []*structs.Evaluation
+	for _, e := range after {
+		if !covered[structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}] {
+			missed = append(missed, e)
+		}
+	}
+	if len(missed) > 0 {
+		_, _, err = s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: missed})
+	}
 	return err
 }
 
