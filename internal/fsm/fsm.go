@@ -96,6 +96,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyNodeDeregister(buf, index)
 	case structs.NodeUpdateStatusRequestType:
 		err = f.applyNodeStatus(buf, index)
+	case structs.NodeBatchUpdateStatusRequestType:
+		err = f.applyNodeBatchStatus(buf, index)
 	case structs.NodeUpdateEligibilityRequestType:
 		err = f.applyNodeEligibility(buf, index)
 	case structs.JobRegisterRequestType:

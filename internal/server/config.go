@@ -5,11 +5,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/server/clock"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Config configures a server.
@@ -64,6 +64,9 @@ type Config struct {
 	MaxHeartbeatsPerSecond float64
 	HeartbeatGrace         time.Duration
 	FailoverHeartbeatTTL   time.Duration
+	// HeartbeatClock drives heartbeat deadlines and the sweeper (tests
+	// inject a fake clock); nil is the wall clock.
+	HeartbeatClock clock.Clock
 
 	EvalNackTimeout   time.Duration
 	EvalDeliveryLimit int
@@ -95,7 +98,7 @@ func DefaultConfig() *Config {
 		// Only system preemption is on by default, as in Nomad.
 		PreemptionSystemEnabled: true,
 		MinHeartbeatTTL:         10 * time.Second,
-		MaxHeartbeatsPerSecond:  50,
+		MaxHeartbeatsPerSecond:  5000,
 		HeartbeatGrace:          10 * time.Second,
 		FailoverHeartbeatTTL:    300 * time.Second,
 		EvalNackTimeout:         60 * time.Second,

@@ -1,8 +1,11 @@
 // Package server owns the server agent: Raft and the FSM, the RPC endpoints
 // (Job, Node, Eval, Alloc, Plan, Status, Keyring, ...), the leadership loop
 // and the leader-only services it starts and stops (eval broker, blocked
-// evals, plan queue and applier, heartbeat timers, keyring bootstrap, the periodic dispatcher), and
-// the scheduler workers.
+// evals, plan queue and applier, heartbeat deadlines, keyring bootstrap, the
+// periodic dispatcher), and the scheduler workers. Nodes whose heartbeats
+// stop are marked down in batches: one Raft entry per heartbeat sweep
+// carrying every silent node and one node-update eval per affected job
+// (heartbeat_expire.go).
 //
 // Invariants:
 //   - Every write goes through Raft; the FSM is deterministic, so IDs and

@@ -400,43 +400,25 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 // node that becomes ready receives its system allocs), written in one
 // entry.
 func (s *Server) createNodeEvals(nodeID string, index uint64) ([]string, uint64, error) {
-	st := s.State()
-	allocs, err := st.AllocsByNode(nil, nodeID)
+	evals, err := s.nodeUpdateEvals([]string{nodeID}, index)
 	if err != nil {
 		return nil, 0, err
 	}
-	now := time.Now().UnixNano()
-	seen := map[structs.NamespacedID]bool{}
-	var evals []*structs.Evaluation
-	var ids []string
-	for _, a := range allocs {
-		key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
-		if seen[key] || a.Job == nil {
-			continue
-		}
-		if a.ServerTerminalStatus() && a.ClientTerminalStatus() {
-			continue
-		}
-		if a.Job.Type == structs.JobTypeBatch && a.TerminalStatus() {
-			continue
-		}
-		seen[key] = true
-		e := &structs.Evaluation{ID: newID(), Namespace: a.Namespace, Priority: a.Job.Priority, Type: a.Job.Type,
-			TriggeredBy: structs.EvalTriggerNodeUpdate, JobID: a.JobID, JobModifyIndex: a.Job.JobModifyIndex,
-			NodeID: nodeID, NodeModifyIndex: index, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now}
-		evals = append(evals, e)
-		ids = append(ids, e.ID)
+	seen := make(map[structs.NamespacedID]bool, len(evals))
+	for _, e := range evals {
+		seen[structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}] = true
 	}
-	sysEvals, err := s.systemJobEvals(nodeID, index, seen, now)
+	sysEvals, err := s.systemJobEvals(nodeID, index, seen, time.Now().UnixNano())
 	if err != nil {
 		return nil, 0, err
 	}
-	for _, e := range sysEvals {
-		evals = append(evals, e)
-		ids = append(ids, e.ID)
-	}
+	evals = append(evals, sysEvals...)
 	if len(evals) == 0 {
 		return nil, 0, nil
+	}
+	ids := make([]string, len(evals))
+	for i, e := range evals {
+		ids[i] = e.ID
 	}
 	_, idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 	return ids, idx, err
@@ -472,20 +454,6 @@ func (s *Server) systemJobEvals(nodeID string, index uint64, seen map[structs.Na
 			NodeID: nodeID, NodeModifyIndex: index, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now})
 	}
 	return out, nil
-}
-
-// heartbeatExpired marks a silent node down (runs on its own goroutine).
-func (s *Server) heartbeatExpired(nodeID string) {
-	if !s.IsLeader() {
-		return
-	}
-	s.logger.Warn("node TTL expired", "node_id", nodeID)
-	var reply structs.NodeUpdateResponse
-	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusDown,
-		NodeEvent: &structs.NodeEvent{Message: "Node heartbeat missed", Subsystem: "Cluster", Timestamp: time.Now()}}
-	if err := s.RPC("Node.UpdateStatus", req, &reply); err != nil {
-		s.logger.Error("marking node down failed", "node_id", nodeID, "error", err)
-	}
 }
 
 func (s *Server) serverInfo() []*structs.NodeServerInfo {

@@ -92,7 +92,8 @@ func NewServer(cfg *Config) (*Server, error) {
 		MaxPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Grace:        cfg.HeartbeatGrace,
 		FailoverTTL:  cfg.FailoverHeartbeatTTL,
-	}, s.heartbeatExpired)
+		Clock:        cfg.HeartbeatClock,
+	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
 	s.periodic = s.newPeriodicDispatcher()
 

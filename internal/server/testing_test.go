@@ -12,7 +12,7 @@ import (
 )
 
 // testServer starts a dev-mode server on a free loopback port.
-func testServer(t *testing.T, mut func(*Config)) *Server {
+func testServer(t testing.TB, mut func(*Config)) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,7 +34,7 @@ func testServer(t *testing.T, mut func(*Config)) *Server {
 	return s
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -46,7 +46,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // testNode registers a ready node with cpu MHz and memory MB.
-func testNode(t *testing.T, s *Server, cpu, mem int64) *structs.Node {
+func testNode(t testing.TB, s *Server, cpu, mem int64) *structs.Node {
 	t.Helper()
 	n := &structs.Node{
 		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: "node-" + uuid.NewString()[:4], Datacenter: "dc1",

@@ -22,6 +22,7 @@ const (
 	ClusterMetadataRequestType       MessageType = 32
 	RootKeyUpsertRequestType         MessageType = 62
 	NamespaceUpsertRequestType       MessageType = 64
+	NodeBatchUpdateStatusRequestType MessageType = 65
 
 	// Types 100 and up are reserved for entries added by parallel work
 	// (kept clear of Nomad's numbers). Periodic launches and dispatches need
@@ -82,6 +83,17 @@ type NodeUpdateStatusRequest struct {
 	Status    string
 	NodeEvent *NodeEvent
 	UpdatedAt int64
+	WriteRequest
+}
+
+// NodeBatchUpdateStatusRequest changes many nodes' statuses and creates the
+// evals that follow from it in one Raft entry: the leader's heartbeat sweeper
+// marks every node that went silent in one sweep window down with it. Nodes
+// are updated first, so the evals (applied after them) see them down; a node
+// that no longer exists is skipped.
+type NodeBatchUpdateStatusRequest struct {
+	Updates []*NodeUpdateStatusRequest
+	Evals   []*Evaluation
 	WriteRequest
 }
 

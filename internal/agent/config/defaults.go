@@ -11,9 +11,10 @@ func ptr[T any](v T) *T { return &v }
 // DefaultConfig returns the configuration an agent has before any file or
 // flag is applied. Values follow Nomad's defaults (reference Appendix B):
 // region "global", datacenter "dc1", ports 4646/4647/4648, bind 0.0.0.0,
-// heartbeat TTL 10s / grace 10s / 50 per second / failover 300s, dynamic
-// ports 20000-32000, client GC every 1m at 80% disk / 70% inodes / 50
-// allocs. server.num_schedulers stays nil: the server uses the CPU count.
+// heartbeat TTL 10s / grace 10s / failover 300s (but 5,000 heartbeats per
+// second, not 50: TTLs must not grow with cluster size; see
+// internal/server/heartbeat/doc.go), dynamic ports 20000-32000, client GC
+// every 1m at 80% disk / 70% inodes / 50 allocs. server.num_schedulers stays nil: the server uses the CPU count.
 func DefaultConfig() *Config {
 	return &Config{
 		Region:            "global",
@@ -29,7 +30,7 @@ func DefaultConfig() *Config {
 			RaftProtocol:              3,
 			HeartbeatGrace:            10 * time.Second,
 			MinHeartbeatTTL:           10 * time.Second,
-			MaxHeartbeatsPerSecond:    50,
+			MaxHeartbeatsPerSecond:    5000,
 			FailoverHeartbeatTTL:      300 * time.Second,
 			NodeGCThreshold:           24 * time.Hour,
 			JobGCInterval:             5 * time.Minute,

@@ -74,7 +74,7 @@ func TestDefaultsAndDev(t *testing.T) {
 	}
 	s := d.Server
 	if s.MinHeartbeatTTL != 10*time.Second || s.HeartbeatGrace != 10*time.Second ||
-		s.MaxHeartbeatsPerSecond != 50 || s.FailoverHeartbeatTTL != 300*time.Second {
+		s.MaxHeartbeatsPerSecond != 5000 || s.FailoverHeartbeatTTL != 300*time.Second {
 		t.Errorf("heartbeat defaults wrong: %+v", s)
 	}
 	c := d.Client
