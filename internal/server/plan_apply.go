@@ -76,6 +76,7 @@ func (s *Server) planApply(stopCh chan struct{}) {
 			continue
 		}
 		req := planResultRequest(plan, result)
+		req.PreemptionEvals = preemptionEvals(snap, result)
 		_, idx, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
 		if err != nil {
 			pending.Respond(nil, err)
@@ -248,4 +249,35 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 		return false, "", err
 	}
 	return fit, dim, nil
+}
+
+// preemptionEvals makes one "preemption" eval per job that lost allocations
+// to this plan, written in the same entry as the evictions, so the evicted
+// work is placed again (elsewhere, or blocked until capacity returns).
+func preemptionEvals(snap *state.StateSnapshot, result *structs.PlanResult) []*structs.Evaluation {
+	now := time.Now().UnixNano()
+	seen := map[structs.NamespacedID]bool{}
+	var evals []*structs.Evaluation
+	for _, allocs := range result.NodePreemptions {
+		for _, a := range allocs {
+			job := a.Job
+			if job == nil {
+				if existing, err := snap.AllocByID(nil, a.ID); err == nil && existing != nil {
+					job = existing.Job
+				}
+			}
+			if job == nil {
+				continue
+			}
+			key := structs.NamespacedID{Namespace: job.Namespace, ID: job.ID}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			evals = append(evals, &structs.Evaluation{ID: newID(), Namespace: job.Namespace, Priority: job.Priority,
+				Type: job.Type, TriggeredBy: structs.EvalTriggerPreemption, JobID: job.ID,
+				JobModifyIndex: job.JobModifyIndex, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now})
+		}
+	}
+	return evals
 }

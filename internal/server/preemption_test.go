@@ -63,6 +63,21 @@ func TestServicePreemptionEvictsLowerPriority(t *testing.T) {
 				t.Fatalf("PreemptedAllocations = %v, want [%s]", got, victims[0].ID)
 			}
 			waitFor(t, 5*time.Second, "low alloc no longer live", func() bool { return len(liveAllocs(t, s, "low")) == 0 })
+
+			// The evicted job is evaluated again: with no room left it ends up
+			// blocked, waiting for capacity, instead of silently losing its alloc.
+			waitFor(t, 10*time.Second, "a preemption eval for the evicted job, then a blocked eval", func() bool {
+				evals, err := s.State().EvalsByJob(nil, "default", "low")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var preempt, blocked bool
+				for _, e := range evals {
+					preempt = preempt || (e.TriggeredBy == structs.EvalTriggerPreemption && e.TerminalStatus())
+					blocked = blocked || e.Status == structs.EvalStatusBlocked
+				}
+				return preempt && blocked
+			})
 		})
 	}
 }
