@@ -31,8 +31,9 @@ func (p *acceptPlanner) reset()                                  { p.placed, p.l
 func (p *acceptPlanner) queued(group string) int                 { return p.last.QueuedAllocations[group] }
 func (p *acceptPlanner) failed() map[string]*structs.AllocMetric { return p.last.FailedTGAllocs }
 
-// benchCluster is a go-memdb state store (the server's) holding nodes
-// empty nodes of mockNode's shape and one service job of count allocs.
+// benchCluster returns a snapshot of the server's go-memdb state store
+// holding the given number of empty mockNode-shaped nodes and one service
+// job of count allocations.
 func benchCluster(b *testing.B, nodes, count int) (*state.StateSnapshot, *structs.Job) {
 	b.Helper()
 	st, err := state.NewStateStore()
@@ -99,4 +100,17 @@ func BenchmarkSchedulingPass(b *testing.B) {
 // nodes in one pass.
 func BenchmarkLargeJob(b *testing.B) {
 	b.Run("nodes=5000/count=10000", func(b *testing.B) { benchPass(b, 5000, 10000) })
+}
+
+// TestBenchPassSmall runs the benchmark body at a tiny scale so that
+// `go test` proves it still works (it fails when a pass stops placing
+// everything).
+func TestBenchPassSmall(t *testing.T) {
+	r := testing.Benchmark(func(b *testing.B) { benchPass(b, 50, 20) })
+	if r.N == 0 {
+		t.Fatal("benchPass failed at 50 nodes / count 20")
+	}
+	if r.Extra["ns/placement"] <= 0 {
+		t.Fatalf("no ns/placement reported: %v", r.Extra)
+	}
 }
