@@ -3,14 +3,12 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/scheduler/reconcile"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -28,26 +26,12 @@ const (
 
 // GenericScheduler schedules service and batch jobs.
 type GenericScheduler struct {
-	base      hclog.Logger
-	logger    hclog.Logger
-	clock     func() time.Time
+	evalRun
 	algorithm string
-	state     State
-	planner   Planner
 	batch     bool
 	preempt   bool
 	explain   *feasible.Explain
-
-	eval       *structs.Evaluation
-	job        *structs.Job
-	plan       *structs.Plan
-	planResult *structs.PlanResult
-	ctx        *feasible.Context
-	stack      *feasible.Stack
-
-	blocked        *structs.Evaluation
-	failedTGAllocs map[string]*structs.AllocMetric
-	queued         map[string]int
+	stack     *feasible.Stack
 }
 
 func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *GenericScheduler {
@@ -56,12 +40,9 @@ func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *
 		jobType = structs.JobTypeBatch
 	}
 	return &GenericScheduler{
+		evalRun:   newEvalRun(cfg, "generic_sched", state, planner),
 		preempt:   cfg.PreemptionEnabled[jobType],
-		base:      cfg.Logger.Named("generic_sched"),
-		clock:     cfg.Clock,
 		algorithm: cfg.Algorithm,
-		state:     state,
-		planner:   planner,
 		batch:     batch,
 		explain:   cfg.Explain,
 	}
@@ -69,11 +50,7 @@ func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *
 
 // Process schedules one evaluation and records its outcome.
 func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
-	s.eval = eval
-	s.blocked = nil
-	s.planResult = nil
-	s.logger = s.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
-
+	s.start(eval)
 	limit := maxServiceAttempts
 	if s.batch {
 		limit = maxBatchAttempts
@@ -93,17 +70,8 @@ func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
 		return s.setStatus(statusErr.EvalStatus, err.Error())
 	}
 
-	if s.eval.Status == structs.EvalStatusBlocked && len(s.failedTGAllocs) > 0 {
-		e := s.eval.Copy()
-		if s.ctx != nil {
-			e.ClassEligibility = s.ctx.Eligibility().Classes()
-			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
-		}
-		e.QueuedAllocations = s.queued
-		// Fresher reasons than the ones recorded when it was first blocked.
-		e.FailedTGAllocs = s.failedTGAllocs
-		e.ModifyTime = s.clock().UnixNano()
-		return s.planner.ReblockEval(e)
+	if s.needsReblock() {
+		return s.reblock()
 	}
 	return s.setStatus(structs.EvalStatusComplete, "")
 }
@@ -113,74 +81,21 @@ func progressMade(r *structs.PlanResult) bool {
 		len(r.NodePreemptions) > 0 || r.Deployment != nil || len(r.DeploymentUpdates) > 0)
 }
 
-func (s *GenericScheduler) setStatus(status, desc string) error {
-	e := s.eval.Copy()
-	e.Status = status
-	e.StatusDescription = desc
-	e.QueuedAllocations = s.queued
-	e.FailedTGAllocs = s.failedTGAllocs
-	if s.blocked != nil {
-		e.BlockedEval = s.blocked.ID
-	}
-	e.ModifyTime = s.clock().UnixNano()
-	return s.planner.UpdateEval(e)
-}
-
 func (s *GenericScheduler) createBlockedEval(planFailure bool) error {
-	now := s.clock().UnixNano()
-	e := &structs.Evaluation{
-		ID:                uuid.NewString(),
-		Namespace:         s.eval.Namespace,
-		Priority:          s.eval.Priority,
-		Type:              s.eval.Type,
-		TriggeredBy:       structs.EvalTriggerQueuedAllocs,
-		JobID:             s.eval.JobID,
-		JobModifyIndex:    s.eval.JobModifyIndex,
-		Status:            structs.EvalStatusBlocked,
-		StatusDescription: blockedEvalDesc,
-		PreviousEval:      s.eval.ID,
-		CreateTime:        now,
-		ModifyTime:        now,
-	}
+	e := s.newBlockedEval()
 	if planFailure {
 		e.TriggeredBy = structs.EvalTriggerMaxPlans
 		e.StatusDescription = blockedEvalMaxPlanDesc
 	}
-	if s.ctx != nil {
-		e.ClassEligibility = s.ctx.Eligibility().Classes()
-		e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
-	}
-	// As Nomad does: the blocked eval says why it is blocked, so
-	// `eval status` on it (and the UI) can show the placement failures.
-	e.FailedTGAllocs = s.failedTGAllocs
-	s.blocked = e
-	return s.planner.CreateEval(e)
+	return s.createBlocked(e)
 }
 
 // process is one scheduling pass. done=false asks for another pass.
 func (s *GenericScheduler) process() (bool, error) {
-	job, err := s.state.JobByID(nil, s.eval.Namespace, s.eval.JobID)
-	if err != nil {
-		return false, fmt.Errorf("failed to get job %q: %w", s.eval.JobID, err)
+	if err := s.beginPass(); err != nil {
+		return false, err
 	}
-	s.job = job
-	s.plan = s.eval.MakePlan(job)
-	index, err := s.state.LatestIndex()
-	if err != nil {
-		return false, fmt.Errorf("failed to read state index: %w", err)
-	}
-	s.plan.SnapshotIndex = index
-	s.failedTGAllocs = nil
-	s.queued = make(map[string]int)
-	if job != nil {
-		for _, tg := range job.TaskGroups {
-			s.queued[tg.Name] = 0
-		}
-	}
-
-	h := fnv.New64a()
-	h.Write([]byte(s.eval.ID))
-	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	job := s.job
 	if s.explain != nil {
 		s.ctx.SetExplain(s.explain)
 	}
@@ -205,35 +120,7 @@ func (s *GenericScheduler) process() (bool, error) {
 		}
 	}
 
-	if s.plan.IsNoOp() && !s.eval.AnnotatePlan {
-		return true, nil
-	}
-
-	result, newState, err := s.planner.SubmitPlan(s.plan)
-	s.planResult = result
-	if err != nil {
-		return false, err
-	}
-	if result == nil {
-		return false, errors.New("planner returned no plan result")
-	}
-	s.adjustQueued(result)
-
-	if newState != nil {
-		s.logger.Debug("refreshed state after partial commit; retrying")
-		s.state = newState
-		return false, nil
-	}
-	if full, expected, actual := result.FullCommit(s.plan); !full {
-		s.logger.Debug("plan not fully committed; retrying", "expected", expected, "actual", actual)
-		return false, nil
-	}
-	return true, nil
-}
-
-// adjustQueued removes committed placements of this eval from the queue.
-func (s *GenericScheduler) adjustQueued(result *structs.PlanResult) {
-	adjustQueued(s.queued, s.eval.ID, s.plan, result)
+	return s.submit()
 }
 
 // adjustQueued decrements queued per group for every placement of plan

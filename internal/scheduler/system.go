@@ -3,14 +3,12 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/scheduler/reconcile"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 )
 
 // Attempt limits of the system schedulers.
@@ -23,42 +21,21 @@ const (
 // task group on every eligible node, each placement checked against
 // exactly its node (never ranked across nodes).
 type SystemScheduler struct {
-	base     hclog.Logger
-	logger   hclog.Logger
-	clock    func() time.Time
-	state    State
-	planner  Planner
+	evalRun
 	sysbatch bool
-
-	eval       *structs.Evaluation
-	job        *structs.Job
-	plan       *structs.Plan
-	planResult *structs.PlanResult
-	ctx        *feasible.Context
-	stack      *feasible.SystemStack
-
-	blocked        *structs.Evaluation
-	failedTGAllocs map[string]*structs.AllocMetric
-	queued         map[string]int
+	stack    *feasible.SystemStack
 }
 
 func newSystemScheduler(cfg Config, state State, planner Planner, sysbatch bool) *SystemScheduler {
 	return &SystemScheduler{
-		base:     cfg.Logger.Named("system_sched"),
-		clock:    cfg.Clock,
-		state:    state,
-		planner:  planner,
+		evalRun:  newEvalRun(cfg, "system_sched", state, planner),
 		sysbatch: sysbatch,
 	}
 }
 
 // Process schedules one evaluation and records its outcome.
 func (s *SystemScheduler) Process(eval *structs.Evaluation) error {
-	s.eval = eval
-	s.blocked = nil
-	s.planResult = nil
-	s.logger = s.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
-
+	s.start(eval)
 	limit := maxSystemAttempts
 	if s.sysbatch {
 		limit = maxSysBatchAttempts
@@ -71,81 +48,27 @@ func (s *SystemScheduler) Process(eval *structs.Evaluation) error {
 		}
 		return s.setStatus(statusErr.EvalStatus, err.Error())
 	}
-	if s.eval.Status == structs.EvalStatusBlocked && len(s.failedTGAllocs) > 0 {
-		e := s.eval.Copy()
-		if s.ctx != nil {
-			e.ClassEligibility = s.ctx.Eligibility().Classes()
-			e.EscapedComputedClass = s.ctx.Eligibility().HasEscaped()
-		}
-		e.QueuedAllocations = s.queued
-		e.ModifyTime = s.clock().UnixNano()
-		return s.planner.ReblockEval(e)
+	if s.needsReblock() {
+		return s.reblock()
 	}
 	return s.setStatus(structs.EvalStatusComplete, "")
-}
-
-func (s *SystemScheduler) setStatus(status, desc string) error {
-	e := s.eval.Copy()
-	e.Status = status
-	e.StatusDescription = desc
-	e.QueuedAllocations = s.queued
-	e.FailedTGAllocs = s.failedTGAllocs
-	if s.blocked != nil {
-		e.BlockedEval = s.blocked.ID
-	}
-	e.ModifyTime = s.clock().UnixNano()
-	return s.planner.UpdateEval(e)
 }
 
 // createBlockedEval leaves a blocked eval for the job, released when
 // capacity changes in a node class that could take it. nodeID names the
 // first node that lacked room.
 func (s *SystemScheduler) createBlockedEval(nodeID string) error {
-	now := s.clock().UnixNano()
-	e := &structs.Evaluation{
-		ID:                   uuid.NewString(),
-		Namespace:            s.eval.Namespace,
-		Priority:             s.eval.Priority,
-		Type:                 s.eval.Type,
-		TriggeredBy:          structs.EvalTriggerQueuedAllocs,
-		JobID:                s.eval.JobID,
-		JobModifyIndex:       s.eval.JobModifyIndex,
-		NodeID:               nodeID,
-		Status:               structs.EvalStatusBlocked,
-		StatusDescription:    blockedEvalDesc,
-		PreviousEval:         s.eval.ID,
-		CreateTime:           now,
-		ModifyTime:           now,
-		ClassEligibility:     s.ctx.Eligibility().Classes(),
-		EscapedComputedClass: s.ctx.Eligibility().HasEscaped(),
-	}
-	s.blocked = e
-	return s.planner.CreateEval(e)
+	e := s.newBlockedEval()
+	e.NodeID = nodeID
+	return s.createBlocked(e)
 }
 
 // process is one scheduling pass. done=false asks for another pass.
 func (s *SystemScheduler) process() (bool, error) {
-	job, err := s.state.JobByID(nil, s.eval.Namespace, s.eval.JobID)
-	if err != nil {
-		return false, fmt.Errorf("failed to get job %q: %w", s.eval.JobID, err)
+	if err := s.beginPass(); err != nil {
+		return false, err
 	}
-	s.job = job
-	s.plan = s.eval.MakePlan(job)
-	index, err := s.state.LatestIndex()
-	if err != nil {
-		return false, fmt.Errorf("failed to read state index: %w", err)
-	}
-	s.plan.SnapshotIndex = index
-	s.failedTGAllocs = nil
-	s.queued = make(map[string]int)
-	if job != nil {
-		for _, tg := range job.TaskGroups {
-			s.queued[tg.Name] = 0
-		}
-	}
-	h := fnv.New64a()
-	h.Write([]byte(s.eval.ID))
-	s.ctx = feasible.NewContext(s.state, s.plan, s.logger, h.Sum64(), index)
+	job := s.job
 	s.stack = feasible.NewSystemStack(s.ctx)
 	if job != nil && !job.Stop {
 		s.stack.SetJob(job)
@@ -160,29 +83,7 @@ func (s *SystemScheduler) process() (bool, error) {
 			return false, fmt.Errorf("failed to create blocked eval: %w", err)
 		}
 	}
-	if s.plan.IsNoOp() && !s.eval.AnnotatePlan {
-		return true, nil
-	}
-
-	result, newState, err := s.planner.SubmitPlan(s.plan)
-	s.planResult = result
-	if err != nil {
-		return false, err
-	}
-	if result == nil {
-		return false, errors.New("planner returned no plan result")
-	}
-	adjustQueued(s.queued, s.eval.ID, s.plan, result)
-	if newState != nil {
-		s.logger.Debug("refreshed state after partial commit; retrying")
-		s.state = newState
-		return false, nil
-	}
-	if full, expected, actual := result.FullCommit(s.plan); !full {
-		s.logger.Debug("plan not fully committed; retrying", "expected", expected, "actual", actual)
-		return false, nil
-	}
-	return true, nil
+	return s.submit()
 }
 
 func (s *SystemScheduler) allNodes() (map[string]*structs.Node, error) {

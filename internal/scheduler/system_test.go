@@ -248,11 +248,19 @@ func TestSystemExhaustedNodeBlocks(t *testing.T) {
 	if b.Status != "blocked" || b.NodeID != "n3" || b.Type != "system" || b.PreviousEval != eval.ID || e.BlockedEval != b.ID {
 		t.Fatalf("blocked eval = %+v", b)
 	}
+	// Like the generic scheduler's, it says why it is blocked.
+	if len(b.FailedTGAllocs) == 0 {
+		t.Fatalf("blocked eval carries no placement failures")
+	}
 
-	// Still no room: processing the blocked eval re-blocks it.
+	// Still no room: processing the blocked eval re-blocks it, with the
+	// reasons of this pass.
 	process(t, h, b)
 	if len(h.ReblockEvals) != 1 || len(h.CreateEvals) != 1 {
 		t.Fatalf("reblock=%d create=%d", len(h.ReblockEvals), len(h.CreateEvals))
+	}
+	if len(h.ReblockEvals[0].FailedTGAllocs) == 0 {
+		t.Fatalf("re-blocked eval carries no placement failures")
 	}
 	if err := h.CheckInvariants(); err != nil {
 		t.Fatal(err)
