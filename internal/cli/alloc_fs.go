@@ -45,9 +45,8 @@ func (c *AllocFSCommand) Run(args []string) int {
 	if fs.NArg() == 2 {
 		path = fs.Arg(1)
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	alloc, err := resolveAlloc(client, fs.Arg(0))
@@ -148,9 +147,8 @@ func (c *AllocStopCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	alloc, err := resolveAlloc(client, fs.Arg(0))

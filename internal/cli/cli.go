@@ -159,6 +159,17 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// apiClient is Client for a command's Run: on failure it prints Nomad's
+// error and reports false, so the command returns 1.
+func (m *Meta) apiClient() (*api.Client, bool) {
+	client, err := m.Client()
+	if err != nil {
+		m.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+		return nil, false
+	}
+	return client, true
+}
+
 // Client builds an api client: api.DefaultConfig reads NOMAD_ADDR,
 // NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION and the TLS variables; flags win.
 func (m *Meta) Client() (*api.Client, error) {

@@ -46,9 +46,8 @@ func (c *EvalListCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	var filters []string
@@ -127,9 +126,8 @@ func (c *EvalStatusCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	id := fs.Arg(0)
@@ -226,9 +224,8 @@ func (c *AgentInfoCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	self, err := client.Agent().Self()

@@ -68,9 +68,8 @@ func (c *JobStopCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))
@@ -197,9 +196,8 @@ func (c *JobInspectCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))

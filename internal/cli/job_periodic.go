@@ -37,9 +37,8 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))
@@ -138,9 +137,8 @@ func (c *JobDispatchCommand) Run(args []string) int {
 			return 1
 		}
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	var wo *api.WriteOptions

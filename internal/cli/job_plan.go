@@ -53,9 +53,8 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error getting job struct: %s", err))
 		return 255
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 255
 	}
 	if c.region != "" {

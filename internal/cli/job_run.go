@@ -65,9 +65,8 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Output(string(b))
 		return 0
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	if c.region != "" {

@@ -47,9 +47,8 @@ func (c *JobStatusCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	if fs.NArg() == 0 {

@@ -45,9 +45,8 @@ func (c *JobHistoryCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))
@@ -131,9 +130,8 @@ func (c *JobRevertCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))
@@ -202,9 +200,8 @@ func (c *JobScaleCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Invalid count %q: must be a non-negative integer", countArg))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	job, err := resolveJob(client, fs.Arg(0))

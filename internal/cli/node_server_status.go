@@ -44,9 +44,8 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	if fs.NArg() == 0 {
@@ -174,9 +173,8 @@ func (c *ServerMembersCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	members, err := client.Agent().Members()
@@ -231,9 +229,8 @@ func (c *StatusCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
-	client, err := c.Client()
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error initializing client: %s", err))
+	client, ok := c.apiClient()
+	if !ok {
 		return 1
 	}
 	if fs.NArg() == 0 {
