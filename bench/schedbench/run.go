@@ -148,6 +148,13 @@ func run(ctx context.Context, o options) (res result, err error) {
 	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
 	logf("submitted %d jobs in %.2fs", o.Jobs, res.SubmitSeconds)
 	want := o.Jobs * o.Count
+	// Progress comes from the simulated nodes (in this process), not from
+	// polling the server: listing thousands of jobs ten times a second
+	// would be charged to the server's CPU and slow what is measured. The
+	// job summaries are read once the nodes report everything running.
+	if err := waitNodesim(ctx, ns, stats0, want, func(seen bool) { prof.placed(ctx, seen) }); err != nil {
+		return res, err
+	}
 	sum, err := waitSummaries(ctx, c, func(s counts) bool {
 		prof.placed(ctx, s.placed >= want)
 		return s.running >= want
@@ -262,8 +269,29 @@ loop:
 
 type counts struct{ placed, running int }
 
+// waitNodesim waits until the simulated nodes have received want new
+// allocations and the server has acknowledged want running updates since
+// stats0. placed is called on each check with whether all have arrived.
+func waitNodesim(ctx context.Context, ns *sim.Sim, stats0 sim.Stats, want int, placed func(bool)) error {
+	for {
+		st := ns.Stats()
+		seen := st.AllocsSeen-stats0.AllocsSeen >= int64(want)
+		placed(seen)
+		if seen && st.ReportedRun-stats0.ReportedRun >= int64(want) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d running on the simulated nodes: %w (seen %d, running %d)", want, ctx.Err(),
+				st.AllocsSeen-stats0.AllocsSeen, st.ReportedRun-stats0.ReportedRun)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // waitSummaries polls the job list (whose stubs carry summaries) until done
-// says the counts are enough.
+// says the counts are enough. Used after waitNodesim, it normally answers
+// on the first call.
 func waitSummaries(ctx context.Context, c *api.Client, done func(counts) bool) (counts, error) {
 	var last counts
 	for {
