@@ -102,6 +102,17 @@ func BenchmarkLargeJob(b *testing.B) {
 	b.Run("nodes=5000/count=10000", func(b *testing.B) { benchPass(b, 5000, 10000) })
 }
 
+// BenchmarkTinyJob places a service job of count 1 into an empty cluster
+// of 5,000 and 10,000 nodes: the per-evaluation overhead (job lookup,
+// ready nodes, stack setup, reconcile, one selection, plan and eval
+// bookkeeping) that dominates a stream of small jobs. Every iteration reads
+// the same snapshot, as consecutive evaluations do between node writes.
+func BenchmarkTinyJob(b *testing.B) {
+	for _, nodes := range []int{5000, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchPass(b, nodes, 1) })
+	}
+}
+
 // TestBenchPassSmall runs the benchmark body at a tiny scale so that
 // `go test` proves it still works (it fails when a pass stops placing
 // everything).
