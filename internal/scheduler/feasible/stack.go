@@ -3,6 +3,7 @@ package feasible
 import (
 	"math"
 	"path"
+	"strings"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -69,13 +70,17 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 // SetNodes sets the candidate nodes (ready, in the job's datacenters and
 // pool); they are shuffled with the context's seeded source.
 func (s *Stack) SetNodes(nodes []*structs.Node) {
+	s.SetScopedNodes(nodes, CountByDatacenter(nodes))
+}
+
+// SetScopedNodes is SetNodes with the per-datacenter counts of nodes
+// already known (a memoised ready-node scope). nodes and byDC are only
+// read: the stack shuffles its own copy.
+func (s *Stack) SetScopedNodes(nodes []*structs.Node, byDC map[string]int) {
 	shuffled := append([]*structs.Node(nil), nodes...)
 	s.ctx.Rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	s.source.SetNodes(shuffled)
-	s.nodesByDC = make(map[string]int)
-	for _, n := range nodes {
-		s.nodesByDC[n.Datacenter]++
-	}
+	s.nodesByDC = byDC
 	s.poolSize = len(nodes)
 	limit := 2
 	if !s.batch && len(nodes) > 0 {
@@ -85,6 +90,15 @@ func (s *Stack) SetNodes(nodes []*structs.Node) {
 	}
 	s.baseLimit = limit
 	s.limit.limit = limit
+}
+
+// CountByDatacenter counts nodes per datacenter (AllocMetric.NodesAvailable).
+func CountByDatacenter(nodes []*structs.Node) map[string]int {
+	out := make(map[string]int)
+	for _, n := range nodes {
+		out[n.Datacenter]++
+	}
+	return out
 }
 
 // SetPreemption lets placements evict allocations of jobs at least 10
@@ -152,6 +166,20 @@ func ReadyNodes(all []*structs.Node, job *structs.Job) []*structs.Node {
 		}
 	}
 	return out
+}
+
+// ScopeKey names the node scope of job (its datacenters and node pool):
+// jobs with equal keys have equal ReadyNodes.
+func ScopeKey(job *structs.Job) string {
+	pool := job.NodePool
+	if pool == "" {
+		pool = structs.DefaultNodePool
+	}
+	dcs := job.Datacenters
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	return pool + "\x00" + strings.Join(dcs, "\x00")
 }
 
 // InJobScope reports whether the node is in one of the job's datacenters
