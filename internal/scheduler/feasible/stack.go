@@ -68,18 +68,17 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 }
 
 // SetNodes sets the candidate nodes (ready, in the job's datacenters and
-// pool); they are shuffled with the context's seeded source.
+// pool); they are visited in a random order drawn from the context's
+// seeded source.
 func (s *Stack) SetNodes(nodes []*structs.Node) {
 	s.SetScopedNodes(nodes, CountByDatacenter(nodes))
 }
 
 // SetScopedNodes is SetNodes with the per-datacenter counts of nodes
 // already known (a memoised ready-node scope). nodes and byDC are only
-// read: the stack shuffles its own copy.
+// read: the source draws its random order lazily beside them.
 func (s *Stack) SetScopedNodes(nodes []*structs.Node, byDC map[string]int) {
-	shuffled := append([]*structs.Node(nil), nodes...)
-	s.ctx.Rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	s.source.SetNodes(shuffled)
+	s.source.SetShuffledNodes(nodes, s.ctx.Rand)
 	s.nodesByDC = byDC
 	s.poolSize = len(nodes)
 	limit := 2
