@@ -34,7 +34,7 @@ func (p *acceptPlanner) failed() map[string]*structs.AllocMetric { return p.last
 // benchCluster returns a snapshot of the server's go-memdb state store
 // holding the given number of empty mockNode-shaped nodes and one service
 // job of count allocations.
-func benchCluster(b *testing.B, nodes, count int) (*state.StateSnapshot, *structs.Job) {
+func benchCluster(b *testing.B, nodes, count int, portless bool) (*state.StateSnapshot, *structs.Job) {
 	b.Helper()
 	st, err := state.NewStateStore()
 	if err != nil {
@@ -48,6 +48,9 @@ func benchCluster(b *testing.B, nodes, count int) (*state.StateSnapshot, *struct
 		}
 	}
 	job := mockJob("bench", count)
+	if portless {
+		job.TaskGroups[0].Networks = nil
+	}
 	idx++
 	if err := st.UpsertJob(idx, nil, job); err != nil {
 		b.Fatal(err)
@@ -65,8 +68,12 @@ func benchCluster(b *testing.B, nodes, count int) (*state.StateSnapshot, *struct
 // benchPass runs one scheduling pass per iteration over the same snapshot
 // (the planner writes nothing, so every pass sees the empty cluster) and
 // reports ns per placement.
-func benchPass(b *testing.B, nodes, count int) {
-	snap, job := benchCluster(b, nodes, count)
+func benchPass(b *testing.B, nodes, count int) { benchPassJob(b, nodes, count, false) }
+
+// benchPassJob is benchPass; portless drops the group's dynamic port (the
+// shape of the bench/schedbench jobs).
+func benchPassJob(b *testing.B, nodes, count int, portless bool) {
+	snap, job := benchCluster(b, nodes, count, portless)
 	p := &acceptPlanner{}
 	clock := func() time.Time { return testNow }
 	b.ReportAllocs()
@@ -97,9 +104,10 @@ func BenchmarkSchedulingPass(b *testing.B) {
 }
 
 // BenchmarkLargeJob places one service job of count 10,000 over 5,000
-// nodes in one pass.
+// nodes in one pass, with and without a dynamic port per allocation.
 func BenchmarkLargeJob(b *testing.B) {
 	b.Run("nodes=5000/count=10000", func(b *testing.B) { benchPass(b, 5000, 10000) })
+	b.Run("nodes=5000/count=10000/noports", func(b *testing.B) { benchPassJob(b, 5000, 10000, true) })
 }
 
 // BenchmarkTinyJob places a service job of count 1 into an empty cluster
@@ -110,6 +118,7 @@ func BenchmarkLargeJob(b *testing.B) {
 func BenchmarkTinyJob(b *testing.B) {
 	for _, nodes := range []int{5000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchPass(b, nodes, 1) })
+		b.Run(fmt.Sprintf("nodes=%d/noports", nodes), func(b *testing.B) { benchPassJob(b, nodes, 1, true) })
 	}
 }
 

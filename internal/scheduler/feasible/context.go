@@ -31,6 +31,9 @@ type Context struct {
 	regexps     map[string]*regexp.Regexp
 	classes     map[string]string
 	explain     *Explain // nil unless a dry run asked why (explain.go)
+
+	// nodes caches each node's allocations in State (ProposedAllocs).
+	nodes map[string]*nodeAllocs
 }
 
 // NewContext builds a context. seed drives node shuffling and port choice.
@@ -66,6 +69,7 @@ func (c *Context) Eligibility() *Eligibility { return c.eligibility }
 func (c *Context) SetState(s AllocSource, plan *structs.Plan) {
 	c.State = s
 	c.Plan = plan
+	c.nodes = nil
 }
 
 // ComputedClass returns the node's computed class, computing it (without
@@ -85,40 +89,148 @@ func (c *Context) ComputedClass(n *structs.Node) string {
 
 // ProposedAllocs returns the allocations that will hold resources on the
 // node if the plan commits: existing non-terminal allocs, minus the plan's
-// stops, evictions and updates, plus its placements and updates.
+// stops, evictions and updates, plus its placements and updates. The
+// result may be shared with the context's cache: never modify it.
 func (c *Context) ProposedAllocs(nodeID string) ([]*structs.Allocation, error) {
-	existing, err := c.State.AllocsByNodeTerminal(nil, nodeID, false)
+	u, err := c.proposedUsage(nodeID)
+	return u.allocs, err
+}
+
+// nodeAllocs is what the state holds on one node, read once per context:
+// the snapshot is immutable, so only the plan (combined on every read)
+// changes what is proposed there.
+type nodeAllocs struct {
+	existing []*structs.Allocation // non-terminal, in state order
+	used     structs.ComparableResources
+	live     int  // allocations counted in used
+	ports    bool // some allocation holds ports or networks
+	devices  bool // some allocation holds devices
+}
+
+// proposedUsage is ProposedAllocs with the resources they hold.
+type proposedUsage struct {
+	allocs []*structs.Allocation
+	// used sums the allocations that are not client-terminal, live
+	// counts them.
+	used structs.ComparableResources
+	live int
+	// ports is set when some allocation holds ports or networks, devices
+	// when some holds devices: fitting beside them needs the port index or
+	// the device checks. Both may be set when no longer true (after the
+	// plan removed the allocation): they only cost the exact checks.
+	ports, devices bool
+}
+
+// holdsSpecial reports whether a holds ports or networks, and devices.
+func holdsSpecial(a *structs.Allocation) (ports, devices bool) {
+	ar := a.AllocatedResources
+	if ar == nil {
+		return false, false
+	}
+	ports = len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0
+	for _, t := range ar.Tasks {
+		if t == nil {
+			continue
+		}
+		ports = ports || len(t.Networks) > 0
+		devices = devices || len(t.Devices) > 0
+	}
+	return ports, devices
+}
+
+// addUsage counts a in u as AllocsFit does (client-terminal allocs hold
+// nothing).
+func (u *proposedUsage) add(a *structs.Allocation) {
+	if a == nil || a.ClientTerminalStatus() {
+		return
+	}
+	u.live++
+	u.used.Add(a.AllocatedResources.Comparable())
+	p, d := holdsSpecial(a)
+	u.ports = u.ports || p
+	u.devices = u.devices || d
+}
+
+// usageOf sums allocs from scratch.
+func usageOf(allocs []*structs.Allocation) proposedUsage {
+	u := proposedUsage{allocs: allocs}
+	for _, a := range allocs {
+		u.add(a)
+	}
+	return u
+}
+
+func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
+	if na, ok := c.nodes[nodeID]; ok {
+		return na, nil
+	}
+	all, err := c.State.AllocsByNodeTerminal(nil, nodeID, false)
 	if err != nil {
 		return nil, err
 	}
-	var remove map[string]struct{}
-	mark := func(list []*structs.Allocation) {
-		for _, a := range list {
-			if remove == nil {
-				remove = make(map[string]struct{})
-			}
-			remove[a.ID] = struct{}{}
-		}
-	}
-	if c.Plan != nil {
-		mark(c.Plan.NodeUpdate[nodeID])
-		mark(c.Plan.NodePreemptions[nodeID])
-		mark(c.Plan.NodeAllocation[nodeID])
-	}
-	out := make([]*structs.Allocation, 0, len(existing)+4)
-	for _, a := range existing {
+	na := &nodeAllocs{}
+	for _, a := range all {
 		if a.TerminalStatus() {
 			continue
 		}
-		if _, drop := remove[a.ID]; drop {
-			continue
-		}
-		out = append(out, a)
+		na.existing = append(na.existing, a)
 	}
+	u := usageOf(na.existing)
+	na.used, na.live, na.ports, na.devices = u.used, u.live, u.ports, u.devices
+	if c.nodes == nil {
+		c.nodes = make(map[string]*nodeAllocs)
+	}
+	c.nodes[nodeID] = na
+	return na, nil
+}
+
+func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
+	na, err := c.nodeAllocs(nodeID)
+	if err != nil {
+		return proposedUsage{}, err
+	}
+	var updates, preempted, placed []*structs.Allocation
 	if c.Plan != nil {
-		out = append(out, c.Plan.NodeAllocation[nodeID]...)
+		updates = c.Plan.NodeUpdate[nodeID]
+		preempted = c.Plan.NodePreemptions[nodeID]
+		placed = c.Plan.NodeAllocation[nodeID]
 	}
-	return out, nil
+	if len(updates)+len(preempted)+len(placed) == 0 {
+		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices}, nil
+	}
+	remove := make(map[string]struct{}, len(updates)+len(preempted)+len(placed))
+	for _, list := range [][]*structs.Allocation{updates, preempted, placed} {
+		for _, a := range list {
+			remove[a.ID] = struct{}{}
+		}
+	}
+	out := make([]*structs.Allocation, 0, len(na.existing)+len(placed))
+	for _, a := range na.existing {
+		if _, drop := remove[a.ID]; !drop {
+			out = append(out, a)
+		}
+	}
+	out = append(out, placed...)
+	if len(out) > 2*len(placed)+8 {
+		// Many allocations stay: adjust the cached sums rather than
+		// adding them all up again (the sums are exact integers).
+		u := proposedUsage{allocs: out, used: na.used, live: na.live, ports: na.ports, devices: na.devices}
+		for _, a := range na.existing {
+			if _, drop := remove[a.ID]; drop && !a.ClientTerminalStatus() {
+				u.live--
+				sub := a.AllocatedResources.Comparable()
+				u.used.CPU -= sub.CPU
+				u.used.MemoryMB -= sub.MemoryMB
+				u.used.MemoryMaxMB -= sub.MemoryMaxMB
+				u.used.DiskMB -= sub.DiskMB
+			}
+		}
+		for _, a := range placed {
+			u.add(a)
+		}
+		return u, nil
+	}
+	return usageOf(out), nil
 }
 
 func (c *Context) regexp(expr string) (*regexp.Regexp, error) {

@@ -32,6 +32,10 @@ type RankedNode struct {
 	// Preempted are the allocations that must be evicted for the
 	// placement to fit; empty when it fits as things are.
 	Preempted []*structs.Allocation
+
+	// plainTasks: TaskResources are built by BinPackIterator.complete
+	// once the option is chosen.
+	plainTasks bool
 }
 
 func (r *RankedNode) addScore(name string, s float64) {
@@ -75,6 +79,64 @@ type BinPackIterator struct {
 	// priority points below priority when the group does not fit.
 	evict    bool
 	priority int
+
+	// ask describes tg (recomputed when tg changes): groups that ask for
+	// no network and no device fit by arithmetic alone.
+	ask groupAsk
+}
+
+// groupAsk is what one allocation of a group asks for, computed once per
+// group rather than once per candidate node.
+type groupAsk struct {
+	tg    *structs.TaskGroup
+	plain bool // no networks, no devices
+	disk  int64
+	need  structs.ComparableResources // the candidate alloc's Comparable()
+}
+
+func (b *BinPackIterator) groupAsk() *groupAsk {
+	if b.ask.tg == b.tg {
+		return &b.ask
+	}
+	a := groupAsk{tg: b.tg, plain: len(b.tg.Networks) == 0}
+	if b.tg.EphemeralDisk != nil {
+		a.disk = int64(b.tg.EphemeralDisk.SizeMB)
+	}
+	for _, t := range b.tg.Tasks {
+		if t.Resources != nil && len(t.Resources.Devices) > 0 {
+			a.plain = false
+		}
+	}
+	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
+	a.need = ar.Comparable()
+	b.ask = a
+	return &b.ask
+}
+
+// plainTaskResources is what each task of a group without device asks
+// receives.
+func plainTaskResources(tg *structs.TaskGroup) map[string]*structs.AllocatedTaskResources {
+	tasks := make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))
+	for _, t := range tg.Tasks {
+		tr := &structs.AllocatedTaskResources{}
+		if r := t.Resources; r != nil {
+			tr.Cpu.CpuShares = int64(r.CPU)
+			tr.Memory.MemoryMB = int64(r.MemoryMB)
+			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+		}
+		tasks[t.Name] = tr
+	}
+	return tasks
+}
+
+// complete fills in what the bin-packer left for the chosen option only:
+// the task resources of a plain group (the same on every node, so not
+// built for each candidate).
+func (b *BinPackIterator) complete(opt *RankedNode) {
+	if opt != nil && opt.plainTasks {
+		opt.TaskResources = plainTaskResources(b.tg)
+		opt.plainTasks = false
+	}
 }
 
 // Next returns the next node with room for the group.
@@ -95,15 +157,15 @@ func (b *BinPackIterator) Reset() { b.source.Reset() }
 
 func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	n := opt.Node
-	proposed, err := b.ctx.ProposedAllocs(n.ID)
+	u, err := b.ctx.proposedUsage(n.ID)
 	if err != nil {
 		b.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
 		return false
 	}
-	f := b.tryFit(n, proposed)
+	f := b.tryFit(n, u)
 	if !f.ok && b.evict && f.preemptible {
-		if victims := choosePreemptions(b.preemptRequest(n, f), proposed); len(victims) > 0 {
-			if g := b.tryFit(n, without(proposed, victims)); g.ok {
+		if victims := choosePreemptions(b.preemptRequest(n, f), u.allocs); len(victims) > 0 {
+			if g := b.tryFit(n, usageOf(without(u.allocs, victims))); g.ok {
 				f = g
 				opt.Preempted = victims
 			}
@@ -114,6 +176,7 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 		return false
 	}
 	opt.TaskResources = f.tasks
+	opt.plainTasks = f.plainTasks
 	opt.Shared = f.shared
 	opt.Proposed = f.proposed
 	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
@@ -130,8 +193,10 @@ type fitResult struct {
 	dim      string // what ran out
 	proposed []*structs.Allocation
 	tasks    map[string]*structs.AllocatedTaskResources
-	shared   structs.AllocatedSharedResources
-	used     structs.ComparableResources // demand including the group
+	// plainTasks says tasks were left for complete to build.
+	plainTasks bool
+	shared     structs.AllocatedSharedResources
+	used       structs.ComparableResources // demand including the group
 	// deviceScore is the device-affinity score of the chosen instances.
 	deviceScore float64
 	// preemptible is false when evicting allocations cannot help (the
@@ -139,9 +204,47 @@ type fitResult struct {
 	preemptible bool
 }
 
-// tryFit fits the group beside proposed: ports on a fresh index, then CPU,
-// memory and disk. It records nothing in the metrics.
-func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation) fitResult {
+// tryFit fits the group beside the proposed allocations. It records
+// nothing in the metrics.
+func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
+	if ask := b.groupAsk(); ask.plain && !u.ports && !u.devices {
+		return b.tryFitPlain(n, u, ask)
+	}
+	return b.tryFitIndexed(n, u)
+}
+
+// tryFitPlain fits a group that asks for no network and no device beside
+// allocations that hold none: no port index is needed, only the sums. It
+// decides exactly as tryFitIndexed would: the node's network must be
+// valid, then max allocs, CPU, memory and disk.
+func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *groupAsk) fitResult {
+	res := fitResult{proposed: u.allocs}
+	if err := nodeNetworkErr(n); err != nil {
+		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
+		res.dim = "network: invalid node network"
+		return res
+	}
+	res.preemptible = true
+	res.used = u.used
+	res.used.Add(ask.need)
+	if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
+		res.dim = "max allocs"
+		return res
+	}
+	if ok, dim := n.Comparable().Superset(res.used); !ok {
+		res.dim = dim
+		return res
+	}
+	res.ok = true
+	res.plainTasks = true
+	res.shared = structs.AllocatedSharedResources{DiskMB: ask.disk}
+	return res
+}
+
+// tryFitIndexed fits the group beside the proposed allocations: ports on a
+// fresh index, then CPU, memory and disk.
+func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitResult {
+	proposed := u.allocs
 	res := fitResult{proposed: proposed}
 	idx := structs.NewNetworkIndex()
 	idx.Rand = b.ctx.Rand
@@ -150,11 +253,13 @@ func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation
 		res.dim = "network: invalid node network"
 		return res
 	}
-	if collide, reason := idx.AddAllocs(proposed); collide {
-		// The node's own state is inconsistent; never add to it.
-		b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
-		res.dim = "network: port collision"
-		return res
+	if u.ports {
+		if collide, reason := idx.AddAllocs(proposed); collide {
+			// The node's own state is inconsistent; never add to it.
+			b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
+			res.dim = "network: port collision"
+			return res
+		}
 	}
 	res.preemptible = true
 
@@ -193,12 +298,8 @@ func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation
 		ID:                 "(candidate)",
 		AllocatedResources: &structs.AllocatedResources{Tasks: tasks, Shared: shared},
 	}
-	res.used = candidate.AllocatedResources.Comparable()
-	for _, a := range proposed {
-		if !a.ClientTerminalStatus() {
-			res.used.Add(a.AllocatedResources.Comparable())
-		}
-	}
+	res.used = u.used
+	res.used.Add(candidate.AllocatedResources.Comparable())
 
 	for _, ask := range b.tg.Networks {
 		offer, err := idx.AssignPorts(ask)
@@ -216,13 +317,26 @@ func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation
 	}
 	candidate.AllocatedResources.Shared = shared
 
-	all := make([]*structs.Allocation, 0, len(proposed)+1)
-	all = append(append(all, proposed...), candidate)
-	fit, dim, used, err := structs.AllocsFit(n, all, idx)
-	res.used = used
-	if err != nil || !fit {
-		res.dim = dim
-		return res
+	if devs != nil || u.devices {
+		// Device instances must also be checked against each other.
+		all := make([]*structs.Allocation, 0, len(proposed)+1)
+		all = append(append(all, proposed...), candidate)
+		fit, dim, used, err := structs.AllocsFit(n, all, idx)
+		res.used = used
+		if err != nil || !fit {
+			res.dim = dim
+			return res
+		}
+	} else {
+		// What AllocsFit checks, on the sums already known.
+		if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
+			res.dim = "max allocs"
+			return res
+		}
+		if ok, dim := n.Comparable().Superset(res.used); !ok {
+			res.dim = dim
+			return res
+		}
 	}
 	res.ok = true
 	res.tasks = tasks

@@ -151,7 +151,9 @@ func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 		s.penalty.penalty = opts.PenaltyNodeIDs
 	}
 	s.max.Reset()
-	return s.max.Next()
+	best := s.max.Next()
+	s.binpack.complete(best)
+	return best
 }
 
 // ReadyNodes filters nodes down to those that may receive placements of
