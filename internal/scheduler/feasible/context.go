@@ -105,6 +105,26 @@ type nodeAllocs struct {
 	live     int  // allocations counted in used
 	ports    bool // some allocation holds ports or networks
 	devices  bool // some allocation holds devices
+
+	// proposed is the last combination with the plan, valid while the
+	// plan's lists for the node are as described by planAt.
+	proposed proposedUsage
+	planAt   [3]listMark
+}
+
+// listMark identifies the state of a plan list that is only appended to
+// or popped from the end (structs.Plan's methods): its length and last
+// element. Appended and re-appended allocations are fresh pointers.
+type listMark struct {
+	n    int
+	last *structs.Allocation
+}
+
+func markOf(list []*structs.Allocation) listMark {
+	if len(list) == 0 {
+		return listMark{}
+	}
+	return listMark{n: len(list), last: list[len(list)-1]}
 }
 
 // proposedUsage is ProposedAllocs with the resources they hold.
@@ -198,6 +218,17 @@ func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
 	if len(updates)+len(preempted)+len(placed) == 0 {
 		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices}, nil
 	}
+	at := [3]listMark{markOf(updates), markOf(preempted), markOf(placed)}
+	if at == na.planAt {
+		return na.proposed, nil
+	}
+	na.proposed, na.planAt = na.combine(updates, preempted, placed), at
+	return na.proposed, nil
+}
+
+// combine applies the plan's stops, evictions and placements on the node
+// to its allocations in state.
+func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) proposedUsage {
 	remove := make(map[string]struct{}, len(updates)+len(preempted)+len(placed))
 	for _, list := range [][]*structs.Allocation{updates, preempted, placed} {
 		for _, a := range list {
@@ -228,9 +259,9 @@ func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
 		for _, a := range placed {
 			u.add(a)
 		}
-		return u, nil
+		return u
 	}
-	return usageOf(out), nil
+	return usageOf(out)
 }
 
 func (c *Context) regexp(expr string) (*regexp.Regexp, error) {

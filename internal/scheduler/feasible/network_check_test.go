@@ -13,7 +13,7 @@ func TestNodeNetworkErr_MatchesSetNode(t *testing.T) {
 		return []*structs.NodeNetworkResource{{Addresses: a}}
 	}
 	cases := map[string]*structs.Node{
-		"plain": {NodeResources: &structs.NodeResources{}},
+		"plain":        {NodeResources: &structs.NodeResources{}},
 		"no resources": {},
 		"reserved ok": {ReservedResources: &structs.NodeReservedResources{
 			Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: "22,80-90"}}},
