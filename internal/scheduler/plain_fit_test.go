@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -43,5 +44,37 @@ func TestServicePortlessGroupFillsNodes(t *testing.T) {
 	m := lastEval(t, h).FailedTGAllocs["web"]
 	if m == nil || m.DimensionExhausted["cpu"] == 0 {
 		t.Fatalf("failed metrics = %+v, want cpu exhausted", m)
+	}
+}
+
+// Ports are granted on the chosen node only, and the allocation's group
+// network records the same values as its port list.
+func TestServicePortsRecordedInNetworks(t *testing.T) {
+	h := NewHarness()
+	for i := 0; i < 4; i++ {
+		h.State.UpsertNode(mockNode(fmt.Sprintf("n%d", i)))
+	}
+	job := mockJob("web", 6)
+	job.TaskGroups[0].Networks[0].ReservedPorts = []structs.Port{{Label: "admin", Value: 9000}}
+	h.State.UpsertJob(job)
+	process(t, h, mockEval(job))
+
+	allocs := liveAllocs(h, "web")
+	if len(allocs) != 4 { // the static port fits once per node
+		t.Fatalf("placed %d, want 4", len(allocs))
+	}
+	for _, a := range allocs {
+		sh := a.AllocatedResources.Shared
+		if len(sh.Ports) != 2 || len(sh.Networks) != 1 {
+			t.Fatalf("%s: ports %+v networks %+v", a.Name, sh.Ports, sh.Networks)
+		}
+		nw := sh.Networks[0]
+		http, _ := sh.Ports.Get("http")
+		admin, _ := sh.Ports.Get("admin")
+		if admin.Value != 9000 || http.Value < 20000 || http.Value > 32000 ||
+			len(nw.DynamicPorts) != 1 || nw.DynamicPorts[0].Value != http.Value ||
+			len(nw.ReservedPorts) != 1 || nw.ReservedPorts[0].Value != 9000 || nw.IP != "10.0.0.1" {
+			t.Fatalf("%s: ports %+v, network %+v", a.Name, sh.Ports, nw)
+		}
 	}
 }

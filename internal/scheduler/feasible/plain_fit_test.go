@@ -85,10 +85,17 @@ func TestBinPack_PlainFitMatchesIndexed(t *testing.T) {
 			t.Errorf("%s: cached usage %+v/%d, recounted %+v/%d", n.ID, u.used, u.live, fresh.used, fresh.live)
 		}
 		if plain.ok {
-			opt := &RankedNode{plainTasks: plain.plainTasks}
-			b.complete(opt)
-			if !reflect.DeepEqual(opt.TaskResources, indexed.tasks) {
-				t.Errorf("%s: task resources %v, indexed %v", n.ID, opt.TaskResources, indexed.tasks)
+			p := &RankedNode{TaskResources: plain.tasks, plainTasks: plain.plainTasks, Shared: plain.shared, offers: plain.offers}
+			x := &RankedNode{TaskResources: indexed.tasks, plainTasks: indexed.plainTasks, Shared: indexed.shared, offers: indexed.offers}
+			b.complete(p)
+			b.complete(x)
+			if !reflect.DeepEqual(p.TaskResources, x.TaskResources) || !reflect.DeepEqual(p.Shared, x.Shared) {
+				t.Errorf("%s: granted %v %+v, indexed %v %+v", n.ID, p.TaskResources, p.Shared, x.TaskResources, x.Shared)
+			}
+			a := p.TaskResources["a"]
+			if len(p.TaskResources) != 3 || a.Cpu.CpuShares != 600 || a.Memory.MemoryMB != 600 || a.Memory.MemoryMaxMB != 900 ||
+				p.Shared.DiskMB != 300 {
+				t.Errorf("%s: granted %v %+v", n.ID, p.TaskResources, p.Shared)
 			}
 		}
 	}

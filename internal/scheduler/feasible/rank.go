@@ -21,8 +21,13 @@ const binPackingMaxFitScore = 18.0
 type RankedNode struct {
 	Node       *structs.Node
 	FinalScore float64
-	Scores     []float64
-	ScoreMeta  map[string]float64
+	// Scores are the scores in the order given; ScoreMap names them.
+	Scores []float64
+	names  []string
+	// Inline room for the usual number of scores: no allocation per
+	// candidate node for them.
+	scoreBuf [4]float64
+	nameBuf  [4]string
 
 	TaskResources map[string]*structs.AllocatedTaskResources
 	Shared        structs.AllocatedSharedResources
@@ -34,16 +39,31 @@ type RankedNode struct {
 	Preempted []*structs.Allocation
 
 	// plainTasks: TaskResources are built by BinPackIterator.complete
-	// once the option is chosen.
+	// once the option is chosen; offers (one per group network) become
+	// Shared's ports and networks there.
 	plainTasks bool
+	offers     []structs.AllocatedPorts
 }
 
 func (r *RankedNode) addScore(name string, s float64) {
-	r.Scores = append(r.Scores, s)
-	if r.ScoreMeta == nil {
-		r.ScoreMeta = make(map[string]float64, 4)
+	if r.Scores == nil {
+		r.Scores, r.names = r.scoreBuf[:0], r.nameBuf[:0]
 	}
-	r.ScoreMeta[name] = s
+	r.Scores = append(r.Scores, s)
+	r.names = append(r.names, name)
+}
+
+// ScoreMap returns the scores by name (a later score of the same name
+// wins), or nil when there are none. It builds a new map on every call.
+func (r *RankedNode) ScoreMap() map[string]float64 {
+	if len(r.names) == 0 {
+		return nil
+	}
+	m := make(map[string]float64, len(r.names))
+	for i, name := range r.names {
+		m[name] = r.Scores[i]
+	}
+	return m
 }
 
 // RankIterator yields ranked nodes.
@@ -53,7 +73,16 @@ type RankIterator interface {
 }
 
 // FeasibleRankIterator turns feasible nodes into ranked options.
-type FeasibleRankIterator struct{ source NodeIterator }
+type FeasibleRankIterator struct {
+	source NodeIterator
+
+	// reuse recycles the options of one selection in the next (after
+	// Reset): the Stack sets it, as an option is only used until the
+	// next Select. pool holds them, used counts those handed out.
+	reuse bool
+	pool  []*RankedNode
+	used  int
+}
 
 // Next wraps the next feasible node.
 func (f *FeasibleRankIterator) Next() *RankedNode {
@@ -61,11 +90,23 @@ func (f *FeasibleRankIterator) Next() *RankedNode {
 	if n == nil {
 		return nil
 	}
-	return &RankedNode{Node: n}
+	if !f.reuse {
+		return &RankedNode{Node: n}
+	}
+	if f.used == len(f.pool) {
+		f.pool = append(f.pool, new(RankedNode))
+	}
+	opt := f.pool[f.used]
+	f.used++
+	*opt = RankedNode{Node: n}
+	return opt
 }
 
-// Reset resets the source.
-func (f *FeasibleRankIterator) Reset() { f.source.Reset() }
+// Reset resets the source and, when reusing, takes back every option.
+func (f *FeasibleRankIterator) Reset() {
+	f.used = 0
+	f.source.Reset()
+}
 
 // BinPackIterator computes whether the group fits on each node (CPU,
 // memory, disk, ports with a fresh index over the proposed allocations)
@@ -88,25 +129,27 @@ type BinPackIterator struct {
 // groupAsk is what one allocation of a group asks for, computed once per
 // group rather than once per candidate node.
 type groupAsk struct {
-	tg    *structs.TaskGroup
-	plain bool // no networks, no devices
-	disk  int64
-	need  structs.ComparableResources // the candidate alloc's Comparable()
+	tg      *structs.TaskGroup
+	plain   bool // no networks, no devices
+	devices bool // some task asks for devices
+	disk    int64
+	need    structs.ComparableResources // the candidate alloc's Comparable()
 }
 
 func (b *BinPackIterator) groupAsk() *groupAsk {
 	if b.ask.tg == b.tg {
 		return &b.ask
 	}
-	a := groupAsk{tg: b.tg, plain: len(b.tg.Networks) == 0}
+	a := groupAsk{tg: b.tg}
 	if b.tg.EphemeralDisk != nil {
 		a.disk = int64(b.tg.EphemeralDisk.SizeMB)
 	}
 	for _, t := range b.tg.Tasks {
 		if t.Resources != nil && len(t.Resources.Devices) > 0 {
-			a.plain = false
+			a.devices = true
 		}
 	}
+	a.plain = len(b.tg.Networks) == 0 && !a.devices
 	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
 	a.need = ar.Comparable()
 	b.ask = a
@@ -133,9 +176,19 @@ func plainTaskResources(tg *structs.TaskGroup) map[string]*structs.AllocatedTask
 // the task resources of a plain group (the same on every node, so not
 // built for each candidate).
 func (b *BinPackIterator) complete(opt *RankedNode) {
-	if opt != nil && opt.plainTasks {
+	if opt == nil {
+		return
+	}
+	if opt.plainTasks {
 		opt.TaskResources = plainTaskResources(b.tg)
 		opt.plainTasks = false
+	}
+	if opt.offers != nil {
+		for i, na := range b.tg.Networks {
+			opt.Shared.Ports = append(opt.Shared.Ports, opt.offers[i]...)
+			opt.Shared.Networks = append(opt.Shared.Networks, networkFromOffer(na, opt.offers[i]))
+		}
+		opt.offers = nil
 	}
 }
 
@@ -177,6 +230,7 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	}
 	opt.TaskResources = f.tasks
 	opt.plainTasks = f.plainTasks
+	opt.offers = f.offers
 	opt.Shared = f.shared
 	opt.Proposed = f.proposed
 	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
@@ -195,6 +249,7 @@ type fitResult struct {
 	tasks    map[string]*structs.AllocatedTaskResources
 	// plainTasks says tasks were left for complete to build.
 	plainTasks bool
+	offers     []structs.AllocatedPorts // granted ports, per group network
 	shared     structs.AllocatedSharedResources
 	used       structs.ComparableResources // demand including the group
 	// deviceScore is the device-affinity score of the chosen instances.
@@ -242,8 +297,11 @@ func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *gro
 }
 
 // tryFitIndexed fits the group beside the proposed allocations: ports on a
-// fresh index, then CPU, memory and disk.
+// fresh index, devices, then CPU, memory and disk. The granted ports are
+// kept as offers; their network records are built by complete, for the
+// chosen node only.
 func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitResult {
+	ask := b.groupAsk()
 	proposed := u.allocs
 	res := fitResult{proposed: proposed}
 	idx := structs.NewNetworkIndex()
@@ -263,46 +321,45 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	}
 	res.preemptible = true
 
-	shared := structs.AllocatedSharedResources{}
-	if b.tg.EphemeralDisk != nil {
-		shared.DiskMB = int64(b.tg.EphemeralDisk.SizeMB)
-	}
-	tasks := make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+	// Devices are granted per task; without device asks every task gets
+	// the same resources on any node and complete builds them.
+	var tasks map[string]*structs.AllocatedTaskResources
 	var devs *deviceAllocator
-	for _, t := range b.tg.Tasks {
-		tr := &structs.AllocatedTaskResources{}
-		if r := t.Resources; r != nil {
-			tr.Cpu.CpuShares = int64(r.CPU)
-			tr.Memory.MemoryMB = int64(r.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
-			for _, ask := range r.Devices {
-				if devs == nil {
-					devs = newDeviceAllocator(b.ctx, n, proposed)
+	if ask.devices {
+		tasks = make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+		for _, t := range b.tg.Tasks {
+			tr := &structs.AllocatedTaskResources{}
+			if r := t.Resources; r != nil {
+				tr.Cpu.CpuShares = int64(r.CPU)
+				tr.Memory.MemoryMB = int64(r.MemoryMB)
+				tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				for _, da := range r.Devices {
+					if devs == nil {
+						devs = newDeviceAllocator(b.ctx, n, proposed)
+					}
+					grant, dim := devs.assign(da)
+					if grant == nil {
+						// Evicting allocations to free devices is not
+						// supported; CPU and memory preemption cannot help.
+						res.dim, res.preemptible = dim, false
+						return res
+					}
+					tr.Devices = append(tr.Devices, grant)
 				}
-				grant, dim := devs.assign(ask)
-				if grant == nil {
-					// Evicting allocations to free devices is not
-					// supported; CPU and memory preemption cannot help.
-					res.dim, res.preemptible = dim, false
-					return res
-				}
-				tr.Devices = append(tr.Devices, grant)
 			}
+			tasks[t.Name] = tr
 		}
-		tasks[t.Name] = tr
 	}
 	if devs != nil {
 		res.deviceScore = devs.affinityScore()
 	}
-	candidate := &structs.Allocation{
-		ID:                 "(candidate)",
-		AllocatedResources: &structs.AllocatedResources{Tasks: tasks, Shared: shared},
-	}
+	// Devices and ports add nothing to the comparable demand.
 	res.used = u.used
-	res.used.Add(candidate.AllocatedResources.Comparable())
+	res.used.Add(ask.need)
 
-	for _, ask := range b.tg.Networks {
-		offer, err := idx.AssignPorts(ask)
+	var offers []structs.AllocatedPorts
+	for _, na := range b.tg.Networks {
+		offer, err := idx.AssignPorts(na)
 		if err != nil {
 			res.dim = networkDimension(err)
 			return res
@@ -312,13 +369,16 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 			res.dim = "network: port collision"
 			return res
 		}
-		shared.Ports = append(shared.Ports, offer...)
-		shared.Networks = append(shared.Networks, networkFromOffer(ask, offer))
+		offers = append(offers, offer)
 	}
-	candidate.AllocatedResources.Shared = shared
 
 	if devs != nil || u.devices {
 		// Device instances must also be checked against each other.
+		candidate := &structs.Allocation{
+			ID: "(candidate)",
+			AllocatedResources: &structs.AllocatedResources{Tasks: tasks,
+				Shared: structs.AllocatedSharedResources{DiskMB: ask.disk}},
+		}
 		all := make([]*structs.Allocation, 0, len(proposed)+1)
 		all = append(append(all, proposed...), candidate)
 		fit, dim, used, err := structs.AllocsFit(n, all, idx)
@@ -340,7 +400,9 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	}
 	res.ok = true
 	res.tasks = tasks
-	res.shared = shared
+	res.plainTasks = tasks == nil
+	res.offers = offers
+	res.shared = structs.AllocatedSharedResources{DiskMB: ask.disk}
 	return res
 }
 
@@ -506,17 +568,21 @@ const maxScoreMeta = 5
 func (c *Context) recordScore(opt *RankedNode) {
 	c.explainScored(opt)
 	m := c.metrics
-	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMeta, NormScore: opt.FinalScore}
-	m.ScoreMetaData = append(m.ScoreMetaData, meta)
-	if len(m.ScoreMetaData) > maxScoreMeta {
+	if len(m.ScoreMetaData) >= maxScoreMeta {
 		worst := 0
 		for i, s := range m.ScoreMetaData {
 			if s.NormScore < m.ScoreMetaData[worst].NormScore {
 				worst = i
 			}
 		}
+		if opt.FinalScore < m.ScoreMetaData[worst].NormScore {
+			// It would be the one dropped: do not build its entry.
+			return
+		}
 		m.ScoreMetaData = append(m.ScoreMetaData[:worst], m.ScoreMetaData[worst+1:]...)
 	}
+	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMap(), NormScore: opt.FinalScore}
+	m.ScoreMetaData = append(m.ScoreMetaData, meta)
 }
 
 // LimitIterator stops after limit options. Options scoring at or below

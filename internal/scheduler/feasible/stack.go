@@ -55,7 +55,9 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 	s.feas = NewFeasibilityIterator(ctx, s.source)
 	s.distinct = NewDistinctHostsIterator(ctx, s.feas)
 	s.property = NewDistinctPropertyIterator(ctx, s.distinct)
-	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.property}, algorithm: algorithm}
+	// Options live until the next Select (the scheduler builds its
+	// allocation before asking again), so their memory is reused.
+	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.property, reuse: true}, algorithm: algorithm}
 	s.anti = &JobAntiAffinityIterator{source: s.binpack}
 	s.penalty = &PenaltyIterator{source: s.anti}
 	s.affinity = &NodeAffinityIterator{ctx: ctx, source: s.penalty}
@@ -122,7 +124,8 @@ func (s *Stack) SetJob(job *structs.Job) {
 }
 
 // Select picks the best node for one allocation of tg, or nil. The
-// context's Metrics explain the outcome either way.
+// context's Metrics explain the outcome either way. The option is valid
+// until the next Select.
 func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 	s.ctx.ResetMetrics()
 	s.ctx.explainSelect(tg)
