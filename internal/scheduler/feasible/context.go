@@ -34,6 +34,9 @@ type Context struct {
 
 	// nodes caches each node's allocations in State (ProposedAllocs).
 	nodes map[string]*nodeAllocs
+	// pending are score entries of metrics whose maps are built when the
+	// metrics are read (recordScore).
+	pending []pendingScores
 }
 
 // NewContext builds a context. seed drives node shuffling and port choice.
@@ -56,10 +59,16 @@ func NewContext(state AllocSource, plan *structs.Plan, logger hclog.Logger, seed
 func newMetrics() *structs.AllocMetric { return &structs.AllocMetric{} }
 
 // Metrics returns the metrics of the current selection.
-func (c *Context) Metrics() *structs.AllocMetric { return c.metrics }
+func (c *Context) Metrics() *structs.AllocMetric {
+	c.flushScores()
+	return c.metrics
+}
 
 // ResetMetrics starts fresh metrics for the next selection.
-func (c *Context) ResetMetrics() { c.metrics = newMetrics() }
+func (c *Context) ResetMetrics() {
+	c.flushScores()
+	c.metrics = newMetrics()
+}
 
 // Eligibility returns the per-class feasibility memo of this evaluation.
 func (c *Context) Eligibility() *Eligibility { return c.eligibility }

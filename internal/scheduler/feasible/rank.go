@@ -581,8 +581,50 @@ func (c *Context) recordScore(opt *RankedNode) {
 		}
 		m.ScoreMetaData = append(m.ScoreMetaData[:worst], m.ScoreMetaData[worst+1:]...)
 	}
-	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMap(), NormScore: opt.FinalScore}
+	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, NormScore: opt.FinalScore}
 	m.ScoreMetaData = append(m.ScoreMetaData, meta)
+	if len(opt.names) > len(pendingScores{}.names) {
+		meta.Scores = opt.ScoreMap()
+		return
+	}
+	// Most entries are displaced by better nodes before anyone reads the
+	// metrics: name their scores only when they are read (Metrics).
+	p := pendingScores{meta: meta, n: len(opt.names)}
+	copy(p.names[:], opt.names)
+	copy(p.scores[:], opt.Scores)
+	c.pending = append(c.pending, p)
+}
+
+// pendingScores are the scores of a kept NodeScoreMeta whose Scores map is
+// not built yet.
+type pendingScores struct {
+	meta   *structs.NodeScoreMeta
+	n      int
+	names  [8]string
+	scores [8]float64
+}
+
+// flushScores builds the Scores maps of the metrics' entries still kept.
+func (c *Context) flushScores() {
+	if len(c.pending) == 0 {
+		return
+	}
+	for i := range c.pending {
+		p := &c.pending[i]
+		for _, kept := range c.metrics.ScoreMetaData {
+			if kept == p.meta {
+				if p.n > 0 {
+					kept.Scores = make(map[string]float64, p.n)
+					for j := 0; j < p.n; j++ {
+						kept.Scores[p.names[j]] = p.scores[j]
+					}
+				}
+				break
+			}
+		}
+		p.meta = nil
+	}
+	c.pending = c.pending[:0]
 }
 
 // LimitIterator stops after limit options. Options scoring at or below
