@@ -36,7 +36,7 @@ type Context struct {
 	nodes map[string]*nodeAllocs
 	// pending are score entries of metrics whose maps are built when the
 	// metrics are read (recordScore).
-	pending []pendingScores
+	pending [maxScoreMeta]pendingScores
 }
 
 // NewContext builds a context. seed drives node shuffling and port choice.

@@ -579,6 +579,7 @@ func (c *Context) recordScore(opt *RankedNode) {
 			// It would be the one dropped: do not build its entry.
 			return
 		}
+		c.dropPending(m.ScoreMetaData[worst])
 		m.ScoreMetaData = append(m.ScoreMetaData[:worst], m.ScoreMetaData[worst+1:]...)
 	}
 	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, NormScore: opt.FinalScore}
@@ -588,15 +589,22 @@ func (c *Context) recordScore(opt *RankedNode) {
 		return
 	}
 	// Most entries are displaced by better nodes before anyone reads the
-	// metrics: name their scores only when they are read (Metrics).
-	p := pendingScores{meta: meta, n: len(opt.names)}
-	copy(p.names[:], opt.names)
-	copy(p.scores[:], opt.Scores)
-	c.pending = append(c.pending, p)
+	// metrics: name their scores only when they are read (Metrics). Every
+	// pending entry is one of the (at most maxScoreMeta) kept, so a free
+	// slot exists.
+	for i := range c.pending {
+		if p := &c.pending[i]; p.meta == nil {
+			p.meta, p.n = meta, len(opt.names)
+			copy(p.names[:], opt.names)
+			copy(p.scores[:], opt.Scores)
+			return
+		}
+	}
+	meta.Scores = opt.ScoreMap()
 }
 
 // pendingScores are the scores of a kept NodeScoreMeta whose Scores map is
-// not built yet.
+// not built yet; a nil meta marks a free slot.
 type pendingScores struct {
 	meta   *structs.NodeScoreMeta
 	n      int
@@ -604,27 +612,30 @@ type pendingScores struct {
 	scores [8]float64
 }
 
-// flushScores builds the Scores maps of the metrics' entries still kept.
-func (c *Context) flushScores() {
-	if len(c.pending) == 0 {
-		return
+func (c *Context) dropPending(meta *structs.NodeScoreMeta) {
+	for i := range c.pending {
+		if c.pending[i].meta == meta {
+			c.pending[i].meta = nil
+			return
+		}
 	}
+}
+
+// flushScores builds the Scores maps of the pending entries.
+func (c *Context) flushScores() {
 	for i := range c.pending {
 		p := &c.pending[i]
-		for _, kept := range c.metrics.ScoreMetaData {
-			if kept == p.meta {
-				if p.n > 0 {
-					kept.Scores = make(map[string]float64, p.n)
-					for j := 0; j < p.n; j++ {
-						kept.Scores[p.names[j]] = p.scores[j]
-					}
-				}
-				break
+		if p.meta == nil {
+			continue
+		}
+		if p.n > 0 {
+			p.meta.Scores = make(map[string]float64, p.n)
+			for j := 0; j < p.n; j++ {
+				p.meta.Scores[p.names[j]] = p.scores[j]
 			}
 		}
 		p.meta = nil
 	}
-	c.pending = c.pending[:0]
 }
 
 // LimitIterator stops after limit options. Options scoring at or below
