@@ -207,7 +207,9 @@ func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
 	u := usageOf(na.existing)
 	na.used, na.live, na.ports, na.devices = u.used, u.live, u.ports, u.devices
 	if c.nodes == nil {
-		c.nodes = make(map[string]*nodeAllocs)
+		// A selection looks at a dozen or more nodes (log2 of the
+		// cluster): start with room for them.
+		c.nodes = make(map[string]*nodeAllocs, 16)
 	}
 	c.nodes[nodeID] = na
 	return na, nil

@@ -94,7 +94,11 @@ func (f *FeasibleRankIterator) Next() *RankedNode {
 		return &RankedNode{Node: n}
 	}
 	if f.used == len(f.pool) {
-		f.pool = append(f.pool, new(RankedNode))
+		// Grow by a slab: one allocation for the next options.
+		slab := make([]RankedNode, max(16, len(f.pool)))
+		for i := range slab {
+			f.pool = append(f.pool, &slab[i])
+		}
 	}
 	opt := f.pool[f.used]
 	f.used++
@@ -608,8 +612,8 @@ func (c *Context) recordScore(opt *RankedNode) {
 type pendingScores struct {
 	meta   *structs.NodeScoreMeta
 	n      int
-	names  [8]string
-	scores [8]float64
+	names  [4]string
+	scores [4]float64
 }
 
 func (c *Context) dropPending(meta *structs.NodeScoreMeta) {
