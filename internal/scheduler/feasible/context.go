@@ -19,6 +19,12 @@ type AllocSource interface {
 	NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error)
 }
 
+// liveAllocsReader is a state that reads many nodes' non-terminal
+// allocations from one transaction (*state.StateSnapshot).
+type liveAllocsReader interface {
+	LiveAllocsByNodeReader() func(nodeID string) ([]*structs.Allocation, error)
+}
+
 // Context is shared by the iterators of one evaluation.
 type Context struct {
 	State  AllocSource
@@ -32,8 +38,11 @@ type Context struct {
 	classes     map[string]string
 	explain     *Explain // nil unless a dry run asked why (explain.go)
 
-	// nodes caches each node's allocations in State (ProposedAllocs).
-	nodes map[string]*nodeAllocs
+	// nodes caches each node's allocations in State (ProposedAllocs);
+	// liveAllocs reads them (one read transaction for the pass when the
+	// state offers it).
+	nodes      map[string]*nodeAllocs
+	liveAllocs func(nodeID string) ([]*structs.Allocation, error)
 	// pending are score entries of metrics whose maps are built when the
 	// metrics are read (recordScore).
 	pending [maxScoreMeta]pendingScores
@@ -79,6 +88,7 @@ func (c *Context) SetState(s AllocSource, plan *structs.Plan) {
 	c.State = s
 	c.Plan = plan
 	c.nodes = nil
+	c.liveAllocs = nil
 }
 
 // ComputedClass returns the node's computed class, computing it (without
@@ -150,34 +160,41 @@ type proposedUsage struct {
 	ports, devices bool
 }
 
-// holdsSpecial reports whether a holds ports or networks, and devices.
-func holdsSpecial(a *structs.Allocation) (ports, devices bool) {
-	ar := a.AllocatedResources
-	if ar == nil {
-		return false, false
-	}
-	ports = len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0
-	for _, t := range ar.Tasks {
-		if t == nil {
-			continue
-		}
-		ports = ports || len(t.Networks) > 0
-		devices = devices || len(t.Devices) > 0
-	}
-	return ports, devices
-}
-
-// addUsage counts a in u as AllocsFit does (client-terminal allocs hold
-// nothing).
+// add counts a in u as AllocsFit does (client-terminal allocs hold
+// nothing): its comparable resources (as AllocatedResources.Comparable
+// sums them) and whether it holds ports, networks or devices, in one walk
+// over its tasks.
 func (u *proposedUsage) add(a *structs.Allocation) {
 	if a == nil || a.ClientTerminalStatus() {
 		return
 	}
 	u.live++
-	u.used.Add(a.AllocatedResources.Comparable())
-	p, d := holdsSpecial(a)
-	u.ports = u.ports || p
-	u.devices = u.devices || d
+	ar := a.AllocatedResources
+	if ar == nil {
+		return
+	}
+	if len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0 {
+		u.ports = true
+	}
+	for _, t := range ar.Tasks {
+		if t == nil {
+			continue
+		}
+		u.used.CPU += t.Cpu.CpuShares
+		u.used.MemoryMB += t.Memory.MemoryMB
+		if t.Memory.MemoryMaxMB > t.Memory.MemoryMB {
+			u.used.MemoryMaxMB += t.Memory.MemoryMaxMB
+		} else {
+			u.used.MemoryMaxMB += t.Memory.MemoryMB
+		}
+		if len(t.Networks) > 0 {
+			u.ports = true
+		}
+		if len(t.Devices) > 0 {
+			u.devices = true
+		}
+	}
+	u.used.DiskMB += ar.Shared.DiskMB
 }
 
 // usageOf sums allocs from scratch.
@@ -193,7 +210,15 @@ func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
 	if na, ok := c.nodes[nodeID]; ok {
 		return na, nil
 	}
-	all, err := c.State.AllocsByNodeTerminal(nil, nodeID, false)
+	if c.liveAllocs == nil {
+		c.liveAllocs = func(id string) ([]*structs.Allocation, error) {
+			return c.State.AllocsByNodeTerminal(nil, id, false)
+		}
+		if r, ok := c.State.(liveAllocsReader); ok {
+			c.liveAllocs = r.LiveAllocsByNodeReader()
+		}
+	}
+	all, err := c.liveAllocs(nodeID)
 	if err != nil {
 		return nil, err
 	}

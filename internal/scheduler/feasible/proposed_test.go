@@ -79,3 +79,37 @@ func ids(as []*structs.Allocation) []string {
 	}
 	return out
 }
+
+// The usage sums equal AllocatedResources.Comparable summed over the
+// allocations that hold resources, and flag ports and devices.
+func TestUsageOf_MatchesComparable(t *testing.T) {
+	res := func(cpu, mem, memMax, disk int64) *structs.AllocatedResources {
+		return &structs.AllocatedResources{
+			Tasks: map[string]*structs.AllocatedTaskResources{
+				"a": {Cpu: structs.AllocatedCpuResources{CpuShares: cpu},
+					Memory: structs.AllocatedMemoryResources{MemoryMB: mem, MemoryMaxMB: memMax}},
+				"b": {Cpu: structs.AllocatedCpuResources{CpuShares: 7}, Memory: structs.AllocatedMemoryResources{MemoryMB: 3}},
+				"c": nil,
+			},
+			Shared: structs.AllocatedSharedResources{DiskMB: disk}}
+	}
+	allocs := []*structs.Allocation{
+		{ID: "1", ClientStatus: structs.AllocClientStatusRunning, AllocatedResources: res(100, 200, 500, 10)},
+		{ID: "2", ClientStatus: structs.AllocClientStatusPending, AllocatedResources: res(300, 200, 100, 20)},
+		{ID: "3", ClientStatus: structs.AllocClientStatusFailed, AllocatedResources: res(5000, 5000, 0, 5000)},
+		{ID: "4", ClientStatus: structs.AllocClientStatusRunning},
+	}
+	var want structs.ComparableResources
+	for _, a := range allocs[:2] {
+		want.Add(a.AllocatedResources.Comparable())
+	}
+	u := usageOf(allocs)
+	if u.used != want || u.live != 3 || u.ports || u.devices {
+		t.Fatalf("usage %+v live %d ports %v devices %v, want %+v live 3", u.used, u.live, u.ports, u.devices, want)
+	}
+	allocs[1].AllocatedResources.Shared.Ports = structs.AllocatedPorts{{Label: "p", Value: 1}}
+	allocs[0].AllocatedResources.Tasks["a"].Devices = []*structs.AllocatedDeviceResource{{Name: "gpu"}}
+	if u := usageOf(allocs); !u.ports || !u.devices {
+		t.Fatalf("ports %v devices %v, want both", u.ports, u.devices)
+	}
+}
