@@ -7,8 +7,10 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// The one-transaction reader lists what AllocsByNodeTerminal lists, and
-// keeps reading the state it was opened on.
+// The reader lists what AllocsByNodeTerminal lists, keeps reading the state
+// it was opened on, shares one LiveAllocs between snapshots while a node's
+// allocations are unchanged, and reads afresh after any write to them
+// (placement, client update, stop).
 func TestLiveAllocsByNodeReader(t *testing.T) {
 	s := testStore(t)
 	job := mockJob("j")
@@ -28,20 +30,65 @@ func TestLiveAllocsByNodeReader(t *testing.T) {
 		must(t, err)
 		want, err := snap.AllocsByNodeTerminal(nil, node, false)
 		must(t, err)
-		if fmt.Sprint(allocIDs(got)) != fmt.Sprint(allocIDs(want)) {
-			t.Fatalf("%s: reader %v, AllocsByNodeTerminal %v", node, allocIDs(got), allocIDs(want))
+		if fmt.Sprint(allocIDs(got.Allocs)) != fmt.Sprint(allocIDs(want)) {
+			t.Fatalf("%s: reader %v, AllocsByNodeTerminal %v", node, allocIDs(got.Allocs), allocIDs(want))
 		}
 	}
-	if got, _ := read("n2"); fmt.Sprint(allocIDs(got)) != "[a3]" {
-		t.Fatalf("n2 live allocs = %v, want [a3] (a1 is complete)", allocIDs(got))
+	n1, _ := read("n1")
+	n2, _ := read("n2")
+	if fmt.Sprint(allocIDs(n1.Allocs)) != "[a0 a2]" || fmt.Sprint(allocIDs(n2.Allocs)) != "[a3]" {
+		t.Fatalf("n1 %v n2 %v, want [a0 a2] and [a3] (a1 is complete)", allocIDs(n1.Allocs), allocIDs(n2.Allocs))
 	}
-	// A reader opened on the store keeps its point in time.
-	live := s.LiveAllocsByNodeReader()
+
+	check := func(step string, read func(string) (*LiveAllocs, error), node string, want string, same *LiveAllocs) *LiveAllocs {
+		t.Helper()
+		got, err := read(node)
+		must(t, err)
+		if fmt.Sprint(allocIDs(got.Allocs)) != want {
+			t.Fatalf("%s: %s has %v, want %s", step, node, allocIDs(got.Allocs), want)
+		}
+		if same != nil && got != same {
+			t.Fatalf("%s: %s was read afresh though unchanged", step, node)
+		}
+		if same == nil && got == n1 || same == nil && got == n2 {
+			t.Fatalf("%s: %s served from the memo though changed", step, node)
+		}
+		return got
+	}
+
+	// A placement on n2 leaves n1 shared and changes n2; a reader opened
+	// before the write keeps its point in time.
+	old := s.LiveAllocsByNodeReader()
 	more := *allocs[3]
 	more.ID = "a9"
 	must(t, s.UpsertAllocs(12, []*structs.Allocation{&more}))
-	if got, _ := live("n2"); fmt.Sprint(allocIDs(got)) != "[a3]" {
-		t.Fatalf("reader sees %v after a later write, want [a3]", allocIDs(got))
+	check("old reader", old, "n2", "[a3]", n2)
+	now := s.LiveAllocsByNodeReader()
+	check("after placement", now, "n1", "[a0 a2]", n1)
+	n2 = check("after placement", now, "n2", "[a3 a9]", nil)
+
+	// A client update that leaves the alloc live still rewrites it.
+	up := *allocs[2]
+	up.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpdateAllocsFromClient(13, []*structs.Allocation{&up}))
+	n1 = check("after client update", s.LiveAllocsByNodeReader(), "n1", "[a0 a2]", nil)
+	if n1.Allocs[1].ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatal("the memo served the alloc as it was before the client update")
+	}
+	// An alloc turning terminal leaves the list.
+	done := *allocs[0]
+	done.ClientStatus = structs.AllocClientStatusComplete
+	must(t, s.UpdateAllocsFromClient(14, []*structs.Allocation{&done}))
+	check("after completion", s.LiveAllocsByNodeReader(), "n1", "[a2]", nil)
+	check("after completion", s.LiveAllocsByNodeReader(), "n2", "[a3 a9]", n2)
+}
+
+func TestLiveAllocs_DeriveOnce(t *testing.T) {
+	la := &LiveAllocs{Allocs: []*structs.Allocation{{ID: "a"}}}
+	calls := 0
+	f := func(as []*structs.Allocation) any { calls++; return len(as) }
+	if la.Derive(f) != 1 || la.Derive(f) != 1 || calls != 1 {
+		t.Fatalf("Derive computed %d times, want once", calls)
 	}
 }
 

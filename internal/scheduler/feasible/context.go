@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 
+	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
@@ -22,7 +23,7 @@ type AllocSource interface {
 // liveAllocsReader is a state that reads many nodes' non-terminal
 // allocations from one transaction (*state.StateSnapshot).
 type liveAllocsReader interface {
-	LiveAllocsByNodeReader() func(nodeID string) ([]*structs.Allocation, error)
+	LiveAllocsByNodeReader() func(nodeID string) (*state.LiveAllocs, error)
 }
 
 // Context is shared by the iterators of one evaluation.
@@ -42,7 +43,7 @@ type Context struct {
 	// liveAllocs reads them (one read transaction for the pass when the
 	// state offers it).
 	nodes      map[string]*nodeAllocs
-	liveAllocs func(nodeID string) ([]*structs.Allocation, error)
+	liveAllocs func(nodeID string) (*state.LiveAllocs, error)
 	// pending are score entries of metrics whose maps are built when the
 	// metrics are read (recordScore).
 	pending [maxScoreMeta]pendingScores
@@ -119,16 +120,39 @@ func (c *Context) ProposedAllocs(nodeID string) ([]*structs.Allocation, error) {
 // the snapshot is immutable, so only the plan (combined on every read)
 // changes what is proposed there.
 type nodeAllocs struct {
-	existing []*structs.Allocation // non-terminal, in state order
-	used     structs.ComparableResources
-	live     int  // allocations counted in used
-	ports    bool // some allocation holds ports or networks
-	devices  bool // some allocation holds devices
+	nodeBase
+
+	// netErr memoises nodeNetworkErr for the pass (a node ID names one
+	// node object in a snapshot); netChecked says it was computed.
+	netChecked bool
+	netErr     error
 
 	// proposed is the last combination with the plan, valid while the
 	// plan's lists for the node are as described by planAt.
 	proposed proposedUsage
 	planAt   [3]listMark
+}
+
+// networkErr is nodeNetworkErr(n), computed once per pass for n.
+func (u *proposedUsage) networkErr(n *structs.Node) error {
+	na := u.node
+	if na == nil {
+		return nodeNetworkErr(n)
+	}
+	if !na.netChecked {
+		na.netErr, na.netChecked = nodeNetworkErr(n), true
+	}
+	return na.netErr
+}
+
+// nodeBase is what the state holds on a node, summed; shared read-only
+// between passes (state.LiveAllocs.Derive).
+type nodeBase struct {
+	existing []*structs.Allocation // non-terminal, in state order
+	used     structs.ComparableResources
+	live     int  // allocations counted in used
+	ports    bool // some allocation holds ports or networks
+	devices  bool // some allocation holds devices
 }
 
 // listMark identifies the state of a plan list that is only appended to
@@ -158,6 +182,9 @@ type proposedUsage struct {
 	// the device checks. Both may be set when no longer true (after the
 	// plan removed the allocation): they only cost the exact checks.
 	ports, devices bool
+
+	// node is the pass's cache entry of the node.
+	node *nodeAllocs
 }
 
 // add counts a in u as AllocsFit does (client-terminal allocs hold
@@ -211,26 +238,32 @@ func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
 		return na, nil
 	}
 	if c.liveAllocs == nil {
-		c.liveAllocs = func(id string) ([]*structs.Allocation, error) {
-			return c.State.AllocsByNodeTerminal(nil, id, false)
+		c.liveAllocs = func(id string) (*state.LiveAllocs, error) {
+			all, err := c.State.AllocsByNodeTerminal(nil, id, false)
+			return &state.LiveAllocs{Allocs: all}, err
 		}
 		if r, ok := c.State.(liveAllocsReader); ok {
 			c.liveAllocs = r.LiveAllocsByNodeReader()
 		}
 	}
-	all, err := c.liveAllocs(nodeID)
+	live, err := c.liveAllocs(nodeID)
 	if err != nil {
 		return nil, err
 	}
-	na := &nodeAllocs{}
-	for _, a := range all {
-		if a.TerminalStatus() {
-			continue
+	// The sums are shared by every pass that finds the node's
+	// allocations unchanged.
+	base := live.Derive(func(all []*structs.Allocation) any {
+		b := &nodeBase{}
+		for _, a := range all {
+			if !a.TerminalStatus() {
+				b.existing = append(b.existing, a)
+			}
 		}
-		na.existing = append(na.existing, a)
-	}
-	u := usageOf(na.existing)
-	na.used, na.live, na.ports, na.devices = u.used, u.live, u.ports, u.devices
+		u := usageOf(b.existing)
+		b.used, b.live, b.ports, b.devices = u.used, u.live, u.ports, u.devices
+		return b
+	}).(*nodeBase)
+	na := &nodeAllocs{nodeBase: *base}
 	if c.nodes == nil {
 		// A selection looks at a dozen or more nodes (log2 of the
 		// cluster): start with room for them.
@@ -252,52 +285,70 @@ func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
 		placed = c.Plan.NodeAllocation[nodeID]
 	}
 	if len(updates)+len(preempted)+len(placed) == 0 {
-		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices}, nil
+		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices, node: na}, nil
 	}
 	at := [3]listMark{markOf(updates), markOf(preempted), markOf(placed)}
 	if at == na.planAt {
 		return na.proposed, nil
 	}
 	na.proposed, na.planAt = na.combine(updates, preempted, placed), at
+	na.proposed.node = na
 	return na.proposed, nil
 }
 
-// combine applies the plan's stops, evictions and placements on the node
-// to its allocations in state.
-func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) proposedUsage {
-	remove := make(map[string]struct{}, len(updates)+len(preempted)+len(placed))
-	for _, list := range [][]*structs.Allocation{updates, preempted, placed} {
+// planRemoves reports whether the plan's lists for a node (or remove, their
+// IDs, when built) name the allocation id.
+func planRemoves(lists *[3][]*structs.Allocation, remove map[string]struct{}, id string) bool {
+	if remove != nil {
+		_, ok := remove[id]
+		return ok
+	}
+	for _, list := range lists {
 		for _, a := range list {
-			remove[a.ID] = struct{}{}
-		}
-	}
-	out := make([]*structs.Allocation, 0, len(na.existing)+len(placed))
-	for _, a := range na.existing {
-		if _, drop := remove[a.ID]; !drop {
-			out = append(out, a)
-		}
-	}
-	out = append(out, placed...)
-	if len(out) > 2*len(placed)+8 {
-		// Many allocations stay: adjust the cached sums rather than
-		// adding them all up again (the sums are exact integers).
-		u := proposedUsage{allocs: out, used: na.used, live: na.live, ports: na.ports, devices: na.devices}
-		for _, a := range na.existing {
-			if _, drop := remove[a.ID]; drop && !a.ClientTerminalStatus() {
-				u.live--
-				sub := a.AllocatedResources.Comparable()
-				u.used.CPU -= sub.CPU
-				u.used.MemoryMB -= sub.MemoryMB
-				u.used.MemoryMaxMB -= sub.MemoryMaxMB
-				u.used.DiskMB -= sub.DiskMB
+			if a.ID == id {
+				return true
 			}
 		}
-		for _, a := range placed {
-			u.add(a)
-		}
-		return u
 	}
-	return usageOf(out)
+	return false
+}
+
+// combine applies the plan's stops, evictions and placements on the node
+// to its allocations in state. The sums start from the node's and are
+// adjusted by what the plan removes and adds (exact integers), so the cost
+// follows the plan's entries for the node, not its allocations.
+func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) proposedUsage {
+	lists := [3][]*structs.Allocation{updates, preempted, placed}
+	var remove map[string]struct{}
+	if len(updates)+len(preempted)+len(placed) > 16 {
+		remove = make(map[string]struct{}, len(updates)+len(preempted)+len(placed))
+		for _, list := range lists {
+			for _, a := range list {
+				remove[a.ID] = struct{}{}
+			}
+		}
+	}
+	u := proposedUsage{used: na.used, live: na.live, ports: na.ports, devices: na.devices}
+	out := make([]*structs.Allocation, 0, len(na.existing)+len(placed))
+	for _, a := range na.existing {
+		if !planRemoves(&lists, remove, a.ID) {
+			out = append(out, a)
+			continue
+		}
+		if !a.ClientTerminalStatus() {
+			u.live--
+			sub := a.AllocatedResources.Comparable()
+			u.used.CPU -= sub.CPU
+			u.used.MemoryMB -= sub.MemoryMB
+			u.used.MemoryMaxMB -= sub.MemoryMaxMB
+			u.used.DiskMB -= sub.DiskMB
+		}
+	}
+	u.allocs = append(out, placed...)
+	for _, a := range placed {
+		u.add(a)
+	}
+	return u
 }
 
 func (c *Context) regexp(expr string) (*regexp.Regexp, error) {

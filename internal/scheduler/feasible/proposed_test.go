@@ -70,6 +70,11 @@ func TestProposedUsage_FollowsPlan(t *testing.T) {
 	check("an in-place update")
 	plan.AppendAlloc(sizedAlloc("p2", "n1", 300, 300, structs.AllocClientStatusPending))
 	check("a second placement")
+	for i := 0; i < 20; i++ { // past the small-plan path
+		plan.AppendAlloc(sizedAlloc(fmt.Sprintf("q%02d", i), "n1", 10, 10, structs.AllocClientStatusPending))
+	}
+	plan.AppendStoppedAlloc(st.allocs[7], "stop", "", "")
+	check("many plan entries")
 }
 
 func ids(as []*structs.Allocation) []string {

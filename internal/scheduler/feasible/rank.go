@@ -278,7 +278,7 @@ func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
 // valid, then max allocs, CPU, memory and disk.
 func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *groupAsk) fitResult {
 	res := fitResult{proposed: u.allocs}
-	if err := nodeNetworkErr(n); err != nil {
+	if err := u.networkErr(n); err != nil {
 		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
 		res.dim = "network: invalid node network"
 		return res
