@@ -99,3 +99,67 @@ func allocIDs(as []*structs.Allocation) []string {
 	}
 	return out
 }
+
+// Evaluations on several workers share the memos while the store is
+// written; each reads the allocations and ready nodes of its own snapshot
+// (run with -race).
+func TestSharedMemos_ConcurrentReaders(t *testing.T) {
+	s := testStore(t)
+	job := mockJob("j")
+	must(t, s.UpsertJob(2, nil, job))
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("n%d", i)
+		must(t, s.UpsertNode(uint64(3+i), mockNode(id)))
+		must(t, s.UpdateNodeStatus(uint64(10+i), id, structs.NodeStatusReady, 1, nil))
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := 0; w < 4; w++ {
+		go func() {
+			errs <- readUntil(done, s)
+		}()
+	}
+	for i := 0; i < 200; i++ {
+		a := &structs.Allocation{ID: fmt.Sprintf("a%03d", i), Namespace: job.Namespace, JobID: job.ID, Job: job,
+			NodeID: fmt.Sprintf("n%d", i%4), TaskGroup: "web", DesiredStatus: structs.AllocDesiredStatusRun,
+			ClientStatus: structs.AllocClientStatusRunning}
+		must(t, s.UpsertAllocs(uint64(100+i), []*structs.Allocation{a}))
+	}
+	close(done)
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readUntil reads snapshots through the memos until done and reports the
+// first disagreement with a plain read.
+func readUntil(done <-chan struct{}, s *StateStore) error {
+	for {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		snap, _ := s.Snapshot()
+		read := snap.LiveAllocsByNodeReader()
+		set, err := snap.ReadyNodes()
+		if err != nil {
+			return err
+		}
+		set.Derive("all", func(ns []*structs.Node) any { return len(ns) })
+		for i := 0; i < 4; i++ {
+			id := fmt.Sprintf("n%d", i)
+			la, err := read(id)
+			if err != nil {
+				return err
+			}
+			want, _ := snap.AllocsByNodeTerminal(nil, id, false)
+			if len(la.Allocs) != len(want) {
+				return fmt.Errorf("%s: %d allocs from the reader, %d in the snapshot", id, len(la.Allocs), len(want))
+			}
+			la.Derive(func(as []*structs.Allocation) any { return len(as) })
+		}
+	}
+}
