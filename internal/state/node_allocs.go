@@ -15,10 +15,12 @@ type LiveAllocs struct {
 	// Allocs are the allocations, in index order. Never modify them.
 	Allocs []*structs.Allocation
 
-	// version is the watch channel of the node's subtree in the
-	// node_terminal index: go-memdb copies a radix node, with a new
+	// version is the watch channel of the node's subtree in the allocs
+	// table's node index: go-memdb copies a radix node, with a new
 	// channel, whenever anything under it changes, so an equal channel
-	// means equal allocations.
+	// means equal allocations. (The node index is read rather than
+	// node_terminal, whose compound key costs more to build per lookup;
+	// terminal allocations are dropped while collecting.)
 	version <-chan struct{}
 
 	once    sync.Once
@@ -55,7 +57,7 @@ func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, 
 	txn := s.db.Txn(false)
 	memo := s.liveAllocs
 	return func(nodeID string) (*LiveAllocs, error) {
-		iter, err := txn.Get(tableAllocs, "node_terminal", nodeID, false)
+		iter, err := txn.Get(tableAllocs, "node", nodeID)
 		if err != nil {
 			return nil, fmt.Errorf("state: %s lookup: %w", tableAllocs, err)
 		}
@@ -68,7 +70,8 @@ func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, 
 				return have, nil
 			}
 		}
-		la := &LiveAllocs{Allocs: collectAllocs(iter, nil), version: version}
+		live := collectAllocs(iter, func(a *structs.Allocation) bool { return !a.TerminalStatus() })
+		la := &LiveAllocs{Allocs: live, version: version}
 		if memo != nil {
 			memo.mu.Lock()
 			if memo.byNode == nil || len(memo.byNode) >= maxLiveAllocsMemo {
