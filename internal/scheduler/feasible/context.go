@@ -127,6 +127,13 @@ type nodeAllocs struct {
 	netChecked bool
 	netErr     error
 
+	// portIdx is the node's port index over the proposed allocations as
+	// of portAt (rank.go's keptPortIndex); portTried says the node was
+	// tried with a fresh index as of portAt.
+	portIdx   *portIndex
+	portTried bool
+	portAt    [3]listMark
+
 	// proposed is the last combination with the plan, valid while the
 	// plan's lists for the node are as described by planAt.
 	proposed proposedUsage
@@ -183,8 +190,10 @@ type proposedUsage struct {
 	// plan removed the allocation): they only cost the exact checks.
 	ports, devices bool
 
-	// node is the pass's cache entry of the node.
+	// node is the pass's cache entry of the node and at the plan's lists
+	// for it when allocs was combined (zero: the plan has none).
 	node *nodeAllocs
+	at   [3]listMark
 }
 
 // add counts a in u as AllocsFit does (client-terminal allocs hold
@@ -292,7 +301,7 @@ func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
 		return na.proposed, nil
 	}
 	na.proposed, na.planAt = na.combine(updates, preempted, placed), at
-	na.proposed.node = na
+	na.proposed.node, na.proposed.at = na, at
 	return na.proposed, nil
 }
 

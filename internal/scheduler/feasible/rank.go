@@ -308,20 +308,37 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	ask := b.groupAsk()
 	proposed := u.allocs
 	res := fitResult{proposed: proposed}
-	idx := structs.NewNetworkIndex()
-	idx.Rand = b.ctx.Rand
-	if err := idx.SetNode(n); err != nil {
-		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
+	var (
+		idx     *structs.NetworkIndex
+		netErr  error
+		collide bool
+		reason  string
+	)
+	kept := b.keptPortIndex(n, u)
+	if kept != nil {
+		idx, netErr, collide, reason = kept.idx, kept.err, kept.collide, kept.reason
+		// The index is the node's for the whole pass: take back the
+		// ports this trial marks, whatever its outcome.
+		defer kept.undo()
+	} else {
+		// First try of the node in this state: a throw-away index
+		// (it stays off the heap).
+		idx = structs.NewNetworkIndex()
+		idx.Rand = b.ctx.Rand
+		if netErr = idx.SetNode(n); netErr == nil && u.ports {
+			collide, reason = idx.AddAllocs(proposed)
+		}
+	}
+	if netErr != nil {
+		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", netErr)
 		res.dim = "network: invalid node network"
 		return res
 	}
-	if u.ports {
-		if collide, reason := idx.AddAllocs(proposed); collide {
-			// The node's own state is inconsistent; never add to it.
-			b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
-			res.dim = "network: port collision"
-			return res
-		}
+	if collide {
+		// The node's own state is inconsistent; never add to it.
+		b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
+		res.dim = "network: port collision"
+		return res
 	}
 	res.preemptible = true
 
@@ -368,6 +385,9 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 			res.dim = networkDimension(err)
 			return res
 		}
+		if kept != nil {
+			kept.note(offer)
+		}
 		if collide, reason := idx.AddReserved(offer); collide {
 			b.ctx.Logger.Error("port offer collided with index", "node_id", n.ID, "reason", reason)
 			res.dim = "network: port collision"
@@ -408,6 +428,74 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	res.offers = offers
 	res.shared = structs.AllocatedSharedResources{DiskMB: ask.disk}
 	return res
+}
+
+// portIndex is a port index over a node and its proposed allocations,
+// kept for a pass.
+type portIndex struct {
+	idx     *structs.NetworkIndex
+	err     error  // SetNode failed: the node's network is invalid
+	collide bool   // the proposed allocations collide
+	reason  string // of the collision
+
+	// marked lists the ports a trial set that were free before: the
+	// index is kept for the pass and trials undo their marks.
+	marked []structs.AllocatedPortMapping
+}
+
+// keptPortIndex returns the node's port index kept for the pass, or nil
+// when a fresh one is to be used. A node tried a second time while the
+// plan leaves it unchanged keeps its index from then on (a node of a large
+// job is tried many times per pass); either way the index holds exactly
+// what a fresh index over u would, so ports are chosen (and drawn from the
+// context's random source) as with a fresh index.
+func (b *BinPackIterator) keptPortIndex(n *structs.Node, u proposedUsage) *portIndex {
+	na := u.node
+	if na == nil {
+		return nil
+	}
+	if !na.portTried || na.portAt != u.at {
+		na.portIdx, na.portTried, na.portAt = nil, true, u.at
+		return nil
+	}
+	if na.portIdx != nil {
+		na.portIdx.marked = na.portIdx.marked[:0]
+		return na.portIdx
+	}
+	pi := &portIndex{idx: structs.NewNetworkIndex()}
+	pi.build(b.ctx, n, u)
+	na.portIdx = pi
+	return pi
+}
+
+// build loads n and the proposed allocations u into pi's empty index.
+func (pi *portIndex) build(ctx *Context, n *structs.Node, u proposedUsage) {
+	pi.idx.Rand = ctx.Rand
+	if pi.err = pi.idx.SetNode(n); pi.err == nil && u.ports {
+		pi.collide, pi.reason = pi.idx.AddAllocs(u.allocs)
+	}
+}
+
+// note records, before offer is marked, which of its ports are free.
+func (pi *portIndex) note(offer structs.AllocatedPorts) {
+	for _, p := range offer {
+		if p.Value < 0 || p.Value >= structs.MaxValidPort {
+			continue
+		}
+		if used := pi.idx.UsedPorts[p.HostIP]; used == nil || !used.Check(uint(p.Value)) {
+			pi.marked = append(pi.marked, p)
+		}
+	}
+}
+
+// undo frees the ports the trial marked.
+func (pi *portIndex) undo() {
+	for _, p := range pi.marked {
+		if used := pi.idx.UsedPorts[p.HostIP]; used != nil {
+			used.Unset(uint(p.Value))
+		}
+	}
+	pi.marked = pi.marked[:0]
 }
 
 // preemptRequest describes the shortfall of a failed fit.
