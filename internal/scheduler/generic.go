@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/scheduler/reconcile"
+	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
 	"github.com/hashicorp/nomad/api"
@@ -106,7 +107,7 @@ func (s *GenericScheduler) process() (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		s.stack.SetNodes(nodes)
+		s.stack.SetScopedNodes(nodes.nodes, nodes.byDC)
 		s.stack.SetJob(job)
 	}
 
@@ -141,10 +142,35 @@ func adjustQueued(queued map[string]int, evalID string, plan *structs.Plan, resu
 	}
 }
 
-func (s *GenericScheduler) readyNodes(job *structs.Job) ([]*structs.Node, error) {
+// readyNodeSource is a state that memoises its ready nodes per nodes-table
+// index (*state.StateSnapshot): evaluations then share one scoped list
+// instead of walking every node.
+type readyNodeSource interface {
+	ReadyNodes() (*state.ReadyNodeSet, error)
+}
+
+// scopedNodes are the ready nodes of one job scope with their count per
+// datacenter; shared read-only between evaluations.
+type scopedNodes struct {
+	nodes []*structs.Node
+	byDC  map[string]int
+}
+
+func (s *GenericScheduler) readyNodes(job *structs.Job) (scopedNodes, error) {
+	if src, ok := s.state.(readyNodeSource); ok {
+		set, err := src.ReadyNodes()
+		if err != nil {
+			return scopedNodes{}, fmt.Errorf("failed to list ready nodes: %w", err)
+		}
+		v := set.Derive(feasible.ScopeKey(job), func(ready []*structs.Node) any {
+			nodes := feasible.ReadyNodes(ready, job)
+			return scopedNodes{nodes: nodes, byDC: feasible.CountByDatacenter(nodes)}
+		})
+		return v.(scopedNodes), nil
+	}
 	iter, err := s.state.Nodes(nil)
 	if err != nil {
-		return nil, fmt.Errorf("failed to list nodes: %w", err)
+		return scopedNodes{}, fmt.Errorf("failed to list nodes: %w", err)
 	}
 	var all []*structs.Node
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
@@ -152,7 +178,8 @@ func (s *GenericScheduler) readyNodes(job *structs.Job) ([]*structs.Node, error)
 			all = append(all, n)
 		}
 	}
-	return feasible.ReadyNodes(all, job), nil
+	nodes := feasible.ReadyNodes(all, job)
+	return scopedNodes{nodes: nodes, byDC: feasible.CountByDatacenter(nodes)}, nil
 }
 
 // taintedNodes returns the nodes of the job's live allocations that are

@@ -14,7 +14,10 @@
 //     method documents.
 //   - Every write is a function of its arguments and the current state only:
 //     no clocks, no randomness, no ID generation. The Raft index is passed in.
-//   - Every write bumps the "index" entry of each table it touches.
+//   - Every write bumps the "index" entry of each table it touches. The
+//     read-side memos shared by a store and its snapshots rely on it: the
+//     ready-node list per nodes index (ready_nodes.go) and each node's live
+//     allocations per version of its radix subtree (node_allocs.go).
 //
 // It must never do I/O, talk to other servers, or call leader-only services
 // (broker, blocked evals, ...): the FSM does that after a write commits.

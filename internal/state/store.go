@@ -23,6 +23,12 @@ type StateStore struct {
 	// abandon is shared with snapshots so a blocking query on a snapshot
 	// also wakes up when the store is replaced.
 	abandon *abandonCh
+
+	// ready memoises the ready-node list per nodes index (ready_nodes.go)
+	// and liveAllocs each node's live allocations (node_allocs.go); both
+	// are shared with snapshots.
+	ready      *readyMemo
+	liveAllocs *liveAllocsMemo
 }
 
 type abandonCh struct {
@@ -42,7 +48,8 @@ func NewStateStore() (*StateStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
-	s := &StateStore{db: db, abandon: &abandonCh{ch: make(chan struct{})}}
+	s := &StateStore{db: db, abandon: &abandonCh{ch: make(chan struct{})}, ready: &readyMemo{},
+		liveAllocs: &liveAllocsMemo{}}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
@@ -62,7 +69,7 @@ func NewStateStore() (*StateStore, error) {
 
 // Snapshot returns an O(1) point-in-time view.
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	return &StateSnapshot{StateStore{db: s.db.Snapshot(), abandon: s.abandon}}, nil
+	return &StateSnapshot{StateStore{db: s.db.Snapshot(), abandon: s.abandon, ready: s.ready, liveAllocs: s.liveAllocs}}, nil
 }
 
 // SnapshotMinIndex waits until the store has applied index, then returns a

@@ -36,7 +36,7 @@ func TestNodeAffinityScore(t *testing.T) {
 			it.SetJob(&structs.Job{Affinities: c.job})
 			it.SetTaskGroup(&structs.TaskGroup{Affinities: c.grp, Tasks: []*structs.Task{{Affinities: c.task}}})
 			opt := it.Next()
-			got, ok := opt.ScoreMeta["node-affinity"]
+			got, ok := opt.ScoreMap()["node-affinity"]
 			if ok != c.wantScore || math.Abs(got-c.want) > 1e-9 {
 				t.Fatalf("score = %v (present %v), want %v (present %v)", got, ok, c.want, c.wantScore)
 			}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 
+	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
@@ -19,6 +20,12 @@ type AllocSource interface {
 	NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error)
 }
 
+// liveAllocsReader is a state that reads many nodes' non-terminal
+// allocations from one transaction (*state.StateSnapshot).
+type liveAllocsReader interface {
+	LiveAllocsByNodeReader() func(nodeID string) (*state.LiveAllocs, error)
+}
+
 // Context is shared by the iterators of one evaluation.
 type Context struct {
 	State  AllocSource
@@ -31,6 +38,15 @@ type Context struct {
 	regexps     map[string]*regexp.Regexp
 	classes     map[string]string
 	explain     *Explain // nil unless a dry run asked why (explain.go)
+
+	// nodes caches each node's allocations in State (ProposedAllocs);
+	// liveAllocs reads them (one read transaction for the pass when the
+	// state offers it).
+	nodes      map[string]*nodeAllocs
+	liveAllocs func(nodeID string) (*state.LiveAllocs, error)
+	// pending are score entries of metrics whose maps are built when the
+	// metrics are read (recordScore).
+	pending [maxScoreMeta]pendingScores
 }
 
 // NewContext builds a context. seed drives node shuffling and port choice.
@@ -53,10 +69,16 @@ func NewContext(state AllocSource, plan *structs.Plan, logger hclog.Logger, seed
 func newMetrics() *structs.AllocMetric { return &structs.AllocMetric{} }
 
 // Metrics returns the metrics of the current selection.
-func (c *Context) Metrics() *structs.AllocMetric { return c.metrics }
+func (c *Context) Metrics() *structs.AllocMetric {
+	c.flushScores()
+	return c.metrics
+}
 
 // ResetMetrics starts fresh metrics for the next selection.
-func (c *Context) ResetMetrics() { c.metrics = newMetrics() }
+func (c *Context) ResetMetrics() {
+	c.flushScores()
+	c.metrics = newMetrics()
+}
 
 // Eligibility returns the per-class feasibility memo of this evaluation.
 func (c *Context) Eligibility() *Eligibility { return c.eligibility }
@@ -66,6 +88,8 @@ func (c *Context) Eligibility() *Eligibility { return c.eligibility }
 func (c *Context) SetState(s AllocSource, plan *structs.Plan) {
 	c.State = s
 	c.Plan = plan
+	c.nodes = nil
+	c.liveAllocs = nil
 }
 
 // ComputedClass returns the node's computed class, computing it (without
@@ -85,40 +109,255 @@ func (c *Context) ComputedClass(n *structs.Node) string {
 
 // ProposedAllocs returns the allocations that will hold resources on the
 // node if the plan commits: existing non-terminal allocs, minus the plan's
-// stops, evictions and updates, plus its placements and updates.
+// stops, evictions and updates, plus its placements and updates. The
+// result may be shared with the context's cache: never modify it.
 func (c *Context) ProposedAllocs(nodeID string) ([]*structs.Allocation, error) {
-	existing, err := c.State.AllocsByNodeTerminal(nil, nodeID, false)
+	u, err := c.proposedUsage(nodeID)
+	return u.allocs, err
+}
+
+// nodeAllocs is what the state holds on one node, read once per context:
+// the snapshot is immutable, so only the plan (combined on every read)
+// changes what is proposed there.
+type nodeAllocs struct {
+	nodeBase
+
+	// netErr memoises nodeNetworkErr for the pass (a node ID names one
+	// node object in a snapshot); netChecked says it was computed.
+	netChecked bool
+	netErr     error
+
+	// portIdx is the node's port index over the proposed allocations as
+	// of portAt (rank.go's keptPortIndex); portTried says the node was
+	// tried with a fresh index as of portAt.
+	portIdx   *portIndex
+	portTried bool
+	portAt    [3]listMark
+
+	// proposed is the last combination with the plan, valid while the
+	// plan's lists for the node are as described by planAt.
+	proposed proposedUsage
+	planAt   [3]listMark
+}
+
+// networkErr is nodeNetworkErr(n), computed once per pass for n.
+func (u *proposedUsage) networkErr(n *structs.Node) error {
+	na := u.node
+	if na == nil {
+		return nodeNetworkErr(n)
+	}
+	if !na.netChecked {
+		na.netErr, na.netChecked = nodeNetworkErr(n), true
+	}
+	return na.netErr
+}
+
+// nodeBase is what the state holds on a node, summed; shared read-only
+// between passes (state.LiveAllocs.Derive).
+type nodeBase struct {
+	existing []*structs.Allocation // non-terminal, in state order
+	used     structs.ComparableResources
+	live     int  // allocations counted in used
+	ports    bool // some allocation holds ports or networks
+	devices  bool // some allocation holds devices
+}
+
+// listMark identifies the state of a plan list that is only appended to
+// or popped from the end (structs.Plan's methods): its length and last
+// element. Appended and re-appended allocations are fresh pointers.
+type listMark struct {
+	n    int
+	last *structs.Allocation
+}
+
+func markOf(list []*structs.Allocation) listMark {
+	if len(list) == 0 {
+		return listMark{}
+	}
+	return listMark{n: len(list), last: list[len(list)-1]}
+}
+
+// proposedUsage is ProposedAllocs with the resources they hold.
+type proposedUsage struct {
+	allocs []*structs.Allocation
+	// used sums the allocations that are not client-terminal, live
+	// counts them.
+	used structs.ComparableResources
+	live int
+	// ports is set when some allocation holds ports or networks, devices
+	// when some holds devices: fitting beside them needs the port index or
+	// the device checks. Both may be set when no longer true (after the
+	// plan removed the allocation): they only cost the exact checks.
+	ports, devices bool
+
+	// node is the pass's cache entry of the node and at the plan's lists
+	// for it when allocs was combined (zero: the plan has none).
+	node *nodeAllocs
+	at   [3]listMark
+}
+
+// add counts a in u as AllocsFit does (client-terminal allocs hold
+// nothing): its comparable resources (as AllocatedResources.Comparable
+// sums them) and whether it holds ports, networks or devices, in one walk
+// over its tasks.
+func (u *proposedUsage) add(a *structs.Allocation) {
+	if a == nil || a.ClientTerminalStatus() {
+		return
+	}
+	u.live++
+	ar := a.AllocatedResources
+	if ar == nil {
+		return
+	}
+	if len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0 {
+		u.ports = true
+	}
+	for _, t := range ar.Tasks {
+		if t == nil {
+			continue
+		}
+		u.used.CPU += t.Cpu.CpuShares
+		u.used.MemoryMB += t.Memory.MemoryMB
+		if t.Memory.MemoryMaxMB > t.Memory.MemoryMB {
+			u.used.MemoryMaxMB += t.Memory.MemoryMaxMB
+		} else {
+			u.used.MemoryMaxMB += t.Memory.MemoryMB
+		}
+		if len(t.Networks) > 0 {
+			u.ports = true
+		}
+		if len(t.Devices) > 0 {
+			u.devices = true
+		}
+	}
+	u.used.DiskMB += ar.Shared.DiskMB
+}
+
+// usageOf sums allocs from scratch.
+func usageOf(allocs []*structs.Allocation) proposedUsage {
+	u := proposedUsage{allocs: allocs}
+	for _, a := range allocs {
+		u.add(a)
+	}
+	return u
+}
+
+func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
+	if na, ok := c.nodes[nodeID]; ok {
+		return na, nil
+	}
+	if c.liveAllocs == nil {
+		c.liveAllocs = func(id string) (*state.LiveAllocs, error) {
+			all, err := c.State.AllocsByNodeTerminal(nil, id, false)
+			return &state.LiveAllocs{Allocs: all}, err
+		}
+		if r, ok := c.State.(liveAllocsReader); ok {
+			c.liveAllocs = r.LiveAllocsByNodeReader()
+		}
+	}
+	live, err := c.liveAllocs(nodeID)
 	if err != nil {
 		return nil, err
 	}
-	var remove map[string]struct{}
-	mark := func(list []*structs.Allocation) {
-		for _, a := range list {
-			if remove == nil {
-				remove = make(map[string]struct{})
+	// The sums are shared by every pass that finds the node's
+	// allocations unchanged.
+	base := live.Derive(func(all []*structs.Allocation) any {
+		b := &nodeBase{}
+		for _, a := range all {
+			if !a.TerminalStatus() {
+				b.existing = append(b.existing, a)
 			}
-			remove[a.ID] = struct{}{}
+		}
+		u := usageOf(b.existing)
+		b.used, b.live, b.ports, b.devices = u.used, u.live, u.ports, u.devices
+		return b
+	}).(*nodeBase)
+	na := &nodeAllocs{nodeBase: *base}
+	if c.nodes == nil {
+		// A selection looks at a dozen or more nodes (log2 of the
+		// cluster): start with room for them.
+		c.nodes = make(map[string]*nodeAllocs, 16)
+	}
+	c.nodes[nodeID] = na
+	return na, nil
+}
+
+func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
+	na, err := c.nodeAllocs(nodeID)
+	if err != nil {
+		return proposedUsage{}, err
+	}
+	var updates, preempted, placed []*structs.Allocation
+	if c.Plan != nil {
+		updates = c.Plan.NodeUpdate[nodeID]
+		preempted = c.Plan.NodePreemptions[nodeID]
+		placed = c.Plan.NodeAllocation[nodeID]
+	}
+	if len(updates)+len(preempted)+len(placed) == 0 {
+		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices, node: na}, nil
+	}
+	at := [3]listMark{markOf(updates), markOf(preempted), markOf(placed)}
+	if at == na.planAt {
+		return na.proposed, nil
+	}
+	na.proposed, na.planAt = na.combine(updates, preempted, placed), at
+	na.proposed.node, na.proposed.at = na, at
+	return na.proposed, nil
+}
+
+// planRemoves reports whether the plan's lists for a node (or remove, their
+// IDs, when built) name the allocation id.
+func planRemoves(lists *[3][]*structs.Allocation, remove map[string]struct{}, id string) bool {
+	if remove != nil {
+		_, ok := remove[id]
+		return ok
+	}
+	for _, list := range lists {
+		for _, a := range list {
+			if a.ID == id {
+				return true
+			}
 		}
 	}
-	if c.Plan != nil {
-		mark(c.Plan.NodeUpdate[nodeID])
-		mark(c.Plan.NodePreemptions[nodeID])
-		mark(c.Plan.NodeAllocation[nodeID])
+	return false
+}
+
+// combine applies the plan's stops, evictions and placements on the node
+// to its allocations in state. The sums start from the node's and are
+// adjusted by what the plan removes and adds (exact integers), so the cost
+// follows the plan's entries for the node, not its allocations.
+func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) proposedUsage {
+	lists := [3][]*structs.Allocation{updates, preempted, placed}
+	var remove map[string]struct{}
+	if len(updates)+len(preempted)+len(placed) > 16 {
+		remove = make(map[string]struct{}, len(updates)+len(preempted)+len(placed))
+		for _, list := range lists {
+			for _, a := range list {
+				remove[a.ID] = struct{}{}
+			}
+		}
 	}
-	out := make([]*structs.Allocation, 0, len(existing)+4)
-	for _, a := range existing {
-		if a.TerminalStatus() {
+	u := proposedUsage{used: na.used, live: na.live, ports: na.ports, devices: na.devices}
+	out := make([]*structs.Allocation, 0, len(na.existing)+len(placed))
+	for _, a := range na.existing {
+		if !planRemoves(&lists, remove, a.ID) {
+			out = append(out, a)
 			continue
 		}
-		if _, drop := remove[a.ID]; drop {
-			continue
+		if !a.ClientTerminalStatus() {
+			u.live--
+			sub := a.AllocatedResources.Comparable()
+			u.used.CPU -= sub.CPU
+			u.used.MemoryMB -= sub.MemoryMB
+			u.used.MemoryMaxMB -= sub.MemoryMaxMB
+			u.used.DiskMB -= sub.DiskMB
 		}
-		out = append(out, a)
 	}
-	if c.Plan != nil {
-		out = append(out, c.Plan.NodeAllocation[nodeID]...)
+	u.allocs = append(out, placed...)
+	for _, a := range placed {
+		u.add(a)
 	}
-	return out, nil
+	return u
 }
 
 func (c *Context) regexp(expr string) (*regexp.Regexp, error) {

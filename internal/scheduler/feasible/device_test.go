@@ -176,8 +176,8 @@ func TestDeviceAffinityPicksGroupAndScores(t *testing.T) {
 	if opt == nil {
 		t.Fatal("not placed")
 	}
-	if opt.ScoreMeta["devices"] != 1 {
-		t.Fatalf("ScoreMeta = %v, want devices=1", opt.ScoreMeta)
+	if opt.ScoreMap()["devices"] != 1 {
+		t.Fatalf("ScoreMeta = %v, want devices=1", opt.ScoreMap())
 	}
 	if d := opt.TaskResources["t"].Devices; len(d) != 1 || d[0].Name != "big" {
 		t.Fatalf("task devices = %+v", d)

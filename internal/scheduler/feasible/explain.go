@@ -109,7 +109,7 @@ func (c *Context) explainScored(opt *RankedNode) {
 	g.evaluated[opt.Node.ID] = struct{}{}
 	g.nodes[opt.Node.ID] = &structs.NodeExplain{
 		NodeID: opt.Node.ID, NodeName: opt.Node.Name,
-		Scores: maps.Clone(opt.ScoreMeta), Final: opt.FinalScore,
+		Scores: opt.ScoreMap(), Final: opt.FinalScore,
 	}
 }
 

@@ -1,6 +1,7 @@
 package feasible
 
 import (
+	"math/rand/v2"
 	"strconv"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -20,6 +21,16 @@ type SourceIterator struct {
 	nodes  []*structs.Node
 	offset int
 	seen   int
+
+	// With a shuffle source, nodes is the unshuffled (shared, read-only)
+	// list and the order is drawn lazily, one Fisher-Yates step per
+	// position first visited: an evaluation that looks at a dozen nodes
+	// pays for a dozen, not for the whole cluster. order holds the
+	// positions drawn so far; moved maps a not yet drawn position whose
+	// node was swapped away to the node now there.
+	rand  *rand.Rand
+	order []*structs.Node
+	moved map[int]*structs.Node
 }
 
 // NewSourceIterator returns a source over nodes (already shuffled).
@@ -27,9 +38,52 @@ func NewSourceIterator(ctx *Context, nodes []*structs.Node) *SourceIterator {
 	return &SourceIterator{ctx: ctx, nodes: nodes}
 }
 
-// SetNodes replaces the node list.
+// SetNodes replaces the node list; nodes are visited in the given order.
 func (s *SourceIterator) SetNodes(nodes []*structs.Node) {
 	s.nodes, s.offset, s.seen = nodes, 0, 0
+	s.rand, s.order, s.moved = nil, nil, nil
+}
+
+// SetShuffledNodes replaces the node list with a uniformly random order of
+// nodes drawn from r as the nodes are visited. nodes is only read.
+func (s *SourceIterator) SetShuffledNodes(nodes []*structs.Node, r *rand.Rand) {
+	s.SetNodes(nodes)
+	s.rand = r
+}
+
+// at returns the node at position i of the visiting order; positions are
+// asked for in increasing order from 0, so i <= len(s.order).
+func (s *SourceIterator) at(i int) *structs.Node {
+	if s.rand == nil {
+		return s.nodes[i]
+	}
+	if i < len(s.order) {
+		return s.order[i]
+	}
+	// Fisher-Yates step for position i: swap it with a uniformly chosen
+	// position of the undrawn rest [i, n).
+	n := len(s.nodes)
+	j := i + s.rand.IntN(n-i)
+	pick := s.undrawn(j)
+	if j != i {
+		if s.moved == nil {
+			s.moved = make(map[int]*structs.Node)
+		}
+		s.moved[j] = s.undrawn(i)
+	}
+	delete(s.moved, i)
+	if s.order == nil {
+		s.order = make([]*structs.Node, 0, min(n, 64))
+	}
+	s.order = append(s.order, pick)
+	return pick
+}
+
+func (s *SourceIterator) undrawn(i int) *structs.Node {
+	if n, ok := s.moved[i]; ok {
+		return n
+	}
+	return s.nodes[i]
 }
 
 // Next returns the next node or nil once every node was visited.
@@ -37,7 +91,7 @@ func (s *SourceIterator) Next() *structs.Node {
 	if s.seen >= len(s.nodes) {
 		return nil
 	}
-	n := s.nodes[s.offset]
+	n := s.at(s.offset)
 	s.offset = (s.offset + 1) % len(s.nodes)
 	s.seen++
 	s.ctx.metrics.NodesEvaluated++

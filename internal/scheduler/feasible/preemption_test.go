@@ -91,7 +91,7 @@ func TestPreemptionPenalty(t *testing.T) {
 		opt := &RankedNode{Node: &structs.Node{ID: "n"}, Preempted: c.victims}
 		it := &PreemptionScoringIterator{source: &staticRank{opts: []*RankedNode{opt}}}
 		it.Next()
-		got, ok := opt.ScoreMeta["preemption"]
+		got, ok := opt.ScoreMap()["preemption"]
 		if (len(c.victims) > 0) != ok || got != -c.want {
 			t.Errorf("case %d: score = %v (present %v), want %v", i, got, ok, -c.want)
 		}

@@ -21,8 +21,13 @@ const binPackingMaxFitScore = 18.0
 type RankedNode struct {
 	Node       *structs.Node
 	FinalScore float64
-	Scores     []float64
-	ScoreMeta  map[string]float64
+	// Scores are the scores in the order given; ScoreMap names them.
+	Scores []float64
+	names  []string
+	// Inline room for the usual number of scores: no allocation per
+	// candidate node for them.
+	scoreBuf [4]float64
+	nameBuf  [4]string
 
 	TaskResources map[string]*structs.AllocatedTaskResources
 	Shared        structs.AllocatedSharedResources
@@ -32,14 +37,33 @@ type RankedNode struct {
 	// Preempted are the allocations that must be evicted for the
 	// placement to fit; empty when it fits as things are.
 	Preempted []*structs.Allocation
+
+	// plainTasks: TaskResources are built by BinPackIterator.complete
+	// once the option is chosen; offers (one per group network) become
+	// Shared's ports and networks there.
+	plainTasks bool
+	offers     []structs.AllocatedPorts
 }
 
 func (r *RankedNode) addScore(name string, s float64) {
-	r.Scores = append(r.Scores, s)
-	if r.ScoreMeta == nil {
-		r.ScoreMeta = make(map[string]float64, 4)
+	if r.Scores == nil {
+		r.Scores, r.names = r.scoreBuf[:0], r.nameBuf[:0]
 	}
-	r.ScoreMeta[name] = s
+	r.Scores = append(r.Scores, s)
+	r.names = append(r.names, name)
+}
+
+// ScoreMap returns the scores by name (a later score of the same name
+// wins), or nil when there are none. It builds a new map on every call.
+func (r *RankedNode) ScoreMap() map[string]float64 {
+	if len(r.names) == 0 {
+		return nil
+	}
+	m := make(map[string]float64, len(r.names))
+	for i, name := range r.names {
+		m[name] = r.Scores[i]
+	}
+	return m
 }
 
 // RankIterator yields ranked nodes.
@@ -49,7 +73,16 @@ type RankIterator interface {
 }
 
 // FeasibleRankIterator turns feasible nodes into ranked options.
-type FeasibleRankIterator struct{ source NodeIterator }
+type FeasibleRankIterator struct {
+	source NodeIterator
+
+	// reuse recycles the options of one selection in the next (after
+	// Reset): the Stack sets it, as an option is only used until the
+	// next Select. pool holds them, used counts those handed out.
+	reuse bool
+	pool  []*RankedNode
+	used  int
+}
 
 // Next wraps the next feasible node.
 func (f *FeasibleRankIterator) Next() *RankedNode {
@@ -57,11 +90,27 @@ func (f *FeasibleRankIterator) Next() *RankedNode {
 	if n == nil {
 		return nil
 	}
-	return &RankedNode{Node: n}
+	if !f.reuse {
+		return &RankedNode{Node: n}
+	}
+	if f.used == len(f.pool) {
+		// Grow by a slab: one allocation for the next options.
+		slab := make([]RankedNode, max(16, len(f.pool)))
+		for i := range slab {
+			f.pool = append(f.pool, &slab[i])
+		}
+	}
+	opt := f.pool[f.used]
+	f.used++
+	*opt = RankedNode{Node: n}
+	return opt
 }
 
-// Reset resets the source.
-func (f *FeasibleRankIterator) Reset() { f.source.Reset() }
+// Reset resets the source and, when reusing, takes back every option.
+func (f *FeasibleRankIterator) Reset() {
+	f.used = 0
+	f.source.Reset()
+}
 
 // BinPackIterator computes whether the group fits on each node (CPU,
 // memory, disk, ports with a fresh index over the proposed allocations)
@@ -75,6 +124,76 @@ type BinPackIterator struct {
 	// priority points below priority when the group does not fit.
 	evict    bool
 	priority int
+
+	// ask describes tg (recomputed when tg changes): groups that ask for
+	// no network and no device fit by arithmetic alone.
+	ask groupAsk
+}
+
+// groupAsk is what one allocation of a group asks for, computed once per
+// group rather than once per candidate node.
+type groupAsk struct {
+	tg      *structs.TaskGroup
+	plain   bool // no networks, no devices
+	devices bool // some task asks for devices
+	disk    int64
+	need    structs.ComparableResources // the candidate alloc's Comparable()
+}
+
+func (b *BinPackIterator) groupAsk() *groupAsk {
+	if b.ask.tg == b.tg {
+		return &b.ask
+	}
+	a := groupAsk{tg: b.tg}
+	if b.tg.EphemeralDisk != nil {
+		a.disk = int64(b.tg.EphemeralDisk.SizeMB)
+	}
+	for _, t := range b.tg.Tasks {
+		if t.Resources != nil && len(t.Resources.Devices) > 0 {
+			a.devices = true
+		}
+	}
+	a.plain = len(b.tg.Networks) == 0 && !a.devices
+	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
+	a.need = ar.Comparable()
+	b.ask = a
+	return &b.ask
+}
+
+// plainTaskResources is what each task of a group without device asks
+// receives.
+func plainTaskResources(tg *structs.TaskGroup) map[string]*structs.AllocatedTaskResources {
+	tasks := make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))
+	for _, t := range tg.Tasks {
+		tr := &structs.AllocatedTaskResources{}
+		if r := t.Resources; r != nil {
+			tr.Cpu.CpuShares = int64(r.CPU)
+			tr.Memory.MemoryMB = int64(r.MemoryMB)
+			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+		}
+		tasks[t.Name] = tr
+	}
+	return tasks
+}
+
+// complete fills in what the bin-packer left for the chosen option only:
+// the task resources of a plain group (the same on every node, so not
+// built for each candidate).
+func (b *BinPackIterator) complete(opt *RankedNode) {
+	if opt == nil {
+		return
+	}
+	if opt.plainTasks {
+		opt.TaskResources = plainTaskResources(b.tg)
+		opt.plainTasks = false
+	}
+	if opt.offers != nil {
+		for i, na := range b.tg.Networks {
+			opt.Shared.Ports = append(opt.Shared.Ports, opt.offers[i]...)
+			opt.Shared.Networks = append(opt.Shared.Networks, networkFromOffer(na, opt.offers[i]))
+		}
+		opt.offers = nil
+	}
 }
 
 // Next returns the next node with room for the group.
@@ -95,15 +214,15 @@ func (b *BinPackIterator) Reset() { b.source.Reset() }
 
 func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	n := opt.Node
-	proposed, err := b.ctx.ProposedAllocs(n.ID)
+	u, err := b.ctx.proposedUsage(n.ID)
 	if err != nil {
 		b.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
 		return false
 	}
-	f := b.tryFit(n, proposed)
+	f := b.tryFit(n, u)
 	if !f.ok && b.evict && f.preemptible {
-		if victims := choosePreemptions(b.preemptRequest(n, f), proposed); len(victims) > 0 {
-			if g := b.tryFit(n, without(proposed, victims)); g.ok {
+		if victims := choosePreemptions(b.preemptRequest(n, f), u.allocs); len(victims) > 0 {
+			if g := b.tryFit(n, usageOf(without(u.allocs, victims))); g.ok {
 				f = g
 				opt.Preempted = victims
 			}
@@ -114,6 +233,8 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 		return false
 	}
 	opt.TaskResources = f.tasks
+	opt.plainTasks = f.plainTasks
+	opt.offers = f.offers
 	opt.Shared = f.shared
 	opt.Proposed = f.proposed
 	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
@@ -130,8 +251,11 @@ type fitResult struct {
 	dim      string // what ran out
 	proposed []*structs.Allocation
 	tasks    map[string]*structs.AllocatedTaskResources
-	shared   structs.AllocatedSharedResources
-	used     structs.ComparableResources // demand including the group
+	// plainTasks says tasks were left for complete to build.
+	plainTasks bool
+	offers     []structs.AllocatedPorts // granted ports, per group network
+	shared     structs.AllocatedSharedResources
+	used       structs.ComparableResources // demand including the group
 	// deviceScore is the device-affinity score of the chosen instances.
 	deviceScore float64
 	// preemptible is false when evicting allocations cannot help (the
@@ -139,18 +263,78 @@ type fitResult struct {
 	preemptible bool
 }
 
-// tryFit fits the group beside proposed: ports on a fresh index, then CPU,
-// memory and disk. It records nothing in the metrics.
-func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation) fitResult {
-	res := fitResult{proposed: proposed}
-	idx := structs.NewNetworkIndex()
-	idx.Rand = b.ctx.Rand
-	if err := idx.SetNode(n); err != nil {
+// tryFit fits the group beside the proposed allocations. It records
+// nothing in the metrics.
+func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
+	if ask := b.groupAsk(); ask.plain && !u.ports && !u.devices {
+		return b.tryFitPlain(n, u, ask)
+	}
+	return b.tryFitIndexed(n, u)
+}
+
+// tryFitPlain fits a group that asks for no network and no device beside
+// allocations that hold none: no port index is needed, only the sums. It
+// decides exactly as tryFitIndexed would: the node's network must be
+// valid, then max allocs, CPU, memory and disk.
+func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *groupAsk) fitResult {
+	res := fitResult{proposed: u.allocs}
+	if err := u.networkErr(n); err != nil {
 		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", err)
 		res.dim = "network: invalid node network"
 		return res
 	}
-	if collide, reason := idx.AddAllocs(proposed); collide {
+	res.preemptible = true
+	res.used = u.used
+	res.used.Add(ask.need)
+	if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
+		res.dim = "max allocs"
+		return res
+	}
+	if ok, dim := n.Comparable().Superset(res.used); !ok {
+		res.dim = dim
+		return res
+	}
+	res.ok = true
+	res.plainTasks = true
+	res.shared = structs.AllocatedSharedResources{DiskMB: ask.disk}
+	return res
+}
+
+// tryFitIndexed fits the group beside the proposed allocations: ports on a
+// fresh index, devices, then CPU, memory and disk. The granted ports are
+// kept as offers; their network records are built by complete, for the
+// chosen node only.
+func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitResult {
+	ask := b.groupAsk()
+	proposed := u.allocs
+	res := fitResult{proposed: proposed}
+	var (
+		idx     *structs.NetworkIndex
+		netErr  error
+		collide bool
+		reason  string
+	)
+	kept := b.keptPortIndex(n, u)
+	if kept != nil {
+		idx, netErr, collide, reason = kept.idx, kept.err, kept.collide, kept.reason
+		// The index is the node's for the whole pass: take back the
+		// ports this trial marks, whatever its outcome.
+		defer kept.undo()
+	} else {
+		// First try of the node in this state: a throw-away index
+		// (it stays off the heap).
+		idx = structs.NewNetworkIndex()
+		idx.Rand = b.ctx.Rand
+		if netErr = idx.SetNode(n); netErr == nil && u.ports {
+			collide, reason = idx.AddAllocs(proposed)
+		}
+	}
+	if netErr != nil {
+		b.ctx.Logger.Warn("node network is invalid", "node_id", n.ID, "error", netErr)
+		res.dim = "network: invalid node network"
+		return res
+	}
+	if collide {
 		// The node's own state is inconsistent; never add to it.
 		b.ctx.Logger.Error("port collision among existing allocations", "node_id", n.ID, "reason", reason)
 		res.dim = "network: port collision"
@@ -158,76 +342,160 @@ func (b *BinPackIterator) tryFit(n *structs.Node, proposed []*structs.Allocation
 	}
 	res.preemptible = true
 
-	shared := structs.AllocatedSharedResources{}
-	if b.tg.EphemeralDisk != nil {
-		shared.DiskMB = int64(b.tg.EphemeralDisk.SizeMB)
-	}
-	tasks := make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+	// Devices are granted per task; without device asks every task gets
+	// the same resources on any node and complete builds them.
+	var tasks map[string]*structs.AllocatedTaskResources
 	var devs *deviceAllocator
-	for _, t := range b.tg.Tasks {
-		tr := &structs.AllocatedTaskResources{}
-		if r := t.Resources; r != nil {
-			tr.Cpu.CpuShares = int64(r.CPU)
-			tr.Memory.MemoryMB = int64(r.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
-			for _, ask := range r.Devices {
-				if devs == nil {
-					devs = newDeviceAllocator(b.ctx, n, proposed)
+	if ask.devices {
+		tasks = make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
+		for _, t := range b.tg.Tasks {
+			tr := &structs.AllocatedTaskResources{}
+			if r := t.Resources; r != nil {
+				tr.Cpu.CpuShares = int64(r.CPU)
+				tr.Memory.MemoryMB = int64(r.MemoryMB)
+				tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				for _, da := range r.Devices {
+					if devs == nil {
+						devs = newDeviceAllocator(b.ctx, n, proposed)
+					}
+					grant, dim := devs.assign(da)
+					if grant == nil {
+						// Evicting allocations to free devices is not
+						// supported; CPU and memory preemption cannot help.
+						res.dim, res.preemptible = dim, false
+						return res
+					}
+					tr.Devices = append(tr.Devices, grant)
 				}
-				grant, dim := devs.assign(ask)
-				if grant == nil {
-					// Evicting allocations to free devices is not
-					// supported; CPU and memory preemption cannot help.
-					res.dim, res.preemptible = dim, false
-					return res
-				}
-				tr.Devices = append(tr.Devices, grant)
 			}
+			tasks[t.Name] = tr
 		}
-		tasks[t.Name] = tr
 	}
 	if devs != nil {
 		res.deviceScore = devs.affinityScore()
 	}
-	candidate := &structs.Allocation{
-		ID:                 "(candidate)",
-		AllocatedResources: &structs.AllocatedResources{Tasks: tasks, Shared: shared},
-	}
-	res.used = candidate.AllocatedResources.Comparable()
-	for _, a := range proposed {
-		if !a.ClientTerminalStatus() {
-			res.used.Add(a.AllocatedResources.Comparable())
-		}
-	}
+	// Devices and ports add nothing to the comparable demand.
+	res.used = u.used
+	res.used.Add(ask.need)
 
-	for _, ask := range b.tg.Networks {
-		offer, err := idx.AssignPorts(ask)
+	var offers []structs.AllocatedPorts
+	for _, na := range b.tg.Networks {
+		offer, err := idx.AssignPorts(na)
 		if err != nil {
 			res.dim = networkDimension(err)
 			return res
+		}
+		if kept != nil {
+			kept.note(offer)
 		}
 		if collide, reason := idx.AddReserved(offer); collide {
 			b.ctx.Logger.Error("port offer collided with index", "node_id", n.ID, "reason", reason)
 			res.dim = "network: port collision"
 			return res
 		}
-		shared.Ports = append(shared.Ports, offer...)
-		shared.Networks = append(shared.Networks, networkFromOffer(ask, offer))
+		offers = append(offers, offer)
 	}
-	candidate.AllocatedResources.Shared = shared
 
-	all := make([]*structs.Allocation, 0, len(proposed)+1)
-	all = append(append(all, proposed...), candidate)
-	fit, dim, used, err := structs.AllocsFit(n, all, idx)
-	res.used = used
-	if err != nil || !fit {
-		res.dim = dim
-		return res
+	if devs != nil || u.devices {
+		// Device instances must also be checked against each other.
+		candidate := &structs.Allocation{
+			ID: "(candidate)",
+			AllocatedResources: &structs.AllocatedResources{Tasks: tasks,
+				Shared: structs.AllocatedSharedResources{DiskMB: ask.disk}},
+		}
+		all := make([]*structs.Allocation, 0, len(proposed)+1)
+		all = append(append(all, proposed...), candidate)
+		fit, dim, used, err := structs.AllocsFit(n, all, idx)
+		res.used = used
+		if err != nil || !fit {
+			res.dim = dim
+			return res
+		}
+	} else {
+		// What AllocsFit checks, on the sums already known.
+		if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
+			res.dim = "max allocs"
+			return res
+		}
+		if ok, dim := n.Comparable().Superset(res.used); !ok {
+			res.dim = dim
+			return res
+		}
 	}
 	res.ok = true
 	res.tasks = tasks
-	res.shared = shared
+	res.plainTasks = tasks == nil
+	res.offers = offers
+	res.shared = structs.AllocatedSharedResources{DiskMB: ask.disk}
 	return res
+}
+
+// portIndex is a port index over a node and its proposed allocations,
+// kept for a pass.
+type portIndex struct {
+	idx     *structs.NetworkIndex
+	err     error  // SetNode failed: the node's network is invalid
+	collide bool   // the proposed allocations collide
+	reason  string // of the collision
+
+	// marked lists the ports a trial set that were free before: the
+	// index is kept for the pass and trials undo their marks.
+	marked []structs.AllocatedPortMapping
+}
+
+// keptPortIndex returns the node's port index kept for the pass, or nil
+// when a fresh one is to be used. A node tried a second time while the
+// plan leaves it unchanged keeps its index from then on (a node of a large
+// job is tried many times per pass); either way the index holds exactly
+// what a fresh index over u would, so ports are chosen (and drawn from the
+// context's random source) as with a fresh index.
+func (b *BinPackIterator) keptPortIndex(n *structs.Node, u proposedUsage) *portIndex {
+	na := u.node
+	if na == nil {
+		return nil
+	}
+	if !na.portTried || na.portAt != u.at {
+		na.portIdx, na.portTried, na.portAt = nil, true, u.at
+		return nil
+	}
+	if na.portIdx != nil {
+		na.portIdx.marked = na.portIdx.marked[:0]
+		return na.portIdx
+	}
+	pi := &portIndex{idx: structs.NewNetworkIndex()}
+	pi.build(b.ctx, n, u)
+	na.portIdx = pi
+	return pi
+}
+
+// build loads n and the proposed allocations u into pi's empty index.
+func (pi *portIndex) build(ctx *Context, n *structs.Node, u proposedUsage) {
+	pi.idx.Rand = ctx.Rand
+	if pi.err = pi.idx.SetNode(n); pi.err == nil && u.ports {
+		pi.collide, pi.reason = pi.idx.AddAllocs(u.allocs)
+	}
+}
+
+// note records, before offer is marked, which of its ports are free.
+func (pi *portIndex) note(offer structs.AllocatedPorts) {
+	for _, p := range offer {
+		if p.Value < 0 || p.Value >= structs.MaxValidPort {
+			continue
+		}
+		if used := pi.idx.UsedPorts[p.HostIP]; used == nil || !used.Check(uint(p.Value)) {
+			pi.marked = append(pi.marked, p)
+		}
+	}
+}
+
+// undo frees the ports the trial marked.
+func (pi *portIndex) undo() {
+	for _, p := range pi.marked {
+		if used := pi.idx.UsedPorts[p.HostIP]; used != nil {
+			used.Unset(uint(p.Value))
+		}
+	}
+	pi.marked = pi.marked[:0]
 }
 
 // preemptRequest describes the shortfall of a failed fit.
@@ -392,16 +660,73 @@ const maxScoreMeta = 5
 func (c *Context) recordScore(opt *RankedNode) {
 	c.explainScored(opt)
 	m := c.metrics
-	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, Scores: opt.ScoreMeta, NormScore: opt.FinalScore}
-	m.ScoreMetaData = append(m.ScoreMetaData, meta)
-	if len(m.ScoreMetaData) > maxScoreMeta {
+	if len(m.ScoreMetaData) >= maxScoreMeta {
 		worst := 0
 		for i, s := range m.ScoreMetaData {
 			if s.NormScore < m.ScoreMetaData[worst].NormScore {
 				worst = i
 			}
 		}
+		if opt.FinalScore < m.ScoreMetaData[worst].NormScore {
+			// It would be the one dropped: do not build its entry.
+			return
+		}
+		c.dropPending(m.ScoreMetaData[worst])
 		m.ScoreMetaData = append(m.ScoreMetaData[:worst], m.ScoreMetaData[worst+1:]...)
+	}
+	meta := &structs.NodeScoreMeta{NodeID: opt.Node.ID, NormScore: opt.FinalScore}
+	m.ScoreMetaData = append(m.ScoreMetaData, meta)
+	if len(opt.names) > len(pendingScores{}.names) {
+		meta.Scores = opt.ScoreMap()
+		return
+	}
+	// Most entries are displaced by better nodes before anyone reads the
+	// metrics: name their scores only when they are read (Metrics). Every
+	// pending entry is one of the (at most maxScoreMeta) kept, so a free
+	// slot exists.
+	for i := range c.pending {
+		if p := &c.pending[i]; p.meta == nil {
+			p.meta, p.n = meta, len(opt.names)
+			copy(p.names[:], opt.names)
+			copy(p.scores[:], opt.Scores)
+			return
+		}
+	}
+	meta.Scores = opt.ScoreMap()
+}
+
+// pendingScores are the scores of a kept NodeScoreMeta whose Scores map is
+// not built yet; a nil meta marks a free slot.
+type pendingScores struct {
+	meta   *structs.NodeScoreMeta
+	n      int
+	names  [4]string
+	scores [4]float64
+}
+
+func (c *Context) dropPending(meta *structs.NodeScoreMeta) {
+	for i := range c.pending {
+		if c.pending[i].meta == meta {
+			c.pending[i].meta = nil
+			return
+		}
+	}
+}
+
+// flushScores builds the Scores maps of the pending entries.
+func (c *Context) flushScores() {
+	for i := range c.pending {
+		p := &c.pending[i]
+		if p.meta == nil {
+			continue
+		}
+		if p.n > 0 {
+			p.meta.Scores = make(map[string]float64, p.n)
+			for j := 0; j < p.n; j++ {
+				p.meta.Scores[p.names[j]] = p.scores[j]
+			}
+		}
+		p.meta = nil
 	}
 }
 

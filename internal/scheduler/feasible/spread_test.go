@@ -71,7 +71,7 @@ func TestSpreadIteratorWeightsAndCounts(t *testing.T) {
 		"n3": -1,
 	}
 	for opt := it.Next(); opt != nil; opt = it.Next() {
-		if got := opt.ScoreMeta["allocation-spread"]; math.Abs(got-want[opt.Node.ID]) > 1e-9 {
+		if got := opt.ScoreMap()["allocation-spread"]; math.Abs(got-want[opt.Node.ID]) > 1e-9 {
 			t.Errorf("%s: spread = %v, want %v", opt.Node.ID, got, want[opt.Node.ID])
 		}
 	}

@@ -3,6 +3,7 @@ package feasible
 import (
 	"math"
 	"path"
+	"strings"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -54,7 +55,9 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 	s.feas = NewFeasibilityIterator(ctx, s.source)
 	s.distinct = NewDistinctHostsIterator(ctx, s.feas)
 	s.property = NewDistinctPropertyIterator(ctx, s.distinct)
-	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.property}, algorithm: algorithm}
+	// Options live until the next Select (the scheduler builds its
+	// allocation before asking again), so their memory is reused.
+	s.binpack = &BinPackIterator{ctx: ctx, source: &FeasibleRankIterator{source: s.property, reuse: true}, algorithm: algorithm}
 	s.anti = &JobAntiAffinityIterator{source: s.binpack}
 	s.penalty = &PenaltyIterator{source: s.anti}
 	s.affinity = &NodeAffinityIterator{ctx: ctx, source: s.penalty}
@@ -67,15 +70,18 @@ func NewGenericStack(batch bool, algorithm string, ctx *Context) *Stack {
 }
 
 // SetNodes sets the candidate nodes (ready, in the job's datacenters and
-// pool); they are shuffled with the context's seeded source.
+// pool); they are visited in a random order drawn from the context's
+// seeded source.
 func (s *Stack) SetNodes(nodes []*structs.Node) {
-	shuffled := append([]*structs.Node(nil), nodes...)
-	s.ctx.Rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	s.source.SetNodes(shuffled)
-	s.nodesByDC = make(map[string]int)
-	for _, n := range nodes {
-		s.nodesByDC[n.Datacenter]++
-	}
+	s.SetScopedNodes(nodes, CountByDatacenter(nodes))
+}
+
+// SetScopedNodes is SetNodes with the per-datacenter counts of nodes
+// already known (a memoised ready-node scope). nodes and byDC are only
+// read: the source draws its random order lazily beside them.
+func (s *Stack) SetScopedNodes(nodes []*structs.Node, byDC map[string]int) {
+	s.source.SetShuffledNodes(nodes, s.ctx.Rand)
+	s.nodesByDC = byDC
 	s.poolSize = len(nodes)
 	limit := 2
 	if !s.batch && len(nodes) > 0 {
@@ -85,6 +91,15 @@ func (s *Stack) SetNodes(nodes []*structs.Node) {
 	}
 	s.baseLimit = limit
 	s.limit.limit = limit
+}
+
+// CountByDatacenter counts nodes per datacenter (AllocMetric.NodesAvailable).
+func CountByDatacenter(nodes []*structs.Node) map[string]int {
+	out := make(map[string]int)
+	for _, n := range nodes {
+		out[n.Datacenter]++
+	}
+	return out
 }
 
 // SetPreemption lets placements evict allocations of jobs at least 10
@@ -109,7 +124,8 @@ func (s *Stack) SetJob(job *structs.Job) {
 }
 
 // Select picks the best node for one allocation of tg, or nil. The
-// context's Metrics explain the outcome either way.
+// context's Metrics explain the outcome either way. The option is valid
+// until the next Select.
 func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 	s.ctx.ResetMetrics()
 	s.ctx.explainSelect(tg)
@@ -138,7 +154,9 @@ func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 		s.penalty.penalty = opts.PenaltyNodeIDs
 	}
 	s.max.Reset()
-	return s.max.Next()
+	best := s.max.Next()
+	s.binpack.complete(best)
+	return best
 }
 
 // ReadyNodes filters nodes down to those that may receive placements of
@@ -152,6 +170,20 @@ func ReadyNodes(all []*structs.Node, job *structs.Job) []*structs.Node {
 		}
 	}
 	return out
+}
+
+// ScopeKey names the node scope of job (its datacenters and node pool):
+// jobs with equal keys have equal ReadyNodes.
+func ScopeKey(job *structs.Job) string {
+	pool := job.NodePool
+	if pool == "" {
+		pool = structs.DefaultNodePool
+	}
+	dcs := job.Datacenters
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	return pool + "\x00" + strings.Join(dcs, "\x00")
 }
 
 // InJobScope reports whether the node is in one of the job's datacenters

@@ -50,6 +50,7 @@ func (s *SystemStack) Select(tg *structs.TaskGroup, node *structs.Node) *RankedN
 	s.distinct.SetTaskGroup(tg)
 	s.binpack.tg = tg
 	opt := s.binpack.Next()
+	s.binpack.complete(opt)
 	if opt != nil {
 		opt.FinalScore = opt.Scores[0]
 		s.ctx.recordScore(opt)

@@ -1,0 +1,85 @@
+package state
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// LiveAllocs are the non-terminal allocations of one node as of one
+// version of the allocs table. They are shared read-only by every snapshot
+// in which the node's allocations did not change, so evaluations at
+// different indexes do not re-read (or re-sum) untouched nodes.
+type LiveAllocs struct {
+	// Allocs are the allocations, in index order. Never modify them.
+	Allocs []*structs.Allocation
+
+	// version is the watch channel of the node's subtree in the allocs
+	// table's node index: go-memdb copies a radix node, with a new
+	// channel, whenever anything under it changes, so an equal channel
+	// means equal allocations. (The node index is read rather than
+	// node_terminal, whose compound key costs more to build per lookup;
+	// terminal allocations are dropped while collecting.)
+	version <-chan struct{}
+
+	once    sync.Once
+	derived any
+}
+
+// Derive returns f(Allocs), computed once for these allocations and shared
+// read-only (the scheduler keeps its resource sums here). f must be a pure
+// function of the allocations.
+func (l *LiveAllocs) Derive(f func([]*structs.Allocation) any) any {
+	l.once.Do(func() { l.derived = f(l.Allocs) })
+	return l.derived
+}
+
+// liveAllocsMemo holds the newest LiveAllocs read per node; the store and
+// its snapshots share it.
+type liveAllocsMemo struct {
+	mu     sync.Mutex
+	byNode map[string]*LiveAllocs
+}
+
+// maxLiveAllocsMemo bounds the memo (node IDs of deleted nodes linger
+// until it is cleared).
+const maxLiveAllocsMemo = 1 << 17
+
+// LiveAllocsByNodeReader returns a function that lists the allocations of
+// a node that are not terminal (as AllocsByNodeTerminal(nil, id, false)),
+// all read from one read transaction opened now. A scheduling pass looks
+// at thousands of nodes of one snapshot: opening a transaction per node
+// cost more than the lookup, and a node whose allocations did not change
+// since any evaluation last read it is served from the store's memo. The
+// function is not safe for concurrent use and registers no watches.
+func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, error) {
+	txn := s.db.Txn(false)
+	memo := s.liveAllocs
+	return func(nodeID string) (*LiveAllocs, error) {
+		iter, err := txn.Get(tableAllocs, "node", nodeID)
+		if err != nil {
+			return nil, fmt.Errorf("state: %s lookup: %w", tableAllocs, err)
+		}
+		version := iter.WatchCh()
+		if memo != nil {
+			memo.mu.Lock()
+			have := memo.byNode[nodeID]
+			memo.mu.Unlock()
+			if have != nil && have.version == version {
+				return have, nil
+			}
+		}
+		live := collectAllocs(iter, func(a *structs.Allocation) bool { return !a.TerminalStatus() })
+		la := &LiveAllocs{Allocs: live, version: version}
+		if memo != nil {
+			memo.mu.Lock()
+			if memo.byNode == nil || len(memo.byNode) >= maxLiveAllocsMemo {
+				memo.byNode = make(map[string]*LiveAllocs)
+			}
+			memo.byNode[nodeID] = la
+			memo.mu.Unlock()
+		}
+		return la, nil
+	}
+}

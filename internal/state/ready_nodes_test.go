@@ -1,0 +1,112 @@
+package state
+
+import (
+	"testing"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+func readyIDs(t *testing.T, s interface {
+	ReadyNodes() (*ReadyNodeSet, error)
+}) []string {
+	t.Helper()
+	set, err := s.ReadyNodes()
+	must(t, err)
+	var ids []string
+	for _, n := range set.Nodes {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
+func sameIDs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The ready-node memo follows every node write (status, eligibility,
+// delete, client alloc updates), is shared by snapshots at one index, and
+// an old snapshot keeps seeing its own nodes.
+func TestReadyNodes_FollowsNodeWrites(t *testing.T) {
+	s := testStore(t)
+	for i, id := range []string{"n3", "n1", "n2"} {
+		must(t, s.UpsertNode(uint64(10+i), mockNode(id)))
+		must(t, s.UpdateNodeStatus(uint64(20+i), id, structs.NodeStatusReady, 1, nil))
+	}
+	if got := readyIDs(t, s); !sameIDs(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("ready = %v, want n1 n2 n3 in ID order", got)
+	}
+	snapA, _ := s.Snapshot()
+	snapB, _ := s.Snapshot()
+	a, _ := snapA.ReadyNodes()
+	b, _ := snapB.ReadyNodes()
+	if a != b {
+		t.Fatal("two snapshots at one nodes index computed separate ready sets")
+	}
+
+	must(t, s.UpdateNodeEligibility(30, "n2", structs.NodeSchedulingIneligible, 2, nil))
+	if got := readyIDs(t, s); !sameIDs(got, []string{"n1", "n3"}) {
+		t.Fatalf("after ineligible n2: ready = %v", got)
+	}
+	if got := readyIDs(t, snapA); !sameIDs(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("old snapshot sees %v, want its own n1 n2 n3", got)
+	}
+	must(t, s.UpdateNodeStatus(31, "n3", structs.NodeStatusDown, 3, nil))
+	if got := readyIDs(t, s); !sameIDs(got, []string{"n1"}) {
+		t.Fatalf("after n3 down: ready = %v", got)
+	}
+	must(t, s.DeleteNode(32, []string{"n1"}))
+	if got := readyIDs(t, s); len(got) != 0 {
+		t.Fatalf("after deleting n1: ready = %v", got)
+	}
+	must(t, s.UpdateNodeStatus(33, "n3", structs.NodeStatusReady, 4, nil))
+	set, err := s.ReadyNodes()
+	must(t, err)
+	if set.Index != 33 || len(set.Nodes) != 1 || set.Nodes[0].ID != "n3" {
+		t.Fatalf("set at %d = %v, want n3 at 33", set.Index, readyIDs(t, s))
+	}
+	// A client alloc update rewrites the node (LastAllocUpdateIndex): the
+	// set must hand out the current node object.
+	job := mockJob("j")
+	must(t, s.UpsertJob(40, nil, job))
+	alloc := &structs.Allocation{ID: "a1", Namespace: job.Namespace, JobID: job.ID, Job: job,
+		NodeID: "n3", TaskGroup: "web", DesiredStatus: structs.AllocDesiredStatusRun,
+		ClientStatus: structs.AllocClientStatusPending}
+	must(t, s.UpsertAllocs(41, []*structs.Allocation{alloc}))
+	up := *alloc
+	up.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpdateAllocsFromClient(42, []*structs.Allocation{&up}))
+	n, _ := s.NodeByID(nil, "n3")
+	set, err = s.ReadyNodes()
+	must(t, err)
+	if len(set.Nodes) != 1 || set.Nodes[0] != n {
+		t.Fatalf("ready set holds a stale node object after a client update")
+	}
+}
+
+func TestReadyNodeSet_DeriveMemoises(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(10, mockNode("n1")))
+	must(t, s.UpdateNodeStatus(11, "n1", structs.NodeStatusReady, 1, nil))
+	set, err := s.ReadyNodes()
+	must(t, err)
+	calls := 0
+	f := func(nodes []*structs.Node) any { calls++; return len(nodes) }
+	if v := set.Derive("k", f); v != 1 {
+		t.Fatalf("Derive = %v, want 1", v)
+	}
+	if v := set.Derive("k", f); v != 1 || calls != 1 {
+		t.Fatalf("Derive = %v after %d calls, want one computation", v, calls)
+	}
+	set.Derive("other", f)
+	if calls != 2 {
+		t.Fatalf("a second key computed %d times in all, want 2", calls)
+	}
+}
