@@ -287,6 +287,14 @@ func (n *Node) GetAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeA
 
 // GetClientAllocs is the client's blocking pull: alloc IDs on the node with
 // their AllocModifyIndex.
+//
+// The answer's index is the node's own: the newest AllocModifyIndex of its
+// allocations, or the last deletion of one. Only server-side changes move
+// it, so the client's own status updates (ModifyIndex only) neither answer
+// a parked pull nor wake it: the pull waits on the store's per-node channel,
+// which is closed only by changes the client acts on (placements, desired
+// status and transitions, job updates, lost/unknown, GC, the node's
+// registration or removal), never by writes to other nodes.
 func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
 	if done, err := n.srv.forward("Node.GetClientAllocs", args.Region, args.AllowStale, args, reply); done {
 		return err
@@ -295,7 +303,9 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 		return structs.NewErrCoded(400, "missing node ID")
 	}
 	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
-		node, err := st.NodeByID(ws, args.NodeID)
+		// Taken before reading so a change committed meanwhile wakes us.
+		ws.Add(st.NodeAllocsWatchCh(args.NodeID))
+		node, err := st.NodeByID(nil, args.NodeID)
 		if err != nil {
 			return err
 		}
@@ -305,25 +315,18 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 		if args.SecretID != node.SecretID {
 			return structs.NewErrCoded(403, "node secret ID does not match")
 		}
-		allocs, err := st.AllocsByNode(ws, args.NodeID)
+		allocs, err := st.AllocsByNode(nil, args.NodeID)
 		if err != nil {
 			return err
 		}
-		reply.Allocs = make(map[string]uint64, len(allocs))
-		// The index is this node's own: the newest change to one of its
-		// allocs, or the last deletion of one. Writes to other nodes' allocs
-		// (which wake this query through memdb's coarse watch on an empty
-		// prefix) never move it, so idle clients do not re-pull on every
-		// placement in the cluster.
 		idx, err := st.NodeAllocsDeletedIndex(args.NodeID)
 		if err != nil {
 			return err
 		}
+		reply.Allocs = make(map[string]uint64, len(allocs))
 		for _, a := range allocs {
 			reply.Allocs[a.ID] = a.AllocModifyIndex
-			if a.ModifyIndex > idx {
-				idx = a.ModifyIndex
-			}
+			idx = max(idx, a.AllocModifyIndex)
 		}
 		// Never answer 0: a client's next pull would not block and the
 		// client would spin. With 1 it waits for its first allocation.
