@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -222,19 +223,36 @@ func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jo
 // DeploymentStatus health, NetworkStatus, ModifyTime) are taken; the server's
 // fields and AllocModifyIndex are left alone. Unknown allocations are
 // ignored. Each affected node records LastAllocUpdateIndex = index.
+//
+// It is the hottest write of a busy cluster (every placement comes back at
+// least as "running"), so it does only what a client change can require:
+// one copy and insert per allocation, each job summary copied and written
+// once per call however many of its allocations changed, job statuses
+// recomputed only for jobs whose allocations became terminal or live, and
+// no previous-allocation link (a client never changes it).
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation) error {
+	_, err := s.UpdateAllocsFromClientFreed(index, allocs)
+	return err
+}
+
+// UpdateAllocsFromClientFreed is UpdateAllocsFromClient that also returns
+// the nodes (in the order of allocs) on which an allocation became
+// client-terminal, i.e. whose capacity this update freed.
+func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs.Allocation) (freed []string, err error) {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
+	sums := clientSummaries{}
 	nodes := map[string]bool{}
 	var nodeOrder []string
+	freedSeen := map[string]bool{}
 	for _, in := range allocs {
 		if in == nil {
 			continue
 		}
 		ex, err := allocLookup(txn, in.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ex == nil {
 			continue
@@ -258,18 +276,36 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 			c.ModifyTime = in.ModifyTime
 		}
 		c.ModifyIndex = index
-		if err := writeAlloc(txn, index, ex, &c, jobs); err != nil {
-			return err
+		if ex.ClientStatus != c.ClientStatus {
+			if err := sums.transition(txn, ex, &c); err != nil {
+				return nil, err
+			}
+		}
+		if err := deploymentAllocTransition(txn, index, ex, &c); err != nil {
+			return nil, err
+		}
+		if err := txn.Insert(tableAllocs, &c); err != nil {
+			return nil, fmt.Errorf("state: alloc insert: %w", err)
+		}
+		if !ex.ClientTerminalStatus() && c.ClientTerminalStatus() && !freedSeen[c.NodeID] {
+			freedSeen[c.NodeID] = true
+			freed = append(freed, c.NodeID)
+		}
+		if ex.TerminalStatus() != c.TerminalStatus() {
+			jobs.add(c.Namespace, c.JobID)
 		}
 		if !nodes[c.NodeID] {
 			nodes[c.NodeID] = true
 			nodeOrder = append(nodeOrder, c.NodeID)
 		}
 	}
+	if err := sums.write(txn, index); err != nil {
+		return nil, err
+	}
 	for _, id := range nodeOrder {
 		raw, err := txn.First(tableNodes, "id", id)
 		if err != nil {
-			return fmt.Errorf("state: node lookup: %w", err)
+			return nil, fmt.Errorf("state: node lookup: %w", err)
 		}
 		if raw == nil {
 			continue
@@ -277,19 +313,89 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		n := *raw.(*structs.Node)
 		n.LastAllocUpdateIndex = index
 		if err := txn.Insert(tableNodes, &n); err != nil {
-			return fmt.Errorf("state: node insert: %w", err)
+			return nil, fmt.Errorf("state: node insert: %w", err)
 		}
+	}
+	if len(nodeOrder) > 0 {
 		if err := bumpIndex(txn, index, tableNodes); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := bumpIndex(txn, index, tableAllocs); err != nil {
-		return err
+		return nil, err
 	}
 	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
-		return err
+		return nil, err
 	}
 	txn.Commit()
+	return freed, nil
+}
+
+// clientSummaries accumulates the summary changes of one client update:
+// each job's summary is copied on its first change and written once.
+type clientSummaries map[structs.NamespacedID]*clientSummary
+
+type clientSummary struct {
+	sum     *structs.JobSummary // a copy; nil when the job has none
+	changed bool
+}
+
+// transition moves an allocation between client-status counters, with the
+// rules of summaryAllocTransition for an existing allocation: allocations of
+// an older incarnation of the job, or of a group the job no longer has, are
+// not counted.
+func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
+	key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+	cs, ok := m[key]
+	if !ok {
+		stored, err := summaryFor(txn, a.Namespace, a.JobID)
+		if err != nil {
+			return err
+		}
+		cs = &clientSummary{}
+		if stored != nil {
+			cs.sum = stored.Copy()
+		}
+		m[key] = cs
+	}
+	sum := cs.sum
+	if sum == nil || (a.Job != nil && a.Job.CreateIndex != sum.CreateIndex) {
+		return nil
+	}
+	tg, ok := sum.Summary[a.TaskGroup]
+	if !ok {
+		return nil
+	}
+	if p := countOf(&tg, ex.ClientStatus); p != nil && *p > 0 {
+		*p--
+	}
+	if p := countOf(&tg, a.ClientStatus); p != nil {
+		*p++
+	}
+	sum.Summary[a.TaskGroup] = tg
+	cs.changed = true
+	return nil
+}
+
+// write stores the changed summaries in job order (determinism).
+func (m clientSummaries) write(txn *memdb.Txn, index uint64) error {
+	keys := make([]structs.NamespacedID, 0, len(m))
+	for k, cs := range m {
+		if cs.changed {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
+		}
+		return keys[i].ID < keys[j].ID
+	})
+	for _, k := range keys {
+		if err := putSummary(txn, index, m[k].sum); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
