@@ -71,15 +71,18 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, any
 	}), nil
 }
 
-// AllocsByNode returns every allocation on a node.
+// AllocsByNode returns every allocation on a node: the live ones, then the
+// terminal ones, each in ID order.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	iter, err := get(txn, ws, tableAllocs, "node", nodeID)
+	// The NodeID prefix of node_terminal; the prefix has no terminator, so
+	// a node whose ID extends this one's is filtered out.
+	iter, err := get(txn, ws, tableAllocs, "node_terminal_prefix", nodeID)
 	if err != nil {
 		return nil, err
 	}
-	return collectAllocs(iter, nil), nil
+	return collectAllocs(iter, func(a *structs.Allocation) bool { return a.NodeID == nodeID }), nil
 }
 
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()
