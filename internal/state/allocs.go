@@ -20,6 +20,24 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 	return raw.(*structs.Allocation), nil
 }
 
+// AllocsByIDs returns the allocations with the given IDs that exist, in the
+// order asked, read in one transaction.
+func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out := make([]*structs.Allocation, 0, len(ids))
+	for _, id := range ids {
+		raw, err := first(txn, ws, tableAllocs, "id", id)
+		if err != nil {
+			return nil, err
+		}
+		if raw != nil {
+			out = append(out, raw.(*structs.Allocation))
+		}
+	}
+	return out, nil
+}
+
 // Allocs iterates every allocation.
 func (s *StateStore) Allocs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
