@@ -305,7 +305,7 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		// Taken before reading so a change committed meanwhile wakes us.
 		ws.Add(st.NodeAllocsWatchCh(args.NodeID))
-		node, err := st.NodeByID(nil, args.NodeID)
+		node, allocs, idx, err := st.NodeClientAllocs(args.NodeID)
 		if err != nil {
 			return err
 		}
@@ -315,19 +315,7 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 		if args.SecretID != node.SecretID {
 			return structs.NewErrCoded(403, "node secret ID does not match")
 		}
-		allocs, err := st.AllocsByNode(nil, args.NodeID)
-		if err != nil {
-			return err
-		}
-		idx, err := st.NodeAllocsDeletedIndex(args.NodeID)
-		if err != nil {
-			return err
-		}
-		reply.Allocs = make(map[string]uint64, len(allocs))
-		for _, a := range allocs {
-			reply.Allocs[a.ID] = a.AllocModifyIndex
-			idx = max(idx, a.AllocModifyIndex)
-		}
+		reply.Allocs = allocs
 		// Never answer 0: a client's next pull would not block and the
 		// client would spin. With 1 it waits for its first allocation.
 		reply.Index = max(idx, 1)

@@ -103,6 +103,44 @@ func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.
 	return collectAllocs(iter, func(a *structs.Allocation) bool { return a.NodeID == nodeID }), nil
 }
 
+// NodeClientAllocs is what a client's pull needs, read in one transaction:
+// the node (nil if unknown; then nothing else is read), each of its
+// allocations' AllocModifyIndex, and the node's pull index: the newest of
+// those, or of the last deletion of one of its allocations. Only server-side
+// changes move it (see NodeAllocsWatchCh).
+func (s *StateStore) NodeClientAllocs(nodeID string) (*structs.Node, map[string]uint64, uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := txn.First(tableNodes, "id", nodeID)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: node lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil, 0, nil
+	}
+	node := raw.(*structs.Node)
+	var idx uint64
+	deleted, err := txn.First(tableIndex, "id", nodeAllocsDeletedKey(nodeID))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: index lookup: %w", err)
+	}
+	if deleted != nil {
+		idx = deleted.(*IndexEntry).Value
+	}
+	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeID)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: allocs lookup: %w", err)
+	}
+	allocs := map[string]uint64{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if a := raw.(*structs.Allocation); a.NodeID == nodeID {
+			allocs[a.ID] = a.AllocModifyIndex
+			idx = max(idx, a.AllocModifyIndex)
+		}
+	}
+	return node, allocs, idx, nil
+}
+
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()
 // equals terminal.
 func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, terminal bool) ([]*structs.Allocation, error) {
@@ -421,10 +459,3 @@ func (m clientSummaries) write(txn *memdb.Txn, index uint64) error {
 }
 
 func nodeAllocsDeletedKey(nodeID string) string { return "allocs_deleted/" + nodeID }
-
-// NodeAllocsDeletedIndex is the Raft index at which an allocation of nodeID
-// was last deleted (0 if never). With the allocs' ModifyIndex it gives a
-// per-node change index that other nodes' writes never move.
-func (s *StateStore) NodeAllocsDeletedIndex(nodeID string) (uint64, error) {
-	return s.Index(nodeAllocsDeletedKey(nodeID))
-}
