@@ -154,14 +154,27 @@ func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, term
 }
 
 // AllocsByEval returns the allocations an evaluation created or updated.
+// There is no index by eval (every alloc write would pay for it to serve
+// this one API read): the eval's job's allocations are filtered, or, for an
+// eval already garbage collected, every allocation.
 func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	iter, err := get(txn, ws, tableAllocs, "eval", evalID)
+	raw, err := first(txn, ws, tableEvals, "id", evalID)
 	if err != nil {
 		return nil, err
 	}
-	return collectAllocs(iter, nil), nil
+	var iter memdb.ResultIterator
+	if raw != nil {
+		e := raw.(*structs.Evaluation)
+		iter, err = get(txn, ws, tableAllocs, "job", e.Namespace, e.JobID)
+	} else {
+		iter, err = get(txn, ws, tableAllocs, "id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collectAllocs(iter, func(a *structs.Allocation) bool { return a.EvalID == evalID }), nil
 }
 
 // UpsertAllocs applies server-side allocation writes (placements and

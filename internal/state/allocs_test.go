@@ -345,3 +345,25 @@ func TestUpdateAllocsFromClient_SummaryAndFreed(t *testing.T) {
 		t.Fatalf("job status = %s", st)
 	}
 }
+
+// AllocsByEval finds an eval's allocations through its job, and still finds
+// them once the eval itself is gone.
+func TestAllocsByEval_WithoutIndex(t *testing.T) {
+	s := testStore(t)
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertEvals(11, []*structs.Evaluation{mockEval("e1", job, structs.EvalStatusComplete)}))
+	a1, a2, a3 := mockAlloc("a1", "n1", job), mockAlloc("a2", "n1", job), mockAlloc("a3", "n2", job)
+	a1.EvalID, a2.EvalID, a3.EvalID = "e1", "e2", "e1"
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{a1, a2, a3}))
+	check := func(when string) {
+		t.Helper()
+		got, err := s.AllocsByEval(nil, "e1")
+		must(t, err)
+		if len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a3" {
+			t.Fatalf("%s: AllocsByEval(e1) = %v", when, got)
+		}
+	}
+	check("eval stored")
+	must(t, s.DeleteEval(13, []string{"e1"}, nil))
+	check("eval collected")
+}

@@ -141,7 +141,8 @@ func schema() *memdb.DBSchema {
 		// Every alloc write (placement, stop, client update) rewrites each
 		// of these indexes, so each must earn its keep: a node's allocs are
 		// read through node_terminal's NodeID prefix (no separate "node"
-		// index), and nothing reads allocs by deployment.
+		// index), an eval's allocs are filtered from its job's, and nothing
+		// reads allocs by deployment.
 		tableAllocs: {
 			Name: tableAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
@@ -154,8 +155,7 @@ func schema() *memdb.DBSchema {
 						&memdb.ConditionalIndex{Conditional: allocTerminal},
 					}},
 				},
-				"job":  nsIDIndex("job", "JobID", false),
-				"eval": fieldIndex("eval", "EvalID"),
+				"job": nsIDIndex("job", "JobID", false),
 			},
 		},
 		tableNodes: {
