@@ -10,7 +10,7 @@ import (
 
 // The per-node pull channel closes only for changes the node's client acts
 // on: never for its own status updates or for other nodes' allocations.
-func TestNodeAllocsWatchCh(t *testing.T) {
+func TestNodePullWatch_Wakes(t *testing.T) {
 	s := testStore(t)
 	must(t, s.UpsertNode(5, mockNode("n1")))
 	must(t, s.UpsertNode(6, mockNode("n2")))
@@ -18,7 +18,7 @@ func TestNodeAllocsWatchCh(t *testing.T) {
 
 	watch := func() memdb.WatchSet {
 		ws := memdb.NewWatchSet()
-		ws.Add(s.NodeAllocsWatchCh("n1"))
+		ws.Add(s.NodePullWatch("n1").Ch)
 		return ws
 	}
 	steps := []struct {
@@ -53,7 +53,42 @@ func TestNodeAllocsWatchCh(t *testing.T) {
 
 	snap, err := s.Snapshot()
 	must(t, err)
-	if snap.NodeAllocsWatchCh("n1") != nil {
+	if p := snap.NodePullWatch("n1"); p.Ch != nil || p.Known {
 		t.Fatal("a snapshot never changes: want a nil channel")
+	}
+}
+
+// A pull's answered index is remembered until the node's next change, and
+// never for a generation the node has already left.
+func TestNodePullWatch_Remembers(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(5, mockNode("n1")))
+	job := storedJob(t, s, 10, mockJob("web"))
+
+	p := s.NodePullWatch("n1")
+	if p.Known {
+		t.Fatal("nothing answered yet")
+	}
+	s.NodePullAnswered("n1", p, 7, "secret")
+	if p2 := s.NodePullWatch("n1"); !p2.Known || p2.Index != 7 || p2.SecretID != "secret" {
+		t.Fatalf("after an answer: %+v", p2)
+	}
+	// A placement is a change; a client update is not.
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc("a1", "n1", job)}))
+	p = s.NodePullWatch("n1")
+	if p.Known {
+		t.Fatal("a placement must forget the answer")
+	}
+	s.NodePullAnswered("n1", p, 11, "secret")
+	must(t, s.UpdateAllocsFromClient(12, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning}}))
+	if p2 := s.NodePullWatch("n1"); !p2.Known || p2.Index != 11 {
+		t.Fatalf("a client update made the answer unknown: %+v", p2)
+	}
+	// An answer computed before a change is not remembered after it.
+	p = s.NodePullWatch("n1")
+	must(t, s.UpsertPlanResults(13, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: "a1"}}}))
+	s.NodePullAnswered("n1", p, 11, "secret")
+	if p2 := s.NodePullWatch("n1"); p2.Known {
+		t.Fatalf("stale answer remembered: %+v", p2)
 	}
 }
