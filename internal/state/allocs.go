@@ -94,14 +94,19 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, any
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	// The NodeID prefix of node_terminal; the prefix has no terminator, so
-	// a node whose ID extends this one's is filtered out.
-	iter, err := get(txn, ws, tableAllocs, "node_terminal_prefix", nodeID)
+	iter, err := get(txn, ws, tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
 		return nil, err
 	}
-	return collectAllocs(iter, func(a *structs.Allocation) bool { return a.NodeID == nodeID }), nil
+	return collectAllocs(iter, nil), nil
 }
+
+// nodeKeyPrefix is the argument of a node_terminal_prefix read that matches
+// exactly nodeID's allocations: the string indexer ends a value with NUL
+// and strips that one NUL from a prefix argument, so the argument carries
+// the NUL that ends the NodeID field, and a node whose ID merely extends
+// this one ("n1", "n10") does not match.
+func nodeKeyPrefix(nodeID string) string { return nodeID + "\x00" }
 
 // NodeClientAllocs is what a client's pull needs, read in one transaction:
 // the node (nil if unknown; then nothing else is read), each of its
@@ -127,16 +132,15 @@ func (s *StateStore) NodeClientAllocs(nodeID string) (*structs.Node, map[string]
 	if deleted != nil {
 		idx = deleted.(*IndexEntry).Value
 	}
-	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeID)
+	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("state: allocs lookup: %w", err)
 	}
 	allocs := map[string]uint64{}
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		if a := raw.(*structs.Allocation); a.NodeID == nodeID {
-			allocs[a.ID] = a.AllocModifyIndex
-			idx = max(idx, a.AllocModifyIndex)
-		}
+		a := raw.(*structs.Allocation)
+		allocs[a.ID] = a.AllocModifyIndex
+		idx = max(idx, a.AllocModifyIndex)
 	}
 	return node, allocs, idx, nil
 }

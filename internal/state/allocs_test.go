@@ -304,6 +304,12 @@ func TestAllocsByNode_ExactNode(t *testing.T) {
 	if len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a2" {
 		t.Fatalf("AllocsByNode(n1) = %v", got)
 	}
+	must(t, s.UpsertNode(13, mockNode("n1")))
+	node, pull, idx, err := s.NodeClientAllocs("n1")
+	must(t, err)
+	if node == nil || len(pull) != 2 || pull["a1"] != 11 || pull["a2"] != 11 || idx != 11 {
+		t.Fatalf("NodeClientAllocs(n1) = %v, %v, %d", node, pull, idx)
+	}
 }
 
 // A client update of many allocs of one job writes its summary once, with
