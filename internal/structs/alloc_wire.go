@@ -58,13 +58,18 @@ type allocWire struct {
 
 // jobWire caches the encoding of recently sent jobs, keyed by pointer. A
 // key keeps its job alive, so an address is never reused while cached; the
-// cache is dropped whole when it fills.
+// cache is dropped whole when it holds jobWireMax jobs or jobWireMaxBytes of
+// encodings (which bounds the jobs it keeps alive too).
 var jobWire = struct {
 	sync.Mutex
-	m map[*Job][]byte
+	m     map[*Job][]byte
+	bytes int
 }{m: map[*Job][]byte{}}
 
-const jobWireMax = 1024
+const (
+	jobWireMax      = 1024
+	jobWireMaxBytes = 16 << 20
+)
 
 // jobWireBytes returns the msgpack encoding of job (empty for no job, which
 // omitempty leaves out as it does a nil *Job); false if it cannot be
@@ -85,10 +90,11 @@ func jobWireBytes(job *Job) (codec.Raw, bool) {
 	}
 	b = buf.Bytes()
 	jobWire.Lock()
-	if len(jobWire.m) >= jobWireMax {
-		jobWire.m = map[*Job][]byte{}
+	if len(jobWire.m) >= jobWireMax || jobWire.bytes+len(b) > jobWireMaxBytes {
+		jobWire.m, jobWire.bytes = map[*Job][]byte{}, 0
 	}
 	jobWire.m[job] = b
+	jobWire.bytes += len(b)
 	jobWire.Unlock()
 	return b, true
 }
