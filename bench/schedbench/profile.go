@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"time"
 )
 
@@ -77,4 +78,21 @@ func (p *profiler) wait() error {
 		}
 	}
 	return first
+}
+
+// startSelfProfile starts this process's CPU profile: the node simulator
+// runs here, so this is where its cost shows. stop writes the file.
+func startSelfProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -27,6 +27,7 @@ type options struct {
 	CPUProfile         string        // save the server's CPU profile from the first submit here
 	ProfileSeconds     time.Duration // length of the CPU profile
 	HeapProfile        string        // save the server's heap profile, taken once all are placed, here
+	SelfProfile        string        // save this process's (nodesim's) CPU profile, first submit -> end of run, here
 	Logf               func(string, ...any)
 }
 
@@ -140,6 +141,13 @@ func run(ctx context.Context, o options) (res result, err error) {
 			err = perr
 		}
 	}()
+	if o.SelfProfile != "" {
+		stop, err := startSelfProfile(o.SelfProfile)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	prof.startCPU(ctx)
 	if err := submit(ctx, c, o.Jobs, o.Count); err != nil {

@@ -28,40 +28,13 @@ func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) error {
 		return err
 	}
 	st := f.State()
-	// Remember which allocs were already client-terminal: only new
-	// transitions free capacity.
-	wasTerminal := make(map[string]bool, len(req.Alloc))
-	for _, a := range req.Alloc {
-		if a == nil {
-			continue
-		}
-		if ex, err := st.AllocByID(nil, a.ID); err == nil && ex != nil {
-			wasTerminal[a.ID] = ex.ClientTerminalStatus()
-		}
-	}
-	if err := st.UpdateAllocsFromClient(index, req.Alloc); err != nil {
+	// Only allocations that became client-terminal free capacity.
+	nodes, err := st.UpdateAllocsFromClientFreed(index, req.Alloc)
+	if err != nil {
 		return err
 	}
 	if err := st.UpsertEvals(index, req.Evals); err != nil {
 		return err
-	}
-
-	var nodes []string
-	seen := map[string]bool{}
-	for _, a := range req.Alloc {
-		if a == nil {
-			continue
-		}
-		terminal, known := wasTerminal[a.ID]
-		if !known || terminal {
-			continue
-		}
-		stored, err := st.AllocByID(nil, a.ID)
-		if err != nil || stored == nil || !stored.ClientTerminalStatus() || seen[stored.NodeID] {
-			continue
-		}
-		seen[stored.NodeID] = true
-		nodes = append(nodes, stored.NodeID)
 	}
 	f.nodesCapacityChanged(nodes, index)
 	f.notifyEvals(req.Evals)

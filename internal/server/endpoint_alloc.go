@@ -69,20 +69,14 @@ func (a *Alloc) GetAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsG
 	}
 	opts := args.QueryOptions
 	return a.srv.blockingRPC(&opts, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
-		reply.Allocs = reply.Allocs[:0]
+		allocs, err := st.AllocsByIDs(ws, args.AllocIDs)
+		if err != nil {
+			return err
+		}
+		reply.Allocs = allocs
 		var idx uint64
-		for _, id := range args.AllocIDs {
-			alloc, err := st.AllocByID(ws, id)
-			if err != nil {
-				return err
-			}
-			if alloc == nil {
-				continue
-			}
-			reply.Allocs = append(reply.Allocs, alloc)
-			if alloc.ModifyIndex > idx {
-				idx = alloc.ModifyIndex
-			}
+		for _, alloc := range allocs {
+			idx = max(idx, alloc.ModifyIndex)
 		}
 		if latest := maxIndex(st, "allocs"); latest >= args.MinQueryIndex && idx <= args.MinQueryIndex {
 			// The state is current enough; report it so we don't block.

@@ -287,6 +287,17 @@ func (n *Node) GetAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeA
 
 // GetClientAllocs is the client's blocking pull: alloc IDs on the node with
 // their AllocModifyIndex.
+//
+// The answer's index is the node's own: the newest AllocModifyIndex of its
+// allocations, or the last deletion of one. Only server-side changes move
+// it, so the client's own status updates (ModifyIndex only) neither answer
+// a parked pull nor wake it. The pull parks on the store's per-node channel,
+// closed only by changes the client acts on (placements, desired status and
+// transitions, job updates, lost/unknown, GC, the node's registration or
+// removal), never by writes to other nodes; and a pull that arrives with the
+// index the node's last answer had parks without reading the store. A
+// parked pull costs nothing until its node changes, its time is up (then it
+// reads and answers) or the server shuts down.
 func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
 	if done, err := n.srv.forward("Node.GetClientAllocs", args.Region, args.AllowStale, args, reply); done {
 		return err
@@ -294,42 +305,63 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if args.NodeID == "" {
 		return structs.NewErrCoded(400, "missing node ID")
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
-		node, err := st.NodeByID(ws, args.NodeID)
-		if err != nil {
-			return err
+	var timeout <-chan time.Time
+	if args.MinQueryIndex > 0 {
+		wait := args.MaxQueryTime
+		if wait <= 0 || wait > maxQueryTime {
+			wait = maxQueryTime
 		}
-		if node == nil {
-			return structs.NewErrCoded(404, "node not found")
-		}
-		if args.SecretID != node.SecretID {
-			return structs.NewErrCoded(403, "node secret ID does not match")
-		}
-		allocs, err := st.AllocsByNode(ws, args.NodeID)
-		if err != nil {
-			return err
-		}
-		reply.Allocs = make(map[string]uint64, len(allocs))
-		// The index is this node's own: the newest change to one of its
-		// allocs, or the last deletion of one. Writes to other nodes' allocs
-		// (which wake this query through memdb's coarse watch on an empty
-		// prefix) never move it, so idle clients do not re-pull on every
-		// placement in the cluster.
-		idx, err := st.NodeAllocsDeletedIndex(args.NodeID)
-		if err != nil {
-			return err
-		}
-		for _, a := range allocs {
-			reply.Allocs[a.ID] = a.AllocModifyIndex
-			if a.ModifyIndex > idx {
-				idx = a.ModifyIndex
+		wait += time.Duration(rnd(int64(wait / 16)))
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		st := n.srv.fsm.State()
+		// Taken before reading so a change committed meanwhile wakes us.
+		pull := st.NodePullWatch(args.NodeID)
+		upToDate := pull.Known && pull.SecretID == args.SecretID && args.MinQueryIndex >= max(pull.Index, 1)
+		if !upToDate || n.srv.isShutdown() {
+			if err := n.clientAllocs(st, pull, args, reply); err != nil {
+				return err
+			}
+			if args.MinQueryIndex == 0 || reply.Index > args.MinQueryIndex || n.srv.isShutdown() {
+				return nil
 			}
 		}
-		// Never answer 0: a client's next pull would not block and the
-		// client would spin. With 1 it waits for its first allocation.
-		reply.Index = max(idx, 1)
-		return nil
-	})
+		select {
+		case <-pull.Ch:
+		case <-st.AbandonCh():
+		case <-n.srv.shutdownCh:
+		case <-timeout:
+			// Time is up: answer with the current state.
+			return n.clientAllocs(n.srv.fsm.State(), state.NodePull{}, args, reply)
+		}
+	}
+}
+
+// clientAllocs reads the pull's answer and remembers its index for pull's
+// generation of the node.
+func (n *Node) clientAllocs(st *state.StateStore, pull state.NodePull, args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
+	node, allocs, idx, err := st.NodeClientAllocs(args.NodeID)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return structs.NewErrCoded(404, "node not found")
+	}
+	if args.SecretID != node.SecretID {
+		return structs.NewErrCoded(403, "node secret ID does not match")
+	}
+	reply.Allocs = allocs
+	// Never answer 0: a client's next pull would not block and the client
+	// would spin. With 1 it waits for its first allocation.
+	reply.Index = max(idx, 1)
+	if pull.Ch != nil {
+		st.NodePullAnswered(args.NodeID, pull, reply.Index, node.SecretID)
+	}
+	n.srv.setQueryMeta(&reply.QueryMeta)
+	return nil
 }
 
 // UpdateAlloc takes the client's alloc status updates. Calls from all

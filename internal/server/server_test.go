@@ -254,12 +254,37 @@ func TestGetClientAllocsIndexIsPerNode(t *testing.T) {
 	if got := pull(idle, 0, 0).Index; got != first.Index {
 		t.Fatalf("placements on another node moved the idle node's index %d -> %d", first.Index, got)
 	}
-	// The busy node's allocs disappear (GC): its pull index must move.
+	// The busy node's own status update is not news to its client: the
+	// index stays, so the pull it is parked in keeps waiting.
 	b := pull(busy, 0, 0)
 	var ids []string
+	var upd []*structs.Allocation
 	for id := range b.Allocs {
 		ids = append(ids, id)
+		upd = append(upd, &structs.Allocation{ID: id, NodeID: busy.ID, ClientStatus: structs.AllocClientStatusRunning})
 	}
+	var ur structs.GenericResponse
+	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: upd}, &ur); err != nil {
+		t.Fatal(err)
+	}
+	if got := pull(busy, 0, 0); got.Index != b.Index {
+		t.Fatalf("the client's own update moved its pull index %d -> %d", b.Index, got.Index)
+	}
+	// Parked without reading the store, a pull whose time is up still
+	// answers the node's full alloc map (an empty one would tell the client
+	// to destroy everything).
+	if got := pull(busy, b.Index, 100*time.Millisecond); got.Index != b.Index || len(got.Allocs) != len(b.Allocs) {
+		t.Fatalf("parked pull answered index %d with %d allocs after the client's own update (was %d with %d)",
+			got.Index, len(got.Allocs), b.Index, len(b.Allocs))
+	}
+	// An up-to-date pull with the wrong secret is refused, not parked.
+	var denied structs.NodeClientAllocsResponse
+	err := s.RPC("Node.GetClientAllocs", &structs.NodeSpecificRequest{NodeID: busy.ID, SecretID: "wrong",
+		QueryOptions: structs.QueryOptions{MinQueryIndex: b.Index, MaxQueryTime: time.Minute}}, &denied)
+	if err == nil || !strings.Contains(err.Error(), "secret") {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	// The busy node's allocs disappear (GC): its pull index must move.
 	if _, _, err := s.raftApply(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Allocs: ids}); err != nil {
 		t.Fatal(err)
 	}

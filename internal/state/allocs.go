@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -17,6 +18,24 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 		return nil, err
 	}
 	return raw.(*structs.Allocation), nil
+}
+
+// AllocsByIDs returns the allocations with the given IDs that exist, in the
+// order asked, read in one transaction.
+func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out := make([]*structs.Allocation, 0, len(ids))
+	for _, id := range ids {
+		raw, err := first(txn, ws, tableAllocs, "id", id)
+		if err != nil {
+			return nil, err
+		}
+		if raw != nil {
+			out = append(out, raw.(*structs.Allocation))
+		}
+	}
+	return out, nil
 }
 
 // Allocs iterates every allocation.
@@ -70,15 +89,60 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, any
 	}), nil
 }
 
-// AllocsByNode returns every allocation on a node.
+// AllocsByNode returns every allocation on a node: the live ones, then the
+// terminal ones, each in ID order.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	iter, err := get(txn, ws, tableAllocs, "node", nodeID)
+	iter, err := get(txn, ws, tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
 		return nil, err
 	}
 	return collectAllocs(iter, nil), nil
+}
+
+// nodeKeyPrefix is the argument of a node_terminal_prefix read that matches
+// exactly nodeID's allocations: the string indexer ends a value with NUL
+// and strips that one NUL from a prefix argument, so the argument carries
+// the NUL that ends the NodeID field, and a node whose ID merely extends
+// this one ("n1", "n10") does not match.
+func nodeKeyPrefix(nodeID string) string { return nodeID + "\x00" }
+
+// NodeClientAllocs is what a client's pull needs, read in one transaction:
+// the node (nil if unknown; then nothing else is read), each of its
+// allocations' AllocModifyIndex, and the node's pull index: the newest of
+// those, or of the last deletion of one of its allocations. Only server-side
+// changes move it (see NodeAllocsWatchCh).
+func (s *StateStore) NodeClientAllocs(nodeID string) (*structs.Node, map[string]uint64, uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := txn.First(tableNodes, "id", nodeID)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: node lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil, 0, nil
+	}
+	node := raw.(*structs.Node)
+	var idx uint64
+	deleted, err := txn.First(tableIndex, "id", nodeAllocsDeletedKey(nodeID))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: index lookup: %w", err)
+	}
+	if deleted != nil {
+		idx = deleted.(*IndexEntry).Value
+	}
+	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("state: allocs lookup: %w", err)
+	}
+	allocs := map[string]uint64{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		a := raw.(*structs.Allocation)
+		allocs[a.ID] = a.AllocModifyIndex
+		idx = max(idx, a.AllocModifyIndex)
+	}
+	return node, allocs, idx, nil
 }
 
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()
@@ -94,14 +158,27 @@ func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, term
 }
 
 // AllocsByEval returns the allocations an evaluation created or updated.
+// There is no index by eval (every alloc write would pay for it to serve
+// this one API read): the eval's job's allocations are filtered, or, for an
+// eval already garbage collected, every allocation.
 func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	iter, err := get(txn, ws, tableAllocs, "eval", evalID)
+	raw, err := first(txn, ws, tableEvals, "id", evalID)
 	if err != nil {
 		return nil, err
 	}
-	return collectAllocs(iter, nil), nil
+	var iter memdb.ResultIterator
+	if raw != nil {
+		e := raw.(*structs.Evaluation)
+		iter, err = get(txn, ws, tableAllocs, "job", e.Namespace, e.JobID)
+	} else {
+		iter, err = get(txn, ws, tableAllocs, "id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collectAllocs(iter, func(a *structs.Allocation) bool { return a.EvalID == evalID }), nil
 }
 
 // UpsertAllocs applies server-side allocation writes (placements and
@@ -222,19 +299,36 @@ func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jo
 // DeploymentStatus health, NetworkStatus, ModifyTime) are taken; the server's
 // fields and AllocModifyIndex are left alone. Unknown allocations are
 // ignored. Each affected node records LastAllocUpdateIndex = index.
+//
+// It is the hottest write of a busy cluster (every placement comes back at
+// least as "running"), so it does only what a client change can require:
+// one copy and insert per allocation, each job summary copied and written
+// once per call however many of its allocations changed, job statuses
+// recomputed only for jobs whose allocations became terminal or live, and
+// no previous-allocation link (a client never changes it).
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation) error {
+	_, err := s.UpdateAllocsFromClientFreed(index, allocs)
+	return err
+}
+
+// UpdateAllocsFromClientFreed is UpdateAllocsFromClient that also returns
+// the nodes (in the order of allocs) on which an allocation became
+// client-terminal, i.e. whose capacity this update freed.
+func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs.Allocation) (freed []string, err error) {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
+	sums := clientSummaries{}
 	nodes := map[string]bool{}
 	var nodeOrder []string
+	freedSeen := map[string]bool{}
 	for _, in := range allocs {
 		if in == nil {
 			continue
 		}
 		ex, err := allocLookup(txn, in.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ex == nil {
 			continue
@@ -258,18 +352,36 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 			c.ModifyTime = in.ModifyTime
 		}
 		c.ModifyIndex = index
-		if err := writeAlloc(txn, index, ex, &c, jobs); err != nil {
-			return err
+		if ex.ClientStatus != c.ClientStatus {
+			if err := sums.transition(txn, ex, &c); err != nil {
+				return nil, err
+			}
+		}
+		if err := deploymentAllocTransition(txn, index, ex, &c); err != nil {
+			return nil, err
+		}
+		if err := txn.Insert(tableAllocs, &c); err != nil {
+			return nil, fmt.Errorf("state: alloc insert: %w", err)
+		}
+		if !ex.ClientTerminalStatus() && c.ClientTerminalStatus() && !freedSeen[c.NodeID] {
+			freedSeen[c.NodeID] = true
+			freed = append(freed, c.NodeID)
+		}
+		if ex.TerminalStatus() != c.TerminalStatus() {
+			jobs.add(c.Namespace, c.JobID)
 		}
 		if !nodes[c.NodeID] {
 			nodes[c.NodeID] = true
 			nodeOrder = append(nodeOrder, c.NodeID)
 		}
 	}
+	if err := sums.write(txn, index); err != nil {
+		return nil, err
+	}
 	for _, id := range nodeOrder {
 		raw, err := txn.First(tableNodes, "id", id)
 		if err != nil {
-			return fmt.Errorf("state: node lookup: %w", err)
+			return nil, fmt.Errorf("state: node lookup: %w", err)
 		}
 		if raw == nil {
 			continue
@@ -277,27 +389,90 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		n := *raw.(*structs.Node)
 		n.LastAllocUpdateIndex = index
 		if err := txn.Insert(tableNodes, &n); err != nil {
-			return fmt.Errorf("state: node insert: %w", err)
+			return nil, fmt.Errorf("state: node insert: %w", err)
 		}
+	}
+	if len(nodeOrder) > 0 {
 		if err := bumpIndex(txn, index, tableNodes); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := bumpIndex(txn, index, tableAllocs); err != nil {
-		return err
+		return nil, err
 	}
 	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
-		return err
+		return nil, err
 	}
 	txn.Commit()
+	return freed, nil
+}
+
+// clientSummaries accumulates the summary changes of one client update:
+// each job's summary is copied on its first change and written once.
+type clientSummaries map[structs.NamespacedID]*clientSummary
+
+type clientSummary struct {
+	sum     *structs.JobSummary // a copy; nil when the job has none
+	changed bool
+}
+
+// transition moves an allocation between client-status counters, with the
+// rules of summaryAllocTransition for an existing allocation: allocations of
+// an older incarnation of the job, or of a group the job no longer has, are
+// not counted.
+func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
+	key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+	cs, ok := m[key]
+	if !ok {
+		stored, err := summaryFor(txn, a.Namespace, a.JobID)
+		if err != nil {
+			return err
+		}
+		cs = &clientSummary{}
+		if stored != nil {
+			cs.sum = stored.Copy()
+		}
+		m[key] = cs
+	}
+	sum := cs.sum
+	if sum == nil || (a.Job != nil && a.Job.CreateIndex != sum.CreateIndex) {
+		return nil
+	}
+	tg, ok := sum.Summary[a.TaskGroup]
+	if !ok {
+		return nil
+	}
+	if p := countOf(&tg, ex.ClientStatus); p != nil && *p > 0 {
+		*p--
+	}
+	if p := countOf(&tg, a.ClientStatus); p != nil {
+		*p++
+	}
+	sum.Summary[a.TaskGroup] = tg
+	cs.changed = true
+	return nil
+}
+
+// write stores the changed summaries in job order (determinism).
+func (m clientSummaries) write(txn *memdb.Txn, index uint64) error {
+	keys := make([]structs.NamespacedID, 0, len(m))
+	for k, cs := range m {
+		if cs.changed {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
+		}
+		return keys[i].ID < keys[j].ID
+	})
+	for _, k := range keys {
+		if err := putSummary(txn, index, m[k].sum); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func nodeAllocsDeletedKey(nodeID string) string { return "allocs_deleted/" + nodeID }
-
-// NodeAllocsDeletedIndex is the Raft index at which an allocation of nodeID
-// was last deleted (0 if never). With the allocs' ModifyIndex it gives a
-// per-node change index that other nodes' writes never move.
-func (s *StateStore) NodeAllocsDeletedIndex(nodeID string) (uint64, error) {
-	return s.Index(nodeAllocsDeletedKey(nodeID))
-}

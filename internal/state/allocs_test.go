@@ -290,3 +290,86 @@ func TestAllocPrefixes(t *testing.T) {
 		t.Errorf("Allocs = %d", n)
 	}
 }
+
+// AllocsByNode reads a prefix of node_terminal: a node whose ID extends
+// another's must not see that node's allocations, and terminal ones count.
+func TestAllocsByNode_ExactNode(t *testing.T) {
+	s := testStore(t)
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{
+		mockAlloc("a1", "n1", job), mockAlloc("a2", "n1", job), mockAlloc("b1", "n10", job)}))
+	must(t, s.UpdateAllocsFromClient(12, []*structs.Allocation{{ID: "a2", ClientStatus: structs.AllocClientStatusComplete}}))
+	got, err := s.AllocsByNode(nil, "n1")
+	must(t, err)
+	if len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a2" {
+		t.Fatalf("AllocsByNode(n1) = %v", got)
+	}
+	must(t, s.UpsertNode(13, mockNode("n1")))
+	node, pull, idx, err := s.NodeClientAllocs("n1")
+	must(t, err)
+	if node == nil || len(pull) != 2 || pull["a1"] != 11 || pull["a2"] != 11 || idx != 11 {
+		t.Fatalf("NodeClientAllocs(n1) = %v, %v, %d", node, pull, idx)
+	}
+}
+
+// A client update of many allocs of one job writes its summary once, with
+// every transition counted, and frees capacity only where an alloc turned
+// client-terminal.
+func TestUpdateAllocsFromClient_SummaryAndFreed(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(5, mockNode("n1")))
+	must(t, s.UpsertNode(6, mockNode("n2")))
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{
+		mockAlloc("a1", "n1", job), mockAlloc("a2", "n1", job), mockAlloc("a3", "n2", job)}))
+	freed, err := s.UpdateAllocsFromClientFreed(12, []*structs.Allocation{
+		{ID: "a1", ClientStatus: structs.AllocClientStatusRunning},
+		{ID: "a2", ClientStatus: structs.AllocClientStatusFailed},
+		{ID: "a3", ClientStatus: structs.AllocClientStatusRunning},
+	})
+	must(t, err)
+	if len(freed) != 1 || freed[0] != "n1" {
+		t.Fatalf("freed = %v, want [n1]", freed)
+	}
+	if tg := tgSummary(t, s, "web", "web"); tg.Running != 2 || tg.Failed != 1 || tg.Starting != 0 {
+		t.Fatalf("summary = %+v", tg)
+	}
+	sum, _ := s.JobSummaryByID(nil, structs.DefaultNamespace, "web")
+	if sum.ModifyIndex != 12 {
+		t.Fatalf("summary ModifyIndex = %d", sum.ModifyIndex)
+	}
+	if st := jobStatusOf(t, s, "web"); st != structs.JobStatusRunning {
+		t.Fatalf("job status = %s", st)
+	}
+	// Every alloc done: the job is dead.
+	_, err = s.UpdateAllocsFromClientFreed(13, []*structs.Allocation{
+		{ID: "a1", ClientStatus: structs.AllocClientStatusComplete},
+		{ID: "a3", ClientStatus: structs.AllocClientStatusComplete},
+	})
+	must(t, err)
+	if st := jobStatusOf(t, s, "web"); st != structs.JobStatusDead {
+		t.Fatalf("job status = %s", st)
+	}
+}
+
+// AllocsByEval finds an eval's allocations through its job, and still finds
+// them once the eval itself is gone.
+func TestAllocsByEval_WithoutIndex(t *testing.T) {
+	s := testStore(t)
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertEvals(11, []*structs.Evaluation{mockEval("e1", job, structs.EvalStatusComplete)}))
+	a1, a2, a3 := mockAlloc("a1", "n1", job), mockAlloc("a2", "n1", job), mockAlloc("a3", "n2", job)
+	a1.EvalID, a2.EvalID, a3.EvalID = "e1", "e2", "e1"
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{a1, a2, a3}))
+	check := func(when string) {
+		t.Helper()
+		got, err := s.AllocsByEval(nil, "e1")
+		must(t, err)
+		if len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a3" {
+			t.Fatalf("%s: AllocsByEval(e1) = %v", when, got)
+		}
+	}
+	check("eval stored")
+	must(t, s.DeleteEval(13, []string{"e1"}, nil))
+	check("eval collected")
+}

@@ -6,7 +6,9 @@
 //
 // It provides the reads every server component uses (with watch sets that
 // drive blocking queries), the writes the FSM applies, O(1) snapshots for
-// schedulers, and the bulk loader used to restore Raft snapshots.
+// schedulers, and the bulk loader used to restore Raft snapshots. Client
+// alloc pulls wait on a per-node channel (node_watch.go) that committed
+// writes close only for changes the node's client acts on.
 //
 // Rules this package keeps:
 //   - Objects returned by reads are immutable. Writers copy before they modify,

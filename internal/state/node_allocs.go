@@ -16,10 +16,10 @@ type LiveAllocs struct {
 	Allocs []*structs.Allocation
 
 	// version is the watch channel of the node's subtree in the allocs
-	// table's node index: go-memdb copies a radix node, with a new
-	// channel, whenever anything under it changes, so an equal channel
-	// means equal allocations. (The node index is read rather than
-	// node_terminal, whose compound key costs more to build per lookup;
+	// table's node_terminal index (read by the node's exact key prefix):
+	// go-memdb copies a radix node, with a new channel, whenever anything
+	// under it changes, so an equal channel means equal allocations. (The
+	// string prefix is cheaper to build per lookup than the compound key;
 	// terminal allocations are dropped while collecting.)
 	version <-chan struct{}
 
@@ -57,7 +57,7 @@ func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, 
 	txn := s.db.Txn(false)
 	memo := s.liveAllocs
 	return func(nodeID string) (*LiveAllocs, error) {
-		iter, err := txn.Get(tableAllocs, "node", nodeID)
+		iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 		if err != nil {
 			return nil, fmt.Errorf("state: %s lookup: %w", tableAllocs, err)
 		}

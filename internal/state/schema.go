@@ -138,11 +138,15 @@ func schema() *memdb.DBSchema {
 				"job": nsIDIndex("job", "JobID", false),
 			},
 		},
+		// Every alloc write (placement, stop, client update) rewrites each
+		// of these indexes, so each must earn its keep: a node's allocs are
+		// read through node_terminal's NodeID prefix (no separate "node"
+		// index), an eval's allocs are filtered from its job's, and nothing
+		// reads allocs by deployment.
 		tableAllocs: {
 			Name: tableAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id":   idIndex("ID"),
-				"node": fieldIndex("node", "NodeID"),
+				"id": idIndex("ID"),
 				"node_terminal": {
 					Name:         "node_terminal",
 					AllowMissing: true,
@@ -151,9 +155,7 @@ func schema() *memdb.DBSchema {
 						&memdb.ConditionalIndex{Conditional: allocTerminal},
 					}},
 				},
-				"job":        nsIDIndex("job", "JobID", false),
-				"eval":       fieldIndex("eval", "EvalID"),
-				"deployment": fieldIndex("deployment", "DeploymentID"),
+				"job": nsIDIndex("job", "JobID", false),
 			},
 		},
 		tableNodes: {

@@ -18,7 +18,7 @@ var ErrAbandoned = errors.New("state store abandoned")
 // StateStore is the server's replicated state. All methods are safe for
 // concurrent use; writes are serialised by memdb.
 type StateStore struct {
-	db *memdb.MemDB
+	db txnDB
 
 	// abandon is shared with snapshots so a blocking query on a snapshot
 	// also wakes up when the store is replaced.
@@ -48,8 +48,8 @@ func NewStateStore() (*StateStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
-	s := &StateStore{db: db, abandon: &abandonCh{ch: make(chan struct{})}, ready: &readyMemo{},
-		liveAllocs: &liveAllocsMemo{}}
+	s := &StateStore{db: txnDB{MemDB: db, watch: newNodeWatch()}, abandon: &abandonCh{ch: make(chan struct{})},
+		ready: &readyMemo{}, liveAllocs: &liveAllocsMemo{}}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
@@ -69,7 +69,8 @@ func NewStateStore() (*StateStore, error) {
 
 // Snapshot returns an O(1) point-in-time view.
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	return &StateSnapshot{StateStore{db: s.db.Snapshot(), abandon: s.abandon, ready: s.ready, liveAllocs: s.liveAllocs}}, nil
+	return &StateSnapshot{StateStore{db: txnDB{MemDB: s.db.Snapshot()}, abandon: s.abandon, ready: s.ready,
+		liveAllocs: s.liveAllocs}}, nil
 }
 
 // SnapshotMinIndex waits until the store has applied index, then returns a

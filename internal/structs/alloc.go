@@ -6,6 +6,8 @@ import "time"
 // the desired fields; the client owns ClientStatus, TaskStates and the rest of
 // what it observes.
 type Allocation struct {
+	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
+
 	ID                    string
 	Namespace             string
 	EvalID                string
@@ -58,6 +60,8 @@ type DesiredTransition struct {
 
 // TaskState is the client's view of one task.
 type TaskState struct {
+	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
+
 	State       string
 	Failed      bool
 	Restarts    uint64

@@ -12,6 +12,7 @@ var MsgpackHandle = func() *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.RawToString = true
 	h.MapType = reflect.TypeOf(map[string]any(nil))
+	h.Raw = true // pre-encoded values (alloc_wire.go)
 	return h
 }()
 

@@ -5,6 +5,8 @@ import "time"
 // Job is the engine's view of a submitted job. Field names match Nomad's so
 // the JSON encoding is the shape api.Job decodes.
 type Job struct {
+	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
+
 	Region                   string
 	Namespace                string
 	ID                       string
@@ -48,6 +50,8 @@ type Job struct {
 
 // TaskGroup is a set of tasks placed together on one node.
 type TaskGroup struct {
+	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
+
 	Name             string
 	Count            int
 	Constraints      []*Constraint
@@ -76,6 +80,8 @@ type TaskGroup struct {
 
 // Task is one process (or container, VM) run by a driver.
 type Task struct {
+	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
+
 	Name            string
 	Driver          string
 	User            string

@@ -296,11 +296,11 @@ func (n *node) apply(server map[string]uint64) error {
 			cur = &alloc{tasks: n.s.taskNames(a), batch: a.Job != nil && a.Job.Type == structs.JobTypeBatch,
 				status: a.ClientStatus}
 			n.allocs[a.ID] = cur
-			if !a.TerminalStatus() {
+			if !a.terminal() {
 				cur.status = structs.AllocClientStatusPending
 				started = append(started, a.ID)
 			}
-		} else if a.ServerTerminalStatus() && !isTerminal(cur.status) {
+		} else if a.serverTerminal() && !isTerminal(cur.status) {
 			// Stopped by the servers: the task "exits" at once.
 			cur.status = structs.AllocClientStatusComplete
 			cur.finishedAt = time.Now().UnixNano()
@@ -316,7 +316,7 @@ func (n *node) apply(server map[string]uint64) error {
 }
 
 // fetch gets the full allocations, retrying while a stale answer misses some.
-func (n *node) fetch(ids []string, maxIdx uint64) ([]*structs.Allocation, error) {
+func (n *node) fetch(ids []string, maxIdx uint64) ([]*wireAlloc, error) {
 	minIdx := uint64(0)
 	if maxIdx > 0 {
 		minIdx = maxIdx - 1
@@ -325,7 +325,7 @@ func (n *node) fetch(ids []string, maxIdx uint64) ([]*structs.Allocation, error)
 	for attempt := 0; attempt < fetchAttempts; attempt++ {
 		req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 			Region: n.s.cfg.Region, MinQueryIndex: minIdx, MaxQueryTime: 10 * time.Second, AllowStale: true}}
-		var resp structs.AllocsGetResponse
+		var resp allocsAnswer
 		n.s.fetches.Add(1)
 		if err := n.s.call(n, "Alloc.GetAllocs", req, &resp); err != nil {
 			lastErr = err

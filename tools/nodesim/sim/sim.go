@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/rpc"
-	"github.com/drover-project/drover/internal/structs"
 )
 
 // Config describes the simulated fleet. Zero fields take the defaults
@@ -105,7 +104,7 @@ type Sim struct {
 	stop  chan struct{}
 	once  sync.Once
 
-	tasks sync.Map // jobID/group/modifyIndex -> []string, shared by allocs
+	tasks sync.Map // taskKey -> []string, shared by allocs
 
 	registered, lost, failed                atomic.Int64
 	heartbeats, pulls, emptyPulls, fetches  atomic.Int64
@@ -263,20 +262,28 @@ func (s *Sim) call(n *node, method string, args, reply any) error {
 	return n.pool.Call(n.server, method, args, reply)
 }
 
+type taskKey struct {
+	namespace, job, group string
+	jobModifyIndex        uint64
+}
+
 // taskNames returns the task names of an allocation's group, shared between
 // allocations of the same job version.
-func (s *Sim) taskNames(a *structs.Allocation) []string {
+func (s *Sim) taskNames(a *wireAlloc) []string {
 	if a.Job == nil {
 		return nil
 	}
-	key := fmt.Sprintf("%s/%s/%s/%d", a.Namespace, a.JobID, a.TaskGroup, a.Job.JobModifyIndex)
+	key := taskKey{a.Namespace, a.JobID, a.TaskGroup, a.Job.JobModifyIndex}
 	if v, ok := s.tasks.Load(key); ok {
 		return v.([]string)
 	}
 	var names []string
-	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil {
-		for _, t := range tg.Tasks {
-			names = append(names, t.Name)
+	for _, tg := range a.Job.TaskGroups {
+		if tg != nil && tg.Name == a.TaskGroup {
+			for _, t := range tg.Tasks {
+				names = append(names, t.Name)
+			}
+			break
 		}
 	}
 	v, _ := s.tasks.LoadOrStore(key, names)

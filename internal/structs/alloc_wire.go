@@ -1,0 +1,100 @@
+package structs
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// A client fetches its allocations with Alloc.GetAllocs, and every
+// allocation carries its job: on a busy cluster the same job is encoded
+// once per allocation, thousands of times. The allocations of one job placed
+// by one plan share one *Job in the state store (stored objects are never
+// modified), so AllocsGetResponse encodes each distinct job once and reuses
+// the bytes. The wire shape is exactly the default one (a map of the
+// Allocation's fields, Job included): only the work to produce it changes,
+// and decoding is the codec's default.
+
+// CodecEncodeSelf encodes the response with each job's cached encoding.
+func (r *AllocsGetResponse) CodecEncodeSelf(e *codec.Encoder) {
+	w := allocsGetWire{Allocs: make([]allocWire, 0, len(r.Allocs)), QueryMeta: r.QueryMeta}
+	for _, a := range r.Allocs {
+		var job codec.Raw
+		ok := a != nil // a nil entry is never sent by the servers
+		if ok {
+			job, ok = jobWireBytes(a.Job)
+		}
+		if !ok {
+			e.MustEncode((*allocsGetResponseDefault)(r)) // reports the error, if any
+			return
+		}
+		w.Allocs = append(w.Allocs, allocWire{Allocation: a, Job: job})
+	}
+	e.MustEncode(&w)
+}
+
+// CodecDecodeSelf decodes the default encoding.
+func (r *AllocsGetResponse) CodecDecodeSelf(d *codec.Decoder) {
+	d.MustDecode((*allocsGetResponseDefault)(r))
+}
+
+// allocsGetResponseDefault has AllocsGetResponse's fields without its
+// codec methods: the codec's default encoding.
+type allocsGetResponseDefault AllocsGetResponse
+
+type allocsGetWire struct {
+	Allocs []allocWire
+	QueryMeta
+}
+
+// allocWire is an Allocation whose Job is already encoded: the outer Job
+// field shadows the embedded one, as in Go.
+type allocWire struct {
+	_struct struct{} `codec:",omitempty"` // as Allocation's: zero fields are left out
+	*Allocation
+	Job codec.Raw
+}
+
+// jobWire caches the encoding of recently sent jobs, keyed by pointer. A
+// key keeps its job alive, so an address is never reused while cached; the
+// cache is dropped whole when it holds jobWireMax jobs or jobWireMaxBytes of
+// encodings (which bounds the jobs it keeps alive too).
+var jobWire = struct {
+	sync.Mutex
+	m     map[*Job][]byte
+	bytes int
+}{m: map[*Job][]byte{}}
+
+const (
+	jobWireMax      = 1024
+	jobWireMaxBytes = 16 << 20
+)
+
+// jobWireBytes returns the msgpack encoding of job (empty for no job, which
+// omitempty leaves out as it does a nil *Job); false if it cannot be
+// encoded.
+func jobWireBytes(job *Job) (codec.Raw, bool) {
+	if job == nil {
+		return nil, true
+	}
+	jobWire.Lock()
+	b, ok := jobWire.m[job]
+	jobWire.Unlock()
+	if ok {
+		return b, true
+	}
+	var buf bytes.Buffer
+	if err := codec.NewEncoder(&buf, MsgpackHandle).Encode(job); err != nil {
+		return nil, false
+	}
+	b = buf.Bytes()
+	jobWire.Lock()
+	if len(jobWire.m) >= jobWireMax || jobWire.bytes+len(b) > jobWireMaxBytes {
+		jobWire.m, jobWire.bytes = map[*Job][]byte{}, 0
+	}
+	jobWire.m[job] = b
+	jobWire.bytes += len(b)
+	jobWire.Unlock()
+	return b, true
+}

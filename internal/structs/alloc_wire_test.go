@@ -1,0 +1,63 @@
+package structs
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// An AllocsGetResponse encoded with cached job bytes must be exactly what
+// the default encoding carries: same fields, same values, decodable by any
+// client, whether written to a stream or to a byte slice.
+func TestAllocsGetResponseWireShape(t *testing.T) {
+	shared := &Job{ID: "web", Namespace: "default", Type: JobTypeService, Priority: 50, Datacenters: []string{"dc1"},
+		TaskGroups: []*TaskGroup{{Name: "g", Count: 2, Tasks: []*Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "sleep"}}}}}}
+	other := &Job{ID: "batch", Namespace: "default", Type: JobTypeBatch}
+	resp := &AllocsGetResponse{Allocs: []*Allocation{
+		{ID: "a1", JobID: "web", Job: shared, NodeID: "n", DesiredStatus: AllocDesiredStatusRun, AllocModifyIndex: 5,
+			TaskStates: map[string]*TaskState{"t": {State: TaskStateRunning}}},
+		{ID: "a2", JobID: "web", Job: shared, ClientStatus: AllocClientStatusRunning},
+		{ID: "a3", JobID: "batch", Job: other},
+		{ID: "a4", JobID: "gone"}, // no job
+	}, QueryMeta: QueryMeta{Index: 9, KnownLeader: true}}
+
+	var def bytes.Buffer
+	if err := codec.NewEncoder(&def, MsgpackHandle).Encode((*allocsGetResponseDefault)(resp)); err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	for i := 0; i < 2; i++ { // the second time from the cache
+		stream.Reset()
+		if err := codec.NewEncoder(&stream, MsgpackHandle).Encode(resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var slice []byte
+	if err := codec.NewEncoderBytes(&slice, MsgpackHandle).Encode(resp); err != nil {
+		t.Fatal(err)
+	}
+	generic := func(b []byte) any {
+		var v any
+		if err := codec.NewDecoderBytes(b, MsgpackHandle).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := generic(def.Bytes())
+	for name, b := range map[string][]byte{"stream": stream.Bytes(), "bytes": slice} {
+		if got := generic(b); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: wire shape differs:\n got %v\nwant %v", name, got, want)
+		}
+		var back AllocsGetResponse
+		if err := codec.NewDecoder(bytes.NewReader(b), MsgpackHandle).Decode(&back); err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Allocs) != 4 || back.Index != 9 || back.Allocs[1].Job == nil || back.Allocs[1].Job.TaskGroups[0].Tasks[0].Name != "t" ||
+			back.Allocs[2].Job.Type != JobTypeBatch || back.Allocs[3].Job != nil || back.Allocs[0].AllocModifyIndex != 5 ||
+			back.Allocs[0].TaskStates["t"].State != TaskStateRunning {
+			t.Fatalf("%s: decoded %+v", name, back)
+		}
+	}
+}

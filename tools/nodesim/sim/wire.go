@@ -1,0 +1,46 @@
+package sim
+
+import "github.com/drover-project/drover/internal/structs"
+
+// allocsAnswer is what a simulated node decodes of an Alloc.GetAllocs answer
+// (structs.AllocsGetResponse): the same bytes arrive over the same RPC as
+// for a real client, but only the fields the simulator acts on are
+// materialised. The msgpack codec matches fields by name and skips the rest
+// (the task configs, resources, constraints... of every allocation's job),
+// which is most of the simulator's decoding work.
+type allocsAnswer struct {
+	Allocs []*wireAlloc
+	structs.QueryMeta
+}
+
+// wireAlloc is the part of a structs.Allocation the simulator uses.
+type wireAlloc struct {
+	ID               string
+	Namespace        string
+	JobID            string
+	TaskGroup        string
+	DesiredStatus    string
+	ClientStatus     string
+	AllocModifyIndex uint64
+	Job              *wireJob
+}
+
+// wireJob is the part of a structs.Job the simulator uses.
+type wireJob struct {
+	Type           string
+	JobModifyIndex uint64
+	TaskGroups     []*wireGroup
+}
+
+type wireGroup struct {
+	Name  string
+	Tasks []*wireTask
+}
+
+type wireTask struct{ Name string }
+
+func (a *wireAlloc) serverTerminal() bool {
+	return a.DesiredStatus == structs.AllocDesiredStatusStop || a.DesiredStatus == structs.AllocDesiredStatusEvict
+}
+
+func (a *wireAlloc) terminal() bool { return a.serverTerminal() || isTerminal(a.ClientStatus) }
