@@ -16,10 +16,32 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if req == nil {
 		return fmt.Errorf("state: upsert plan results: nil request")
 	}
+	return s.UpsertPlanResultsBatch(index, []*structs.ApplyPlanResultsRequest{req})
+}
+
+// UpsertPlanResultsBatch applies several committed plans, in order, in one
+// transaction at one index: a later plan sees the earlier ones' writes, and
+// if any of them fails nothing is written.
+func (s *StateStore) UpsertPlanResultsBatch(index uint64, reqs []*structs.ApplyPlanResultsRequest) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
+	for _, req := range reqs {
+		if req == nil {
+			return fmt.Errorf("state: upsert plan results: nil request")
+		}
+		if err := upsertPlanResultsTxn(txn, index, req, jobs); err != nil {
+			return err
+		}
+	}
+	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
 
+func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanResultsRequest, jobs jobKeys) error {
 	if req.Deployment != nil {
 		if err := upsertDeploymentTxn(txn, index, req.Deployment); err != nil {
 			return err
@@ -87,10 +109,6 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if req.Job != nil {
 		jobs.add(req.Job.Namespace, req.Job.ID)
 	}
-	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
-		return err
-	}
-	txn.Commit()
 	return nil
 }
 
