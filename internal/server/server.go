@@ -55,6 +55,7 @@ type Server struct {
 	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
+	evalUpdates            *evalUpdateBatcher
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -96,6 +97,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		Clock:        cfg.HeartbeatClock,
 	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
+	s.evalUpdates = newEvalUpdateBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
@@ -130,6 +132,11 @@ func NewServer(cfg *Config) (*Server, error) {
 		}()
 	}
 	s.allocBatch.start()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.evalUpdates.run()
+	}()
 	return s, nil
 }
 
