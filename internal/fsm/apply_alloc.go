@@ -73,6 +73,7 @@ func (f *FSM) applyPlanResults(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "plan results"); err != nil {
 		return err
 	}
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req})
 	if err := f.State().UpsertPlanResults(index, &req); err != nil {
 		return err
 	}
@@ -87,6 +88,7 @@ func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "plan results batch"); err != nil {
 		return err
 	}
+	compactPlanAllocs(req.Plans)
 	if err := f.State().UpsertPlanResultsBatch(index, req.Plans); err != nil {
 		return err
 	}

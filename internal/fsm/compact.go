@@ -1,0 +1,108 @@
+package fsm
+
+import (
+	"maps"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// compactPlanAllocs trims what each decoded placement keeps in memory for
+// as long as it is stored, without changing anything the API shows:
+//
+//   - empty maps and slices in Metrics and AllocatedResources become nil
+//     (the decoder allocates a map for every encoded empty one);
+//   - identical NodesAvailable maps (every placement of one scheduling pass
+//     has the same one) are shared;
+//   - strings repeated across the entry's allocations (namespace, job, eval,
+//     group, deployment, statuses, node pool) are shared.
+//
+// Stored objects are never modified in place, so sharing is safe. It runs
+// before the state write, on every server alike; it changes no value, so
+// determinism is unaffected.
+func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
+	c := compactor{strs: map[string]string{}}
+	for _, req := range reqs {
+		for _, a := range req.Alloc {
+			if a != nil {
+				c.alloc(a)
+			}
+		}
+	}
+}
+
+type compactor struct {
+	strs      map[string]string
+	available []map[string]int
+}
+
+func (c *compactor) str(s *string) {
+	if *s == "" {
+		return
+	}
+	if v, ok := c.strs[*s]; ok {
+		*s = v
+		return
+	}
+	c.strs[*s] = *s
+}
+
+func (c *compactor) alloc(a *structs.Allocation) {
+	for _, s := range []*string{&a.Namespace, &a.EvalID, &a.JobID, &a.TaskGroup, &a.DeploymentID,
+		&a.DesiredStatus, &a.ClientStatus, &a.NodeName} {
+		c.str(s)
+	}
+	if m := a.Metrics; m != nil {
+		c.str(&m.NodePool)
+		m.NodesAvailable = c.sharedAvailable(m.NodesAvailable)
+		m.ClassFiltered = nilIfEmpty(m.ClassFiltered)
+		m.ConstraintFiltered = nilIfEmpty(m.ConstraintFiltered)
+		m.ClassExhausted = nilIfEmpty(m.ClassExhausted)
+		m.DimensionExhausted = nilIfEmpty(m.DimensionExhausted)
+		m.ResourcesExhausted = nilIfEmpty(m.ResourcesExhausted)
+		m.Scores = nilIfEmpty(m.Scores)
+		if len(m.QuotaExhausted) == 0 {
+			m.QuotaExhausted = nil
+		}
+		if len(m.ScoreMetaData) == 0 {
+			m.ScoreMetaData = nil
+		}
+		for _, s := range m.ScoreMetaData {
+			if s != nil {
+				s.Scores = nilIfEmpty(s.Scores)
+			}
+		}
+	}
+	if r := a.AllocatedResources; r != nil {
+		r.Tasks = nilIfEmpty(r.Tasks)
+		r.TaskLifecycles = nilIfEmpty(r.TaskLifecycles)
+	}
+	if len(a.PreemptedAllocations) == 0 {
+		a.PreemptedAllocations = nil
+	}
+	if len(a.TaskStates) == 0 {
+		a.TaskStates = nil
+	}
+}
+
+// sharedAvailable returns an equal map seen before in this entry, or m.
+func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
+	if len(m) == 0 {
+		return nil
+	}
+	for _, seen := range c.available {
+		if maps.Equal(seen, m) {
+			return seen
+		}
+	}
+	if len(c.available) < 8 {
+		c.available = append(c.available, m)
+	}
+	return m
+}
+
+func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
