@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"maps"
+	"unique"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -14,7 +15,10 @@ import (
 //   - identical NodesAvailable maps (every placement of one scheduling pass
 //     has the same one) are shared;
 //   - strings repeated across the entry's allocations (namespace, job, eval,
-//     group, deployment, statuses, node pool) are shared.
+//     group, deployment, statuses, node pool) are shared;
+//   - node IDs and names (the alloc's and the five scored nodes' in its
+//     metrics) are interned process-wide: a cluster has a bounded set of
+//     them, and each alloc held six 36-byte copies.
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
@@ -48,9 +52,11 @@ func (c *compactor) str(s *string) {
 
 func (c *compactor) alloc(a *structs.Allocation) {
 	for _, s := range []*string{&a.Namespace, &a.EvalID, &a.JobID, &a.TaskGroup, &a.DeploymentID,
-		&a.DesiredStatus, &a.ClientStatus, &a.NodeName} {
+		&a.DesiredStatus, &a.ClientStatus} {
 		c.str(s)
 	}
+	a.NodeID = internNodeString(a.NodeID)
+	a.NodeName = internNodeString(a.NodeName)
 	if m := a.Metrics; m != nil {
 		c.str(&m.NodePool)
 		m.NodesAvailable = c.sharedAvailable(m.NodesAvailable)
@@ -68,6 +74,7 @@ func (c *compactor) alloc(a *structs.Allocation) {
 		}
 		for _, s := range m.ScoreMetaData {
 			if s != nil {
+				s.NodeID = internNodeString(s.NodeID)
 				s.Scores = nilIfEmpty(s.Scores)
 			}
 		}
@@ -98,6 +105,15 @@ func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
 		c.available = append(c.available, m)
 	}
 	return m
+}
+
+// internNodeString returns the process-wide copy of a node ID or name.
+// unique holds its values weakly: names of nodes gone are collected.
+func internNodeString(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }
 
 func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {

@@ -49,9 +49,21 @@ func Encode(t MessageType, msg any) ([]byte, error) {
 	return out, err
 }
 
-// Decode reads a msgpack body into out.
+// entryHandle decodes Raft entries: MsgpackHandle's settings, plus map keys
+// interned per entry, so the thousand score maps of a plan entry share their
+// handful of key strings ("binpack", "job-anti-affinity", ...) instead of
+// each holding copies for as long as the allocations are stored.
+var entryHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.RawToString = true
+	h.MapType = reflect.TypeOf(map[string]any(nil))
+	h.InternString = true
+	return h
+}()
+
+// Decode reads a msgpack body (a Raft entry's) into out.
 func Decode(buf []byte, out any) error {
-	return codec.NewDecoderBytes(buf, MsgpackHandle).Decode(out)
+	return codec.NewDecoderBytes(buf, entryHandle).Decode(out)
 }
 
 // mustDeepCopy copies in into out through msgpack. It is used for the rare
