@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"maps"
+	"math"
+	"sort"
 	"unique"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -13,7 +16,9 @@ import (
 //   - empty maps and slices in Metrics and AllocatedResources become nil
 //     (the decoder allocates a map for every encoded empty one);
 //   - identical NodesAvailable maps (every placement of one scheduling pass
-//     has the same one) are shared;
+//     has the same one) are shared, and so are equal per-node score maps of
+//     the metrics' ScoreMetaData (nodes of one shape at the same load score
+//     the same; five such maps per placement were its largest part);
 //   - strings repeated across the entry's allocations (namespace, job, eval,
 //     group, deployment, statuses, node pool) are shared;
 //   - node IDs and names (the alloc's and the five scored nodes' in its
@@ -24,7 +29,7 @@ import (
 // before the state write, on every server alike; it changes no value, so
 // determinism is unaffected.
 func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
-	c := compactor{strs: map[string]string{}}
+	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
 	for _, req := range reqs {
 		for _, a := range req.Alloc {
 			if a != nil {
@@ -37,6 +42,8 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
 type compactor struct {
 	strs      map[string]string
 	available []map[string]int
+	scores    map[string]map[string]float64 // canonical contents -> first map
+	key       []byte
 }
 
 func (c *compactor) str(s *string) {
@@ -75,7 +82,7 @@ func (c *compactor) alloc(a *structs.Allocation) {
 		for _, s := range m.ScoreMetaData {
 			if s != nil {
 				s.NodeID = internNodeString(s.NodeID)
-				s.Scores = nilIfEmpty(s.Scores)
+				s.Scores = c.sharedScores(s.Scores)
 			}
 		}
 	}
@@ -104,6 +111,30 @@ func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
 	if len(c.available) < 8 {
 		c.available = append(c.available, m)
 	}
+	return m
+}
+
+// sharedScores returns an equal score map seen before in this entry, or m.
+func (c *compactor) sharedScores(m map[string]float64) map[string]float64 {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := c.key[:0]
+	for _, k := range keys {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m[k]))
+	}
+	c.key = b
+	if seen, ok := c.scores[string(b)]; ok {
+		return seen
+	}
+	c.scores[string(b)] = m
 	return m
 }
 

@@ -66,10 +66,12 @@ func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 		t.Errorf("metrics lost what the API shows: %+v", m)
 	}
 	a1.Metrics.NodesAvailable["probe"] = 1 // the maps are shared within the entry
-	if a2.Metrics.NodesAvailable["probe"] != 1 {
-		t.Error("identical NodesAvailable maps of one entry are not shared")
+	a1.Metrics.ScoreMetaData[0].Scores["probe"] = 1
+	if a2.Metrics.NodesAvailable["probe"] != 1 || a2.Metrics.ScoreMetaData[0].Scores["probe"] != 1 {
+		t.Error("identical NodesAvailable / score maps of one entry are not shared")
 	}
 	delete(a1.Metrics.NodesAvailable, "probe")
+	delete(a1.Metrics.ScoreMetaData[0].Scores, "probe")
 
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -84,4 +86,23 @@ func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(restored, "restored")
+}
+
+// Only equal score maps are shared.
+func TestCompactorSharesOnlyEqualScores(t *testing.T) {
+	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	a := c.sharedScores(map[string]float64{"binpack": 0.5, "job-anti-affinity": -1})
+	b := c.sharedScores(map[string]float64{"job-anti-affinity": -1, "binpack": 0.5})
+	d := c.sharedScores(map[string]float64{"binpack": 0.6, "job-anti-affinity": -1})
+	e := c.sharedScores(map[string]float64{"binpack": 0.5})
+	a["probe"] = 1
+	if b["probe"] != 1 {
+		t.Error("equal score maps not shared")
+	}
+	if d["probe"] == 1 || e["probe"] == 1 || d["binpack"] != 0.6 || len(e) != 1 {
+		t.Errorf("different score maps shared: %v %v", d, e)
+	}
+	if c.sharedScores(map[string]float64{}) != nil {
+		t.Error("empty score map kept")
+	}
 }
