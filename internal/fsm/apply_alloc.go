@@ -46,29 +46,58 @@ func (f *FSM) applyPlanResults(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "plan results"); err != nil {
 		return err
 	}
-	st := f.State()
-	if err := st.UpsertPlanResults(index, &req); err != nil {
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req})
+	if err := f.State().UpsertPlanResults(index, &req); err != nil {
 		return err
 	}
+	f.planResultsApplied(index, []*structs.ApplyPlanResultsRequest{&req})
+	return nil
+}
+
+// applyPlanResultsBatch applies several plans in one transaction (all or
+// nothing), then reports what they changed as if applied one by one.
+func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
+	var req structs.ApplyPlanResultsBatchRequest
+	if err := decode(buf, &req, "plan results batch"); err != nil {
+		return err
+	}
+	compactPlanAllocs(req.Plans)
+	if err := f.State().UpsertPlanResultsBatch(index, req.Plans); err != nil {
+		return err
+	}
+	f.planResultsApplied(index, req.Plans)
+	return nil
+}
+
+// planResultsApplied reports freed capacity on the nodes of stopped and
+// preempted allocations, and the preemption evals, to the sink.
+func (f *FSM) planResultsApplied(index uint64, reqs []*structs.ApplyPlanResultsRequest) {
+	if f.eventSink() == nil {
+		return
+	}
+	st := f.State()
 	seen := map[string]bool{}
 	var nodes []string
-	for _, list := range [][]*structs.Allocation{req.AllocsStopped, req.AllocsPreempted} {
-		for _, diff := range list {
-			if diff == nil {
-				continue
+	var evals []*structs.Evaluation
+	for _, req := range reqs {
+		for _, list := range [][]*structs.Allocation{req.AllocsStopped, req.AllocsPreempted} {
+			for _, diff := range list {
+				if diff == nil {
+					continue
+				}
+				stored, err := st.AllocByID(nil, diff.ID)
+				if err != nil || stored == nil || seen[stored.NodeID] {
+					continue
+				}
+				seen[stored.NodeID] = true
+				nodes = append(nodes, stored.NodeID)
 			}
-			stored, err := st.AllocByID(nil, diff.ID)
-			if err != nil || stored == nil || seen[stored.NodeID] {
-				continue
-			}
-			seen[stored.NodeID] = true
-			nodes = append(nodes, stored.NodeID)
 		}
+		evals = append(evals, req.PreemptionEvals...)
 	}
 	sort.Strings(nodes)
 	f.nodesCapacityChanged(nodes, index)
-	f.notifyEvals(req.PreemptionEvals)
-	return nil
+	f.notifyEvals(evals)
 }
 
 // nodesCapacityChanged reports capacity changes for existing nodes.

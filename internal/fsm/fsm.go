@@ -112,6 +112,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyAllocClientUpdate(buf, index)
 	case structs.ApplyPlanResultsRequestType:
 		err = f.applyPlanResults(buf, index)
+	case structs.ApplyPlanResultsBatchRequestType:
+		err = f.applyPlanResultsBatch(buf, index)
 	case structs.NamespaceUpsertRequestType:
 		err = f.applyNamespaceUpsert(buf, index)
 	case structs.RootKeyUpsertRequestType:

@@ -147,6 +147,11 @@ func scenario(t *testing.T) []*raft.Log {
 			ScalingEvent: &structs.ScalingEvent{Message: "by hand", Time: 77, PreviousCount: 1}}),
 		entry(t, 20, structs.JobVersionTagRequestType, &structs.JobTagRequest{JobID: "web", Name: "golden", Version: 0,
 			Tag: &structs.JobVersionTag{Name: "golden", TaggedTime: 78}}),
+		entry(t, 21, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{Plans: []*structs.ApplyPlanResultsRequest{
+			{Job: planJob, Alloc: []*structs.Allocation{{ID: "a2", Namespace: "default", EvalID: "e3", NodeID: "n1", JobID: "web",
+				TaskGroup: "web", Name: "web.web[0]", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}}},
+			{AllocsStopped: []*structs.Allocation{{ID: "a2", DesiredStatus: structs.AllocDesiredStatusStop}}},
+		}}),
 	}
 }
 
@@ -210,7 +215,10 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if ev, _ := st.ScalingEventsByJob(nil, "default", "web"); ev == nil || len(ev.ScalingEvents["web"]) != 1 || ev.ScalingEvents["web"][0].CreateIndex != 19 {
 		t.Errorf("scaling events = %+v", ev)
 	}
-	if idx, _ := st.LatestIndex(); idx != 20 {
+	if a2, _ := st.AllocByID(nil, "a2"); a2 == nil || a2.DesiredStatus != structs.AllocDesiredStatusStop || a2.CreateIndex != 21 || a2.Job == nil {
+		t.Errorf("batch alloc a2 = %+v", a2)
+	}
+	if idx, _ := st.LatestIndex(); idx != 21 {
 		t.Errorf("LatestIndex = %d", idx)
 	}
 
@@ -226,7 +234,7 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if want := []string{"e1", "e1", "e2", "e3"}; !reflect.DeepEqual(evalIDs, want) {
 		t.Errorf("sink evals = %v, want %v", evalIDs, want)
 	}
-	wantCap := []capacityCall{{n1.ComputedClass, "n1", 5}, {n1.ComputedClass, "n1", 13}}
+	wantCap := []capacityCall{{n1.ComputedClass, "n1", 5}, {n1.ComputedClass, "n1", 13}, {n1.ComputedClass, "n1", 21}}
 	if !reflect.DeepEqual(sink.capacity, wantCap) {
 		t.Errorf("capacity calls = %+v, want %+v", sink.capacity, wantCap)
 	}
@@ -266,6 +274,56 @@ func TestApply_SinkForReadyRegisterEligibilityAndStops(t *testing.T) {
 	apply(t, f, entry(t, 7, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{testEval("e9", "web", "pending")}}))
 	if len(sink.evals) != 1 {
 		t.Fatal("nil sink still called")
+	}
+}
+
+// A batch entry applies its plans in order in one transaction: the second
+// plan sees the first's placement, the sink hears of both, and a failing plan
+// leaves nothing of the batch behind.
+func TestApply_PlanResultsBatch(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	ready := testNode("n1")
+	ready.Status = structs.NodeStatusReady
+	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
+	job := testJob("web")
+	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}))
+	sink.reset()
+	place := func(id string) *structs.Allocation {
+		return &structs.Allocation{ID: id, Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web",
+			DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}
+	}
+	apply(t, f, entry(t, 3, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{Plans: []*structs.ApplyPlanResultsRequest{
+		{Job: job, Alloc: []*structs.Allocation{place("a1"), place("a2")}},
+		{AllocsStopped: []*structs.Allocation{{ID: "a1", DesiredStatus: structs.AllocDesiredStatusStop}},
+			PreemptionEvals: []*structs.Evaluation{testEval("p1", "web", structs.EvalStatusPending)}},
+	}}))
+	st := f.State()
+	a1, _ := st.AllocByID(nil, "a1")
+	a2, _ := st.AllocByID(nil, "a2")
+	if a1 == nil || a2 == nil || a1.DesiredStatus != structs.AllocDesiredStatusStop || a2.DesiredStatus != structs.AllocDesiredStatusRun {
+		t.Fatalf("batch not applied in order: a1=%+v a2=%+v", a1, a2)
+	}
+	if a1.CreateIndex != 3 || a2.CreateIndex != 3 || a2.Job == nil {
+		t.Fatalf("indexes/job: a1=%d a2=%d job=%v", a1.CreateIndex, a2.CreateIndex, a2.Job)
+	}
+	if len(sink.capacity) != 1 || sink.capacity[0].node != "n1" || len(sink.evals) != 1 || sink.evals[0].ID != "p1" {
+		t.Fatalf("sink: capacity=%+v evals=%+v", sink.capacity, sink.evals)
+	}
+
+	// The second plan places an alloc of a job that does not exist: the
+	// whole entry fails and the first plan's placement is not written.
+	orphan := place("a4")
+	orphan.JobID = "missing"
+	resp := f.Apply(entry(t, 4, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{Plans: []*structs.ApplyPlanResultsRequest{
+		{Job: job, Alloc: []*structs.Allocation{place("a3")}},
+		{Alloc: []*structs.Allocation{orphan}},
+	}}))
+	if resp == nil {
+		t.Fatal("a batch with a failing plan must fail")
+	}
+	if a3, _ := st.AllocByID(nil, "a3"); a3 != nil {
+		t.Fatal("a failed batch wrote its first plan")
 	}
 }
 

@@ -161,7 +161,9 @@ func (e *Eval) Update(args *structs.EvalUpdateRequest, reply *structs.GenericRes
 	if err := e.checkToken(args.Evals, args.EvalToken); err != nil {
 		return err
 	}
-	_, idx, err := e.srv.raftApply(structs.EvalUpdateRequestType, args)
+	// Written together with the other workers' updates of the moment; the
+	// reply (and so the worker's ack) still waits for the commit.
+	idx, err := e.srv.evalUpdates.Apply(args.Evals)
 	reply.Index = idx
 	return err
 }
@@ -183,7 +185,7 @@ func (e *Eval) Create(args *structs.EvalUpdateRequest, reply *structs.GenericRes
 	} else if existing != nil {
 		return structs.NewErrCoded(400, "evaluation already exists")
 	}
-	_, idx, err := e.srv.raftApply(structs.EvalUpdateRequestType, args)
+	idx, err := e.srv.evalUpdates.Apply(args.Evals)
 	reply.Index = idx
 	return err
 }

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"time"
 
-	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -39,56 +37,26 @@ func (p *Plan) Submit(args *structs.PlanRequest, reply *structs.PlanResponse) er
 	return nil
 }
 
-// planApply is the single goroutine that verifies and commits plans. Many
-// schedulers propose concurrently; this loop re-checks every touched node
-// against the newest state (resources and a freshly built port index) and
-// commits only what fits.
+// planApply runs the leader's plan applier until stopCh closes. Many
+// schedulers propose concurrently; the applier re-checks every touched node
+// against the newest state (resources and a freshly built port index) plus
+// the plans still committing, and commits only what fits (plan_pipeline.go).
 func (s *Server) planApply(stopCh chan struct{}) {
-	for {
-		select {
-		case <-stopCh:
-			return
-		default:
-		}
-		pending, err := s.planQueue.Dequeue(time.Second)
-		if err != nil || pending == nil {
-			continue
-		}
-		plan := pending.Plan
-		minIndex := s.lastCommittedPlanIndex.Load()
-		if plan.SnapshotIndex > minIndex {
-			minIndex = plan.SnapshotIndex
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		snap, err := s.State().SnapshotMinIndex(ctx, minIndex)
-		cancel()
-		if err != nil {
-			pending.Respond(nil, err)
-			continue
-		}
-		result, err := evaluatePlan(snap, plan)
-		if err != nil {
-			pending.Respond(nil, err)
-			continue
-		}
-		if isEmptyResult(result) {
-			pending.Respond(result, nil)
-			continue
-		}
-		req := planResultRequest(plan, result)
-		req.PreemptionEvals = preemptionEvals(snap, result)
-		_, idx, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
-		if err != nil {
-			pending.Respond(nil, err)
-			continue
-		}
-		s.lastCommittedPlanIndex.Store(idx)
-		result.AllocIndex = idx
-		if result.RefreshIndex != 0 && result.RefreshIndex < idx {
-			result.RefreshIndex = idx
-		}
-		pending.Respond(result, nil)
+	// A previous term's applier may still be finishing a batch: two appliers
+	// must never verify concurrently.
+	s.planApplyMu.Lock()
+	defer s.planApplyMu.Unlock()
+	a := &planApplier{queue: s.planQueue, store: s.State, submit: s.submitPlanResults,
+		committed: &s.lastCommittedPlanIndex, logger: s.logger.Named("plan_apply")}
+	a.run(stopCh)
+}
+
+// submitPlanResults writes the plans as one Raft entry without waiting.
+func (s *Server) submitPlanResults(reqs []*structs.ApplyPlanResultsRequest) planCommit {
+	if len(reqs) == 1 {
+		return s.raftApplyAsync(structs.ApplyPlanResultsRequestType, reqs[0])
 	}
+	return s.raftApplyAsync(structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{Plans: reqs})
 }
 
 func isEmptyResult(r *structs.PlanResult) bool {
@@ -143,7 +111,7 @@ func sameJobVersion(a, b *structs.Job) bool {
 }
 
 // evaluatePlan decides per node what of the plan can be committed.
-func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanResult, error) {
+func evaluatePlan(view *planView, plan *structs.Plan) (*structs.PlanResult, error) {
 	result := &structs.PlanResult{
 		NodeUpdate:        map[string][]*structs.Allocation{},
 		NodeAllocation:    map[string][]*structs.Allocation{},
@@ -162,7 +130,7 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanR
 		nodes[n] = struct{}{}
 	}
 	for nodeID := range nodes {
-		fit, reason, err := evaluateNodePlan(snap, plan, nodeID)
+		fit, reason, err := evaluateNodePlan(view, plan, nodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -189,19 +157,19 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanR
 		}
 	}
 	if len(result.RejectedNodes) > 0 {
-		result.RefreshIndex = maxIndex(&snap.StateStore, "allocs", "nodes")
+		result.RefreshIndex = maxIndex(&view.snap.StateStore, "allocs", "nodes")
 	}
 	return result, nil
 }
 
 // evaluateNodePlan checks one node: it must exist, be ready (and eligible for
 // new work), and fit everything it would run, ports included.
-func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (bool, string, error) {
+func evaluateNodePlan(view *planView, plan *structs.Plan, nodeID string) (bool, string, error) {
 	placing := plan.NodeAllocation[nodeID]
 	if len(placing) == 0 {
 		return true, "", nil // stops and evictions always apply
 	}
-	node, err := snap.NodeByID(nil, nodeID)
+	node, err := view.snap.NodeByID(nil, nodeID)
 	if err != nil {
 		return false, "", err
 	}
@@ -211,7 +179,7 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 	if node.Status != structs.NodeStatusReady {
 		return false, "node is not ready for placements", nil
 	}
-	existing, err := snap.AllocsByNodeTerminal(nil, nodeID, false)
+	existing, err := view.allocsOnNode(nodeID)
 	if err != nil {
 		return false, "", err
 	}
@@ -254,7 +222,7 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 // preemptionEvals makes one "preemption" eval per job that lost allocations
 // to this plan, written in the same entry as the evictions, so the evicted
 // work is placed again (elsewhere, or blocked until capacity returns).
-func preemptionEvals(snap *state.StateSnapshot, result *structs.PlanResult) []*structs.Evaluation {
+func preemptionEvals(view *planView, result *structs.PlanResult) []*structs.Evaluation {
 	now := time.Now().UnixNano()
 	seen := map[structs.NamespacedID]bool{}
 	var evals []*structs.Evaluation
@@ -262,7 +230,7 @@ func preemptionEvals(snap *state.StateSnapshot, result *structs.PlanResult) []*s
 		for _, a := range allocs {
 			job := a.Job
 			if job == nil {
-				if existing, err := snap.AllocByID(nil, a.ID); err == nil && existing != nil {
+				if existing, err := view.allocByID(a.ID); err == nil && existing != nil {
 					job = existing.Job
 				}
 			}

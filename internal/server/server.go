@@ -54,6 +54,8 @@ type Server struct {
 	establishCount         atomic.Int64  // times leader services were started (tests)
 	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
 	lastCommittedPlanIndex atomic.Uint64
+	planApplyMu            sync.Mutex // held by the running plan applier
+	evalUpdates            *evalUpdateBatcher
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -95,6 +97,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		Clock:        cfg.HeartbeatClock,
 	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
+	s.evalUpdates = newEvalUpdateBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
@@ -129,6 +132,11 @@ func NewServer(cfg *Config) (*Server, error) {
 		}()
 	}
 	s.allocBatch.start()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.evalUpdates.run()
+	}()
 	return s, nil
 }
 
@@ -250,22 +258,46 @@ func (s *Server) Shutdown() error {
 // raftApply writes one entry and waits for it to be applied. The FSM's
 // return value, when an error, is returned as the error.
 func (s *Server) raftApply(t structs.MessageType, msg any) (any, uint64, error) {
+	f := s.raftApplyAsync(t, msg)
+	idx, err := f.Wait()
+	return f.resp, idx, err
+}
+
+// raftFuture is a Raft entry submitted by raftApplyAsync.
+type raftFuture struct {
+	f    raft.ApplyFuture
+	err  error // encoding failed; f is nil
+	resp any
+}
+
+// raftApplyAsync encodes msg and hands it to Raft without waiting for the
+// commit; Wait on the result does.
+func (s *Server) raftApplyAsync(t structs.MessageType, msg any) *raftFuture {
 	buf, err := structs.Encode(t, msg)
 	if err != nil {
-		return nil, 0, fmt.Errorf("encoding raft entry: %w", err)
+		return &raftFuture{err: fmt.Errorf("encoding raft entry: %w", err)}
 	}
-	f := s.raft.Apply(buf, 30*time.Second)
-	if err := f.Error(); err != nil {
+	return &raftFuture{f: s.raft.Apply(buf, 30*time.Second)}
+}
+
+// Wait blocks until the entry is applied and returns its index; an error the
+// FSM returned for it is returned too (with the index).
+func (r *raftFuture) Wait() (uint64, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if err := r.f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, 0, structs.ErrNoLeader
+			return 0, structs.ErrNoLeader
 		}
-		return nil, 0, err
+		return 0, err
 	}
-	resp := f.Response()
+	resp := r.f.Response()
 	if rerr, ok := resp.(error); ok && rerr != nil {
-		return nil, f.Index(), rerr
+		return r.f.Index(), rerr
 	}
-	return resp, f.Index(), nil
+	r.resp = resp
+	return r.f.Index(), nil
 }
 
 func (s *Server) isShutdown() bool {

@@ -1,9 +1,10 @@
 package state
 
 import (
-	"github.com/hashicorp/go-memdb"
-
 	"fmt"
+	"reflect"
+
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -16,10 +17,32 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if req == nil {
 		return fmt.Errorf("state: upsert plan results: nil request")
 	}
+	return s.UpsertPlanResultsBatch(index, []*structs.ApplyPlanResultsRequest{req})
+}
+
+// UpsertPlanResultsBatch applies several committed plans, in order, in one
+// transaction at one index: a later plan sees the earlier ones' writes, and
+// if any of them fails nothing is written.
+func (s *StateStore) UpsertPlanResultsBatch(index uint64, reqs []*structs.ApplyPlanResultsRequest) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
+	for _, req := range reqs {
+		if req == nil {
+			return fmt.Errorf("state: upsert plan results: nil request")
+		}
+		if err := upsertPlanResultsTxn(txn, index, req, jobs); err != nil {
+			return err
+		}
+	}
+	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
 
+func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanResultsRequest, jobs jobKeys) error {
 	if req.Deployment != nil {
 		if err := upsertDeploymentTxn(txn, index, req.Deployment); err != nil {
 			return err
@@ -45,14 +68,29 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			return err
 		}
 	}
+	// Placements point at the stored job version when they are of it, not
+	// at the entry's decoded copy: one job object per version, however many
+	// entries and allocations.
+	planJob, err := canonicalJob(txn, req.Job)
+	if err != nil {
+		return err
+	}
 	for _, in := range req.Alloc {
 		if in == nil {
 			continue
 		}
 		a := in
-		if a.Job == nil && req.Job != nil {
+		if a.Job == nil && planJob != nil {
 			c := *in
-			c.Job = req.Job
+			c.Job = planJob
+			a = &c
+		} else if a.Job != nil && a.Job != planJob {
+			j, err := canonicalJob(txn, a.Job)
+			if err != nil {
+				return err
+			}
+			c := *in
+			c.Job = j
 			a = &c
 		}
 		if err := upsertAllocTxn(txn, index, a, jobs); err != nil {
@@ -87,10 +125,6 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if req.Job != nil {
 		jobs.add(req.Job.Namespace, req.Job.ID)
 	}
-	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
-		return err
-	}
-	txn.Commit()
 	return nil
 }
 
@@ -149,4 +183,44 @@ func mergeTransition(dst *structs.DesiredTransition, src structs.DesiredTransiti
 	if src.MigrateDisablePlacement != nil {
 		dst.MigrateDisablePlacement = src.MigrateDisablePlacement
 	}
+}
+
+// canonicalJob returns the stored object of j's job version (the current job
+// or its entry in the version table) when it is the same version, else j.
+func canonicalJob(txn *memdb.Txn, j *structs.Job) (*structs.Job, error) {
+	if j == nil {
+		return nil, nil
+	}
+	ns := j.Namespace
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	raw, err := txn.First(tableJobs, "id", ns, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("state: job lookup: %w", err)
+	}
+	if raw != nil && sameJobVersion(raw.(*structs.Job), j) {
+		return raw.(*structs.Job), nil
+	}
+	raw, err = txn.First(tableJobVersion, "id", ns, j.ID, j.Version)
+	if err != nil {
+		return nil, fmt.Errorf("state: job version lookup: %w", err)
+	}
+	if raw != nil && sameJobVersion(raw.(*structs.Job), j) {
+		return raw.(*structs.Job), nil
+	}
+	return j, nil
+}
+
+// sameJobVersion reports whether a and b are equal objects of one job
+// version. The indexes are compared first (cheap, and enough to tell most
+// versions apart); the contents too, because some writes (stability, version
+// tags) change a version's row without bumping its ModifyIndex.
+func sameJobVersion(a, b *structs.Job) bool {
+	if a == b {
+		return true
+	}
+	return a != nil && b != nil && a.Namespace == b.Namespace && a.ID == b.ID && a.Version == b.Version &&
+		a.JobModifyIndex == b.JobModifyIndex && a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex &&
+		reflect.DeepEqual(a, b)
 }

@@ -12,7 +12,8 @@ import (
 // transaction. Objects are inserted as they are: nothing is derived or
 // re-indexed. Commit makes the load visible; Abort discards it.
 type StateRestore struct {
-	txn *memdb.Txn
+	txn  *memdb.Txn
+	jobs map[restoredJobKey]*structs.Job // AllocRestore's shared job copies
 }
 
 // Restore starts a bulk load. Use it on a store nobody reads yet.
@@ -59,7 +60,38 @@ func (r *StateRestore) JobSubmissionRestore(s *structs.JobSubmission) error {
 func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.insert(tableEvals, e) }
 
 // AllocRestore loads an allocation.
-func (r *StateRestore) AllocRestore(a *structs.Allocation) error { return r.insert(tableAllocs, a) }
+// Its job, decoded as a copy per allocation, is replaced by the restored
+// object of the same job version, so a restored store holds one job object
+// per version as a live one does (jobs and versions are restored first).
+// Allocations of a job state no longer stored (the job's status changed
+// since) share the first decoded copy.
+func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
+	if a.Job != nil {
+		j, err := canonicalJob(r.txn, a.Job)
+		if err != nil {
+			return err
+		}
+		if j == a.Job {
+			key := restoredJobKey{j.Namespace, j.ID, j.Version, j.JobModifyIndex, j.CreateIndex, j.ModifyIndex}
+			if seen, ok := r.jobs[key]; ok && sameJobVersion(seen, j) {
+				j = seen
+			} else if !ok {
+				if r.jobs == nil {
+					r.jobs = map[restoredJobKey]*structs.Job{}
+				}
+				r.jobs[key] = j
+			}
+		}
+		a.Job = j
+	}
+	return r.insert(tableAllocs, a)
+}
+
+type restoredJobKey struct {
+	ns, id                              string
+	version                             uint64
+	jobModifyIndex, create, modifyIndex uint64
+}
 
 // NodeRestore loads a node.
 func (r *StateRestore) NodeRestore(n *structs.Node) error { return r.insert(tableNodes, n) }

@@ -23,6 +23,9 @@ const (
 	RootKeyUpsertRequestType         MessageType = 62
 	NamespaceUpsertRequestType       MessageType = 64
 	NodeBatchUpdateStatusRequestType MessageType = 65
+	// ApplyPlanResultsBatchRequestType carries several committed plans in
+	// one entry (ApplyPlanResultsBatchRequest), applied in one transaction.
+	ApplyPlanResultsBatchRequestType MessageType = 72
 
 	// Types 100 and up are reserved for entries added by parallel work
 	// (kept clear of Nomad's numbers). Periodic launches and dispatches need
@@ -232,6 +235,15 @@ type ApplyPlanResultsRequest struct {
 	EvalID            string
 	PreemptionEvals   []*Evaluation
 	UpdatedAt         int64
+	WriteRequest
+}
+
+// ApplyPlanResultsBatchRequest is the Raft entry of several plans the
+// applier accepted together. The FSM applies them in order in one state
+// transaction: either all of them are written or none is, so no plan in the
+// batch can commit without the earlier ones it was verified on top of.
+type ApplyPlanResultsBatchRequest struct {
+	Plans []*ApplyPlanResultsRequest
 	WriteRequest
 }
 

@@ -10,6 +10,7 @@ import "github.com/hashicorp/go-msgpack/v2/codec"
 // only `codec` tags; JSON for the HTTP API is unaffected.
 func init() {
 	MsgpackHandle.TypeInfos = codec.NewTypeInfos([]string{"codec"})
+	entryHandle.TypeInfos = MsgpackHandle.TypeInfos
 }
 
 // The types that make up the client <-> server alloc traffic (Allocation,

@@ -2,7 +2,8 @@
 // workers and waiting for the single plan applier goroutine.
 //
 // Workers call Enqueue and wait on the returned PendingPlan; the applier calls
-// Dequeue, verifies and commits the plan, then calls Respond exactly once.
+// Dequeue (then TryDequeue for the plans queued behind it, to commit them
+// together), verifies and commits the plans, then calls Respond once each.
 // Plans are served by priority (Plan.Priority, higher first), then in the
 // order they arrived.
 //

@@ -139,6 +139,20 @@ func (q *PlanQueue) Dequeue(timeout time.Duration) (*Pending, error) {
 	}
 }
 
+// TryDequeue returns the highest-priority plan without waiting: (nil, nil)
+// when the queue is empty, ErrDisabled when it is disabled.
+func (q *PlanQueue) TryDequeue() (*Pending, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.enabled {
+		return nil, ErrDisabled
+	}
+	if q.ready.Len() == 0 {
+		return nil, nil
+	}
+	return heap.Pop(&q.ready).(*Pending), nil
+}
+
 // Stats returns the queue depth.
 func (q *PlanQueue) Stats() Stats {
 	q.mu.Lock()

@@ -120,3 +120,26 @@ func TestDisableFailsWaitersAndWakesDequeue(t *testing.T) {
 		t.Fatalf("re-enabled queue not empty: %v %v", p, err)
 	}
 }
+
+func TestTryDequeue(t *testing.T) {
+	q := New()
+	if _, err := q.TryDequeue(); err != ErrDisabled {
+		t.Fatalf("disabled queue: err = %v", err)
+	}
+	q.SetEnabled(true)
+	if p, err := q.TryDequeue(); p != nil || err != nil {
+		t.Fatalf("empty queue: %v, %v", p, err)
+	}
+	if _, err := q.Enqueue(&structs.Plan{EvalID: "low", Priority: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(&structs.Plan{EvalID: "high", Priority: 90}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"high", "low"} {
+		p, err := q.TryDequeue()
+		if err != nil || p == nil || p.Plan.EvalID != want {
+			t.Fatalf("want %s, got %+v, %v", want, p, err)
+		}
+	}
+}

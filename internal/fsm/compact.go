@@ -1,0 +1,155 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"maps"
+	"math"
+	"sort"
+	"unique"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// compactPlanAllocs trims what each decoded placement keeps in memory for
+// as long as it is stored, without changing anything the API shows:
+//
+//   - empty maps and slices in Metrics and AllocatedResources become nil
+//     (the decoder allocates a map for every encoded empty one);
+//   - identical NodesAvailable maps (every placement of one scheduling pass
+//     has the same one) are shared, and so are equal per-node score maps of
+//     the metrics' ScoreMetaData (nodes of one shape at the same load score
+//     the same; five such maps per placement were its largest part);
+//   - strings repeated across the entry's allocations (namespace, job, eval,
+//     group, deployment, statuses, node pool) are shared;
+//   - node IDs and names (the alloc's and the five scored nodes' in its
+//     metrics) are interned process-wide: a cluster has a bounded set of
+//     them, and each alloc held six 36-byte copies.
+//
+// Stored objects are never modified in place, so sharing is safe. It runs
+// before the state write, on every server alike; it changes no value, so
+// determinism is unaffected.
+func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
+	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	for _, req := range reqs {
+		for _, a := range req.Alloc {
+			if a != nil {
+				c.alloc(a)
+			}
+		}
+	}
+}
+
+type compactor struct {
+	strs      map[string]string
+	available []map[string]int
+	scores    map[string]map[string]float64 // canonical contents -> first map
+	key       []byte
+}
+
+func (c *compactor) str(s *string) {
+	if *s == "" {
+		return
+	}
+	if v, ok := c.strs[*s]; ok {
+		*s = v
+		return
+	}
+	c.strs[*s] = *s
+}
+
+func (c *compactor) alloc(a *structs.Allocation) {
+	for _, s := range []*string{&a.Namespace, &a.EvalID, &a.JobID, &a.TaskGroup, &a.DeploymentID,
+		&a.DesiredStatus, &a.ClientStatus} {
+		c.str(s)
+	}
+	a.NodeID = internNodeString(a.NodeID)
+	a.NodeName = internNodeString(a.NodeName)
+	if m := a.Metrics; m != nil {
+		c.str(&m.NodePool)
+		m.NodesAvailable = c.sharedAvailable(m.NodesAvailable)
+		m.ClassFiltered = nilIfEmpty(m.ClassFiltered)
+		m.ConstraintFiltered = nilIfEmpty(m.ConstraintFiltered)
+		m.ClassExhausted = nilIfEmpty(m.ClassExhausted)
+		m.DimensionExhausted = nilIfEmpty(m.DimensionExhausted)
+		m.ResourcesExhausted = nilIfEmpty(m.ResourcesExhausted)
+		m.Scores = nilIfEmpty(m.Scores)
+		if len(m.QuotaExhausted) == 0 {
+			m.QuotaExhausted = nil
+		}
+		if len(m.ScoreMetaData) == 0 {
+			m.ScoreMetaData = nil
+		}
+		for _, s := range m.ScoreMetaData {
+			if s != nil {
+				s.NodeID = internNodeString(s.NodeID)
+				s.Scores = c.sharedScores(s.Scores)
+			}
+		}
+	}
+	if r := a.AllocatedResources; r != nil {
+		r.Tasks = nilIfEmpty(r.Tasks)
+		r.TaskLifecycles = nilIfEmpty(r.TaskLifecycles)
+	}
+	if len(a.PreemptedAllocations) == 0 {
+		a.PreemptedAllocations = nil
+	}
+	if len(a.TaskStates) == 0 {
+		a.TaskStates = nil
+	}
+}
+
+// sharedAvailable returns an equal map seen before in this entry, or m.
+func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
+	if len(m) == 0 {
+		return nil
+	}
+	for _, seen := range c.available {
+		if maps.Equal(seen, m) {
+			return seen
+		}
+	}
+	if len(c.available) < 8 {
+		c.available = append(c.available, m)
+	}
+	return m
+}
+
+// sharedScores returns an equal score map seen before in this entry, or m.
+func (c *compactor) sharedScores(m map[string]float64) map[string]float64 {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := c.key[:0]
+	for _, k := range keys {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m[k]))
+	}
+	c.key = b
+	if seen, ok := c.scores[string(b)]; ok {
+		return seen
+	}
+	c.scores[string(b)] = m
+	return m
+}
+
+// internNodeString returns the process-wide copy of a node ID or name.
+// unique holds its values weakly: names of nodes gone are collected.
+func internNodeString(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,108 @@
+package fsm
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Placements applied from the log, in separate entries and after a snapshot
+// restore, all point at the one stored job object of their version; decoded
+// metrics keep what the API shows and drop only empty maps.
+func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
+	f := newFSM(t, nil)
+	ready := testNode("n1")
+	ready.Status = structs.NodeStatusReady
+	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
+	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("web")}))
+	stored, _ := f.State().JobByID(nil, "default", "web")
+	planJob := *stored // the plan carries the job as the scheduler read it
+	place := func(id string) *structs.Allocation {
+		return &structs.Allocation{ID: id, Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web",
+			DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
+			AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{"t": {}},
+				TaskLifecycles: map[string]*structs.TaskLifecycle{}},
+			Metrics: &structs.AllocMetric{NodesEvaluated: 3, NodesAvailable: map[string]int{"dc1": 3},
+				ClassFiltered: map[string]int{}, DimensionExhausted: map[string]int{"memory": 1},
+				ScoreMetaData: []*structs.NodeScoreMeta{{NodeID: "n1", Scores: map[string]float64{"binpack": 0.5}, NormScore: 0.5}}}}
+	}
+	apply(t, f, entry(t, 3, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: &planJob,
+		Alloc: []*structs.Allocation{place("a1"), place("a2")}}))
+	if a1, _ := f.State().AllocByID(nil, "a1"); a1.Job != stored {
+		t.Fatal("a1 does not point at the stored job it was planned on")
+	}
+	current, _ := f.State().JobByID(nil, "default", "web")
+	planJob2 := *current
+	apply(t, f, entry(t, 4, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{
+		Plans: []*structs.ApplyPlanResultsRequest{{Job: &planJob2, Alloc: []*structs.Allocation{place("a3")}}}}))
+
+	// a1 and a2 share the job object the plan was made from (stored then;
+	// the plan's commit stored a new object for the job's status); a3, of a
+	// plan made on the new one, points at that.
+	check := func(f *FSM, when string) {
+		t.Helper()
+		st := f.State()
+		a1, _ := st.AllocByID(nil, "a1")
+		a2, _ := st.AllocByID(nil, "a2")
+		a3, _ := st.AllocByID(nil, "a3")
+		if a1.Job == nil || a1.Job != a2.Job {
+			t.Fatalf("%s: a1 and a2 hold separate job copies", when)
+		}
+		if job, _ := st.JobByID(nil, "default", "web"); a3.Job != job {
+			t.Fatalf("%s: a3 does not point at the stored job", when)
+		}
+	}
+	check(f, "applied")
+
+	a1, _ := f.State().AllocByID(nil, "a1")
+	a2, _ := f.State().AllocByID(nil, "a2")
+	m := a1.Metrics
+	if m.ClassFiltered != nil || a1.AllocatedResources.TaskLifecycles != nil {
+		t.Errorf("empty maps kept: %+v %+v", m.ClassFiltered, a1.AllocatedResources.TaskLifecycles)
+	}
+	if m.NodesEvaluated != 3 || m.NodesAvailable["dc1"] != 3 || m.DimensionExhausted["memory"] != 1 ||
+		len(m.ScoreMetaData) != 1 || m.ScoreMetaData[0].Scores["binpack"] != 0.5 || a1.AllocatedResources.Tasks["t"] == nil {
+		t.Errorf("metrics lost what the API shows: %+v", m)
+	}
+	a1.Metrics.NodesAvailable["probe"] = 1 // the maps are shared within the entry
+	a1.Metrics.ScoreMetaData[0].Scores["probe"] = 1
+	if a2.Metrics.NodesAvailable["probe"] != 1 || a2.Metrics.ScoreMetaData[0].Scores["probe"] != 1 {
+		t.Error("identical NodesAvailable / score maps of one entry are not shared")
+	}
+	delete(a1.Metrics.NodesAvailable, "probe")
+	delete(a1.Metrics.ScoreMetaData[0].Scores, "probe")
+
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	restored := newFSM(t, nil)
+	if err := restored.Restore(nopCloser{bytes.NewReader(sink.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	check(restored, "restored")
+}
+
+// Only equal score maps are shared.
+func TestCompactorSharesOnlyEqualScores(t *testing.T) {
+	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	a := c.sharedScores(map[string]float64{"binpack": 0.5, "job-anti-affinity": -1})
+	b := c.sharedScores(map[string]float64{"job-anti-affinity": -1, "binpack": 0.5})
+	d := c.sharedScores(map[string]float64{"binpack": 0.6, "job-anti-affinity": -1})
+	e := c.sharedScores(map[string]float64{"binpack": 0.5})
+	a["probe"] = 1
+	if b["probe"] != 1 {
+		t.Error("equal score maps not shared")
+	}
+	if d["probe"] == 1 || e["probe"] == 1 || d["binpack"] != 0.6 || len(e) != 1 {
+		t.Errorf("different score maps shared: %v %v", d, e)
+	}
+	if c.sharedScores(map[string]float64{}) != nil {
+		t.Error("empty score map kept")
+	}
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Updates that arrive while an entry is being written go out together in the
+// next one, and each caller returns that entry's index only once it is
+// written.
+func TestEvalUpdateBatcher_GroupCommit(t *testing.T) {
+	type write struct {
+		evals   []*structs.Evaluation
+		release chan uint64
+	}
+	writes := make(chan *write)
+	shutdown := make(chan struct{})
+	defer close(shutdown)
+	b := &evalUpdateBatcher{shutdown: shutdown, kick: make(chan struct{}, 1),
+		write: func(evals []*structs.Evaluation) (uint64, error) {
+			w := &write{evals: evals, release: make(chan uint64)}
+			writes <- w
+			return <-w.release, nil
+		}}
+	go b.run()
+
+	type result struct {
+		id  string
+		idx uint64
+	}
+	results := make(chan result, 10)
+	apply := func(id string) {
+		idx, err := b.Apply([]*structs.Evaluation{{ID: id}})
+		if err != nil {
+			t.Error(err)
+		}
+		results <- result{id, idx}
+	}
+	go apply("first")
+	w1 := <-writes
+	if len(w1.evals) != 1 {
+		t.Fatalf("first entry has %d evals", len(w1.evals))
+	}
+	const n = 5
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			apply(fmt.Sprint("e", i))
+		}()
+	}
+	waitFor(t, 5*time.Second, "updates queued behind the entry in flight", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.pending != nil && len(b.pending.evals) == n
+	})
+	select {
+	case r := <-results:
+		t.Fatalf("%s returned before its entry was written", r.id)
+	default:
+	}
+	w1.release <- 10
+	if r := <-results; r.id != "first" || r.idx != 10 {
+		t.Fatalf("first: %+v", r)
+	}
+	w2 := <-writes
+	if len(w2.evals) != n {
+		t.Fatalf("second entry has %d evals, want all %d queued", len(w2.evals), n)
+	}
+	w2.release <- 11
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		if r := <-results; r.idx != 11 {
+			t.Fatalf("%s got index %d, want 11", r.id, r.idx)
+		}
+	}
+}
