@@ -298,7 +298,8 @@ func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jo
 // client-owned fields (ClientStatus, ClientDescription, TaskStates,
 // DeploymentStatus health, NetworkStatus, ModifyTime) are taken; the server's
 // fields and AllocModifyIndex are left alone. Unknown allocations are
-// ignored. Each affected node records LastAllocUpdateIndex = index.
+// ignored. Each affected node records LastAllocUpdateIndex = index when it
+// was not already past the node's LastMissedHeartbeatIndex.
 //
 // It is the hottest write of a busy cluster (every placement comes back at
 // least as "running"), so it does only what a client change can require:
@@ -378,6 +379,7 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	if err := sums.write(txn, index); err != nil {
 		return nil, err
 	}
+	nodesWritten := false
 	for _, id := range nodeOrder {
 		raw, err := txn.First(tableNodes, "id", id)
 		if err != nil {
@@ -386,13 +388,27 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 		if raw == nil {
 			continue
 		}
-		n := *raw.(*structs.Node)
+		// LastAllocUpdateIndex is only ever compared with
+		// LastMissedHeartbeatIndex (a node back from a missed heartbeat
+		// stays initializing until it has pushed its allocs). Once it is
+		// past that index a newer value answers the comparison the same
+		// way, now and after any later miss (whose index is newer than
+		// every update applied so far), so the node is rewritten only
+		// when the answer changes. Rewriting it on every update cost a
+		// node copy per client batch and moved the nodes index, which
+		// the scheduler's shared ready-node list is keyed on.
+		ex := raw.(*structs.Node)
+		if ex.LastAllocUpdateIndex > ex.LastMissedHeartbeatIndex {
+			continue
+		}
+		n := *ex
 		n.LastAllocUpdateIndex = index
 		if err := txn.Insert(tableNodes, &n); err != nil {
 			return nil, fmt.Errorf("state: node insert: %w", err)
 		}
+		nodesWritten = true
 	}
-	if len(nodeOrder) > 0 {
+	if nodesWritten {
 		if err := bumpIndex(txn, index, tableNodes); err != nil {
 			return nil, err
 		}

@@ -373,3 +373,42 @@ func TestAllocsByEval_WithoutIndex(t *testing.T) {
 	must(t, s.DeleteEval(13, []string{"e1"}, nil))
 	check("eval collected")
 }
+
+// A client update rewrites its node (and moves the nodes index) only when
+// the node's LastAllocUpdateIndex must change the answer of "has the client
+// pushed its allocs since its last missed heartbeat".
+func TestUpdateAllocsFromClient_NodeWrittenOnlyWhenItMatters(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(5, mockNode("n1")))
+	must(t, s.UpdateNodeStatus(6, "n1", structs.NodeStatusReady, 1, nil))
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc("a1", "n1", job)}))
+	update := func(index uint64, status string) {
+		t.Helper()
+		must(t, s.UpdateAllocsFromClient(index, []*structs.Allocation{{ID: "a1", ClientStatus: status}}))
+	}
+	check := func(when string, wantLast, wantNodesIndex uint64) {
+		t.Helper()
+		n, _ := s.NodeByID(nil, "n1")
+		idx, _ := s.Index("nodes")
+		if n.LastAllocUpdateIndex != wantLast || idx != wantNodesIndex {
+			t.Fatalf("%s: LastAllocUpdateIndex = %d, nodes index = %d; want %d, %d", when,
+				n.LastAllocUpdateIndex, idx, wantLast, wantNodesIndex)
+		}
+	}
+	update(12, structs.AllocClientStatusPending)
+	check("first update", 12, 12)
+	update(13, structs.AllocClientStatusRunning)
+	check("second update", 12, 12)
+
+	// A missed heartbeat: the next update must be recorded after it.
+	must(t, s.UpdateNodeStatus(20, "n1", structs.NodeStatusDisconnected, 2, nil))
+	n, _ := s.NodeByID(nil, "n1")
+	if n.LastAllocUpdateIndex > n.LastMissedHeartbeatIndex {
+		t.Fatalf("after the miss the node must look un-pushed: last=%d missed=%d", n.LastAllocUpdateIndex, n.LastMissedHeartbeatIndex)
+	}
+	update(21, structs.AllocClientStatusRunning)
+	check("update after the miss", 21, 21)
+	update(22, structs.AllocClientStatusRunning)
+	check("update after that", 21, 21)
+}
