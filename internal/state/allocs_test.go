@@ -204,7 +204,7 @@ func TestUpdateAllocsFromClient_KeepsServerFields(t *testing.T) {
 		t.Fatalf("deployment status = %+v", a.DeploymentStatus)
 	}
 	n, _ := s.NodeByID(nil, "n1")
-	if n.LastAllocUpdateIndex != 12 {
+	if n.LastAllocUpdateIndex != 5 { // registered (5) with nothing to push
 		t.Fatalf("LastAllocUpdateIndex = %d", n.LastAllocUpdateIndex)
 	}
 	if idx, _ := s.Index("allocs"); idx != 12 {
@@ -396,10 +396,12 @@ func TestUpdateAllocsFromClient_NodeWrittenOnlyWhenItMatters(t *testing.T) {
 				n.LastAllocUpdateIndex, idx, wantLast, wantNodesIndex)
 		}
 	}
+	// Registered without live allocs: nothing to push, nothing to rewrite.
+	check("registered", 5, 6)
 	update(12, structs.AllocClientStatusPending)
-	check("first update", 12, 12)
+	check("first update", 5, 6)
 	update(13, structs.AllocClientStatusRunning)
-	check("second update", 12, 12)
+	check("second update", 5, 6)
 
 	// A missed heartbeat: the next update must be recorded after it.
 	must(t, s.UpdateNodeStatus(20, "n1", structs.NodeStatusDisconnected, 2, nil))
@@ -411,4 +413,12 @@ func TestUpdateAllocsFromClient_NodeWrittenOnlyWhenItMatters(t *testing.T) {
 	check("update after the miss", 21, 21)
 	update(22, structs.AllocClientStatusRunning)
 	check("update after that", 21, 21)
+
+	// A node registered anew while live allocs of its ID remain must push
+	// them before it counts as up to date: its first update is recorded.
+	must(t, s.DeleteNode(30, []string{"n1"}))
+	must(t, s.UpsertNode(31, mockNode("n1")))
+	check("re-registered with live allocs", 0, 31)
+	update(32, structs.AllocClientStatusRunning)
+	check("first update after re-registering", 32, 32)
 }

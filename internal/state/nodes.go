@@ -85,6 +85,17 @@ func (s *StateStore) UpsertNode(index uint64, in *structs.Node) error {
 		if len(n.Events) > 0 {
 			n.Events = stampEvents(n.Events, index)
 		}
+		// A new node with no live allocations has nothing to push: its
+		// first client update then need not rewrite it (see
+		// UpdateAllocsFromClient). One that inherits live allocations
+		// (re-registered after a purge) must still push them first.
+		live, err := txn.Get(tableAllocs, "node_terminal", n.ID, false)
+		if err != nil {
+			return fmt.Errorf("state: alloc lookup: %w", err)
+		}
+		if live.Next() == nil {
+			n.LastAllocUpdateIndex = index
+		}
 	}
 	n.ModifyIndex = index
 	n.ComputeClass()
