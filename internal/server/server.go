@@ -265,9 +265,10 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (any, uint64, error) 
 
 // raftFuture is a Raft entry submitted by raftApplyAsync.
 type raftFuture struct {
-	f    raft.ApplyFuture
-	err  error // encoding failed; f is nil
-	resp any
+	f        raft.ApplyFuture
+	err      error // encoding failed; f is nil
+	resp     any
+	shutdown <-chan struct{} // the server's shutdownCh
 }
 
 // raftApplyAsync encodes msg and hands it to Raft without waiting for the
@@ -277,7 +278,7 @@ func (s *Server) raftApplyAsync(t structs.MessageType, msg any) *raftFuture {
 	if err != nil {
 		return &raftFuture{err: fmt.Errorf("encoding raft entry: %w", err)}
 	}
-	return &raftFuture{f: s.raft.Apply(buf, 30*time.Second)}
+	return &raftFuture{f: s.raft.Apply(buf, 30*time.Second), shutdown: s.shutdownCh}
 }
 
 // Wait blocks until the entry is applied and returns its index; an error the
@@ -286,7 +287,22 @@ func (r *raftFuture) Wait() (uint64, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
-	if err := r.f.Error(); err != nil {
+	// Raft never answers an entry still queued in its (buffered) apply
+	// channel when it shuts down, so waiting on the future alone could
+	// hang a worker, and with it the server's Shutdown, for ever.
+	done := make(chan error, 1)
+	go func() { done <- r.f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-r.shutdown:
+		select {
+		case err = <-done:
+		default:
+			return 0, raft.ErrRaftShutdown
+		}
+	}
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, structs.ErrNoLeader
 		}
