@@ -272,6 +272,19 @@ func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
 	return b.tryFitIndexed(n, u)
 }
 
+// sumsExhausted is what AllocsFit checks on sums already known: the
+// node's allocation limit, then CPU, memory and disk with the candidate
+// (used) added. It returns the exhausted dimension, or "".
+func sumsExhausted(n *structs.Node, u proposedUsage, used structs.ComparableResources) string {
+	if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
+		return "max allocs"
+	}
+	if ok, dim := n.Comparable().Superset(used); !ok {
+		return dim
+	}
+	return ""
+}
+
 // tryFitPlain fits a group that asks for no network and no device beside
 // allocations that hold none: no port index is needed, only the sums. It
 // decides exactly as tryFitIndexed would: the node's network must be
@@ -286,12 +299,7 @@ func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *gro
 	res.preemptible = true
 	res.used = u.used
 	res.used.Add(ask.need)
-	if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
-		res.dim = "max allocs"
-		return res
-	}
-	if ok, dim := n.Comparable().Superset(res.used); !ok {
-		res.dim = dim
+	if res.dim = sumsExhausted(n, u, res.used); res.dim != "" {
 		return res
 	}
 	res.ok = true
@@ -411,16 +419,8 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 			res.dim = dim
 			return res
 		}
-	} else {
-		// What AllocsFit checks, on the sums already known.
-		if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
-			res.dim = "max allocs"
-			return res
-		}
-		if ok, dim := n.Comparable().Superset(res.used); !ok {
-			res.dim = dim
-			return res
-		}
+	} else if res.dim = sumsExhausted(n, u, res.used); res.dim != "" {
+		return res
 	}
 	res.ok = true
 	res.tasks = tasks
