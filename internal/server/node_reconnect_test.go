@@ -2,7 +2,8 @@ package server
 
 import (
 	"testing"
-	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -13,17 +14,30 @@ import (
 // would act on allocation statuses from before the outage). Client updates
 // before the outage must not count, however many there were.
 func TestNodeBackFromMissedHeartbeatWaitsForAllocPush(t *testing.T) {
-	s := testServer(t, nil)
+	// No worker takes service evaluations: the node-down evaluation would
+	// otherwise mark the allocation lost (no longer live) at a moment of
+	// its choosing. The allocation is placed by a plan submitted here.
+	s := testServer(t, func(c *Config) { c.EnabledSchedulers = []string{structs.JobTypeSysBatch} })
 	node := testNode(t, s, 4000, 4096)
 	register(t, s, testJob("web", 1))
-	var alloc *structs.Allocation
-	waitFor(t, 5*time.Second, "placement", func() bool {
-		live, _ := s.State().AllocsByNodeTerminal(nil, node.ID, false)
-		if len(live) == 1 {
-			alloc = live[0]
-		}
-		return alloc != nil
-	})
+	job, err := s.State().JobByID(nil, "default", "web")
+	if err != nil || job == nil {
+		t.Fatalf("job: %v", err)
+	}
+	alloc := &structs.Allocation{ID: uuid.NewString(), Namespace: "default", JobID: "web", Job: job,
+		TaskGroup: "web", Name: "web.web[0]", NodeID: node.ID, DesiredStatus: structs.AllocDesiredStatusRun,
+		ClientStatus: structs.AllocClientStatusPending,
+		AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+			"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 100}, Memory: structs.AllocatedMemoryResources{MemoryMB: 64}},
+		}}}
+	pending, err := s.planQueue.Enqueue(&structs.Plan{Priority: 50, Job: job,
+		NodeAllocation: map[string][]*structs.Allocation{node.ID: {alloc}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := pending.Wait(); err != nil || len(res.NodeAllocation[node.ID]) != 1 {
+		t.Fatalf("placement: %+v, %v", res, err)
+	}
 	push := func() {
 		t.Helper()
 		up := &structs.Allocation{ID: alloc.ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusRunning}
