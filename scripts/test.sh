@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, unit and component tests (with the
 # race detector on the concurrent packages), integration tests against the
-# built binary, and Nomad's own api test suite run against Drover.
+# built binary, a smoke run of the scale harness, and Nomad's own api test
+# suite run against Drover.
 #
 # Usage: scripts/test.sh            everything
 #        SKIP_API_SUITE=1 scripts/test.sh   everything but the api suite
@@ -29,6 +30,13 @@ go test -race -count=1 -timeout 20m $RACE_PKGS
 
 step "unit and integration tests"
 go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
+
+step "scale harness smoke run (no timing assertion)"
+# The line the scale issue names: one server process, 1,000 simulated nodes,
+# 10 jobs x 200. Only that it works is checked: every alloc placed and running.
+out=$(go run ./bench/schedbench -nodes 1000 -jobs 10 -count 200 -json)
+echo "$out"
+echo "$out" | grep -q '"placed":2000,"running":2000' || { echo "schedbench smoke run did not place and run 2,000 allocations"; exit 1; }
 
 if [ "${SKIP_API_SUITE:-}" != "1" ]; then
 	step "Nomad's api package tests against Drover"
