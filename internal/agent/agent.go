@@ -106,13 +106,43 @@ func (a *Agent) dataDir(sub string) (string, error) {
 
 func (a *Agent) setupServer() error {
 	c := a.config
+	sc, err := serverConfig(c)
+	if err != nil {
+		return err
+	}
+	sc.Logger = a.logger
+	if !c.DevMode {
+		dir := c.Server.DataDir
+		if dir == "" {
+			var err error
+			if dir, err = a.dataDir("server"); err != nil {
+				return err
+			}
+		}
+		sc.DataDir = dir
+		id, err := persistentID(filepath.Join(dir, "node-id"))
+		if err != nil {
+			return err
+		}
+		sc.NodeID = id
+	}
+	srv, err := server.NewServer(sc)
+	if err != nil {
+		return err
+	}
+	a.server = srv
+	return nil
+}
+
+// serverConfig maps the agent's configuration onto the server's (without
+// the data directory and node ID, which need the file system).
+func serverConfig(c *config.Config) (*server.Config, error) {
 	sc := server.DefaultConfig()
 	sc.NodeName = c.NodeName
 	sc.Region = c.Region
 	sc.Datacenter = c.Datacenter
 	sc.Version = version.Version
 	sc.DevMode = c.DevMode
-	sc.Logger = a.logger
 	sc.RPCAddr = c.RPCAddr()
 	sc.RPCAdvertise = c.AdvertiseRPCAddr()
 	s := c.Server
@@ -120,7 +150,7 @@ func (a *Agent) setupServer() error {
 		sc.BootstrapExpect = s.BootstrapExpect
 	}
 	if s.BootstrapExpect > 1 {
-		return fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
+		return nil, fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
 	}
 	if s.NumSchedulers != nil && *s.NumSchedulers > 0 {
 		sc.NumSchedulers = *s.NumSchedulers
@@ -146,30 +176,16 @@ func (a *Agent) setupServer() error {
 	if s.RaftSnapshotInterval > 0 {
 		sc.RaftSnapshotInterval = s.RaftSnapshotInterval
 	}
+	if s.RaftTrailingLogs != nil && *s.RaftTrailingLogs > 0 {
+		sc.RaftTrailingLogs = uint64(*s.RaftTrailingLogs)
+	}
+	if s.RaftBoltDB != nil {
+		sc.RaftNoFreelistSync = s.RaftBoltDB.NoFreelistSync
+	}
 	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
 		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
 	}
-	if !c.DevMode {
-		dir := s.DataDir
-		if dir == "" {
-			var err error
-			if dir, err = a.dataDir("server"); err != nil {
-				return err
-			}
-		}
-		sc.DataDir = dir
-		id, err := persistentID(filepath.Join(dir, "node-id"))
-		if err != nil {
-			return err
-		}
-		sc.NodeID = id
-	}
-	srv, err := server.NewServer(sc)
-	if err != nil {
-		return err
-	}
-	a.server = srv
-	return nil
+	return sc, nil
 }
 
 // persistentID reads an ID from path, creating it the first time.

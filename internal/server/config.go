@@ -45,6 +45,13 @@ type Config struct {
 	// snapshots the FSM (0 keeps Raft's defaults: 8192 entries / 120 s).
 	RaftSnapshotThreshold uint64
 	RaftSnapshotInterval  time.Duration
+	// RaftTrailingLogs is how many log entries a snapshot leaves behind for
+	// followers to catch up from (0 keeps 10,240).
+	RaftTrailingLogs uint64
+	// RaftNoFreelistSync stops bolt writing its free-page list on every
+	// commit of the Raft log (less written per entry; the list is rebuilt
+	// by a scan when the log is opened): server.raft_boltdb.no_freelist_sync.
+	RaftNoFreelistSync bool
 	// Peers is the initial voter set to bootstrap with (including self). When
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server

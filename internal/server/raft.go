@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // setupRaft builds Raft: in memory in dev mode, a bolt log and file
@@ -34,6 +35,9 @@ func (s *Server) setupRaft() error {
 	if cfg.RaftSnapshotInterval > 0 {
 		rc.SnapshotInterval = cfg.RaftSnapshotInterval
 	}
+	if cfg.RaftTrailingLogs > 0 {
+		rc.TrailingLogs = cfg.RaftTrailingLogs
+	}
 	// Concurrent Apply calls queue without blocking each other; the leader
 	// takes all of them into one disk write (group commit).
 	rc.BatchApplyCh = true
@@ -59,7 +63,8 @@ func (s *Server) setupRaft() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("server: creating raft dir: %w", err)
 		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
+			BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: cfg.RaftNoFreelistSync}})
 		if err != nil {
 			return fmt.Errorf("server: opening raft log %s: %w", filepath.Join(dir, "raft.db"), err)
 		}
