@@ -190,10 +190,14 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
+	sums := summaryBatch{}
 	for _, a := range allocs {
-		if err := upsertAllocTxn(txn, index, a, jobs); err != nil {
+		if err := upsertAllocTxn(txn, index, a, jobs, sums); err != nil {
 			return err
 		}
+	}
+	if err := sums.write(txn, index); err != nil {
+		return err
 	}
 	if err := bumpIndex(txn, index, tableAllocs); err != nil {
 		return err
@@ -216,7 +220,7 @@ func allocLookup(txn *memdb.Txn, id string) (*structs.Allocation, error) {
 	return raw.(*structs.Allocation), nil
 }
 
-func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, jobs jobKeys) error {
+func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, jobs jobKeys, sums summaryBatch) error {
 	if in == nil || in.ID == "" {
 		return fmt.Errorf("state: upsert alloc: missing alloc or alloc ID")
 	}
@@ -260,14 +264,14 @@ func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, jobs j
 			a.NextAllocation = ex.NextAllocation
 		}
 	}
-	return writeAlloc(txn, index, ex, &a, jobs)
+	return writeAlloc(txn, index, ex, &a, jobs, sums)
 }
 
 // writeAlloc inserts alloc (replacing existing, nil if new) and maintains
 // everything derived from it: summary, deployment counters, the previous
 // allocation's NextAllocation.
-func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jobKeys) error {
-	if err := summaryAllocTransition(txn, index, ex, a); err != nil {
+func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jobKeys, sums summaryBatch) error {
+	if err := sums.transition(txn, ex, a); err != nil {
 		return err
 	}
 	if err := deploymentAllocTransition(txn, index, ex, a); err != nil {
@@ -319,7 +323,7 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
-	sums := clientSummaries{}
+	sums := summaryBatch{}
 	nodes := map[string]bool{}
 	var nodeOrder []string
 	freedSeen := map[string]bool{}
@@ -423,20 +427,25 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	return freed, nil
 }
 
-// clientSummaries accumulates the summary changes of one client update:
+// summaryBatch accumulates the summary changes of one write (a client
+// update, a plan, a set of server-side alloc upserts):
 // each job's summary is copied on its first change and written once.
-type clientSummaries map[structs.NamespacedID]*clientSummary
+type summaryBatch map[structs.NamespacedID]*batchedSummary
 
-type clientSummary struct {
+type batchedSummary struct {
 	sum     *structs.JobSummary // a copy; nil when the job has none
 	changed bool
 }
 
-// transition moves an allocation between client-status counters, with the
-// rules of summaryAllocTransition for an existing allocation: allocations of
-// an older incarnation of the job, or of a group the job no longer has, are
-// not counted.
-func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
+// transition accounts for a replacing ex (nil when a is new: it leaves the
+// queued count) in the job's summary: a moves between client-status
+// counters. Allocations of an older incarnation of the job, or of a group
+// the job no longer has, are not counted. The summary is copied once per
+// job and written by write.
+func (m summaryBatch) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
+	if ex != nil && ex.ClientStatus == a.ClientStatus {
+		return nil
+	}
 	key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
 	cs, ok := m[key]
 	if !ok {
@@ -444,7 +453,7 @@ func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) e
 		if err != nil {
 			return err
 		}
-		cs = &clientSummary{}
+		cs = &batchedSummary{}
 		if stored != nil {
 			cs.sum = stored.Copy()
 		}
@@ -458,7 +467,11 @@ func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) e
 	if !ok {
 		return nil
 	}
-	if p := countOf(&tg, ex.ClientStatus); p != nil && *p > 0 {
+	if ex == nil {
+		if tg.Queued > 0 {
+			tg.Queued--
+		}
+	} else if p := countOf(&tg, ex.ClientStatus); p != nil && *p > 0 {
 		*p--
 	}
 	if p := countOf(&tg, a.ClientStatus); p != nil {
@@ -470,7 +483,7 @@ func (m clientSummaries) transition(txn *memdb.Txn, ex, a *structs.Allocation) e
 }
 
 // write stores the changed summaries in job order (determinism).
-func (m clientSummaries) write(txn *memdb.Txn, index uint64) error {
+func (m summaryBatch) write(txn *memdb.Txn, index uint64) error {
 	keys := make([]structs.NamespacedID, 0, len(m))
 	for k, cs := range m {
 		if cs.changed {

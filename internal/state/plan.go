@@ -58,13 +58,16 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 		}
 	}
 
+	// Each job's summary is copied once for the plan's allocations and
+	// written after them (nothing in between reads it).
+	sums := summaryBatch{}
 	for _, diff := range req.AllocsStopped {
-		if err := applyStopDiff(txn, index, diff, false, jobs); err != nil {
+		if err := applyStopDiff(txn, index, diff, false, jobs, sums); err != nil {
 			return err
 		}
 	}
 	for _, diff := range req.AllocsPreempted {
-		if err := applyStopDiff(txn, index, diff, true, jobs); err != nil {
+		if err := applyStopDiff(txn, index, diff, true, jobs, sums); err != nil {
 			return err
 		}
 	}
@@ -93,9 +96,12 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 			c.Job = j
 			a = &c
 		}
-		if err := upsertAllocTxn(txn, index, a, jobs); err != nil {
+		if err := upsertAllocTxn(txn, index, a, jobs, sums); err != nil {
 			return err
 		}
+	}
+	if err := sums.write(txn, index); err != nil {
+		return err
 	}
 	if len(req.AllocsStopped)+len(req.AllocsPreempted)+len(req.Alloc) > 0 {
 		if err := bumpIndex(txn, index, tableAllocs); err != nil {
@@ -130,7 +136,7 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 
 // applyStopDiff merges a stop (or preemption) onto the stored allocation.
 // Unknown allocations are ignored.
-func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preempted bool, jobs jobKeys) error {
+func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preempted bool, jobs jobKeys, sums summaryBatch) error {
 	if diff == nil {
 		return nil
 	}
@@ -163,7 +169,7 @@ func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preem
 	}
 	c.ModifyIndex = index
 	c.AllocModifyIndex = index
-	return writeAlloc(txn, index, ex, &c, jobs)
+	return writeAlloc(txn, index, ex, &c, jobs, sums)
 }
 
 // mergeTransition sets the transition flags the diff carries.

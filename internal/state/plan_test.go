@@ -106,3 +106,31 @@ func TestDeploymentsByJob(t *testing.T) {
 		t.Fatalf("all = %d", n)
 	}
 }
+
+// A plan's stops and placements move the job summary once, by all of them:
+// a lost allocation leaves Running for Lost and each placement leaves Queued
+// for Starting.
+func TestUpsertPlanResults_SummaryOfAllAllocs(t *testing.T) {
+	s := testStore(t)
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc("old", "n1", job)}))
+	must(t, s.UpdateAllocsFromClient(12, []*structs.Allocation{{ID: "old", ClientStatus: structs.AllocClientStatusRunning}}))
+	ev := mockEval("e1", job, structs.EvalStatusComplete)
+	ev.QueuedAllocations = map[string]int{"web": 2}
+	must(t, s.UpsertEvals(13, []*structs.Evaluation{ev}))
+	if got := tgSummary(t, s, "web", "web"); got != (structs.TaskGroupSummary{Queued: 2, Running: 1}) {
+		t.Fatalf("before the plan: %+v", got)
+	}
+	must(t, s.UpsertPlanResults(20, &structs.ApplyPlanResultsRequest{
+		Job:           job,
+		AllocsStopped: []*structs.Allocation{{ID: "old", ClientStatus: structs.AllocClientStatusLost}},
+		Alloc:         []*structs.Allocation{mockAlloc("new1", "n2", job), mockAlloc("new2", "n3", job)},
+	}))
+	if got := tgSummary(t, s, "web", "web"); got != (structs.TaskGroupSummary{Starting: 2, Lost: 1}) {
+		t.Fatalf("after the plan: %+v", got)
+	}
+	sum, _ := s.JobSummaryByID(nil, structs.DefaultNamespace, "web")
+	if sum.ModifyIndex != 20 {
+		t.Fatalf("summary ModifyIndex = %d, want 20", sum.ModifyIndex)
+	}
+}

@@ -145,39 +145,6 @@ func countOf(tg *structs.TaskGroupSummary, clientStatus string) *int {
 	return nil
 }
 
-// summaryAllocTransition accounts for alloc replacing existing (nil when
-// new) in its job's summary. Allocs of an older incarnation of the job, or
-// of groups the job no longer has, are not counted.
-func summaryAllocTransition(txn *memdb.Txn, index uint64, existing, alloc *structs.Allocation) error {
-	if existing != nil && existing.ClientStatus == alloc.ClientStatus {
-		return nil
-	}
-	ex, err := summaryFor(txn, alloc.Namespace, alloc.JobID)
-	if err != nil || ex == nil {
-		return err
-	}
-	if alloc.Job != nil && alloc.Job.CreateIndex != ex.CreateIndex {
-		return nil
-	}
-	tg, ok := ex.Summary[alloc.TaskGroup]
-	if !ok {
-		return nil
-	}
-	if existing == nil {
-		if tg.Queued > 0 {
-			tg.Queued--
-		}
-	} else if p := countOf(&tg, existing.ClientStatus); p != nil && *p > 0 {
-		*p--
-	}
-	if p := countOf(&tg, alloc.ClientStatus); p != nil {
-		*p++
-	}
-	sum := ex.Copy()
-	sum.Summary[alloc.TaskGroup] = tg
-	return putSummary(txn, index, sum)
-}
-
 // summaryQueuedFromEval records the queued counts a finished (complete or
 // blocked) evaluation reports for its job.
 func summaryQueuedFromEval(txn *memdb.Txn, index uint64, e *structs.Evaluation) error {
