@@ -87,6 +87,14 @@ func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, st
 		return false, DimensionDeviceOversubscribed, used, nil
 	}
 	if netIdx == nil {
+		if !anyHoldsPorts(allocs) {
+			// Nothing can collide: only the node's network must be valid,
+			// which needs no index (no bitmaps, no maps).
+			if err := NodeNetworkErr(node); err != nil {
+				return false, "network: invalid node", used, err
+			}
+			return true, "", used, nil
+		}
 		idx := NewNetworkIndex()
 		if err := idx.SetNode(node); err != nil {
 			return false, "network: invalid node", used, err
@@ -96,4 +104,33 @@ func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, st
 		}
 	}
 	return true, "", used, nil
+}
+
+// anyHoldsPorts reports whether a live allocation among allocs holds a port
+// NetworkIndex.AddAllocs would mark.
+func anyHoldsPorts(allocs []*Allocation) bool {
+	for _, a := range allocs {
+		if a == nil || a.ClientTerminalStatus() || a.AllocatedResources == nil {
+			continue
+		}
+		ar := a.AllocatedResources
+		if len(ar.Shared.Ports) > 0 || networksHoldPorts(ar.Shared.Networks) {
+			return true
+		}
+		for _, tr := range ar.Tasks {
+			if tr != nil && networksHoldPorts(tr.Networks) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func networksHoldPorts(nets []*NetworkResource) bool {
+	for _, n := range nets {
+		if n != nil && len(n.ReservedPorts)+len(n.DynamicPorts) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -101,10 +101,36 @@ func TestAllocsFit(t *testing.T) {
 	if fit, _, _, _ := AllocsFit(fitNode(), []*Allocation{fitAlloc("a", 1, 1, 0, 25000), fitAlloc("b", 1, 1, 0, 25000)}, idx); !fit {
 		t.Fatal("with netIdx the port check must be skipped")
 	}
+	// Ports held through task or shared networks (not Shared.Ports) are
+	// still checked: the port-less shortcut must not skip them.
+	viaTask := func(id string) *Allocation {
+		a := fitAlloc(id, 1, 1, 0)
+		a.AllocatedResources.Tasks = map[string]*AllocatedTaskResources{"t": {Networks: []*NetworkResource{
+			{IP: "10.0.0.1", DynamicPorts: []Port{{Label: "http", Value: 25000}}}}}}
+		return a
+	}
+	viaShared := func(id string) *Allocation {
+		a := fitAlloc(id, 1, 1, 0)
+		a.AllocatedResources.Shared.Networks = []*NetworkResource{
+			{IP: "10.0.0.1", ReservedPorts: []Port{{Label: "http", Value: 25000}}}}
+		return a
+	}
+	for name, pair := range map[string][]*Allocation{
+		"task networks":   {viaTask("a"), viaTask("b")},
+		"shared networks": {viaShared("a"), viaShared("b")},
+		"task and shared": {viaTask("a"), viaShared("b")},
+	} {
+		if fit, dim, _, _ := AllocsFit(fitNode(), pair, nil); fit || dim != "network: port collision" {
+			t.Errorf("%s: fit=%v dim=%q, want a port collision", name, fit, dim)
+		}
+	}
 	// A node with a broken reserved port spec is an error, not a silent fit.
 	bad := fitNode()
 	bad.ReservedResources.Networks.ReservedHostPorts = "x"
 	if _, _, _, err := AllocsFit(bad, nil, nil); err == nil {
 		t.Fatal("want error for bad reserved spec")
+	}
+	if _, _, _, err := AllocsFit(bad, []*Allocation{fitAlloc("a", 1, 1, 0)}, nil); err == nil {
+		t.Fatal("want error for bad reserved spec with port-less allocations too")
 	}
 }

@@ -122,7 +122,7 @@ func (c *Context) ProposedAllocs(nodeID string) ([]*structs.Allocation, error) {
 type nodeAllocs struct {
 	nodeBase
 
-	// netErr memoises nodeNetworkErr for the pass (a node ID names one
+	// netErr memoises structs.NodeNetworkErr for the pass (a node ID names one
 	// node object in a snapshot); netChecked says it was computed.
 	netChecked bool
 	netErr     error
@@ -140,14 +140,14 @@ type nodeAllocs struct {
 	planAt   [3]listMark
 }
 
-// networkErr is nodeNetworkErr(n), computed once per pass for n.
+// networkErr is structs.NodeNetworkErr(n), computed once per pass for n.
 func (u *proposedUsage) networkErr(n *structs.Node) error {
 	na := u.node
 	if na == nil {
-		return nodeNetworkErr(n)
+		return structs.NodeNetworkErr(n)
 	}
 	if !na.netChecked {
-		na.netErr, na.netChecked = nodeNetworkErr(n), true
+		na.netErr, na.netChecked = structs.NodeNetworkErr(n), true
 	}
 	return na.netErr
 }

@@ -1,27 +1,25 @@
-package feasible
+package structs
 
 import (
 	"errors"
 	"fmt"
-
-	"github.com/drover-project/drover/internal/structs"
 )
 
-// nodeNetworkErr returns the error structs.NetworkIndex.SetNode would
+// NodeNetworkErr returns the error NetworkIndex.SetNode would
 // return for n, without building the index (no bitmaps, no maps): a
 // reserved port spec that does not parse, or an empty dynamic port range.
 // Groups that ask for no ports still must not land on such a node, as the
 // plan applier would reject it.
-func nodeNetworkErr(n *structs.Node) error {
+func NodeNetworkErr(n *Node) error {
 	if n == nil {
 		return errors.New("network index: nil node")
 	}
 	if r := n.ReservedResources; r != nil && r.Networks.ReservedHostPorts != "" {
-		if _, err := structs.ParsePortSpec(r.Networks.ReservedHostPorts); err != nil {
+		if _, err := ParsePortSpec(r.Networks.ReservedHostPorts); err != nil {
 			return fmt.Errorf("node reserved ports: %v", err)
 		}
 	}
-	lo, hi := structs.DefaultMinDynamicPort, structs.DefaultMaxDynamicPort
+	lo, hi := DefaultMinDynamicPort, DefaultMaxDynamicPort
 	if res := n.NodeResources; res != nil {
 		for i, nn := range res.NodeNetworks {
 			if nn == nil {
@@ -33,8 +31,8 @@ func nodeNetworkErr(n *structs.Node) error {
 					// never parses the spec of a repeat.
 					continue
 				}
-				if _, err := structs.ParsePortSpec(a.ReservedPorts); err != nil {
-					return fmt.Errorf("host network %q address %s: %v", alias(a.Alias), a.Address, err)
+				if _, err := ParsePortSpec(a.ReservedPorts); err != nil {
+					return fmt.Errorf("host network %q address %s: %v", aliasOrDefault(a.Alias), a.Address, err)
 				}
 			}
 		}
@@ -51,16 +49,16 @@ func nodeNetworkErr(n *structs.Node) error {
 	return nil
 }
 
-func alias(a string) string {
+func aliasOrDefault(a string) string {
 	if a == "" {
-		return structs.DefaultHostNetwork
+		return DefaultHostNetwork
 	}
 	return a
 }
 
 // seenAddress reports whether the address at networks[i].Addresses[j] has
 // the alias and address of one before it.
-func seenAddress(networks []*structs.NodeNetworkResource, i, j int) bool {
+func seenAddress(networks []*NodeNetworkResource, i, j int) bool {
 	want := networks[i].Addresses[j]
 	for x := 0; x <= i; x++ {
 		if networks[x] == nil {
@@ -70,7 +68,7 @@ func seenAddress(networks []*structs.NodeNetworkResource, i, j int) bool {
 			if x == i && y == j {
 				return false
 			}
-			if alias(a.Alias) == alias(want.Alias) && a.Address == want.Address {
+			if aliasOrDefault(a.Alias) == aliasOrDefault(want.Alias) && a.Address == want.Address {
 				return true
 			}
 		}
