@@ -51,18 +51,7 @@ func benchCluster(b *testing.B, nodes, count int, portless bool) (*state.StateSn
 	if portless {
 		job.TaskGroups[0].Networks = nil
 	}
-	idx++
-	if err := st.UpsertJob(idx, nil, job); err != nil {
-		b.Fatal(err)
-	}
-	snap, err := st.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if job, err = snap.JobByID(nil, "default", "bench"); err != nil || job == nil {
-		b.Fatalf("job not stored: %v", err)
-	}
-	return snap, job
+	return storeBenchJob(b, st, idx+1, job)
 }
 
 // benchPass runs one scheduling pass per iteration over the same snapshot
@@ -200,18 +189,7 @@ func filledCluster(b *testing.B, nodes, jobs, perJob, count int) (*state.StateSn
 	}
 	job := mockJob("bench", count)
 	job.TaskGroups[0].Networks = nil
-	idx++
-	if err := st.UpsertJob(idx, nil, job); err != nil {
-		b.Fatal(err)
-	}
-	snap, err := st.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if job, err = snap.JobByID(nil, "default", "bench"); err != nil || job == nil {
-		b.Fatalf("job not stored: %v", err)
-	}
-	return snap, job
+	return storeBenchJob(b, st, idx+1, job)
 }
 
 // TestBenchPassSmall runs the benchmark body at a tiny scale so that
@@ -225,4 +203,20 @@ func TestBenchPassSmall(t *testing.T) {
 	if r.Extra["ns/placement"] <= 0 {
 		t.Fatalf("no ns/placement reported: %v", r.Extra)
 	}
+}
+
+// storeBenchJob stores job at index and returns a snapshot with the job as
+// stored in it.
+func storeBenchJob(b *testing.B, st *state.StateStore, index uint64, job *structs.Job) (*state.StateSnapshot, *structs.Job) {
+	if err := st.UpsertJob(index, nil, job); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := st.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if job, err = snap.JobByID(nil, "default", job.ID); err != nil || job == nil {
+		b.Fatalf("job not stored: %v", err)
+	}
+	return snap, job
 }
