@@ -307,12 +307,7 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	}
 	var timeout <-chan time.Time
 	if args.MinQueryIndex > 0 {
-		wait := args.MaxQueryTime
-		if wait <= 0 || wait > maxQueryTime {
-			wait = maxQueryTime
-		}
-		wait += time.Duration(rnd(int64(wait / 16)))
-		t := time.NewTimer(wait)
+		t := time.NewTimer(queryWait(args.MaxQueryTime))
 		defer t.Stop()
 		timeout = t.C
 	}

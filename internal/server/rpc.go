@@ -47,18 +47,24 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 // setting meta.Index.
 type queryFn func(ws memdb.WatchSet, st *state.StateStore) error
 
+// queryWait is how long a blocking query with MaxQueryTime asked may
+// block: at most maxQueryTime, plus up to 1/16 of random jitter so parked
+// queries do not all return at once.
+func queryWait(asked time.Duration) time.Duration {
+	wait := asked
+	if wait <= 0 || wait > maxQueryTime {
+		wait = maxQueryTime
+	}
+	return wait + time.Duration(rnd(int64(wait/16)))
+}
+
 // blockingRPC answers a read, blocking while the result's index is not past
 // MinQueryIndex, up to the query's wait time.
 func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, run queryFn) error {
 	var ctx context.Context = context.Background()
 	if opts.MinQueryIndex > 0 {
-		wait := opts.MaxQueryTime
-		if wait <= 0 || wait > maxQueryTime {
-			wait = maxQueryTime
-		}
-		wait += time.Duration(rnd(int64(wait / 16)))
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
+		ctx, cancel = context.WithTimeout(ctx, queryWait(opts.MaxQueryTime))
 		defer cancel()
 	}
 	for {
