@@ -12,9 +12,12 @@ import (
 // once per allocation, thousands of times. The allocations of one job placed
 // by one plan share one *Job in the state store (stored objects are never
 // modified), so AllocsGetResponse encodes each distinct job once and reuses
-// the bytes. The wire shape is exactly the default one (a map of the
-// Allocation's fields, Job included): only the work to produce it changes,
-// and decoding is the codec's default.
+// the bytes. The wire shape is the default one (a map of the Allocation's
+// fields, Job included) less the placement Metrics: the scheduler's record
+// of how it chose the node (nodes evaluated, the best nodes' scores) is for
+// operators, who read it through the HTTP API from the state store; a client
+// never reads it, and it was about half of every allocation's bytes.
+// Decoding is the codec's default.
 
 // CodecEncodeSelf encodes the response with each job's cached encoding.
 func (r *AllocsGetResponse) CodecEncodeSelf(e *codec.Encoder) {
@@ -48,12 +51,14 @@ type allocsGetWire struct {
 	QueryMeta
 }
 
-// allocWire is an Allocation whose Job is already encoded: the outer Job
-// field shadows the embedded one, as in Go.
+// allocWire is an Allocation whose Job is already encoded and whose Metrics
+// are left out: the outer fields shadow the embedded ones, as in Go, and an
+// empty Raw is omitted like a nil pointer.
 type allocWire struct {
 	_struct struct{} `codec:",omitempty"` // as Allocation's: zero fields are left out
 	*Allocation
-	Job codec.Raw
+	Job     codec.Raw
+	Metrics codec.Raw
 }
 
 // jobWire caches the encoding of recently sent jobs, keyed by pointer. A

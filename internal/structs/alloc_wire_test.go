@@ -9,22 +9,32 @@ import (
 )
 
 // An AllocsGetResponse encoded with cached job bytes must be exactly what
-// the default encoding carries: same fields, same values, decodable by any
-// client, whether written to a stream or to a byte slice.
+// the default encoding carries without the placement metrics: same fields,
+// same values, decodable by any client, whether written to a stream or to
+// a byte slice.
 func TestAllocsGetResponseWireShape(t *testing.T) {
 	shared := &Job{ID: "web", Namespace: "default", Type: JobTypeService, Priority: 50, Datacenters: []string{"dc1"},
 		TaskGroups: []*TaskGroup{{Name: "g", Count: 2, Tasks: []*Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "sleep"}}}}}}
 	other := &Job{ID: "batch", Namespace: "default", Type: JobTypeBatch}
 	resp := &AllocsGetResponse{Allocs: []*Allocation{
 		{ID: "a1", JobID: "web", Job: shared, NodeID: "n", DesiredStatus: AllocDesiredStatusRun, AllocModifyIndex: 5,
-			TaskStates: map[string]*TaskState{"t": {State: TaskStateRunning}}},
+			TaskStates: map[string]*TaskState{"t": {State: TaskStateRunning}},
+			Metrics: &AllocMetric{NodesEvaluated: 3, ScoreMetaData: []*NodeScoreMeta{{NodeID: "n", NormScore: 0.5,
+				Scores: map[string]float64{"binpack": 0.5}}}}},
 		{ID: "a2", JobID: "web", Job: shared, ClientStatus: AllocClientStatusRunning},
 		{ID: "a3", JobID: "batch", Job: other},
 		{ID: "a4", JobID: "gone"}, // no job
 	}, QueryMeta: QueryMeta{Index: 9, KnownLeader: true}}
 
+	noMetrics := *resp
+	noMetrics.Allocs = make([]*Allocation, len(resp.Allocs))
+	for i, a := range resp.Allocs {
+		c := *a
+		c.Metrics = nil
+		noMetrics.Allocs[i] = &c
+	}
 	var def bytes.Buffer
-	if err := codec.NewEncoder(&def, MsgpackHandle).Encode((*allocsGetResponseDefault)(resp)); err != nil {
+	if err := codec.NewEncoder(&def, MsgpackHandle).Encode((*allocsGetResponseDefault)(&noMetrics)); err != nil {
 		t.Fatal(err)
 	}
 	var stream bytes.Buffer
@@ -56,7 +66,7 @@ func TestAllocsGetResponseWireShape(t *testing.T) {
 		}
 		if len(back.Allocs) != 4 || back.Index != 9 || back.Allocs[1].Job == nil || back.Allocs[1].Job.TaskGroups[0].Tasks[0].Name != "t" ||
 			back.Allocs[2].Job.Type != JobTypeBatch || back.Allocs[3].Job != nil || back.Allocs[0].AllocModifyIndex != 5 ||
-			back.Allocs[0].TaskStates["t"].State != TaskStateRunning {
+			back.Allocs[0].TaskStates["t"].State != TaskStateRunning || back.Allocs[0].Metrics != nil {
 			t.Fatalf("%s: decoded %+v", name, back)
 		}
 	}
