@@ -173,6 +173,29 @@ func TestClient_BatchAllocRunsAndCompletes(t *testing.T) {
 	tc.srv.mu.Unlock()
 }
 
+// A pull that carries the changed allocations needs no Alloc.GetAllocs;
+// against a server that does not send them the client fetches them.
+func TestClient_PullCarriesChangedAllocs(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		tc := newTestClient(t, nil)
+		tc.srv.mu.Lock()
+		tc.srv.noChanged = old
+		tc.srv.mu.Unlock()
+		tc.waitReady(t)
+		a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+		tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+		tc.srv.stopAlloc(a.ID)
+		tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+		tc.srv.mu.Lock()
+		fetches := tc.srv.getAllocs
+		tc.srv.mu.Unlock()
+		if old && fetches < 2 || !old && fetches != 0 {
+			t.Fatalf("older server %v: %d Alloc.GetAllocs calls", old, fetches)
+		}
+		tc.Shutdown()
+	}
+}
+
 func TestClient_DesiredStopKillsThenGCDestroys(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)

@@ -22,6 +22,9 @@ type fakeServer struct {
 	failNext map[string]int          // method -> remaining failures
 	forget   bool                    // answer "node not found" to heartbeats
 	regs     int
+
+	noChanged bool // pulls ignore ChangedAllocs (an older server)
+	getAllocs int  // Alloc.GetAllocs calls answered
 }
 
 func newFakeServer() *fakeServer {
@@ -138,6 +141,9 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 				for id, a := range s.allocs {
 					if a.NodeID == req.NodeID {
 						resp.Allocs[id] = a.AllocModifyIndex
+						if req.ChangedAllocs && !s.noChanged && a.AllocModifyIndex > req.MinQueryIndex {
+							resp.Changed = append(resp.Changed, a.CopySkipJob())
+						}
 					}
 				}
 				resp.Index = s.index
@@ -165,6 +171,7 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		resp := reply.(*structs.AllocsGetResponse)
+		s.getAllocs++
 		for _, id := range req.AllocIDs {
 			if a := s.allocs[id]; a != nil {
 				resp.Allocs = append(resp.Allocs, a.CopySkipJob())

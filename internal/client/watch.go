@@ -42,7 +42,7 @@ func (c *Client) watchAllocations() {
 	backoff := allocWatchBackoffMin
 	for !c.shuttingDown() {
 		req := &structs.NodeSpecificRequest{
-			NodeID: c.NodeID(), SecretID: c.secretID(),
+			NodeID: c.NodeID(), SecretID: c.secretID(), ChangedAllocs: true,
 			QueryOptions: structs.QueryOptions{
 				Region: c.cfg.Region, MinQueryIndex: index, MaxQueryTime: allocWatchMaxQueryTime,
 				AllowStale: c.contacted(),
@@ -64,7 +64,7 @@ func (c *Client) watchAllocations() {
 			backoff = min(backoff*2, allocWatchBackoffMax)
 			continue
 		}
-		if err := c.applyAllocs(resp.Allocs); err != nil {
+		if err := c.applyAllocs(resp.Allocs, resp.Changed); err != nil {
 			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
 			if !c.sleep(backoff) {
 				return
@@ -101,15 +101,14 @@ func (c *Client) triggerReregister() {
 }
 
 // applyAllocs diffs the server's alloc→AllocModifyIndex map against local
-// copies, fetches what changed and starts, updates or destroys runners.
-func (c *Client) applyAllocs(server map[string]uint64) error {
+// copies, takes what changed from the pull's changed allocations or else
+// fetches it, and starts, updates or destroys runners.
+func (c *Client) applyAllocs(server map[string]uint64, changed []*structs.Allocation) error {
 	c.allocMu.RLock()
 	var pull, removed []string
-	var maxIndex uint64
 	for id, idx := range server {
 		if local, ok := c.allocIndex[id]; !ok || idx > local {
 			pull = append(pull, id)
-			maxIndex = max(maxIndex, idx)
 		}
 	}
 	for id := range c.allocIndex {
@@ -119,13 +118,13 @@ func (c *Client) applyAllocs(server map[string]uint64) error {
 	}
 	c.allocMu.RUnlock()
 	sort.Strings(pull)
-
-	var fetched []*structs.Allocation
+	fetched, pull, maxIndex := takeChanged(pull, server, changed)
 	if len(pull) > 0 {
-		var err error
-		if fetched, err = c.fetchAllocs(pull, maxIndex); err != nil {
+		more, err := c.fetchAllocs(pull, maxIndex)
+		if err != nil {
 			return err
 		}
+		fetched = append(fetched, more...)
 	}
 
 	for _, id := range removed {
@@ -154,6 +153,25 @@ func (c *Client) applyAllocs(server map[string]uint64) error {
 		c.allocMu.Unlock()
 	}
 	return nil
+}
+
+// takeChanged splits the IDs to pull into the allocations the pull already
+// carried (at least as new as the server's map says) and the IDs still to
+// fetch, with the highest AllocModifyIndex among those.
+func takeChanged(pull []string, server map[string]uint64, changed []*structs.Allocation) (have []*structs.Allocation, fetch []string, maxIndex uint64) {
+	byID := make(map[string]*structs.Allocation, len(changed))
+	for _, a := range changed {
+		byID[a.ID] = a
+	}
+	for _, id := range pull {
+		if a := byID[id]; a != nil && a.AllocModifyIndex >= server[id] {
+			have = append(have, a)
+			continue
+		}
+		fetch = append(fetch, id)
+		maxIndex = max(maxIndex, server[id])
+	}
+	return have, fetch, maxIndex
 }
 
 // fetchAllocs gets full allocations, retrying while a stale server has not

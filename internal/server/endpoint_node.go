@@ -337,23 +337,24 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 
 // clientAllocs reads the pull's answer and remembers its index for pull's
 // generation of the node.
-func (n *Node) clientAllocs(st *state.StateStore, pull state.NodePull, args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
-	node, allocs, idx, err := st.NodeClientAllocs(args.NodeID)
+func (n *Node) clientAllocs(st *state.StateStore, watch state.NodePull, args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
+	pull, err := st.NodeClientAllocs(args.NodeID, args.MinQueryIndex, args.ChangedAllocs)
 	if err != nil {
 		return err
 	}
+	node := pull.Node
 	if node == nil {
 		return structs.NewErrCoded(404, "node not found")
 	}
 	if args.SecretID != node.SecretID {
 		return structs.NewErrCoded(403, "node secret ID does not match")
 	}
-	reply.Allocs = allocs
+	reply.Allocs, reply.Changed = pull.Allocs, pull.Changed
 	// Never answer 0: a client's next pull would not block and the client
 	// would spin. With 1 it waits for its first allocation.
-	reply.Index = max(idx, 1)
-	if pull.Ch != nil {
-		st.NodePullAnswered(args.NodeID, pull, reply.Index, node.SecretID)
+	reply.Index = max(pull.Index, 1)
+	if watch.Ch != nil {
+		st.NodePullAnswered(args.NodeID, watch, reply.Index, node.SecretID)
 	}
 	n.srv.setQueryMeta(&reply.QueryMeta)
 	return nil

@@ -108,41 +108,55 @@ func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.
 // this one ("n1", "n10") does not match.
 func nodeKeyPrefix(nodeID string) string { return nodeID + "\x00" }
 
-// NodeClientAllocs is what a client's pull needs, read in one transaction:
-// the node (nil if unknown; then nothing else is read), each of its
-// allocations' AllocModifyIndex, and the node's pull index: the newest of
-// those, or of the last deletion of one of its allocations. Only server-side
-// changes move it (see NodeAllocsWatchCh).
-func (s *StateStore) NodeClientAllocs(nodeID string) (*structs.Node, map[string]uint64, uint64, error) {
+// ClientPull is what a client's pull needs, read in one transaction.
+type ClientPull struct {
+	// Node is the node; nil if unknown (then nothing else is read).
+	Node *structs.Node
+	// Allocs maps each of the node's allocations to its AllocModifyIndex.
+	Allocs map[string]uint64
+	// Index is the node's pull index: the newest AllocModifyIndex, or the
+	// last deletion of one of its allocations if later. Only server-side
+	// changes move it (see NodeAllocsWatchCh).
+	Index uint64
+	// Changed are the allocations whose AllocModifyIndex is above the
+	// changedAfter the read was asked for (none if not asked).
+	Changed []*structs.Allocation
+}
+
+// NodeClientAllocs reads a client's pull for nodeID; with withChanged it
+// also returns the allocations changed after changedAfter (the client's
+// previous pull index), so the client need not fetch them separately.
+func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withChanged bool) (ClientPull, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := txn.First(tableNodes, "id", nodeID)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("state: node lookup: %w", err)
+		return ClientPull{}, fmt.Errorf("state: node lookup: %w", err)
 	}
 	if raw == nil {
-		return nil, nil, 0, nil
+		return ClientPull{}, nil
 	}
-	node := raw.(*structs.Node)
-	var idx uint64
+	pull := ClientPull{Node: raw.(*structs.Node), Allocs: map[string]uint64{}}
 	deleted, err := txn.First(tableIndex, "id", nodeAllocsDeletedKey(nodeID))
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("state: index lookup: %w", err)
+		return ClientPull{}, fmt.Errorf("state: index lookup: %w", err)
 	}
 	if deleted != nil {
-		idx = deleted.(*IndexEntry).Value
+		pull.Index = deleted.(*IndexEntry).Value
 	}
 	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("state: allocs lookup: %w", err)
+		return ClientPull{}, fmt.Errorf("state: allocs lookup: %w", err)
 	}
-	allocs := map[string]uint64{}
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		a := raw.(*structs.Allocation)
-		allocs[a.ID] = a.AllocModifyIndex
-		idx = max(idx, a.AllocModifyIndex)
+		pull.Allocs[a.ID] = a.AllocModifyIndex
+		pull.Index = max(pull.Index, a.AllocModifyIndex)
+		if withChanged && a.AllocModifyIndex > changedAfter {
+			pull.Changed = append(pull.Changed, a)
+		}
 	}
-	return node, allocs, idx, nil
+	return pull, nil
 }
 
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()

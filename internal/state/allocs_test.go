@@ -1,6 +1,8 @@
 package state
 
 import (
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -305,10 +307,42 @@ func TestAllocsByNode_ExactNode(t *testing.T) {
 		t.Fatalf("AllocsByNode(n1) = %v", got)
 	}
 	must(t, s.UpsertNode(13, mockNode("n1")))
-	node, pull, idx, err := s.NodeClientAllocs("n1")
+	pull, err := s.NodeClientAllocs("n1", 0, false)
 	must(t, err)
-	if node == nil || len(pull) != 2 || pull["a1"] != 11 || pull["a2"] != 11 || idx != 11 {
-		t.Fatalf("NodeClientAllocs(n1) = %v, %v, %d", node, pull, idx)
+	if pull.Node == nil || len(pull.Allocs) != 2 || pull.Allocs["a1"] != 11 || pull.Allocs["a2"] != 11 || pull.Index != 11 ||
+		pull.Changed != nil {
+		t.Fatalf("NodeClientAllocs(n1) = %+v", pull)
+	}
+}
+
+// A pull can carry the allocations changed since the client's last pull
+// index: those whose AllocModifyIndex is above it, and only when asked.
+func TestNodeClientAllocs_Changed(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(5, mockNode("n1")))
+	job := storedJob(t, s, 10, mockJob("web"))
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc("a1", "n1", job), mockAlloc("a2", "n1", job)}))
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{mockAlloc("a3", "n1", job), mockAlloc("b1", "n2", job)}))
+	// A client update does not change AllocModifyIndex: not "changed".
+	must(t, s.UpdateAllocsFromClient(13, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning}}))
+	for _, tc := range []struct {
+		after uint64
+		want  []string
+	}{{0, []string{"a1", "a2", "a3"}}, {11, []string{"a3"}}, {12, nil}} {
+		pull, err := s.NodeClientAllocs("n1", tc.after, true)
+		must(t, err)
+		var got []string
+		for _, a := range pull.Changed {
+			got = append(got, a.ID)
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, tc.want) || len(pull.Allocs) != 3 || pull.Index != 12 {
+			t.Fatalf("changed after %d: %v (pull %+v), want %v", tc.after, got, pull, tc.want)
+		}
+	}
+	pull, err := s.NodeClientAllocs("unknown", 0, true)
+	if err != nil || pull.Node != nil || pull.Allocs != nil || pull.Changed != nil {
+		t.Fatalf("unknown node: %+v, %v", pull, err)
 	}
 }
 

@@ -21,25 +21,54 @@ import (
 
 // CodecEncodeSelf encodes the response with each job's cached encoding.
 func (r *AllocsGetResponse) CodecEncodeSelf(e *codec.Encoder) {
-	w := allocsGetWire{Allocs: make([]allocWire, 0, len(r.Allocs)), QueryMeta: r.QueryMeta}
-	for _, a := range r.Allocs {
-		var job codec.Raw
-		ok := a != nil // a nil entry is never sent by the servers
-		if ok {
-			job, ok = jobWireBytes(a.Job)
-		}
-		if !ok {
-			e.MustEncode((*allocsGetResponseDefault)(r)) // reports the error, if any
-			return
-		}
-		w.Allocs = append(w.Allocs, allocWire{Allocation: a, Job: job})
+	allocs, ok := allocsWire(r.Allocs)
+	if !ok {
+		e.MustEncode((*allocsGetResponseDefault)(r)) // reports the error, if any
+		return
 	}
-	e.MustEncode(&w)
+	e.MustEncode(&allocsGetWire{Allocs: allocs, QueryMeta: r.QueryMeta})
 }
 
 // CodecDecodeSelf decodes the default encoding.
 func (r *AllocsGetResponse) CodecDecodeSelf(d *codec.Decoder) {
 	d.MustDecode((*allocsGetResponseDefault)(r))
+}
+
+// CodecEncodeSelf encodes a pull's answer with its changed allocations sent
+// as Alloc.GetAllocs sends them.
+func (r *NodeClientAllocsResponse) CodecEncodeSelf(e *codec.Encoder) {
+	changed, ok := allocsWire(r.Changed)
+	if !ok {
+		e.MustEncode((*nodeClientAllocsResponseDefault)(r))
+		return
+	}
+	e.MustEncode(&nodeClientAllocsWire{Allocs: r.Allocs, MigrateTokens: r.MigrateTokens, Changed: changed, QueryMeta: r.QueryMeta})
+}
+
+// CodecDecodeSelf decodes the default encoding.
+func (r *NodeClientAllocsResponse) CodecDecodeSelf(d *codec.Decoder) {
+	d.MustDecode((*nodeClientAllocsResponseDefault)(r))
+}
+
+// allocsWire returns allocs ready to encode; false if one cannot be sent
+// so (a nil entry, never sent by the servers, or a job that fails to
+// encode): the caller then encodes by default, which reports the error.
+func allocsWire(allocs []*Allocation) ([]allocWire, bool) {
+	if allocs == nil {
+		return nil, true // encoded as nil, as by default
+	}
+	out := make([]allocWire, 0, len(allocs))
+	for _, a := range allocs {
+		if a == nil {
+			return nil, false
+		}
+		job, ok := jobWireBytes(a.Job)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, allocWire{Allocation: a, Job: job})
+	}
+	return out, true
 }
 
 // allocsGetResponseDefault has AllocsGetResponse's fields without its
@@ -48,6 +77,17 @@ type allocsGetResponseDefault AllocsGetResponse
 
 type allocsGetWire struct {
 	Allocs []allocWire
+	QueryMeta
+}
+
+// nodeClientAllocsResponseDefault is NodeClientAllocsResponse without its
+// codec methods.
+type nodeClientAllocsResponseDefault NodeClientAllocsResponse
+
+type nodeClientAllocsWire struct {
+	Allocs        map[string]uint64
+	MigrateTokens map[string]string
+	Changed       []allocWire
 	QueryMeta
 }
 

@@ -71,3 +71,51 @@ func TestAllocsGetResponseWireShape(t *testing.T) {
 		}
 	}
 }
+
+// A pull's answer carries its changed allocations exactly as the default
+// encoding would, less their placement metrics; with none changed it is
+// the default encoding.
+func TestNodeClientAllocsResponseWireShape(t *testing.T) {
+	job := &Job{ID: "web", Namespace: "default", Type: JobTypeService,
+		TaskGroups: []*TaskGroup{{Name: "g", Tasks: []*Task{{Name: "t", Driver: "raw_exec"}}}}}
+	withMetrics := &Allocation{ID: "a1", JobID: "web", Job: job, AllocModifyIndex: 7,
+		Metrics: &AllocMetric{NodesEvaluated: 3}}
+	for name, resp := range map[string]*NodeClientAllocsResponse{
+		"changed": {Allocs: map[string]uint64{"a1": 7, "a2": 3}, Changed: []*Allocation{withMetrics},
+			QueryMeta: QueryMeta{Index: 7}},
+		"none": {Allocs: map[string]uint64{"a2": 3}, QueryMeta: QueryMeta{Index: 3}},
+	} {
+		want := *resp
+		want.Changed = nil
+		for _, a := range resp.Changed {
+			c := *a
+			c.Metrics = nil
+			want.Changed = append(want.Changed, &c)
+		}
+		var def, got []byte
+		if err := codec.NewEncoderBytes(&def, MsgpackHandle).Encode((*nodeClientAllocsResponseDefault)(&want)); err != nil {
+			t.Fatal(err)
+		}
+		if err := codec.NewEncoderBytes(&got, MsgpackHandle).Encode(resp); err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		if err := codec.NewDecoderBytes(def, MsgpackHandle).Decode(&a); err != nil {
+			t.Fatal(err)
+		}
+		if err := codec.NewDecoderBytes(got, MsgpackHandle).Decode(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: wire shape differs:\n got %v\nwant %v", name, b, a)
+		}
+		var back NodeClientAllocsResponse
+		if err := codec.NewDecoderBytes(got, MsgpackHandle).Decode(&back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Index != resp.Index || len(back.Allocs) != len(resp.Allocs) || len(back.Changed) != len(resp.Changed) ||
+			(len(back.Changed) == 1 && (back.Changed[0].Job.TaskGroups[0].Tasks[0].Name != "t" || back.Changed[0].Metrics != nil)) {
+			t.Fatalf("%s: decoded %+v", name, back)
+		}
+	}
+}

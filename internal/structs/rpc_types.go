@@ -245,6 +245,12 @@ type EvalAckRequest struct {
 type NodeSpecificRequest struct {
 	NodeID   string
 	SecretID string
+
+	// ChangedAllocs asks Node.GetClientAllocs to carry, in full, the
+	// allocations changed since MinQueryIndex (AllocModifyIndex above it),
+	// so a client need not fetch them with Alloc.GetAllocs.
+	ChangedAllocs bool
+
 	QueryOptions
 }
 
@@ -277,6 +283,12 @@ type NodeAllocsResponse struct {
 type NodeClientAllocsResponse struct {
 	Allocs        map[string]uint64
 	MigrateTokens map[string]string
+
+	// Changed are the allocations whose AllocModifyIndex is above the
+	// request's MinQueryIndex, when it asked for them (ChangedAllocs),
+	// sent as Alloc.GetAllocs sends allocations.
+	Changed []*Allocation
+
 	QueryMeta
 }
 

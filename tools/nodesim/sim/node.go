@@ -215,11 +215,11 @@ func (n *node) pullLoop() {
 		return true
 	}
 	for !n.gone() {
-		req := &structs.NodeSpecificRequest{NodeID: n.id, SecretID: n.secret, QueryOptions: structs.QueryOptions{
+		req := &structs.NodeSpecificRequest{NodeID: n.id, SecretID: n.secret, ChangedAllocs: true, QueryOptions: structs.QueryOptions{
 			Region: n.s.cfg.Region, MinQueryIndex: index, AllowStale: index > 0,
 			MaxQueryTime: pullMaxQueryTime + rand.N(pullMaxQueryTime/16),
 		}}
-		var resp structs.NodeClientAllocsResponse
+		var resp pullAnswer
 		start := time.Now()
 		err := n.s.call(n, "Node.GetClientAllocs", req, &resp)
 		if n.gone() {
@@ -236,7 +236,7 @@ func (n *node) pullLoop() {
 			}
 			continue
 		}
-		if err := n.apply(resp.Allocs); err != nil {
+		if err := n.apply(resp.Allocs, resp.Changed); err != nil {
 			n.s.logErr("Alloc.GetAllocs", err)
 			if !pause() {
 				return
@@ -260,13 +260,23 @@ func (n *node) pullLoop() {
 }
 
 // apply diffs the server's alloc->AllocModifyIndex map against the node's,
-// fetches what changed and starts the simulated driver on new allocations.
-func (n *node) apply(server map[string]uint64) error {
+// takes what changed from the pull's changed allocations or else fetches
+// it, and starts the simulated driver on new allocations.
+func (n *node) apply(server map[string]uint64, changed []*wireAlloc) error {
+	byID := make(map[string]*wireAlloc, len(changed))
+	for _, a := range changed {
+		byID[a.ID] = a
+	}
 	n.mu.Lock()
 	var pull []string
+	var have []*wireAlloc
 	var maxIdx uint64
 	for id, idx := range server {
 		if a := n.allocs[id]; a == nil || idx > a.modIdx {
+			if c := byID[id]; c != nil && c.AllocModifyIndex >= idx {
+				have = append(have, c)
+				continue
+			}
 			pull = append(pull, id)
 			maxIdx = max(maxIdx, idx)
 		}
@@ -278,13 +288,17 @@ func (n *node) apply(server map[string]uint64) error {
 		}
 	}
 	n.mu.Unlock()
-	if len(pull) == 0 {
+	if len(pull)+len(have) == 0 {
 		return nil
 	}
-	sort.Strings(pull)
-	fetched, err := n.fetch(pull, maxIdx)
-	if err != nil {
-		return err
+	fetched := have
+	if len(pull) > 0 {
+		sort.Strings(pull)
+		more, err := n.fetch(pull, maxIdx)
+		if err != nil {
+			return err
+		}
+		fetched = append(fetched, more...)
 	}
 
 	var started []string

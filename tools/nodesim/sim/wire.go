@@ -13,6 +13,16 @@ type allocsAnswer struct {
 	structs.QueryMeta
 }
 
+// pullAnswer is what a simulated node decodes of a Node.GetClientAllocs
+// answer (structs.NodeClientAllocsResponse), asked with ChangedAllocs: the
+// alloc→AllocModifyIndex map and the changed allocations, lean as in
+// allocsAnswer.
+type pullAnswer struct {
+	Allocs  map[string]uint64
+	Changed []*wireAlloc
+	structs.QueryMeta
+}
+
 // wireAlloc is the part of a structs.Allocation the simulator uses.
 type wireAlloc struct {
 	ID               string

@@ -45,3 +45,28 @@ func TestAllocsAnswerDecodesServerAnswer(t *testing.T) {
 		t.Fatalf("task names = %v", names)
 	}
 }
+
+// The lean view of a pull's answer must decode the server's map and its
+// changed allocations.
+func TestPullAnswerDecodesServerAnswer(t *testing.T) {
+	job := &structs.Job{ID: "j", Namespace: "default", Type: structs.JobTypeService,
+		TaskGroups: []*structs.TaskGroup{{Name: "g", Tasks: []*structs.Task{{Name: "t1"}}}}}
+	sent := &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{"a1": 42, "a0": 3},
+		Changed: []*structs.Allocation{{ID: "a1", JobID: "j", TaskGroup: "g", Job: job, AllocModifyIndex: 42,
+			DesiredStatus: structs.AllocDesiredStatusRun, Metrics: &structs.AllocMetric{NodesEvaluated: 9}}},
+		QueryMeta: structs.QueryMeta{Index: 42}}
+	var buf bytes.Buffer
+	if err := codec.NewEncoder(&buf, structs.MsgpackHandle).Encode(sent); err != nil {
+		t.Fatal(err)
+	}
+	var got pullAnswer
+	if err := codec.NewDecoder(&buf, structs.MsgpackHandle).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Index != 42 || len(got.Allocs) != 2 || got.Allocs["a1"] != 42 || len(got.Changed) != 1 {
+		t.Fatalf("answer = %+v", got)
+	}
+	if a := got.Changed[0]; a.ID != "a1" || a.AllocModifyIndex != 42 || a.terminal() || a.Job == nil || a.Job.TaskGroups[0].Tasks[0].Name != "t1" {
+		t.Fatalf("changed = %+v", a)
+	}
+}
