@@ -23,16 +23,16 @@ type LiveAllocs struct {
 	// terminal allocations are dropped while collecting.)
 	version <-chan struct{}
 
-	once    sync.Once
-	derived any
+	once  sync.Once
+	usage structs.AllocsUsage
 }
 
-// Derive returns f(Allocs), computed once for these allocations and shared
-// read-only (the scheduler keeps its resource sums here). f must be a pure
-// function of the allocations.
-func (l *LiveAllocs) Derive(f func([]*structs.Allocation) any) any {
-	l.once.Do(func() { l.derived = f(l.Allocs) })
-	return l.derived
+// Usage sums the allocations (what they hold on the node), computed once
+// for these allocations and shared read-only: the scheduler's fit checks
+// and the plan applier's verification start from it.
+func (l *LiveAllocs) Usage() structs.AllocsUsage {
+	l.once.Do(func() { l.usage = structs.SumAllocs(l.Allocs) })
+	return l.usage
 }
 
 // liveAllocsMemo holds the newest LiveAllocs read per node; the store and

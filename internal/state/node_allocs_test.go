@@ -83,12 +83,20 @@ func TestLiveAllocsByNodeReader(t *testing.T) {
 	check("after completion", s.LiveAllocsByNodeReader(), "n2", "[a3 a9]", n2)
 }
 
-func TestLiveAllocs_DeriveOnce(t *testing.T) {
-	la := &LiveAllocs{Allocs: []*structs.Allocation{{ID: "a"}}}
-	calls := 0
-	f := func(as []*structs.Allocation) any { calls++; return len(as) }
-	if la.Derive(f) != 1 || la.Derive(f) != 1 || calls != 1 {
-		t.Fatalf("Derive computed %d times, want once", calls)
+func TestLiveAllocs_Usage(t *testing.T) {
+	res := func(cpu, mem int64) *structs.AllocatedResources {
+		return &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+			"t": {Cpu: structs.AllocatedCpuResources{CpuShares: cpu}, Memory: structs.AllocatedMemoryResources{MemoryMB: mem}}},
+			Shared: structs.AllocatedSharedResources{DiskMB: 10}}
+	}
+	la := &LiveAllocs{Allocs: []*structs.Allocation{{ID: "a", AllocatedResources: res(100, 64)}, {ID: "b", AllocatedResources: res(50, 32)}}}
+	want := structs.AllocsUsage{Used: structs.ComparableResources{CPU: 150, MemoryMB: 96, MemoryMaxMB: 96, DiskMB: 20}, Live: 2}
+	if got := la.Usage(); got != want {
+		t.Fatalf("Usage = %+v, want %+v", got, want)
+	}
+	la.Allocs = nil // computed once: the stored allocations never change
+	if got := la.Usage(); got != want {
+		t.Fatalf("second Usage = %+v, want %+v", got, want)
 	}
 }
 
@@ -159,7 +167,7 @@ func readUntil(done <-chan struct{}, s *StateStore) error {
 			if len(la.Allocs) != len(want) {
 				return fmt.Errorf("%s: %d allocs from the reader, %d in the snapshot", id, len(la.Allocs), len(want))
 			}
-			la.Derive(func(as []*structs.Allocation) any { return len(as) })
+			la.Usage()
 		}
 	}
 }

@@ -68,19 +68,9 @@ func parsePort(s string) (uint64, error) {
 // "network: port collision", "device oversubscribed"); used is the summed demand. err is returned
 // only when the node's own network description cannot be parsed.
 func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, string, ComparableResources, error) {
-	var used ComparableResources
-	live := 0
-	for _, a := range allocs {
-		if a == nil || a.ClientTerminalStatus() {
-			continue
-		}
-		live++
-		used.Add(a.AllocatedResources.Comparable())
-	}
-	if node.NodeMaxAllocs > 0 && live > node.NodeMaxAllocs {
-		return false, "max allocs", used, nil
-	}
-	if ok, dim := node.Comparable().Superset(used); !ok {
+	u := SumAllocs(allocs)
+	used := u.Used
+	if ok, dim := u.FitsTotals(node); !ok {
 		return false, dim, used, nil
 	}
 	if reason := deviceCollision(node, allocs); reason != "" {

@@ -152,14 +152,12 @@ func (u *proposedUsage) networkErr(n *structs.Node) error {
 	return na.netErr
 }
 
-// nodeBase is what the state holds on a node, summed; shared read-only
-// between passes (state.LiveAllocs.Derive).
+// nodeBase is what the state holds on a node: its non-terminal
+// allocations in state order and their usage (state.LiveAllocs, shared
+// read-only between passes).
 type nodeBase struct {
-	existing []*structs.Allocation // non-terminal, in state order
-	used     structs.ComparableResources
-	live     int  // allocations counted in used
-	ports    bool // some allocation holds ports or networks
-	devices  bool // some allocation holds devices
+	existing []*structs.Allocation
+	usage    structs.AllocsUsage
 }
 
 // listMark identifies the state of a plan list that is only appended to
@@ -177,18 +175,12 @@ func markOf(list []*structs.Allocation) listMark {
 	return listMark{n: len(list), last: list[len(list)-1]}
 }
 
-// proposedUsage is ProposedAllocs with the resources they hold.
+// proposedUsage is ProposedAllocs with what they hold (AllocsUsage: the
+// sums of those not client-terminal, and whether some hold ports or
+// devices, which need the port index or the device checks beside them).
 type proposedUsage struct {
 	allocs []*structs.Allocation
-	// used sums the allocations that are not client-terminal, live
-	// counts them.
-	used structs.ComparableResources
-	live int
-	// ports is set when some allocation holds ports or networks, devices
-	// when some holds devices: fitting beside them needs the port index or
-	// the device checks. Both may be set when no longer true (after the
-	// plan removed the allocation): they only cost the exact checks.
-	ports, devices bool
+	structs.AllocsUsage
 
 	// node is the pass's cache entry of the node and at the plan's lists
 	// for it when allocs was combined (zero: the plan has none).
@@ -196,50 +188,9 @@ type proposedUsage struct {
 	at   [3]listMark
 }
 
-// add counts a in u as AllocsFit does (client-terminal allocs hold
-// nothing): its comparable resources (as AllocatedResources.Comparable
-// sums them) and whether it holds ports, networks or devices, in one walk
-// over its tasks.
-func (u *proposedUsage) add(a *structs.Allocation) {
-	if a == nil || a.ClientTerminalStatus() {
-		return
-	}
-	u.live++
-	ar := a.AllocatedResources
-	if ar == nil {
-		return
-	}
-	if len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0 {
-		u.ports = true
-	}
-	for _, t := range ar.Tasks {
-		if t == nil {
-			continue
-		}
-		u.used.CPU += t.Cpu.CpuShares
-		u.used.MemoryMB += t.Memory.MemoryMB
-		if t.Memory.MemoryMaxMB > t.Memory.MemoryMB {
-			u.used.MemoryMaxMB += t.Memory.MemoryMaxMB
-		} else {
-			u.used.MemoryMaxMB += t.Memory.MemoryMB
-		}
-		if len(t.Networks) > 0 {
-			u.ports = true
-		}
-		if len(t.Devices) > 0 {
-			u.devices = true
-		}
-	}
-	u.used.DiskMB += ar.Shared.DiskMB
-}
-
 // usageOf sums allocs from scratch.
 func usageOf(allocs []*structs.Allocation) proposedUsage {
-	u := proposedUsage{allocs: allocs}
-	for _, a := range allocs {
-		u.add(a)
-	}
-	return u
+	return proposedUsage{allocs: allocs, AllocsUsage: structs.SumAllocs(allocs)}
 }
 
 func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
@@ -261,17 +212,7 @@ func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
 	}
 	// The sums are shared by every pass that finds the node's
 	// allocations unchanged.
-	base := live.Derive(func(all []*structs.Allocation) any {
-		b := &nodeBase{}
-		for _, a := range all {
-			if !a.TerminalStatus() {
-				b.existing = append(b.existing, a)
-			}
-		}
-		u := usageOf(b.existing)
-		b.used, b.live, b.ports, b.devices = u.used, u.live, u.ports, u.devices
-		return b
-	}).(*nodeBase)
+	base := &nodeBase{existing: live.Allocs, usage: live.Usage()}
 	na := &nodeAllocs{nodeBase: *base}
 	if c.nodes == nil {
 		// A selection looks at a dozen or more nodes (log2 of the
@@ -294,7 +235,7 @@ func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
 		placed = c.Plan.NodeAllocation[nodeID]
 	}
 	if len(updates)+len(preempted)+len(placed) == 0 {
-		return proposedUsage{allocs: na.existing, used: na.used, live: na.live, ports: na.ports, devices: na.devices, node: na}, nil
+		return proposedUsage{allocs: na.existing, AllocsUsage: na.usage, node: na}, nil
 	}
 	at := [3]listMark{markOf(updates), markOf(preempted), markOf(placed)}
 	if at == na.planAt {
@@ -337,25 +278,18 @@ func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) 
 			}
 		}
 	}
-	u := proposedUsage{used: na.used, live: na.live, ports: na.ports, devices: na.devices}
+	u := proposedUsage{AllocsUsage: na.usage}
 	out := make([]*structs.Allocation, 0, len(na.existing)+len(placed))
 	for _, a := range na.existing {
 		if !planRemoves(&lists, remove, a.ID) {
 			out = append(out, a)
 			continue
 		}
-		if !a.ClientTerminalStatus() {
-			u.live--
-			sub := a.AllocatedResources.Comparable()
-			u.used.CPU -= sub.CPU
-			u.used.MemoryMB -= sub.MemoryMB
-			u.used.MemoryMaxMB -= sub.MemoryMaxMB
-			u.used.DiskMB -= sub.DiskMB
-		}
+		u.Remove(a)
 	}
 	u.allocs = append(out, placed...)
 	for _, a := range placed {
-		u.add(a)
+		u.Add(a)
 	}
 	return u
 }

@@ -69,7 +69,7 @@ func TestBinPack_PlainFitMatchesIndexed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.ports || u.devices {
+		if u.Ports || u.Devices {
 			t.Fatalf("%s: allocations without ports or devices flagged", n.ID)
 		}
 		plain := b.tryFitPlain(n, u, ask)
@@ -81,8 +81,8 @@ func TestBinPack_PlainFitMatchesIndexed(t *testing.T) {
 			t.Errorf("%s: plain %+v, indexed %+v", n.ID, plain, indexed)
 		}
 		// Recounting from scratch gives the cached sums.
-		if fresh := usageOf(u.allocs); fresh.used != u.used || fresh.live != u.live {
-			t.Errorf("%s: cached usage %+v/%d, recounted %+v/%d", n.ID, u.used, u.live, fresh.used, fresh.live)
+		if fresh := usageOf(u.allocs); fresh.Used != u.Used || fresh.Live != u.Live {
+			t.Errorf("%s: cached usage %+v/%d, recounted %+v/%d", n.ID, u.Used, u.Live, fresh.Used, fresh.Live)
 		}
 		if plain.ok {
 			p := &RankedNode{TaskResources: plain.tasks, plainTasks: plain.plainTasks, Shared: plain.shared, offers: plain.offers}

@@ -48,8 +48,8 @@ func TestProposedUsage_FollowsPlan(t *testing.T) {
 		if fmt.Sprint(ids(u.allocs)) != fmt.Sprint(ids(want)) {
 			t.Fatalf("%s: proposed %v, want %v", step, ids(u.allocs), ids(want))
 		}
-		if fresh := usageOf(want); fresh.used != u.used || fresh.live != u.live {
-			t.Fatalf("%s: usage %+v/%d, want %+v/%d", step, u.used, u.live, fresh.used, fresh.live)
+		if fresh := usageOf(want); fresh.Used != u.Used || fresh.Live != u.Live {
+			t.Fatalf("%s: usage %+v/%d, want %+v/%d", step, u.Used, u.Live, fresh.Used, fresh.Live)
 		}
 	}
 	check("empty plan")
@@ -109,12 +109,12 @@ func TestUsageOf_MatchesComparable(t *testing.T) {
 		want.Add(a.AllocatedResources.Comparable())
 	}
 	u := usageOf(allocs)
-	if u.used != want || u.live != 3 || u.ports || u.devices {
-		t.Fatalf("usage %+v live %d ports %v devices %v, want %+v live 3", u.used, u.live, u.ports, u.devices, want)
+	if u.Used != want || u.Live != 3 || u.Ports || u.Devices {
+		t.Fatalf("usage %+v live %d ports %v devices %v, want %+v live 3", u.Used, u.Live, u.Ports, u.Devices, want)
 	}
 	allocs[1].AllocatedResources.Shared.Ports = structs.AllocatedPorts{{Label: "p", Value: 1}}
 	allocs[0].AllocatedResources.Tasks["a"].Devices = []*structs.AllocatedDeviceResource{{Name: "gpu"}}
-	if u := usageOf(allocs); !u.ports || !u.devices {
-		t.Fatalf("ports %v devices %v, want both", u.ports, u.devices)
+	if u := usageOf(allocs); !u.Ports || !u.Devices {
+		t.Fatalf("ports %v devices %v, want both", u.Ports, u.Devices)
 	}
 }

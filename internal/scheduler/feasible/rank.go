@@ -266,7 +266,7 @@ type fitResult struct {
 // tryFit fits the group beside the proposed allocations. It records
 // nothing in the metrics.
 func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
-	if ask := b.groupAsk(); ask.plain && !u.ports && !u.devices {
+	if ask := b.groupAsk(); ask.plain && !u.Ports && !u.Devices {
 		return b.tryFitPlain(n, u, ask)
 	}
 	return b.tryFitIndexed(n, u)
@@ -276,13 +276,8 @@ func (b *BinPackIterator) tryFit(n *structs.Node, u proposedUsage) fitResult {
 // node's allocation limit, then CPU, memory and disk with the candidate
 // (used) added. It returns the exhausted dimension, or "".
 func sumsExhausted(n *structs.Node, u proposedUsage, used structs.ComparableResources) string {
-	if n.NodeMaxAllocs > 0 && u.live+1 > n.NodeMaxAllocs {
-		return "max allocs"
-	}
-	if ok, dim := n.Comparable().Superset(used); !ok {
-		return dim
-	}
-	return ""
+	_, dim := structs.AllocsUsage{Used: used, Live: u.Live + 1}.FitsTotals(n)
+	return dim
 }
 
 // tryFitPlain fits a group that asks for no network and no device beside
@@ -297,7 +292,7 @@ func (b *BinPackIterator) tryFitPlain(n *structs.Node, u proposedUsage, ask *gro
 		return res
 	}
 	res.preemptible = true
-	res.used = u.used
+	res.used = u.Used
 	res.used.Add(ask.need)
 	if res.dim = sumsExhausted(n, u, res.used); res.dim != "" {
 		return res
@@ -333,7 +328,7 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 		// (it stays off the heap).
 		idx = structs.NewNetworkIndex()
 		idx.Rand = b.ctx.Rand
-		if netErr = idx.SetNode(n); netErr == nil && u.ports {
+		if netErr = idx.SetNode(n); netErr == nil && u.Ports {
 			collide, reason = idx.AddAllocs(proposed)
 		}
 	}
@@ -383,7 +378,7 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 		res.deviceScore = devs.affinityScore()
 	}
 	// Devices and ports add nothing to the comparable demand.
-	res.used = u.used
+	res.used = u.Used
 	res.used.Add(ask.need)
 
 	var offers []structs.AllocatedPorts
@@ -404,7 +399,7 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 		offers = append(offers, offer)
 	}
 
-	if devs != nil || u.devices {
+	if devs != nil || u.Devices {
 		// Device instances must also be checked against each other.
 		candidate := &structs.Allocation{
 			ID: "(candidate)",
@@ -471,7 +466,7 @@ func (b *BinPackIterator) keptPortIndex(n *structs.Node, u proposedUsage) *portI
 // build loads n and the proposed allocations u into pi's empty index.
 func (pi *portIndex) build(ctx *Context, n *structs.Node, u proposedUsage) {
 	pi.idx.Rand = ctx.Rand
-	if pi.err = pi.idx.SetNode(n); pi.err == nil && u.ports {
+	if pi.err = pi.idx.SetNode(n); pi.err == nil && u.Ports {
 		pi.collide, pi.reason = pi.idx.AddAllocs(u.allocs)
 	}
 }
