@@ -216,6 +216,25 @@ func (b *planBatch) respond(index uint64, err error) {
 type planView struct {
 	snap   *state.StateSnapshot
 	layers []*planDelta
+
+	// live reads a node's live allocations from the snapshot through the
+	// state's memo (created on first use; verification is sequential).
+	live func(nodeID string) (*state.LiveAllocs, error)
+}
+
+// untouchedLive returns the node's live allocations in the snapshot when no
+// layer changes them (ok false otherwise).
+func (v *planView) untouchedLive(nodeID string) (*state.LiveAllocs, bool, error) {
+	for _, l := range v.layers {
+		if len(l.nodes[nodeID]) > 0 {
+			return nil, false, nil
+		}
+	}
+	if v.live == nil {
+		v.live = v.snap.LiveAllocsByNodeReader()
+	}
+	live, err := v.live(nodeID)
+	return live, err == nil, err
 }
 
 // allocsOnNode returns the allocations holding resources on the node.
