@@ -14,6 +14,11 @@ export PATH="$PWD/.tmp/apisuite:$PATH"
 export NOMAD_TEST_LOG_LEVEL=ERROR
 command -v nomad >/dev/null
 set +e
-go test -json -count=1 -timeout 25m -p 1 -parallel 4 github.com/hashicorp/nomad/api/... > .tmp/apisuite/results.json 2> .tmp/apisuite/stderr.txt
+# TestAcquireLock_MultipleInstances is left out of the pass list (see its
+# header) and is not run: under load it fails early and a goroutine it
+# leaves behind calls t.Fail after it returned, which panics the whole test
+# binary and turns every later test into a failure.
+go test -json -count=1 -timeout 25m -p 1 -parallel 4 -skip '^TestAcquireLock_MultipleInstances$' \
+	github.com/hashicorp/nomad/api/... > .tmp/apisuite/results.json 2> .tmp/apisuite/stderr.txt
 set -e
 go run ./tools/apisuite -passlist tools/apisuite/passing.txt "$@" < .tmp/apisuite/results.json
