@@ -38,36 +38,62 @@ type IndexEntry struct {
 	Value uint64
 }
 
-// nsIDIndex indexes (Namespace, <idField>).
-func nsIDIndex(name, idField string, unique bool) *memdb.IndexSchema {
+// nsIDIndex indexes (namespace, id) of a table's objects.
+func nsIDIndex[T any](name string, unique bool, ns, id func(*T) string) *memdb.IndexSchema {
 	return &memdb.IndexSchema{
 		Name:         name,
 		Unique:       unique,
 		AllowMissing: !unique,
 		Indexer: &memdb.CompoundIndex{
-			Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Namespace"},
-				&memdb.StringFieldIndex{Field: idField},
-			},
+			Indexes: []memdb.Indexer{field(name+".namespace", ns), field(name+".id", id)},
 		},
 	}
 }
 
-func idIndex(field string) *memdb.IndexSchema {
+// nsIDVersionIndex indexes (namespace, id, Version) of job versions and
+// their submissions.
+func nsIDVersionIndex[T any](ns, id func(*T) string) *memdb.IndexSchema {
 	return &memdb.IndexSchema{
-		Name:    "id",
-		Unique:  true,
-		Indexer: &memdb.StringFieldIndex{Field: field},
+		Name:   "id",
+		Unique: true,
+		Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+			field("id.namespace", ns), field("id.id", id), &memdb.UintFieldIndex{Field: "Version"},
+		}},
 	}
 }
 
-func fieldIndex(name, field string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{
-		Name:         name,
-		AllowMissing: true,
-		Indexer:      &memdb.StringFieldIndex{Field: field},
-	}
+func idIndex[T any](id func(*T) string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: field("id", id)}
 }
+
+// The string fields the tables are indexed by.
+var (
+	allocID       = func(a *structs.Allocation) string { return a.ID }
+	allocNode     = func(a *structs.Allocation) string { return a.NodeID }
+	allocNS       = func(a *structs.Allocation) string { return a.Namespace }
+	allocJob      = func(a *structs.Allocation) string { return a.JobID }
+	evalID        = func(e *structs.Evaluation) string { return e.ID }
+	evalNS        = func(e *structs.Evaluation) string { return e.Namespace }
+	evalJob       = func(e *structs.Evaluation) string { return e.JobID }
+	jobNS         = func(j *structs.Job) string { return j.Namespace }
+	jobID         = func(j *structs.Job) string { return j.ID }
+	nodeID        = func(n *structs.Node) string { return n.ID }
+	nodeSecret    = func(n *structs.Node) string { return n.SecretID }
+	deploymentID  = func(d *structs.Deployment) string { return d.ID }
+	deploymentNS  = func(d *structs.Deployment) string { return d.Namespace }
+	deploymentJob = func(d *structs.Deployment) string { return d.JobID }
+	summaryNS     = func(s *structs.JobSummary) string { return s.Namespace }
+	summaryJob    = func(s *structs.JobSummary) string { return s.JobID }
+	submissionNS  = func(s *structs.JobSubmission) string { return s.Namespace }
+	submissionJob = func(s *structs.JobSubmission) string { return s.JobID }
+	scalingNS     = func(e *structs.JobScalingEvents) string { return e.Namespace }
+	scalingJob    = func(e *structs.JobScalingEvents) string { return e.JobID }
+	launchNS      = func(l *structs.PeriodicLaunch) string { return l.Namespace }
+	launchID      = func(l *structs.PeriodicLaunch) string { return l.ID }
+	namespaceName = func(n *structs.Namespace) string { return n.Name }
+	rootKeyID     = func(k *structs.RootKey) string { return k.KeyID }
+	indexEntryKey = func(e *IndexEntry) string { return e.Key }
+)
 
 // allocTerminal is the conditional half of the allocs "node_terminal" index.
 func allocTerminal(obj any) (bool, error) {
@@ -82,60 +108,44 @@ func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableIndex: {
 			Name:    tableIndex,
-			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Key")},
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(indexEntryKey)},
 		},
 		tableJobs: {
 			Name: tableJobs,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id":        nsIDIndex("id", "ID", true),
-				"namespace": fieldIndex("namespace", "Namespace"),
+				"id":        nsIDIndex("id", true, jobNS, jobID),
+				"namespace": {Name: "namespace", AllowMissing: true, Indexer: field("namespace", jobNS)},
 			},
 		},
 		tableJobVersion: {
 			Name: tableJobVersion,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id": {
-					Name:   "id",
-					Unique: true,
-					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-						&memdb.StringFieldIndex{Field: "Namespace"},
-						&memdb.StringFieldIndex{Field: "ID"},
-						&memdb.UintFieldIndex{Field: "Version"},
-					}},
-				},
+				"id": nsIDVersionIndex(jobNS, jobID),
 			},
 		},
 		tableJobSubmission: {
 			Name: tableJobSubmission,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id": {
-					Name:   "id",
-					Unique: true,
-					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-						&memdb.StringFieldIndex{Field: "Namespace"},
-						&memdb.StringFieldIndex{Field: "JobID"},
-						&memdb.UintFieldIndex{Field: "Version"},
-					}},
-				},
+				"id": nsIDVersionIndex(submissionNS, submissionJob),
 			},
 		},
 		tableScalingEvent: {
 			Name:    tableScalingEvent,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "JobID", true)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, scalingNS, scalingJob)},
 		},
 		tablePeriodicLaunch: {
 			Name:    tablePeriodicLaunch,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "ID", true)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, launchNS, launchID)},
 		},
 		tableJobSummary: {
 			Name:    tableJobSummary,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", "JobID", true)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, summaryNS, summaryJob)},
 		},
 		tableEvals: {
 			Name: tableEvals,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id":  idIndex("ID"),
-				"job": nsIDIndex("job", "JobID", false),
+				"id":  idIndex(evalID),
+				"job": nsIDIndex("job", false, evalNS, evalJob),
 			},
 		},
 		// Every alloc write (placement, stop, client update) rewrites each
@@ -146,44 +156,44 @@ func schema() *memdb.DBSchema {
 		tableAllocs: {
 			Name: tableAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id": idIndex("ID"),
+				"id": idIndex(allocID),
 				"node_terminal": {
 					Name:         "node_terminal",
 					AllowMissing: true,
 					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-						&memdb.StringFieldIndex{Field: "NodeID"},
+						field("node_terminal.node", allocNode),
 						&memdb.ConditionalIndex{Conditional: allocTerminal},
 					}},
 				},
-				"job": nsIDIndex("job", "JobID", false),
+				"job": nsIDIndex("job", false, allocNS, allocJob),
 			},
 		},
 		tableNodes: {
 			Name: tableNodes,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id": idIndex("ID"),
+				"id": idIndex(nodeID),
 				"secret_id": {
 					Name:         "secret_id",
 					Unique:       true,
 					AllowMissing: true,
-					Indexer:      &memdb.StringFieldIndex{Field: "SecretID"},
+					Indexer:      field("secret_id", nodeSecret),
 				},
 			},
 		},
 		tableDeployment: {
 			Name: tableDeployment,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id":  idIndex("ID"),
-				"job": nsIDIndex("job", "JobID", false),
+				"id":  idIndex(deploymentID),
+				"job": nsIDIndex("job", false, deploymentNS, deploymentJob),
 			},
 		},
 		tableNamespaces: {
 			Name:    tableNamespaces,
-			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Name")},
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(namespaceName)},
 		},
 		tableRootKeys: {
 			Name:    tableRootKeys,
-			Indexes: map[string]*memdb.IndexSchema{"id": idIndex("KeyID")},
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(rootKeyID)},
 		},
 		tableClusterMeta: {
 			Name: tableClusterMeta,
