@@ -183,6 +183,13 @@ func evaluateNodePlan(view *planView, plan *structs.Plan, nodeID string) (bool, 
 	if fit, dim, done, err := evaluateNodeTotals(view, plan, node, placing); done || err != nil {
 		return fit, dim, err
 	}
+	return evaluateNodeExact(view, plan, node, placing)
+}
+
+// evaluateNodeExact decides a node's part of the plan with AllocsFit over
+// the allocations the node would hold.
+func evaluateNodeExact(view *planView, plan *structs.Plan, node *structs.Node, placing []*structs.Allocation) (bool, string, error) {
+	nodeID := node.ID
 	existing, err := view.allocsOnNode(nodeID)
 	if err != nil {
 		return false, "", err
@@ -225,31 +232,54 @@ func evaluateNodePlan(view *planView, plan *structs.Plan, nodeID string) (bool, 
 
 // evaluateNodeTotals decides a node's part of the plan from the sums of
 // the allocations on it, as AllocsFit would decide it, when nothing on the
-// node or in the plan for it holds ports or devices and no plan verified
-// earlier (but not yet in the snapshot) touched the node: the node's
-// allocations and their sums then come from the state's per-node memo,
-// shared with the schedulers, instead of being read and summed again for
-// every plan. done is false when the exact check must run.
+// node (in the snapshot, in plans verified ahead of this one) or in the
+// plan for it holds ports or devices: the node's allocations and their
+// sums come from the state's per-node memo, shared with the schedulers,
+// and are adjusted by the plans ahead and this plan's stops and
+// placements, instead of being read and summed again for every plan. done
+// is false when the exact check must run.
 func evaluateNodeTotals(view *planView, plan *structs.Plan, node *structs.Node, placing []*structs.Allocation) (fit bool, dim string, done bool, err error) {
-	live, ok, err := view.untouchedLive(node.ID)
-	if !ok || err != nil {
+	live, err := view.liveAllocs(node.ID)
+	if err != nil {
 		return false, "", false, err
 	}
 	u := live.Usage()
 	if u.Ports || u.Devices {
 		return false, "", false, nil
 	}
-	stops, preempted := plan.NodeUpdate[node.ID], plan.NodePreemptions[node.ID]
+	inState := func(id string) *structs.Allocation {
+		if i := slices.IndexFunc(live.Allocs, func(a *structs.Allocation) bool { return a.ID == id }); i >= 0 {
+			return live.Allocs[i]
+		}
+		return nil
+	}
+	// What plans ahead of this one changed on the node.
+	over := view.overrides(node.ID)
+	for id, a := range over {
+		u.Remove(inState(id))
+		u.Add(a)
+	}
+	current := func(id string) *structs.Allocation {
+		if a, ok := over[id]; ok {
+			return a
+		}
+		return inState(id)
+	}
 	eligible := node.SchedulingEligibility == structs.NodeSchedulingEligible && node.DrainStrategy == nil
 	for _, a := range placing {
-		if !eligible && !slices.ContainsFunc(live.Allocs, func(e *structs.Allocation) bool { return e.ID == a.ID }) {
+		if !eligible && current(a.ID) == nil {
 			// Only updates of allocations already here may land.
 			return false, "node is not eligible", true, nil
 		}
 	}
-	for _, a := range live.Allocs {
-		if listHas(stops, a.ID) || listHas(preempted, a.ID) || listHas(placing, a.ID) {
-			u.Remove(a)
+	// This plan's stops, evictions and replaced allocations free theirs.
+	removed := make(map[string]struct{}, len(placing))
+	for _, list := range [][]*structs.Allocation{plan.NodeUpdate[node.ID], plan.NodePreemptions[node.ID], placing} {
+		for _, a := range list {
+			if _, ok := removed[a.ID]; !ok {
+				removed[a.ID] = struct{}{}
+				u.Remove(current(a.ID))
+			}
 		}
 	}
 	for _, a := range placing {
@@ -265,10 +295,6 @@ func evaluateNodeTotals(view *planView, plan *structs.Plan, node *structs.Node, 
 		return false, "", true, err
 	}
 	return true, "", true, nil
-}
-
-func listHas(list []*structs.Allocation, id string) bool {
-	return slices.ContainsFunc(list, func(a *structs.Allocation) bool { return a.ID == id })
 }
 
 // preemptionEvals makes one "preemption" eval per job that lost allocations

@@ -222,27 +222,19 @@ type planView struct {
 	live func(nodeID string) (*state.LiveAllocs, error)
 }
 
-// untouchedLive returns the node's live allocations in the snapshot when no
-// layer changes them (ok false otherwise).
-func (v *planView) untouchedLive(nodeID string) (*state.LiveAllocs, bool, error) {
-	for _, l := range v.layers {
-		if len(l.nodes[nodeID]) > 0 {
-			return nil, false, nil
-		}
-	}
+// liveAllocs returns the node's live allocations in the snapshot, through
+// the state's memo.
+func (v *planView) liveAllocs(nodeID string) (*state.LiveAllocs, error) {
 	if v.live == nil {
 		v.live = v.snap.LiveAllocsByNodeReader()
 	}
-	live, err := v.live(nodeID)
-	return live, err == nil, err
+	return v.live(nodeID)
 }
 
-// allocsOnNode returns the allocations holding resources on the node.
-func (v *planView) allocsOnNode(nodeID string) ([]*structs.Allocation, error) {
-	existing, err := v.snap.AllocsByNodeTerminal(nil, nodeID, false)
-	if err != nil {
-		return nil, err
-	}
+// overrides merges what the layers change on the node, oldest first:
+// allocation ID -> the allocation now there, or nil when stopped. Nil when
+// no layer touches the node.
+func (v *planView) overrides(nodeID string) map[string]*structs.Allocation {
 	var over map[string]*structs.Allocation
 	for _, l := range v.layers {
 		m := l.nodes[nodeID]
@@ -256,6 +248,16 @@ func (v *planView) allocsOnNode(nodeID string) ([]*structs.Allocation, error) {
 			over[id] = a
 		}
 	}
+	return over
+}
+
+// allocsOnNode returns the allocations holding resources on the node.
+func (v *planView) allocsOnNode(nodeID string) ([]*structs.Allocation, error) {
+	existing, err := v.snap.AllocsByNodeTerminal(nil, nodeID, false)
+	if err != nil {
+		return nil, err
+	}
+	over := v.overrides(nodeID)
 	if over == nil {
 		return existing, nil
 	}

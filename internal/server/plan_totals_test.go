@@ -7,8 +7,9 @@ import (
 )
 
 // Verification from the memoised sums must decide every node plan exactly
-// as the full check (AllocsFit over the node's allocations) does, and must
-// leave to the full check whatever involves ports.
+// as the full check (AllocsFit over the node's allocations) does, on the
+// snapshot alone and with plans verified ahead of it, and must leave to the
+// full check whatever involves ports.
 func TestEvaluateNodeTotalsMatchesFullCheck(t *testing.T) {
 	h := newPipelineHarness(t)
 	existing := []*structs.Allocation{h.alloc("e1", 300), h.alloc("e2", 300)}
@@ -61,20 +62,70 @@ func TestEvaluateNodeTotalsMatchesFullCheck(t *testing.T) {
 		plan := &structs.Plan{Job: h.job, NodeAllocation: map[string][]*structs.Allocation{node.ID: tc.place},
 			NodeUpdate: map[string][]*structs.Allocation{node.ID: tc.stop}}
 
-		_, _, fast, err := evaluateNodeTotals(&planView{snap: snap}, plan, node, tc.place)
+		view := &planView{snap: snap}
+		fit, dim, fast, err := evaluateNodeTotals(view, plan, node, tc.place)
 		if err != nil || fast != tc.wantFast {
 			t.Fatalf("%s: decided from sums %v (err %v), want %v", tc.name, fast, err, tc.wantFast)
 		}
-		fit, dim, err := evaluateNodePlan(&planView{snap: snap}, plan, node.ID)
-		// A layer that names the node (removing nothing) forces the full check.
-		touched := newPlanDelta()
-		touched.set(node.ID, "nothing", nil)
-		fullFit, fullDim, fullErr := evaluateNodePlan(&planView{snap: snap, layers: []*planDelta{touched}}, plan, node.ID)
+		if !fast {
+			fit, dim, err = evaluateNodePlan(view, plan, node.ID)
+		}
+		fullFit, fullDim, fullErr := evaluateNodeExact(view, plan, node, tc.place)
 		if err != nil || fullErr != nil || fit != fullFit || dim != fullDim {
 			t.Fatalf("%s: from sums %v %q (%v), full check %v %q (%v)", tc.name, fit, dim, err, fullFit, fullDim, fullErr)
 		}
 		if fit != tc.wantFit || dim != tc.wantDim {
 			t.Fatalf("%s: %v %q, want %v %q", tc.name, fit, dim, tc.wantFit, tc.wantDim)
+		}
+	}
+}
+
+// Plans verified ahead of this one (not yet in the snapshot) change what the
+// node holds: the sums must follow them as the full check does.
+func TestEvaluateNodeTotalsFollowsPlansAhead(t *testing.T) {
+	h := newPipelineHarness(t)
+	if err := h.st.UpsertAllocs(20, []*structs.Allocation{h.alloc("e1", 300), h.alloc("e2", 300)}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := h.st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := snap.NodeByID(nil, h.node.ID)
+	ahead := func(f func(d *planDelta)) []*planDelta {
+		d := newPlanDelta()
+		f(d)
+		return []*planDelta{d}
+	}
+	cases := []struct {
+		name    string
+		layers  []*planDelta
+		place   []*structs.Allocation
+		stop    []*structs.Allocation
+		wantFit bool
+	}{
+		{name: "placed ahead fills the node", place: []*structs.Allocation{h.alloc("n2", 300)},
+			layers: ahead(func(d *planDelta) { d.set(node.ID, "n1", h.alloc("n1", 300)) })},
+		{name: "stopped ahead frees room", place: []*structs.Allocation{h.alloc("n2", 600)}, wantFit: true,
+			layers: ahead(func(d *planDelta) { d.set(node.ID, "e1", nil) })},
+		{name: "resized ahead", place: []*structs.Allocation{h.alloc("n2", 300)},
+			layers: ahead(func(d *planDelta) { d.set(node.ID, "e1", h.alloc("e1", 500)) })},
+		{name: "stop of what was placed ahead", place: []*structs.Allocation{h.alloc("n2", 400)}, wantFit: true,
+			stop:   []*structs.Allocation{h.alloc("n1", 300)},
+			layers: ahead(func(d *planDelta) { d.set(node.ID, "n1", h.alloc("n1", 300)) })},
+		{name: "two layers: the newer wins", place: []*structs.Allocation{h.alloc("n2", 300)}, wantFit: true,
+			layers: append(ahead(func(d *planDelta) { d.set(node.ID, "n1", h.alloc("n1", 300)) }),
+				ahead(func(d *planDelta) { d.set(node.ID, "n1", nil) })...)},
+	}
+	for _, tc := range cases {
+		view := &planView{snap: snap, layers: tc.layers}
+		plan := &structs.Plan{Job: h.job, NodeAllocation: map[string][]*structs.Allocation{node.ID: tc.place},
+			NodeUpdate: map[string][]*structs.Allocation{node.ID: tc.stop}}
+		fit, dim, fast, err := evaluateNodeTotals(view, plan, node, tc.place)
+		fullFit, fullDim, fullErr := evaluateNodeExact(view, plan, node, tc.place)
+		if err != nil || fullErr != nil || !fast || fit != fullFit || dim != fullDim || fit != tc.wantFit {
+			t.Fatalf("%s: from sums %v %q (fast %v, %v), full check %v %q (%v), want fit %v",
+				tc.name, fit, dim, fast, err, fullFit, fullDim, fullErr, tc.wantFit)
 		}
 	}
 }
