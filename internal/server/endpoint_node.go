@@ -305,11 +305,9 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if args.NodeID == "" {
 		return structs.NewErrCoded(400, "missing node ID")
 	}
-	var timeout <-chan time.Time
+	var timeout <-chan struct{}
 	if args.MinQueryIndex > 0 {
-		t := time.NewTimer(queryWait(args.MaxQueryTime))
-		defer t.Stop()
-		timeout = t.C
+		timeout = n.srv.waits.after(queryWait(args.MaxQueryTime))
 	}
 	for {
 		st := n.srv.fsm.State()

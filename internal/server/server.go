@@ -29,6 +29,9 @@ type Server struct {
 	config *Config
 	logger hclog.Logger
 
+	// waits ends clients' blocking pulls (wait_slots.go).
+	waits waitSlots
+
 	fsm       *fsm.FSM
 	raft      *raft.Raft
 	raftStore interface{ Close() error }
