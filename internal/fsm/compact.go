@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"math"
+	"reflect"
 	"sort"
 	"unique"
 
@@ -23,7 +24,10 @@ import (
 //     group, deployment, statuses, node pool) are shared;
 //   - node IDs and names (the alloc's and the five scored nodes' in its
 //     metrics) are interned process-wide: a cluster has a bounded set of
-//     them, and each alloc held six 36-byte copies.
+//     them, and each alloc held six 36-byte copies;
+//   - equal AllocatedResources are shared: placements of one task group
+//     without ports or devices are granted the same resources, and each
+//     held its own copy (struct, Tasks map, per-task struct: ~430 bytes).
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
@@ -42,6 +46,7 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
 type compactor struct {
 	strs      map[string]string
 	available []map[string]int
+	resources []*structs.AllocatedResources // recent distinct grants, newest last
 	scores    map[string]map[string]float64 // canonical contents -> first map
 	key       []byte
 }
@@ -89,6 +94,7 @@ func (c *compactor) alloc(a *structs.Allocation) {
 	if r := a.AllocatedResources; r != nil {
 		r.Tasks = nilIfEmpty(r.Tasks)
 		r.TaskLifecycles = nilIfEmpty(r.TaskLifecycles)
+		a.AllocatedResources = c.sharedResources(r)
 	}
 	if len(a.PreemptedAllocations) == 0 {
 		a.PreemptedAllocations = nil
@@ -112,6 +118,24 @@ func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
 		c.available = append(c.available, m)
 	}
 	return m
+}
+
+// sharedResources returns an equal grant seen recently in this entry, or r.
+// Placements of one group arrive together, so a short list of the latest
+// distinct grants finds nearly every match; grants with ports differ and
+// are compared in full only against that list.
+func (c *compactor) sharedResources(r *structs.AllocatedResources) *structs.AllocatedResources {
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		if seen := c.resources[i]; reflect.DeepEqual(seen, r) {
+			return seen
+		}
+	}
+	if len(c.resources) == 4 {
+		copy(c.resources, c.resources[1:])
+		c.resources = c.resources[:3]
+	}
+	c.resources = append(c.resources, r)
+	return r
 }
 
 // sharedScores returns an equal score map seen before in this entry, or m.
@@ -152,4 +176,32 @@ func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
 		return nil
 	}
 	return m
+}
+
+// compactClientAllocs shares the strings repeated across a client update's
+// allocations (statuses, descriptions, task states, event texts): every
+// one of the entry's allocations carries the same few values, decoded
+// as a fresh copy each. Like compactPlanAllocs it changes no value.
+func compactClientAllocs(allocs []*structs.Allocation) {
+	c := compactor{strs: map[string]string{}}
+	for _, a := range allocs {
+		if a == nil {
+			continue
+		}
+		c.str(&a.ClientStatus)
+		c.str(&a.ClientDescription)
+		for _, ts := range a.TaskStates {
+			if ts == nil {
+				continue
+			}
+			c.str(&ts.State)
+			for _, e := range ts.Events {
+				if e != nil {
+					c.str(&e.Type)
+					c.str(&e.Message)
+					c.str(&e.DisplayMessage)
+				}
+			}
+		}
+	}
 }
