@@ -46,8 +46,8 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
 type compactor struct {
 	strs      map[string]string
 	available []map[string]int
-	resources []*structs.AllocatedResources // recent distinct grants, newest last
-	scores    map[string]map[string]float64 // canonical contents -> first map
+	resources map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last
+	scores    map[string]map[string]float64              // canonical contents -> first map
 	key       []byte
 }
 
@@ -94,7 +94,7 @@ func (c *compactor) alloc(a *structs.Allocation) {
 	if r := a.AllocatedResources; r != nil {
 		r.Tasks = nilIfEmpty(r.Tasks)
 		r.TaskLifecycles = nilIfEmpty(r.TaskLifecycles)
-		a.AllocatedResources = c.sharedResources(r)
+		a.AllocatedResources = c.sharedResources(groupKey{a.Namespace, a.JobID, a.TaskGroup}, r)
 	}
 	if len(a.PreemptedAllocations) == 0 {
 		a.PreemptedAllocations = nil
@@ -120,21 +120,27 @@ func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
 	return m
 }
 
-// sharedResources returns an equal grant seen recently in this entry, or r.
-// Placements of one group arrive together, so a short list of the latest
-// distinct grants finds nearly every match; grants with ports differ and
-// are compared in full only against that list.
-func (c *compactor) sharedResources(r *structs.AllocatedResources) *structs.AllocatedResources {
-	for i := len(c.resources) - 1; i >= 0; i-- {
-		if seen := c.resources[i]; reflect.DeepEqual(seen, r) {
-			return seen
+// groupKey names a job's task group.
+type groupKey struct{ namespace, job, group string }
+
+// sharedResources returns an equal grant seen before for the same group,
+// or r. Each group's last four distinct grants are kept: groups without
+// ports or devices have one; grants with ports differ and are compared in
+// full only against those four.
+func (c *compactor) sharedResources(g groupKey, r *structs.AllocatedResources) *structs.AllocatedResources {
+	seen := c.resources[g]
+	for i := len(seen) - 1; i >= 0; i-- {
+		if reflect.DeepEqual(seen[i], r) {
+			return seen[i]
 		}
 	}
-	if len(c.resources) == 4 {
-		copy(c.resources, c.resources[1:])
-		c.resources = c.resources[:3]
+	if c.resources == nil {
+		c.resources = map[groupKey][]*structs.AllocatedResources{}
 	}
-	c.resources = append(c.resources, r)
+	if len(seen) == 4 {
+		seen = append(seen[:0], seen[1:]...)
+	}
+	c.resources[g] = append(seen, r)
 	return r
 }
 
@@ -185,23 +191,49 @@ func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
 func compactClientAllocs(allocs []*structs.Allocation) {
 	c := compactor{strs: map[string]string{}}
 	for _, a := range allocs {
-		if a == nil {
+		if a != nil {
+			c.clientFields(a)
+		}
+	}
+}
+
+// clientFields shares the strings of the client-owned fields.
+func (c *compactor) clientFields(a *structs.Allocation) {
+	c.str(&a.ClientStatus)
+	c.str(&a.ClientDescription)
+	for _, ts := range a.TaskStates {
+		if ts == nil {
 			continue
 		}
-		c.str(&a.ClientStatus)
-		c.str(&a.ClientDescription)
-		for _, ts := range a.TaskStates {
-			if ts == nil {
-				continue
-			}
-			c.str(&ts.State)
-			for _, e := range ts.Events {
-				if e != nil {
-					c.str(&e.Type)
-					c.str(&e.Message)
-					c.str(&e.DisplayMessage)
-				}
+		c.str(&ts.State)
+		for _, e := range ts.Events {
+			if e != nil {
+				c.str(&e.Type)
+				c.str(&e.Message)
+				c.str(&e.DisplayMessage)
 			}
 		}
 	}
+}
+
+// restoreCompactor compacts the allocations of a snapshot as they are
+// restored, one at a time, as compactPlanAllocs and compactClientAllocs do
+// for those applied from the log: without it a restarted server held a
+// private copy of every string, grant and score map of every allocation.
+// Its tables are dropped every restoreCompactEvery allocations to bound
+// what the restore itself holds.
+type restoreCompactor struct {
+	c compactor
+	n int
+}
+
+const restoreCompactEvery = 1 << 14
+
+func (r *restoreCompactor) alloc(a *structs.Allocation) {
+	if r.n%restoreCompactEvery == 0 {
+		r.c = compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	}
+	r.n++
+	r.c.alloc(a)
+	r.c.clientFields(a)
 }

@@ -88,6 +88,21 @@ func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(restored, "restored")
+
+	// The restored allocations answer the same and are compacted as the
+	// applied ones were: equal grants and node IDs are shared.
+	for _, id := range []string{"a1", "a2", "a3"} {
+		live, _ := f.State().AllocByID(nil, id)
+		back, _ := restored.State().AllocByID(nil, id)
+		if !reflect.DeepEqual(live, back) {
+			t.Errorf("%s restored differs:\n%+v\n%+v", id, back, live)
+		}
+	}
+	r1, _ := restored.State().AllocByID(nil, "a1")
+	r3, _ := restored.State().AllocByID(nil, "a3")
+	if r1.AllocatedResources != r3.AllocatedResources || unsafe.StringData(r1.NodeID) != unsafe.StringData(r3.NodeID) {
+		t.Error("restored allocations hold private copies of equal grants and node IDs")
+	}
 }
 
 // Only equal score maps are shared.
