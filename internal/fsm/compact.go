@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"unique"
+	"unsafe"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -48,6 +49,7 @@ type compactor struct {
 	available []map[string]int
 	resources map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last
 	scores    map[string]map[string]float64              // canonical contents -> first map
+	metas     map[scoreMetaKey]*structs.NodeScoreMeta
 	key       []byte
 }
 
@@ -84,10 +86,11 @@ func (c *compactor) alloc(a *structs.Allocation) {
 		if len(m.ScoreMetaData) == 0 {
 			m.ScoreMetaData = nil
 		}
-		for _, s := range m.ScoreMetaData {
+		for i, s := range m.ScoreMetaData {
 			if s != nil {
 				s.NodeID = internNodeString(s.NodeID)
 				s.Scores = c.sharedScores(s.Scores)
+				m.ScoreMetaData[i] = c.sharedScoreMeta(s)
 			}
 		}
 	}
@@ -166,6 +169,33 @@ func (c *compactor) sharedScores(m map[string]float64) map[string]float64 {
 	}
 	c.scores[string(b)] = m
 	return m
+}
+
+// scoreMetaKey identifies a NodeScoreMeta whose node ID and score map are
+// already shared: equal ones have the same key.
+type scoreMetaKey struct {
+	node   string
+	scores unsafe.Pointer
+	norm   uint64
+}
+
+// sharedScoreMeta returns an equal per-node score seen before in this
+// entry, or s. The nodes a placement did not pick keep their scores for the
+// next placement of the pass, so most of the five an allocation records
+// were recorded by the one before it too.
+func (c *compactor) sharedScoreMeta(s *structs.NodeScoreMeta) *structs.NodeScoreMeta {
+	k := scoreMetaKey{node: s.NodeID, norm: math.Float64bits(s.NormScore)}
+	if s.Scores != nil {
+		k.scores = reflect.ValueOf(s.Scores).UnsafePointer()
+	}
+	if seen, ok := c.metas[k]; ok {
+		return seen
+	}
+	if c.metas == nil {
+		c.metas = map[scoreMetaKey]*structs.NodeScoreMeta{}
+	}
+	c.metas[k] = s
+	return s
 }
 
 // internNodeString returns the process-wide copy of a node ID or name.

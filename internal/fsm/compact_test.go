@@ -184,3 +184,33 @@ func TestCompactClientAllocsKeepsValues(t *testing.T) {
 		t.Error("repeated strings are not shared")
 	}
 }
+
+// A node's score recorded by several placements of an entry is kept once;
+// any difference (node, scores, normalized score) keeps its own.
+func TestCompactorSharesEqualScoreMeta(t *testing.T) {
+	meta := func(node string, binpack, norm float64) *structs.NodeScoreMeta {
+		return &structs.NodeScoreMeta{NodeID: node, Scores: map[string]float64{"binpack": binpack}, NormScore: norm}
+	}
+	metrics := func(ms ...*structs.NodeScoreMeta) *structs.AllocMetric {
+		return &structs.AllocMetric{ScoreMetaData: ms}
+	}
+	allocs := []*structs.Allocation{
+		{ID: "a1", Metrics: metrics(meta("n1", 0.5, 0.5), meta("n2", 0.4, 0.4))},
+		{ID: "a2", Metrics: metrics(meta("n2", 0.4, 0.4), meta("n3", 0.4, 0.4))},
+		{ID: "a3", Metrics: metrics(meta("n2", 0.4, 0.3), meta("n2", 0.3, 0.4))},
+	}
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}})
+	sm := func(a, i int) *structs.NodeScoreMeta { return allocs[a].Metrics.ScoreMetaData[i] }
+	if sm(0, 1) != sm(1, 0) {
+		t.Error("equal scores of n2 are not shared")
+	}
+	if sm(1, 0) == sm(1, 1) || sm(1, 0) == sm(2, 0) || sm(1, 0) == sm(2, 1) || sm(2, 0) == sm(2, 1) {
+		t.Error("different scores are shared")
+	}
+	if got := sm(2, 0); got.NodeID != "n2" || got.Scores["binpack"] != 0.4 || got.NormScore != 0.3 {
+		t.Errorf("score changed: %+v", got)
+	}
+	if got := sm(1, 1); got.NodeID != "n3" || got.Scores["binpack"] != 0.4 || got.NormScore != 0.4 {
+		t.Errorf("score changed: %+v", got)
+	}
+}
