@@ -28,7 +28,9 @@ import (
 //     them, and each alloc held six 36-byte copies;
 //   - equal AllocatedResources are shared: placements of one task group
 //     without ports or devices are granted the same resources, and each
-//     held its own copy (struct, Tasks map, per-task struct: ~430 bytes).
+//     held its own copy (struct, Tasks map, per-task struct: ~430 bytes);
+//   - equal per-node scores (NodeScoreMeta) are shared: the nodes one
+//     placement did not pick are scored the same by the next.
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
