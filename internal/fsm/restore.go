@@ -83,6 +83,7 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, co
 		if err := dec.Decode(v); err != nil {
 			return wrap(err)
 		}
+		compactNode(v)
 		return wrap(r.NodeRestore(v))
 	case JobSnapshot:
 		v := new(structs.Job)
