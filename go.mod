@@ -75,3 +75,7 @@ require (
 	golang.org/x/tools v0.47.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
+
+// go-immutable-radix (go-memdb's tree) with lazily made watch channels:
+// see third_party/go-immutable-radix/DROVER.md. Same version as required.
+replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix

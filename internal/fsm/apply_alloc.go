@@ -27,6 +27,7 @@ func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "alloc client update"); err != nil {
 		return err
 	}
+	compactClientAllocs(req.Alloc)
 	st := f.State()
 	// Only allocations that became client-terminal free capacity.
 	nodes, err := st.UpdateAllocsFromClientFreed(index, req.Alloc)

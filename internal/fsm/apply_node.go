@@ -14,6 +14,7 @@ func (f *FSM) applyNodeRegister(buf []byte, index uint64) error {
 	if req.Node == nil {
 		return fmt.Errorf("fsm: node register without node")
 	}
+	compactNode(req.Node)
 	st := f.State()
 	if err := st.UpsertNode(index, req.Node); err != nil {
 		return err

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"maps"
 	"math"
+	"reflect"
 	"sort"
 	"unique"
+	"unsafe"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -23,7 +25,12 @@ import (
 //     group, deployment, statuses, node pool) are shared;
 //   - node IDs and names (the alloc's and the five scored nodes' in its
 //     metrics) are interned process-wide: a cluster has a bounded set of
-//     them, and each alloc held six 36-byte copies.
+//     them, and each alloc held six 36-byte copies;
+//   - equal AllocatedResources are shared: placements of one task group
+//     without ports or devices are granted the same resources, and each
+//     held its own copy (struct, Tasks map, per-task struct: ~430 bytes);
+//   - equal per-node scores (NodeScoreMeta) are shared: the nodes one
+//     placement did not pick are scored the same by the next.
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
@@ -42,7 +49,9 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
 type compactor struct {
 	strs      map[string]string
 	available []map[string]int
-	scores    map[string]map[string]float64 // canonical contents -> first map
+	resources map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last
+	scores    map[string]map[string]float64              // canonical contents -> first map
+	metas     map[scoreMetaKey]*structs.NodeScoreMeta
 	key       []byte
 }
 
@@ -79,16 +88,18 @@ func (c *compactor) alloc(a *structs.Allocation) {
 		if len(m.ScoreMetaData) == 0 {
 			m.ScoreMetaData = nil
 		}
-		for _, s := range m.ScoreMetaData {
+		for i, s := range m.ScoreMetaData {
 			if s != nil {
 				s.NodeID = internNodeString(s.NodeID)
 				s.Scores = c.sharedScores(s.Scores)
+				m.ScoreMetaData[i] = c.sharedScoreMeta(s)
 			}
 		}
 	}
 	if r := a.AllocatedResources; r != nil {
 		r.Tasks = nilIfEmpty(r.Tasks)
 		r.TaskLifecycles = nilIfEmpty(r.TaskLifecycles)
+		a.AllocatedResources = c.sharedResources(groupKey{a.Namespace, a.JobID, a.TaskGroup}, r)
 	}
 	if len(a.PreemptedAllocations) == 0 {
 		a.PreemptedAllocations = nil
@@ -112,6 +123,30 @@ func (c *compactor) sharedAvailable(m map[string]int) map[string]int {
 		c.available = append(c.available, m)
 	}
 	return m
+}
+
+// groupKey names a job's task group.
+type groupKey struct{ namespace, job, group string }
+
+// sharedResources returns an equal grant seen before for the same group,
+// or r. Each group's last four distinct grants are kept: groups without
+// ports or devices have one; grants with ports differ and are compared in
+// full only against those four.
+func (c *compactor) sharedResources(g groupKey, r *structs.AllocatedResources) *structs.AllocatedResources {
+	seen := c.resources[g]
+	for i := len(seen) - 1; i >= 0; i-- {
+		if reflect.DeepEqual(seen[i], r) {
+			return seen[i]
+		}
+	}
+	if c.resources == nil {
+		c.resources = map[groupKey][]*structs.AllocatedResources{}
+	}
+	if len(seen) == 4 {
+		seen = append(seen[:0], seen[1:]...)
+	}
+	c.resources[g] = append(seen, r)
+	return r
 }
 
 // sharedScores returns an equal score map seen before in this entry, or m.
@@ -138,6 +173,33 @@ func (c *compactor) sharedScores(m map[string]float64) map[string]float64 {
 	return m
 }
 
+// scoreMetaKey identifies a NodeScoreMeta whose node ID and score map are
+// already shared: equal ones have the same key.
+type scoreMetaKey struct {
+	node   string
+	scores unsafe.Pointer
+	norm   uint64
+}
+
+// sharedScoreMeta returns an equal per-node score seen before in this
+// entry, or s. The nodes a placement did not pick keep their scores for the
+// next placement of the pass, so most of the five an allocation records
+// were recorded by the one before it too.
+func (c *compactor) sharedScoreMeta(s *structs.NodeScoreMeta) *structs.NodeScoreMeta {
+	k := scoreMetaKey{node: s.NodeID, norm: math.Float64bits(s.NormScore)}
+	if s.Scores != nil {
+		k.scores = reflect.ValueOf(s.Scores).UnsafePointer()
+	}
+	if seen, ok := c.metas[k]; ok {
+		return seen
+	}
+	if c.metas == nil {
+		c.metas = map[scoreMetaKey]*structs.NodeScoreMeta{}
+	}
+	c.metas[k] = s
+	return s
+}
+
 // internNodeString returns the process-wide copy of a node ID or name.
 // unique holds its values weakly: names of nodes gone are collected.
 func internNodeString(s string) string {
@@ -152,4 +214,58 @@ func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
 		return nil
 	}
 	return m
+}
+
+// compactClientAllocs shares the strings repeated across a client update's
+// allocations (statuses, descriptions, task states, event texts): every
+// one of the entry's allocations carries the same few values, decoded
+// as a fresh copy each. Like compactPlanAllocs it changes no value.
+func compactClientAllocs(allocs []*structs.Allocation) {
+	c := compactor{strs: map[string]string{}}
+	for _, a := range allocs {
+		if a != nil {
+			c.clientFields(a)
+		}
+	}
+}
+
+// clientFields shares the strings of the client-owned fields.
+func (c *compactor) clientFields(a *structs.Allocation) {
+	c.str(&a.ClientStatus)
+	c.str(&a.ClientDescription)
+	for _, ts := range a.TaskStates {
+		if ts == nil {
+			continue
+		}
+		c.str(&ts.State)
+		for _, e := range ts.Events {
+			if e != nil {
+				c.str(&e.Type)
+				c.str(&e.Message)
+				c.str(&e.DisplayMessage)
+			}
+		}
+	}
+}
+
+// restoreCompactor compacts the allocations of a snapshot as they are
+// restored, one at a time, as compactPlanAllocs and compactClientAllocs do
+// for those applied from the log: without it a restarted server held a
+// private copy of every string, grant and score map of every allocation.
+// Its tables are dropped every restoreCompactEvery allocations to bound
+// what the restore itself holds.
+type restoreCompactor struct {
+	c compactor
+	n int
+}
+
+const restoreCompactEvery = 1 << 14
+
+func (r *restoreCompactor) alloc(a *structs.Allocation) {
+	if r.n%restoreCompactEvery == 0 {
+		r.c = compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	}
+	r.n++
+	r.c.alloc(a)
+	r.c.clientFields(a)
 }

@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -86,6 +88,21 @@ func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(restored, "restored")
+
+	// The restored allocations answer the same and are compacted as the
+	// applied ones were: equal grants and node IDs are shared.
+	for _, id := range []string{"a1", "a2", "a3"} {
+		live, _ := f.State().AllocByID(nil, id)
+		back, _ := restored.State().AllocByID(nil, id)
+		if !reflect.DeepEqual(live, back) {
+			t.Errorf("%s restored differs:\n%+v\n%+v", id, back, live)
+		}
+	}
+	r1, _ := restored.State().AllocByID(nil, "a1")
+	r3, _ := restored.State().AllocByID(nil, "a3")
+	if r1.AllocatedResources != r3.AllocatedResources || unsafe.StringData(r1.NodeID) != unsafe.StringData(r3.NodeID) {
+		t.Error("restored allocations hold private copies of equal grants and node IDs")
+	}
 }
 
 // Only equal score maps are shared.
@@ -104,5 +121,96 @@ func TestCompactorSharesOnlyEqualScores(t *testing.T) {
 	}
 	if c.sharedScores(map[string]float64{}) != nil {
 		t.Error("empty score map kept")
+	}
+}
+
+// Equal grants of one entry become one object; a grant that differs in
+// anything (a port, a task's memory) keeps its own, with its values.
+func TestCompactorSharesOnlyEqualResources(t *testing.T) {
+	grant := func(mem int64, port int) *structs.AllocatedResources {
+		r := &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+			"web": {Cpu: structs.AllocatedCpuResources{CpuShares: 100}, Memory: structs.AllocatedMemoryResources{MemoryMB: mem}}},
+			TaskLifecycles: map[string]*structs.TaskLifecycle{}, Shared: structs.AllocatedSharedResources{DiskMB: 150}}
+		if port > 0 {
+			r.Shared.Ports = structs.AllocatedPorts{{Label: "http", Value: port, HostIP: "10.0.0.1"}}
+		}
+		return r
+	}
+	allocs := []*structs.Allocation{
+		{ID: "a1", AllocatedResources: grant(256, 0)},
+		{ID: "a2", AllocatedResources: grant(256, 0)},
+		{ID: "a3", AllocatedResources: grant(512, 0)},
+		{ID: "a4", AllocatedResources: grant(256, 20001)},
+		{ID: "a5", AllocatedResources: grant(256, 20002)},
+		{ID: "a6", AllocatedResources: grant(256, 0)},
+	}
+	want := make([]*structs.AllocatedResources, len(allocs))
+	for i, a := range allocs {
+		want[i] = grant(a.AllocatedResources.Tasks["web"].Memory.MemoryMB, 0)
+		want[i].Shared.Ports = a.AllocatedResources.Shared.Ports
+		want[i].TaskLifecycles = nil
+	}
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}})
+	for i, a := range allocs {
+		if !reflect.DeepEqual(a.AllocatedResources, want[i]) {
+			t.Errorf("%s: grant changed: %+v, want %+v", a.ID, a.AllocatedResources, want[i])
+		}
+	}
+	r := func(i int) *structs.AllocatedResources { return allocs[i].AllocatedResources }
+	if r(0) != r(1) || r(0) != r(5) {
+		t.Error("equal grants are not shared")
+	}
+	if r(0) == r(2) || r(3) == r(4) || r(0) == r(3) {
+		t.Error("different grants are shared")
+	}
+}
+
+// A client update's repeated strings are shared and keep their values.
+func TestCompactClientAllocsKeepsValues(t *testing.T) {
+	update := func(id string) *structs.Allocation {
+		return &structs.Allocation{ID: id, ClientStatus: string([]byte("running")),
+			TaskStates: map[string]*structs.TaskState{"web": {State: string([]byte("running")),
+				Events: []*structs.TaskEvent{{Type: string([]byte("Started")), DisplayMessage: "Task started by client"}}}}}
+	}
+	allocs := []*structs.Allocation{update("a1"), nil, update("a2")}
+	compactClientAllocs(allocs)
+	a1, a2 := allocs[0], allocs[2]
+	if a1.ClientStatus != "running" || a2.TaskStates["web"].State != "running" ||
+		a2.TaskStates["web"].Events[0].Type != "Started" || a2.TaskStates["web"].Events[0].DisplayMessage != "Task started by client" {
+		t.Fatalf("values changed: %+v %+v", a1, a2.TaskStates["web"])
+	}
+	if unsafe.StringData(a1.ClientStatus) != unsafe.StringData(a2.TaskStates["web"].State) ||
+		unsafe.StringData(a1.TaskStates["web"].Events[0].Type) != unsafe.StringData(a2.TaskStates["web"].Events[0].Type) {
+		t.Error("repeated strings are not shared")
+	}
+}
+
+// A node's score recorded by several placements of an entry is kept once;
+// any difference (node, scores, normalized score) keeps its own.
+func TestCompactorSharesEqualScoreMeta(t *testing.T) {
+	meta := func(node string, binpack, norm float64) *structs.NodeScoreMeta {
+		return &structs.NodeScoreMeta{NodeID: node, Scores: map[string]float64{"binpack": binpack}, NormScore: norm}
+	}
+	metrics := func(ms ...*structs.NodeScoreMeta) *structs.AllocMetric {
+		return &structs.AllocMetric{ScoreMetaData: ms}
+	}
+	allocs := []*structs.Allocation{
+		{ID: "a1", Metrics: metrics(meta("n1", 0.5, 0.5), meta("n2", 0.4, 0.4))},
+		{ID: "a2", Metrics: metrics(meta("n2", 0.4, 0.4), meta("n3", 0.4, 0.4))},
+		{ID: "a3", Metrics: metrics(meta("n2", 0.4, 0.3), meta("n2", 0.3, 0.4))},
+	}
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}})
+	sm := func(a, i int) *structs.NodeScoreMeta { return allocs[a].Metrics.ScoreMetaData[i] }
+	if sm(0, 1) != sm(1, 0) {
+		t.Error("equal scores of n2 are not shared")
+	}
+	if sm(1, 0) == sm(1, 1) || sm(1, 0) == sm(2, 0) || sm(1, 0) == sm(2, 1) || sm(2, 0) == sm(2, 1) {
+		t.Error("different scores are shared")
+	}
+	if got := sm(2, 0); got.NodeID != "n2" || got.Scores["binpack"] != 0.4 || got.NormScore != 0.3 {
+		t.Errorf("score changed: %+v", got)
+	}
+	if got := sm(1, 1); got.NodeID != "n3" || got.Scores["binpack"] != 0.4 || got.NormScore != 0.4 {
+		t.Errorf("score changed: %+v", got)
 	}
 }

@@ -49,6 +49,7 @@ func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
 	if header.Format > snapshotFormat {
 		return fmt.Errorf("fsm: snapshot format %d is newer than this server's %d", header.Format, snapshotFormat)
 	}
+	var compact restoreCompactor
 	for {
 		b, err := r.ReadByte()
 		if errors.Is(err, io.EOF) {
@@ -57,13 +58,13 @@ func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
 		if err != nil {
 			return fmt.Errorf("fsm: snapshot record type: %w", err)
 		}
-		if err := restoreRecord(dec, SnapshotType(b), restore); err != nil {
+		if err := restoreRecord(dec, SnapshotType(b), restore, &compact); err != nil {
 			return err
 		}
 	}
 }
 
-func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) error {
+func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, compact *restoreCompactor) error {
 	wrap := func(err error) error {
 		if err != nil {
 			return fmt.Errorf("fsm: snapshot record %d: %w", t, err)
@@ -82,6 +83,7 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) er
 		if err := dec.Decode(v); err != nil {
 			return wrap(err)
 		}
+		compactNode(v)
 		return wrap(r.NodeRestore(v))
 	case JobSnapshot:
 		v := new(structs.Job)
@@ -118,6 +120,7 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore) er
 		if err := dec.Decode(v); err != nil {
 			return wrap(err)
 		}
+		compact.alloc(v)
 		return wrap(r.AllocRestore(v))
 	case DeploymentSnapshot:
 		v := new(structs.Deployment)

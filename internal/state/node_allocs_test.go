@@ -171,3 +171,35 @@ func readUntil(done <-chan struct{}, s *StateStore) error {
 		}
 	}
 }
+
+// Readers opened on two different stale versions of a node's allocations
+// (each replaced since) never serve each other's list: a subtree's watch
+// channel identifies its version even when nobody watched it before it
+// was replaced.
+func TestLiveAllocsByNodeReader_StaleVersionsStayApart(t *testing.T) {
+	s := testStore(t)
+	job := mockJob("j")
+	must(t, s.UpsertJob(10, nil, job))
+	place := func(index uint64, id string) {
+		t.Helper()
+		must(t, s.UpsertAllocs(index, []*structs.Allocation{{ID: id, Namespace: job.Namespace, JobID: job.ID,
+			Job: job, NodeID: "n1", TaskGroup: "web", DesiredStatus: structs.AllocDesiredStatusRun,
+			ClientStatus: structs.AllocClientStatusRunning}}))
+	}
+	place(11, "a1")
+	v1 := s.LiveAllocsByNodeReader()
+	place(12, "a2")
+	v2 := s.LiveAllocsByNodeReader()
+	place(13, "a3")
+	// Both readers' versions were replaced before either read them.
+	for _, c := range []struct {
+		read func(string) (*LiveAllocs, error)
+		want string
+	}{{v1, "[a1]"}, {v2, "[a1 a2]"}, {v1, "[a1]"}, {v2, "[a1 a2]"}} {
+		got, err := c.read("n1")
+		must(t, err)
+		if fmt.Sprint(allocIDs(got.Allocs)) != c.want {
+			t.Fatalf("stale reader got %v, want %s", allocIDs(got.Allocs), c.want)
+		}
+	}
+}

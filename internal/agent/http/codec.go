@@ -90,6 +90,10 @@ func (s *server) wrap(h apiHandler) http.Handler {
 }
 
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, code int, obj any) {
+	if list, ok := jsonList(obj); ok && !isPretty(r) {
+		s.writeJSONList(w, r, code, list)
+		return
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	if isPretty(r) {
