@@ -28,6 +28,9 @@ RACE_PKGS="./internal/server/... ./internal/state/... ./internal/fsm/... ./inter
 step "race-detected tests: $RACE_PKGS"
 go test -race -count=1 -timeout 20m $RACE_PKGS
 
+step "go-immutable-radix fork (third_party, its own module): its tests with the race detector"
+(cd third_party/go-immutable-radix && go test -race -count=1 .)
+
 step "unit and integration tests"
 go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
 
