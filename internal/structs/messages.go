@@ -244,6 +244,10 @@ type ApplyPlanResultsRequest struct {
 // batch can commit without the earlier ones it was verified on top of.
 type ApplyPlanResultsBatchRequest struct {
 	Plans []*ApplyPlanResultsRequest
+	// EvalUpdates are evaluation status updates (workers' completions of
+	// earlier evaluations) that ride in the same entry. They are applied
+	// before the plans, in their own transaction.
+	EvalUpdates []*Evaluation
 	WriteRequest
 }
 
