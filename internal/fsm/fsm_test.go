@@ -600,3 +600,36 @@ func TestConcurrentApplyAndReads(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// A registration batch applies each registration on its own, at the entry's
+// index: one without a job fails alone.
+func TestApply_JobRegisterBatch(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	resp := f.Apply(entry(t, 5, structs.JobRegisterBatchRequestType, &structs.JobRegisterBatchRequest{Jobs: []*structs.JobRegisterRequest{
+		{Job: testJob("a"), Eval: testEval("ea", "a", structs.EvalStatusPending)},
+		{Job: nil},
+		{Job: testJob("b"), Eval: testEval("eb", "b", structs.EvalStatusPending)},
+	}}))
+	res, ok := resp.(*JobRegisterBatchResult)
+	if !ok || len(res.Errors) != 3 {
+		t.Fatalf("response %#v", resp)
+	}
+	if res.Errors[0] != nil || res.Errors[1] == nil || res.Errors[2] != nil {
+		t.Fatalf("errors %v", res.Errors)
+	}
+	st := f.State()
+	for _, id := range []string{"a", "b"} {
+		j, _ := st.JobByID(nil, "default", id)
+		if j == nil || j.JobModifyIndex != 5 {
+			t.Fatalf("job %s: %+v", id, j)
+		}
+		e, _ := st.EvalByID(nil, "e"+id)
+		if e == nil || e.CreateIndex != 5 {
+			t.Fatalf("eval of %s: %+v", id, e)
+		}
+	}
+	if len(sink.evals) != 2 {
+		t.Fatalf("sink heard of %d evals, want 2", len(sink.evals))
+	}
+}

@@ -56,6 +56,7 @@ type Server struct {
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
+	jobRegs                *jobRegisterBatcher
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -98,6 +99,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
 	s.evalUpdates = newEvalUpdateBatcher(s)
+	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
@@ -132,10 +134,14 @@ func NewServer(cfg *Config) (*Server, error) {
 		}()
 	}
 	s.allocBatch.start()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.evalUpdates.run()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.jobRegs.run()
 	}()
 	return s, nil
 }

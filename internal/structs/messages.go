@@ -32,6 +32,11 @@ const (
 	// none: children ride JobRegisterRequestType, and the FSM derives the
 	// periodic_launch record from the child's ID.
 
+	// JobRegisterBatchRequestType carries the job registrations that arrived
+	// together (JobRegisterBatchRequest): one entry, each applied on its own
+	// with its own outcome.
+	JobRegisterBatchRequestType MessageType = 110
+
 	// IgnoreUnknownTypeFlag marks an entry a server may skip if it does not
 	// know the type (forward compatibility).
 	IgnoreUnknownTypeFlag MessageType = 128
@@ -235,6 +240,15 @@ type ApplyPlanResultsRequest struct {
 	EvalID            string
 	PreemptionEvals   []*Evaluation
 	UpdatedAt         int64
+	WriteRequest
+}
+
+// JobRegisterBatchRequest is the Raft entry of concurrent job
+// registrations (group commit). The FSM applies them in order, each as a
+// JobRegisterRequestType entry at this index would be; one failing does not
+// stop the others.
+type JobRegisterBatchRequest struct {
+	Jobs []*JobRegisterRequest
 	WriteRequest
 }
 
