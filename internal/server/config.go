@@ -85,6 +85,9 @@ type Config struct {
 	// workerRPC, when set, replaces the in-process RPC the scheduler
 	// workers call (tests inject failures with it).
 	workerRPC func(method string, args, reply any) error
+	// workers, when > 0, replaces NumSchedulers*workersPerScheduler as the
+	// number of workers (tests).
+	workers int
 }
 
 // preemptionEnabled is the per-job-type switch the schedulers read.

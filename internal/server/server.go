@@ -46,7 +46,8 @@ type Server struct {
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 
-	workers []*Worker
+	workers    []*Worker
+	schedSlots chan struct{} // one token per evaluation being computed
 
 	// leadership
 	isLeader               atomic.Bool
@@ -124,7 +125,15 @@ func NewServer(cfg *Config) (*Server, error) {
 		defer s.wg.Done()
 		s.monitorLeadership()
 	}()
-	for i := 0; i < cfg.NumSchedulers; i++ {
+	// NumSchedulers evaluations are computed at once (schedSlots); more
+	// workers than that run so that those waiting on the plan applier's
+	// commit do not leave the slots idle.
+	s.schedSlots = make(chan struct{}, cfg.NumSchedulers)
+	workers := cfg.NumSchedulers * workersPerScheduler
+	if cfg.workers > 0 {
+		workers = cfg.workers
+	}
+	for i := 0; i < workers; i++ {
 		w := newWorker(s, i)
 		s.workers = append(s.workers, w)
 		s.wg.Add(1)

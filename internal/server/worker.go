@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/drover-project/drover/internal/scheduler"
@@ -30,12 +31,19 @@ type Worker struct {
 	// completions in flight; a send blocks once maxCompletions are.
 	inflight chan struct{}
 
+	holding bool // a scheduler slot (Server.schedSlots)
+
 	// set per evaluation
 	eval      *structs.Evaluation
 	token     string
 	snapIndex uint64
 	deferred  *structs.EvalUpdateRequest // the status update kept back
 }
+
+// workersPerScheduler is how many workers run per scheduler slot
+// (Config.NumSchedulers): a worker holds a slot while it computes, not while
+// it waits for its plan to commit, so the others keep the slots busy.
+const workersPerScheduler = 4
 
 // maxCompletions bounds a worker's evaluations whose status write is still
 // in flight.
@@ -74,11 +82,53 @@ func (w *Worker) run() {
 	}
 }
 
+// acquire takes a scheduler slot; false once the server shuts down.
+func (w *Worker) acquire() bool {
+	if w.srv.schedSlots == nil || w.holding {
+		return true
+	}
+	select {
+	case w.srv.schedSlots <- struct{}{}:
+		w.holding = true
+		return true
+	case <-w.srv.shutdownCh:
+		return false
+	}
+}
+
+// release gives the slot back, if held.
+func (w *Worker) release() {
+	if w.holding {
+		w.holding = false
+		<-w.srv.schedSlots
+	}
+}
+
+// waitOff runs fn (a call that waits on the leader) without holding the
+// scheduler slot, and takes a slot again before the scheduler goes on.
+func (w *Worker) waitOff(fn func() error) error {
+	w.release()
+	err := fn()
+	if !w.acquire() && err == nil {
+		err = errServerShutdown
+	}
+	return err
+}
+
+var errServerShutdown = errors.New("server is shutting down")
+
 func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint64) {
+	// The slot first: the snapshot is then as fresh as the scheduler can
+	// get (a stale one makes plans the applier rejects).
+	if !w.acquire() {
+		w.ack(eval.ID, token, false)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, waitIndex)
 	cancel()
 	if err != nil {
+		w.release()
 		w.srv.logger.Warn("worker: state too far behind; nacking", "eval_id", eval.ID, "error", err)
 		w.ack(eval.ID, token, false)
 		return
@@ -91,6 +141,7 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 	if err == nil {
 		err = sched.Process(eval)
 	}
+	w.release()
 	if err != nil {
 		// A kept-back status update is dropped: the eval is redelivered.
 		w.srv.logger.Error("worker: scheduling failed", "eval_id", eval.ID, "job_id", eval.JobID, "error", err)
@@ -161,7 +212,7 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 	plan.SnapshotIndex = w.snapIndex
 	var resp structs.PlanResponse
 	req := &structs.PlanRequest{Plan: plan, WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
-	if err := w.rpc("Plan.Submit", req, &resp); err != nil {
+	if err := w.waitOff(func() error { return w.rpc("Plan.Submit", req, &resp) }); err != nil {
 		return nil, nil, err
 	}
 	result := resp.Result

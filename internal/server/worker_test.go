@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,7 @@ func TestWorker_CompletionDoesNotHoldWorker(t *testing.T) {
 	h := newBlockingUpdates()
 	s := testServer(t, func(c *Config) {
 		c.NumSchedulers = 1
+		c.workers = 1
 		c.workerRPC = h.rpc
 	})
 	h.srv.Store(s)
@@ -284,5 +286,58 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("shutdown hung")
+	}
+}
+
+// A worker waiting for its plan to commit holds no scheduler slot: with one
+// slot (NumSchedulers = 1), several evaluations' plans are in the applier at
+// once, and no more than one evaluation is ever being computed.
+func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
+	var srv atomic.Pointer[Server]
+	held := make(chan struct{}, 16)
+	release := make(chan struct{})
+	var maxSlots atomic.Int32
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			s := srv.Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			if n := int32(len(s.schedSlots)); n > maxSlots.Load() {
+				maxSlots.Store(n)
+			}
+			if method == "Plan.Submit" {
+				held <- struct{}{}
+				<-release
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	srv.Store(s)
+	if got := len(s.workers); got != workersPerScheduler {
+		t.Fatalf("%d workers for one scheduler slot, want %d", got, workersPerScheduler)
+	}
+	testNode(t, s, 8000, 8000)
+	var evals []string
+	for i := 0; i < 3; i++ {
+		evals = append(evals, register(t, s, testJob(fmt.Sprintf("j%d", i), 1)).EvalID)
+	}
+	for i := 0; i < 3; i++ {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("only %d plans reached the applier while the others waited: the slot is held during the wait", i)
+		}
+	}
+	close(release)
+	for _, id := range evals {
+		if ev := evalDone(t, s, id); ev.Status != structs.EvalStatusComplete {
+			t.Fatalf("eval %s: %s", id, ev.Status)
+		}
+	}
+	if m := maxSlots.Load(); m > 1 {
+		t.Fatalf("%d evaluations computed at once with one slot", m)
 	}
 }
