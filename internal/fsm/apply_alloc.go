@@ -62,6 +62,15 @@ func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "plan results batch"); err != nil {
 		return err
 	}
+	// Status updates of evaluations whose plans committed in earlier
+	// entries: written first, so if they fail no plan of the entry is
+	// written.
+	if err := f.upsertEvals(index, req.EvalUpdates); err != nil {
+		return err
+	}
+	if len(req.Plans) == 0 {
+		return nil
+	}
 	compactPlanAllocs(req.Plans)
 	if err := f.State().UpsertPlanResultsBatch(index, req.Plans); err != nil {
 		return err

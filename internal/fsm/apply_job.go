@@ -11,6 +11,37 @@ func (f *FSM) applyJobRegister(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "job register"); err != nil {
 		return err
 	}
+	return f.registerJob(&req, index)
+}
+
+// JobRegisterBatchResult is the FSM's answer to a JobRegisterBatchRequest
+// entry: the outcome of each registration, in order (nil: applied).
+type JobRegisterBatchResult struct {
+	Errors []error
+}
+
+// applyJobRegisterBatch applies each registration of the entry on its own:
+// one failing leaves the others applied.
+func (f *FSM) applyJobRegisterBatch(buf []byte, index uint64) any {
+	var req structs.JobRegisterBatchRequest
+	if err := decode(buf, &req, "job register batch"); err != nil {
+		return err
+	}
+	res := &JobRegisterBatchResult{Errors: make([]error, len(req.Jobs))}
+	for i, r := range req.Jobs {
+		if r == nil {
+			res.Errors[i] = fmt.Errorf("fsm: job register without request")
+			continue
+		}
+		if err := f.registerJob(r, index); err != nil {
+			f.logger.Error("job register in batch failed", "index", index, "error", err)
+			res.Errors[i] = err
+		}
+	}
+	return res
+}
+
+func (f *FSM) registerJob(req *structs.JobRegisterRequest, index uint64) error {
 	if req.Job == nil {
 		return fmt.Errorf("fsm: job register without job")
 	}

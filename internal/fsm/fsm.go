@@ -74,7 +74,8 @@ func (f *FSM) eventSink() EventSink {
 	return nil
 }
 
-// Apply applies one committed log entry. It returns nil or an error.
+// Apply applies one committed log entry. It returns nil or an error, or for
+// a JobRegisterBatchRequestType entry a *JobRegisterBatchResult.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -102,6 +103,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyNodeEligibility(buf, index)
 	case structs.JobRegisterRequestType:
 		err = f.applyJobRegister(buf, index)
+	case structs.JobRegisterBatchRequestType:
+		return f.applyJobRegisterBatch(buf, index)
 	case structs.JobDeregisterRequestType:
 		err = f.applyJobDeregister(buf, index)
 	case structs.EvalUpdateRequestType:

@@ -327,6 +327,45 @@ func TestApply_PlanResultsBatch(t *testing.T) {
 	}
 }
 
+// Evaluation updates riding in a plan batch entry are written (before the
+// plans, at the entry's index) and reported to the sink; an entry with only
+// eval updates is valid.
+func TestApply_PlanResultsBatchWithEvalUpdates(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	ready := testNode("n1")
+	ready.Status = structs.NodeStatusReady
+	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
+	job := testJob("web")
+	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job,
+		Eval: testEval("e1", "web", structs.EvalStatusPending)}))
+	sink.reset()
+	place := &structs.Allocation{ID: "a1", Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web",
+		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}
+	apply(t, f, entry(t, 3, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{
+		Plans:       []*structs.ApplyPlanResultsRequest{{Job: job, Alloc: []*structs.Allocation{place}}},
+		EvalUpdates: []*structs.Evaluation{testEval("e1", "web", structs.EvalStatusComplete)},
+	}))
+	st := f.State()
+	e1, _ := st.EvalByID(nil, "e1")
+	if e1 == nil || e1.Status != structs.EvalStatusComplete || e1.ModifyIndex != 3 || e1.CreateIndex != 2 {
+		t.Fatalf("eval after the entry: %+v", e1)
+	}
+	if a1, _ := st.AllocByID(nil, "a1"); a1 == nil || a1.CreateIndex != 3 {
+		t.Fatalf("plan of the entry not applied: %+v", a1)
+	}
+	if len(sink.evals) != 1 || sink.evals[0].ID != "e1" || sink.evals[0].Status != structs.EvalStatusComplete {
+		t.Fatalf("sink evals: %+v", sink.evals)
+	}
+
+	apply(t, f, entry(t, 4, structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{
+		EvalUpdates: []*structs.Evaluation{testEval("e2", "web", structs.EvalStatusComplete)},
+	}))
+	if e2, _ := st.EvalByID(nil, "e2"); e2 == nil || e2.ModifyIndex != 4 {
+		t.Fatalf("eval-only entry: %+v", e2)
+	}
+}
+
 func TestApply_UnknownAndBadEntries(t *testing.T) {
 	f := newFSM(t, nil)
 	cases := []struct {
@@ -560,4 +599,37 @@ func TestConcurrentApplyAndReads(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// A registration batch applies each registration on its own, at the entry's
+// index: one without a job fails alone.
+func TestApply_JobRegisterBatch(t *testing.T) {
+	sink := &recordingSink{}
+	f := newFSM(t, sink)
+	resp := f.Apply(entry(t, 5, structs.JobRegisterBatchRequestType, &structs.JobRegisterBatchRequest{Jobs: []*structs.JobRegisterRequest{
+		{Job: testJob("a"), Eval: testEval("ea", "a", structs.EvalStatusPending)},
+		{Job: nil},
+		{Job: testJob("b"), Eval: testEval("eb", "b", structs.EvalStatusPending)},
+	}}))
+	res, ok := resp.(*JobRegisterBatchResult)
+	if !ok || len(res.Errors) != 3 {
+		t.Fatalf("response %#v", resp)
+	}
+	if res.Errors[0] != nil || res.Errors[1] == nil || res.Errors[2] != nil {
+		t.Fatalf("errors %v", res.Errors)
+	}
+	st := f.State()
+	for _, id := range []string{"a", "b"} {
+		j, _ := st.JobByID(nil, "default", id)
+		if j == nil || j.JobModifyIndex != 5 {
+			t.Fatalf("job %s: %+v", id, j)
+		}
+		e, _ := st.EvalByID(nil, "e"+id)
+		if e == nil || e.CreateIndex != 5 {
+			t.Fatalf("eval of %s: %+v", id, e)
+		}
+	}
+	if len(sink.evals) != 2 {
+		t.Fatalf("sink heard of %d evals, want 2", len(sink.evals))
+	}
 }

@@ -81,6 +81,13 @@ type Config struct {
 	RPCHoldTimeout time.Duration
 
 	Logger hclog.Logger
+
+	// workerRPC, when set, replaces the in-process RPC the scheduler
+	// workers call (tests inject failures with it).
+	workerRPC func(method string, args, reply any) error
+	// workers, when > 0, replaces NumSchedulers*workersPerScheduler as the
+	// number of workers (tests).
+	workers int
 }
 
 // preemptionEnabled is the per-job-type switch the schedulers read.

@@ -115,7 +115,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	job.SubmitTime = now.UnixNano()
 	job.Stop = false
 	req := &structs.JobRegisterRequest{Job: job, Eval: eval, Submission: args.Submission, WriteRequest: args.WriteRequest}
-	_, idx, err := j.srv.raftApply(structs.JobRegisterRequestType, req)
+	// Written together with the registrations arriving meanwhile; the
+	// reply waits for the entry and carries this registration's outcome.
+	idx, err := j.srv.jobRegs.Apply(req)
 	if err != nil {
 		return err
 	}

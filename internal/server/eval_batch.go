@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -13,9 +14,15 @@ import (
 // waits no longer than before. Each caller returns only once the entry
 // holding its update is applied, so a worker still acks its evaluation
 // strictly after the update is committed.
+//
+// Terminal status updates are workers' background completions (nobody is
+// blocked on them but the eval's ack): they may wait up to linger for the
+// plan applier, which takes whatever is pending into its next entry (take),
+// so an evaluation's completion usually costs no entry of its own.
 type evalUpdateBatcher struct {
 	write    func(evals []*structs.Evaluation) (uint64, error) // one Raft entry
 	shutdown <-chan struct{}
+	linger   time.Duration
 
 	mu      sync.Mutex
 	pending *evalBatch
@@ -23,14 +30,27 @@ type evalUpdateBatcher struct {
 }
 
 type evalBatch struct {
-	evals []*structs.Evaluation
-	done  chan struct{}
-	index uint64
-	err   error
+	evals  []*structs.Evaluation
+	urgent bool      // someone is waiting: write at once
+	since  time.Time // first update queued
+	done   chan struct{}
+	index  uint64
+	err    error
 }
 
+// finish records the outcome of the entry holding the batch and releases
+// its callers.
+func (b *evalBatch) finish(index uint64, err error) {
+	b.index, b.err = index, err
+	close(b.done)
+}
+
+// completionLinger is how long a background completion may wait for a plan
+// entry to ride in before it is written on its own.
+const completionLinger = 5 * time.Millisecond
+
 func newEvalUpdateBatcher(s *Server) *evalUpdateBatcher {
-	return &evalUpdateBatcher{shutdown: s.shutdownCh, kick: make(chan struct{}, 1),
+	return &evalUpdateBatcher{shutdown: s.shutdownCh, kick: make(chan struct{}, 1), linger: completionLinger,
 		write: func(evals []*structs.Evaluation) (uint64, error) {
 			_, idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 			return idx, err
@@ -40,12 +60,19 @@ func newEvalUpdateBatcher(s *Server) *evalUpdateBatcher {
 // Apply writes evals with the others queued now and returns the index of
 // the entry, once applied.
 func (b *evalUpdateBatcher) Apply(evals []*structs.Evaluation) (uint64, error) {
+	urgent := false
+	for _, e := range evals {
+		if !e.TerminalStatus() {
+			urgent = true
+		}
+	}
 	b.mu.Lock()
 	if b.pending == nil {
-		b.pending = &evalBatch{done: make(chan struct{})}
+		b.pending = &evalBatch{done: make(chan struct{}), since: time.Now()}
 	}
 	batch := b.pending
 	batch.evals = append(batch.evals, evals...)
+	batch.urgent = batch.urgent || urgent
 	b.mu.Unlock()
 	select {
 	case b.kick <- struct{}{}:
@@ -59,22 +86,49 @@ func (b *evalUpdateBatcher) Apply(evals []*structs.Evaluation) (uint64, error) {
 	}
 }
 
+// take hands the pending updates to the caller, which writes them in its
+// own entry and must finish the batch.
+func (b *evalUpdateBatcher) take() *evalBatch {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch := b.pending
+	b.pending = nil
+	return batch
+}
+
 // run writes the pending batch, one entry at a time, until shutdown.
 func (b *evalUpdateBatcher) run() {
+	var timer *time.Timer
+	var timerC <-chan time.Time
 	for {
 		select {
 		case <-b.shutdown:
 			return
 		case <-b.kick:
+		case <-timerC:
+			timerC = nil
 		}
 		b.mu.Lock()
 		batch := b.pending
+		if batch != nil && !batch.urgent {
+			if wait := b.linger - time.Since(batch.since); wait > 0 {
+				b.mu.Unlock()
+				if timerC == nil {
+					if timer == nil {
+						timer = time.NewTimer(wait)
+					} else {
+						timer.Reset(wait)
+					}
+					timerC = timer.C
+				}
+				continue
+			}
+		}
 		b.pending = nil
 		b.mu.Unlock()
 		if batch == nil {
 			continue
 		}
-		batch.index, batch.err = b.write(batch.evals)
-		close(batch.done)
+		batch.finish(b.write(batch.evals))
 	}
 }

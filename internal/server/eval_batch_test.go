@@ -80,3 +80,64 @@ func TestEvalUpdateBatcher_GroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// A terminal status update (a worker's background completion) waits up to
+// the linger for a plan entry to ride in, then is written on its own; an
+// update someone waits on (not terminal) is written at once and takes the
+// waiting completions with it.
+func TestEvalUpdateBatcher_CompletionsLinger(t *testing.T) {
+	writes := make(chan []*structs.Evaluation, 4)
+	shutdown := make(chan struct{})
+	defer close(shutdown)
+	b := &evalUpdateBatcher{shutdown: shutdown, kick: make(chan struct{}, 1), linger: 200 * time.Millisecond,
+		write: func(evals []*structs.Evaluation) (uint64, error) {
+			writes <- evals
+			return 7, nil
+		}}
+	go b.run()
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Apply([]*structs.Evaluation{{ID: "c1", Status: structs.EvalStatusComplete}})
+		done <- err
+	}()
+	select {
+	case w := <-writes:
+		if elapsed := time.Since(start); elapsed < 150*time.Millisecond {
+			t.Fatalf("completion written after %v, before its linger", elapsed)
+		}
+		if len(w) != 1 || w[0].ID != "c1" {
+			t.Fatalf("write: %v", w)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("completion never written on its own")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Completion queued, then an urgent update: one entry with both, at once.
+	go func() {
+		_, err := b.Apply([]*structs.Evaluation{{ID: "c2", Status: structs.EvalStatusComplete}})
+		done <- err
+	}()
+	waitFor(t, 5*time.Second, "c2 queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.pending != nil
+	})
+	start = time.Now()
+	if _, err := b.Apply([]*structs.Evaluation{{ID: "blocked", Status: structs.EvalStatusBlocked}}); err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > 150*time.Millisecond {
+		t.Fatalf("urgent update waited %v", elapsed)
+	}
+	if w := <-writes; len(w) != 2 {
+		t.Fatalf("entry carries %d evals, want the completion and the urgent update", len(w))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -17,6 +17,12 @@ import (
 // testCluster starts n servers whose Raft rides on their real RPC ports.
 func testCluster(t *testing.T, n int) []*Server {
 	t.Helper()
+	return testClusterWith(t, n, nil)
+}
+
+// testClusterWith is testCluster with mut applied to each server's config.
+func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Server {
+	t.Helper()
 	var lns []net.Listener
 	var peers []raft.Server
 	ids := make([]string, n)
@@ -44,6 +50,9 @@ func testCluster(t *testing.T, n int) []*Server {
 		cfg.Peers = peers
 		cfg.RaftConfig = rc
 		cfg.NumSchedulers = 1
+		if mut != nil {
+			mut(i, cfg)
+		}
 		s, err := NewServer(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -47,17 +47,19 @@ func (s *Server) planApply(stopCh chan struct{}) {
 	// must never verify concurrently.
 	s.planApplyMu.Lock()
 	defer s.planApplyMu.Unlock()
-	a := &planApplier{queue: s.planQueue, store: s.State, submit: s.submitPlanResults,
+	a := &planApplier{queue: s.planQueue, store: s.State, submit: s.submitPlanResults, takeEvals: s.evalUpdates.take,
 		committed: &s.lastCommittedPlanIndex, logger: s.logger.Named("plan_apply")}
 	a.run(stopCh)
 }
 
-// submitPlanResults writes the plans as one Raft entry without waiting.
-func (s *Server) submitPlanResults(reqs []*structs.ApplyPlanResultsRequest) planCommit {
-	if len(reqs) == 1 {
+// submitPlanResults writes the plans, and the evaluation updates riding
+// with them, as one Raft entry without waiting.
+func (s *Server) submitPlanResults(reqs []*structs.ApplyPlanResultsRequest, evals []*structs.Evaluation) planCommit {
+	if len(reqs) == 1 && len(evals) == 0 {
 		return s.raftApplyAsync(structs.ApplyPlanResultsRequestType, reqs[0])
 	}
-	return s.raftApplyAsync(structs.ApplyPlanResultsBatchRequestType, &structs.ApplyPlanResultsBatchRequest{Plans: reqs})
+	return s.raftApplyAsync(structs.ApplyPlanResultsBatchRequestType,
+		&structs.ApplyPlanResultsBatchRequest{Plans: reqs, EvalUpdates: evals})
 }
 
 func isEmptyResult(r *structs.PlanResult) bool {

@@ -52,9 +52,12 @@ type planCommit interface {
 
 // planApplier is the leader's plan verification and commit loop.
 type planApplier struct {
-	queue     *planqueue.PlanQueue
-	store     func() *state.StateStore
-	submit    func(reqs []*structs.ApplyPlanResultsRequest) planCommit
+	queue  *planqueue.PlanQueue
+	store  func() *state.StateStore
+	submit func(reqs []*structs.ApplyPlanResultsRequest, evals []*structs.Evaluation) planCommit
+	// takeEvals, if set, hands over the evaluation updates waiting to be
+	// written; they ride in the next plan entry (see evalUpdateBatcher).
+	takeEvals func() *evalBatch
 	committed *atomic.Uint64 // index of the newest committed plan entry
 	logger    hclog.Logger
 }
@@ -173,13 +176,24 @@ func (a *planApplier) commit(b *planBatch) *planBatch {
 		close(b.done)
 		return nil
 	}
-	c := a.submit(b.reqs)
+	var evals *evalBatch
+	if a.takeEvals != nil {
+		evals = a.takeEvals()
+	}
+	var updates []*structs.Evaluation
+	if evals != nil {
+		updates = evals.evals
+	}
+	c := a.submit(b.reqs, updates)
 	go func() {
 		b.index, b.err = c.Wait()
 		if b.err == nil {
 			a.committed.Store(b.index)
 		} else {
 			a.logger.Error("plan apply failed", "plans", len(b.reqs), "error", b.err)
+		}
+		if evals != nil {
+			evals.finish(b.index, b.err)
 		}
 		b.respond(b.index, b.err)
 		close(b.done)

@@ -27,10 +27,12 @@ type pipelineHarness struct {
 	index     uint64
 	stop      chan struct{}
 	stopped   chan struct{}
+	takeEvals func() *evalBatch // optional: eval updates riding with plans
 }
 
 type heldEntry struct {
 	reqs    []*structs.ApplyPlanResultsRequest
+	evals   []*structs.Evaluation
 	release chan error // nil: apply it; an error: fail it
 	h       *pipelineHarness
 }
@@ -41,6 +43,11 @@ func (e *heldEntry) Wait() (uint64, error) {
 	}
 	e.h.index++
 	idx := e.h.index
+	if len(e.evals) > 0 {
+		if err := e.h.st.UpsertEvals(idx, e.evals); err != nil {
+			return 0, err
+		}
+	}
 	if err := e.h.st.UpsertPlanResultsBatch(idx, e.reqs); err != nil {
 		return 0, err
 	}
@@ -72,8 +79,9 @@ func newPipelineHarness(t *testing.T) *pipelineHarness {
 
 func (h *pipelineHarness) start() {
 	a := &planApplier{queue: h.queue, store: func() *state.StateStore { return h.st }, committed: &h.committed,
-		logger: hclog.NewNullLogger(), submit: func(reqs []*structs.ApplyPlanResultsRequest) planCommit {
-			e := &heldEntry{reqs: reqs, release: make(chan error, 1), h: h}
+		takeEvals: h.takeEvals,
+		logger:    hclog.NewNullLogger(), submit: func(reqs []*structs.ApplyPlanResultsRequest, evals []*structs.Evaluation) planCommit {
+			e := &heldEntry{reqs: reqs, evals: evals, release: make(chan error, 1), h: h}
 			h.submitted <- e
 			return e
 		}}
@@ -274,5 +282,89 @@ func TestPlanPipeline_BatchVerifiesPlansOnTopOfEachOther(t *testing.T) {
 	}
 	if cpu := h.liveCPU(); cpu != 900 {
 		t.Fatalf("node holds %d MHz, want 900", cpu)
+	}
+}
+
+// Evaluation completions waiting in the eval batcher ride in the next plan
+// entry: their callers return with that entry's index once it is applied,
+// and with its error if it fails.
+func TestPlanPipeline_EvalCompletionsRideWithPlans(t *testing.T) {
+	h := newPipelineHarness(t)
+	shutdown := make(chan struct{})
+	defer close(shutdown)
+	own := make(chan []*structs.Evaluation, 4)
+	b := &evalUpdateBatcher{shutdown: shutdown, kick: make(chan struct{}, 1), linger: time.Hour,
+		write: func(evals []*structs.Evaluation) (uint64, error) { own <- evals; return 0, errors.New("not expected") }}
+	go b.run()
+	h.takeEvals = b.take
+	h.start()
+
+	ev := &structs.Evaluation{ID: "done-1", Namespace: structs.DefaultNamespace, JobID: h.job.ID, Type: structs.JobTypeService,
+		Status: structs.EvalStatusComplete}
+	type res struct {
+		idx uint64
+		err error
+	}
+	got := make(chan res, 1)
+	go func() {
+		idx, err := b.Apply([]*structs.Evaluation{ev})
+		got <- res{idx, err}
+	}()
+	waitFor(t, 5*time.Second, "completion queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.pending != nil
+	})
+
+	pa := h.enqueue(h.placePlan(h.alloc("a", 100)))
+	e := h.nextEntry()
+	if len(e.evals) != 1 || e.evals[0].ID != "done-1" || len(e.reqs) != 1 {
+		t.Fatalf("entry: %d plans, evals %v; want the plan and the completion", len(e.reqs), e.evals)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("completion returned before its entry was applied: %+v", r)
+	default:
+	}
+	e.release <- nil
+	ra, err := waitResult(t, pa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || r.idx != ra.AllocIndex {
+		t.Fatalf("completion: index %d err %v, want the plan entry's index %d", r.idx, r.err, ra.AllocIndex)
+	}
+	if stored, _ := h.st.EvalByID(nil, "done-1"); stored == nil || stored.Status != structs.EvalStatusComplete || stored.ModifyIndex != r.idx {
+		t.Fatalf("stored eval: %+v", stored)
+	}
+
+	// A failed entry fails the completions riding in it.
+	go func() {
+		idx, err := b.Apply([]*structs.Evaluation{{ID: "done-2", Namespace: structs.DefaultNamespace, JobID: h.job.ID,
+			Type: structs.JobTypeService, Status: structs.EvalStatusComplete}})
+		got <- res{idx, err}
+	}()
+	waitFor(t, 5*time.Second, "second completion queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.pending != nil
+	})
+	pb := h.enqueue(h.placePlan(h.alloc("b", 100)))
+	e = h.nextEntry()
+	if len(e.evals) != 1 {
+		t.Fatalf("second entry carries %d evals", len(e.evals))
+	}
+	e.release <- errors.New("raft: leadership lost")
+	if _, err := waitResult(t, pb); err == nil {
+		t.Fatal("plan b must fail")
+	}
+	if r := <-got; r.err == nil {
+		t.Fatal("the completion riding in a failed entry must fail")
+	}
+	select {
+	case evals := <-own:
+		t.Fatalf("the batcher wrote %d evals itself", len(evals))
+	default:
 	}
 }

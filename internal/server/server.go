@@ -49,7 +49,8 @@ type Server struct {
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 
-	workers []*Worker
+	workers    []*Worker
+	schedSlots chan struct{} // one token per evaluation being computed
 
 	// leadership
 	isLeader               atomic.Bool
@@ -59,6 +60,7 @@ type Server struct {
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
+	jobRegs                *jobRegisterBatcher
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -101,6 +103,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	}, s.heartbeatsExpired)
 	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
 	s.evalUpdates = newEvalUpdateBatcher(s)
+	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 
 	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
@@ -125,7 +128,15 @@ func NewServer(cfg *Config) (*Server, error) {
 		defer s.wg.Done()
 		s.monitorLeadership()
 	}()
-	for i := 0; i < cfg.NumSchedulers; i++ {
+	// NumSchedulers evaluations are computed at once (schedSlots); more
+	// workers than that run so that those waiting on the plan applier's
+	// commit do not leave the slots idle.
+	s.schedSlots = make(chan struct{}, cfg.NumSchedulers)
+	workers := cfg.NumSchedulers * workersPerScheduler
+	if cfg.workers > 0 {
+		workers = cfg.workers
+	}
+	for i := 0; i < workers; i++ {
 		w := newWorker(s, i)
 		s.workers = append(s.workers, w)
 		s.wg.Add(1)
@@ -135,10 +146,14 @@ func NewServer(cfg *Config) (*Server, error) {
 		}()
 	}
 	s.allocBatch.start()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.evalUpdates.run()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.jobRegs.run()
 	}()
 	return s, nil
 }

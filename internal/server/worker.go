@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/drover-project/drover/internal/scheduler"
@@ -11,17 +12,50 @@ import (
 
 // Worker dequeues evaluations from the leader's broker, runs the scheduler
 // on a local snapshot and submits its plans. Workers run on every server.
+//
+// The evaluation's final status update does not hold the worker: the
+// scheduler's last UpdateEval is kept back (deferred) and, once Process
+// returns, written by a completion goroutine that acks the evaluation after
+// the write commits (nacks it if the write fails), while the worker already
+// dequeues the next one. The broker keeps the evaluation outstanding until
+// that ack, so no other evaluation of the job is handed out before its
+// status is durable, and an evaluation whose status write is lost (failed
+// write, leadership lost) is still pending in the state: it is redelivered,
+// or re-run by the next leader. A deferred update is written first, in
+// order, if the scheduler calls the planner again after it.
 type Worker struct {
 	srv *Server
 	id  int
+	rpc func(method string, args, reply any) error
+
+	// completions in flight; a send blocks once maxCompletions are.
+	inflight chan struct{}
+
+	holding bool // a scheduler slot (Server.schedSlots)
 
 	// set per evaluation
 	eval      *structs.Evaluation
 	token     string
 	snapIndex uint64
+	deferred  *structs.EvalUpdateRequest // the status update kept back
 }
 
-func newWorker(s *Server, id int) *Worker { return &Worker{srv: s, id: id} }
+// workersPerScheduler is how many workers run per scheduler slot
+// (Config.NumSchedulers): a worker holds a slot while it computes, not while
+// it waits for its plan to commit, so the others keep the slots busy.
+const workersPerScheduler = 4
+
+// maxCompletions bounds a worker's evaluations whose status write is still
+// in flight.
+const maxCompletions = 16
+
+func newWorker(s *Server, id int) *Worker {
+	w := &Worker{srv: s, id: id, rpc: s.RPC, inflight: make(chan struct{}, maxCompletions)}
+	if s.config.workerRPC != nil {
+		w.rpc = s.config.workerRPC
+	}
+	return w
+}
 
 func (w *Worker) run() {
 	backoff := 50 * time.Millisecond
@@ -29,7 +63,7 @@ func (w *Worker) run() {
 		var resp structs.EvalDequeueResponse
 		req := &structs.EvalDequeueRequest{Schedulers: w.srv.config.EnabledSchedulers, Timeout: 500 * time.Millisecond,
 			WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
-		if err := w.srv.RPC("Eval.Dequeue", req, &resp); err != nil {
+		if err := w.rpc("Eval.Dequeue", req, &resp); err != nil {
 			select {
 			case <-w.srv.shutdownCh:
 				return
@@ -48,29 +82,108 @@ func (w *Worker) run() {
 	}
 }
 
+// acquire takes a scheduler slot; false once the server shuts down.
+func (w *Worker) acquire() bool {
+	if w.srv.schedSlots == nil || w.holding {
+		return true
+	}
+	select {
+	case w.srv.schedSlots <- struct{}{}:
+		w.holding = true
+		return true
+	case <-w.srv.shutdownCh:
+		return false
+	}
+}
+
+// release gives the slot back, if held.
+func (w *Worker) release() {
+	if w.holding {
+		w.holding = false
+		<-w.srv.schedSlots
+	}
+}
+
+// waitOff runs fn (a call that waits on the leader) without holding the
+// scheduler slot, and takes a slot again before the scheduler goes on.
+func (w *Worker) waitOff(fn func() error) error {
+	w.release()
+	err := fn()
+	if !w.acquire() && err == nil {
+		err = errServerShutdown
+	}
+	return err
+}
+
+var errServerShutdown = errors.New("server is shutting down")
+
 func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint64) {
+	// The slot first: the snapshot is then as fresh as the scheduler can
+	// get (a stale one makes plans the applier rejects).
+	if !w.acquire() {
+		w.ack(eval.ID, token, false)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, waitIndex)
 	cancel()
 	if err != nil {
+		w.release()
 		w.srv.logger.Warn("worker: state too far behind; nacking", "eval_id", eval.ID, "error", err)
 		w.ack(eval.ID, token, false)
 		return
 	}
 	w.eval, w.token = eval, token
 	w.snapIndex, _ = snap.LatestIndex()
-	defer func() { w.eval, w.token = nil, "" }()
+	defer func() { w.eval, w.token, w.deferred = nil, "", nil }()
 
 	sched, err := scheduler.NewScheduler(eval.Type, w.schedConfig(), snap, w)
 	if err == nil {
 		err = sched.Process(eval)
 	}
+	w.release()
 	if err != nil {
+		// A kept-back status update is dropped: the eval is redelivered.
 		w.srv.logger.Error("worker: scheduling failed", "eval_id", eval.ID, "job_id", eval.JobID, "error", err)
 		w.ack(eval.ID, token, false)
 		return
 	}
-	w.ack(eval.ID, token, true)
+	if w.deferred == nil {
+		w.ack(eval.ID, token, true)
+		return
+	}
+	w.complete(w.deferred)
+}
+
+// complete writes a kept-back status update in the background, then acks
+// the evaluation (nacks it if the write failed). It blocks while the worker
+// already has maxCompletions in flight.
+func (w *Worker) complete(req *structs.EvalUpdateRequest) {
+	w.inflight <- struct{}{}
+	w.srv.wg.Add(1) // the worker's own count is held: never races Shutdown's Wait
+	go func() {
+		defer w.srv.wg.Done()
+		defer func() { <-w.inflight }()
+		evalID := req.Evals[0].ID
+		var reply structs.GenericResponse
+		err := w.rpc("Eval.Update", req, &reply)
+		if err != nil {
+			w.srv.logger.Warn("worker: writing evaluation status failed; nacking", "eval_id", evalID, "error", err)
+		}
+		w.ack(evalID, req.EvalToken, err == nil)
+	}()
+}
+
+// flush writes a kept-back status update now: the scheduler called the
+// planner again after it, and the writes must keep their order.
+func (w *Worker) flush() error {
+	req := w.deferred
+	if req == nil {
+		return nil
+	}
+	w.deferred = nil
+	var reply structs.GenericResponse
+	return w.rpc("Eval.Update", req, &reply)
 }
 
 func (w *Worker) schedConfig() scheduler.Config {
@@ -85,18 +198,21 @@ func (w *Worker) ack(evalID, token string, ok bool) {
 	}
 	var reply structs.GenericResponse
 	req := &structs.EvalAckRequest{EvalID: evalID, Token: token, WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
-	if err := w.srv.RPC(method, req, &reply); err != nil {
+	if err := w.rpc(method, req, &reply); err != nil {
 		w.srv.logger.Debug("worker: "+method+" failed", "eval_id", evalID, "error", err)
 	}
 }
 
 // SubmitPlan implements scheduler.Planner.
 func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.State, error) {
+	if err := w.flush(); err != nil {
+		return nil, nil, err
+	}
 	plan.EvalToken = w.token
 	plan.SnapshotIndex = w.snapIndex
 	var resp structs.PlanResponse
 	req := &structs.PlanRequest{Plan: plan, WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
-	if err := w.srv.RPC("Plan.Submit", req, &resp); err != nil {
+	if err := w.waitOff(func() error { return w.rpc("Plan.Submit", req, &resp) }); err != nil {
 		return nil, nil, err
 	}
 	result := resp.Result
@@ -121,21 +237,38 @@ func (w *Worker) refresh(index uint64) (*state.StateSnapshot, error) {
 	return snap, nil
 }
 
-func (w *Worker) evalRPC(method string, eval *structs.Evaluation) error {
+func (w *Worker) evalRequest(eval *structs.Evaluation) *structs.EvalUpdateRequest {
 	eval.SnapshotIndex = w.snapIndex
 	now := time.Now().UnixNano()
 	if eval.CreateTime == 0 {
 		eval.CreateTime = now
 	}
 	eval.ModifyTime = now
-	var reply structs.GenericResponse
-	req := &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}, EvalToken: w.token,
+	return &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}, EvalToken: w.token,
 		WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
-	return w.srv.RPC(method, req, &reply)
 }
 
-// UpdateEval implements scheduler.Planner.
-func (w *Worker) UpdateEval(eval *structs.Evaluation) error { return w.evalRPC("Eval.Update", eval) }
+func (w *Worker) evalRPC(method string, eval *structs.Evaluation) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	var reply structs.GenericResponse
+	return w.rpc(method, w.evalRequest(eval), &reply)
+}
+
+// UpdateEval implements scheduler.Planner. The update of the evaluation
+// being processed is kept back (see Worker); it is written when Process
+// returns, or before the next planner call.
+func (w *Worker) UpdateEval(eval *structs.Evaluation) error {
+	if w.eval == nil || eval.ID != w.eval.ID {
+		return w.evalRPC("Eval.Update", eval)
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	w.deferred = w.evalRequest(eval)
+	return nil
+}
 
 // CreateEval implements scheduler.Planner.
 func (w *Worker) CreateEval(eval *structs.Evaluation) error { return w.evalRPC("Eval.Create", eval) }

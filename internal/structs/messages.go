@@ -32,6 +32,11 @@ const (
 	// none: children ride JobRegisterRequestType, and the FSM derives the
 	// periodic_launch record from the child's ID.
 
+	// JobRegisterBatchRequestType carries the job registrations that arrived
+	// together (JobRegisterBatchRequest): one entry, each applied on its own
+	// with its own outcome.
+	JobRegisterBatchRequestType MessageType = 110
+
 	// IgnoreUnknownTypeFlag marks an entry a server may skip if it does not
 	// know the type (forward compatibility).
 	IgnoreUnknownTypeFlag MessageType = 128
@@ -238,12 +243,25 @@ type ApplyPlanResultsRequest struct {
 	WriteRequest
 }
 
+// JobRegisterBatchRequest is the Raft entry of concurrent job
+// registrations (group commit). The FSM applies them in order, each as a
+// JobRegisterRequestType entry at this index would be; one failing does not
+// stop the others.
+type JobRegisterBatchRequest struct {
+	Jobs []*JobRegisterRequest
+	WriteRequest
+}
+
 // ApplyPlanResultsBatchRequest is the Raft entry of several plans the
 // applier accepted together. The FSM applies them in order in one state
 // transaction: either all of them are written or none is, so no plan in the
 // batch can commit without the earlier ones it was verified on top of.
 type ApplyPlanResultsBatchRequest struct {
 	Plans []*ApplyPlanResultsRequest
+	// EvalUpdates are evaluation status updates (workers' completions of
+	// earlier evaluations) that ride in the same entry. They are applied
+	// before the plans, in their own transaction.
+	EvalUpdates []*Evaluation
 	WriteRequest
 }
 

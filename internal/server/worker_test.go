@@ -1,0 +1,343 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// blockingUpdates is a worker RPC hook that holds the first Eval.Update
+// carrying a terminal status until release is closed, then lets it through
+// (or fails it with err).
+type blockingUpdates struct {
+	srv     atomic.Pointer[Server]
+	held    chan string // eval ID of the held update
+	release chan struct{}
+	err     error
+	once    sync.Once
+}
+
+func newBlockingUpdates() *blockingUpdates {
+	return &blockingUpdates{held: make(chan string, 1), release: make(chan struct{})}
+}
+
+func (h *blockingUpdates) rpc(method string, args, reply any) error {
+	if method == "Eval.Update" {
+		req := args.(*structs.EvalUpdateRequest)
+		hold := false
+		if req.Evals[0].TerminalStatus() {
+			h.once.Do(func() { hold = true })
+		}
+		if hold {
+			h.held <- req.Evals[0].ID
+			<-h.release
+			if h.err != nil {
+				return h.err
+			}
+		}
+	}
+	srv := h.srv.Load()
+	if srv == nil {
+		return errors.New("test server not started yet")
+	}
+	return srv.RPC(method, args, reply)
+}
+
+// The status write of an evaluation does not hold its worker: while one
+// eval's completion is still being written, the worker schedules the next
+// job's eval. The first eval stays outstanding in the broker (so no other
+// eval of its job is handed out) and pending in the state until its write
+// commits, and only then is it acked.
+func TestWorker_CompletionDoesNotHoldWorker(t *testing.T) {
+	h := newBlockingUpdates()
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workers = 1
+		c.workerRPC = h.rpc
+	})
+	h.srv.Store(s)
+	testNode(t, s, 4000, 4000)
+
+	a := register(t, s, testJob("a", 1))
+	var heldID string
+	select {
+	case heldID = <-h.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first eval's status update never came")
+	}
+	if heldID != a.EvalID {
+		t.Fatalf("held update is for %s, want %s", heldID, a.EvalID)
+	}
+	// Job a's plan committed; its eval is not complete yet, and still
+	// outstanding.
+	waitFor(t, 5*time.Second, "a placed", func() bool { return len(liveAllocs(t, s, "a")) == 1 })
+	if ev, _ := s.State().EvalByID(nil, a.EvalID); ev == nil || ev.Status != structs.EvalStatusPending {
+		t.Fatalf("eval a before its status write: %+v", ev)
+	}
+	if _, ok := s.broker.Outstanding(a.EvalID); !ok {
+		t.Fatal("eval a was acked before its status write committed")
+	}
+
+	// The only worker goes on with job b meanwhile.
+	b := register(t, s, testJob("b", 1))
+	if ev := evalDone(t, s, b.EvalID); ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval b: %s", ev.Status)
+	}
+	if _, ok := s.broker.Outstanding(a.EvalID); !ok {
+		t.Fatal("eval a left the broker while its status write was held")
+	}
+
+	close(h.release)
+	if ev := evalDone(t, s, a.EvalID); ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval a: %s", ev.Status)
+	}
+	waitFor(t, 5*time.Second, "eval a acked", func() bool {
+		_, ok := s.broker.Outstanding(a.EvalID)
+		return !ok && s.broker.Stats().TotalUnacked == 0
+	})
+}
+
+// An evaluation whose status write fails is nacked, redelivered and run
+// again; the re-run places nothing twice.
+func TestWorker_FailedStatusWriteNacks(t *testing.T) {
+	h := newBlockingUpdates()
+	h.err = errors.New("injected status write failure")
+	close(h.release)
+	var deliveries atomic.Int32
+	var evalID atomic.Value
+	evalID.Store("")
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			err := h.rpc(method, args, reply)
+			if method == "Eval.Dequeue" && err == nil {
+				if r := reply.(*structs.EvalDequeueResponse); r.Eval != nil && r.Eval.ID == evalID.Load().(string) {
+					deliveries.Add(1)
+				}
+			}
+			return err
+		}
+	})
+	h.srv.Store(s)
+	testNode(t, s, 4000, 4000)
+
+	job := testJob("j", 1)
+	job.ID = "j"
+	// Know the eval's ID before a worker can dequeue it: register through
+	// the state directly is not possible, so match the job instead.
+	resp := register(t, s, job)
+	evalID.Store(resp.EvalID)
+	select {
+	case id := <-h.held:
+		if id != resp.EvalID {
+			t.Fatalf("failed write for %s, want %s", id, resp.EvalID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status write")
+	}
+	ev := evalDone(t, s, resp.EvalID)
+	if ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval after redelivery: %s", ev.Status)
+	}
+	if n := len(liveAllocs(t, s, "j")); n != 1 {
+		t.Fatalf("%d live allocs after the re-run, want 1", n)
+	}
+	waitFor(t, 5*time.Second, "eval acked", func() bool { return s.broker.Stats().TotalUnacked == 0 })
+	if d := deliveries.Load(); d < 1 {
+		t.Fatalf("redelivery not seen (%d deliveries counted after registration)", d)
+	}
+}
+
+// A kept-back status update is written before any later planner call, in
+// order; an update of another eval is written at once.
+func TestWorker_DeferredUpdateKeepsOrder(t *testing.T) {
+	var calls []string
+	s := &Server{config: DefaultConfig()}
+	w := &Worker{srv: s, inflight: make(chan struct{}, 1), rpc: func(method string, args, reply any) error {
+		req := args.(*structs.EvalUpdateRequest)
+		calls = append(calls, method+":"+req.Evals[0].ID+":"+req.Evals[0].Status)
+		return nil
+	}}
+	w.eval, w.token = &structs.Evaluation{ID: "e1"}, "tok"
+
+	if err := w.UpdateEval(&structs.Evaluation{ID: "e1", Status: structs.EvalStatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 {
+		t.Fatalf("update written at once: %v", calls)
+	}
+	if err := w.CreateEval(&structs.Evaluation{ID: "e2", Status: structs.EvalStatusBlocked}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Eval.Update:e1:complete", "Eval.Create:e2:blocked"}
+	if len(calls) != 2 || calls[0] != want[0] || calls[1] != want[1] {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+	if w.deferred != nil {
+		t.Fatal("flushed update still kept back")
+	}
+
+	calls = nil
+	if err := w.UpdateEval(&structs.Evaluation{ID: "other", Status: structs.EvalStatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] != "Eval.Update:other:complete" {
+		t.Fatalf("update of another eval: %v", calls)
+	}
+
+	// A second update of the same eval replaces nothing silently: the first
+	// is written, the second kept back.
+	calls = nil
+	w.UpdateEval(&structs.Evaluation{ID: "e1", Status: structs.EvalStatusPending})
+	w.UpdateEval(&structs.Evaluation{ID: "e1", Status: structs.EvalStatusComplete})
+	if len(calls) != 1 || calls[0] != "Eval.Update:e1:pending" {
+		t.Fatalf("calls %v", calls)
+	}
+	if w.deferred == nil || w.deferred.Evals[0].Status != structs.EvalStatusComplete || w.deferred.EvalToken != "tok" {
+		t.Fatalf("kept back: %+v", w.deferred)
+	}
+}
+
+// Leadership moves while an evaluation's status write is in flight: the
+// write and the ack fail against the old delivery, the eval is still
+// pending in the state, the new leader runs it again, and nothing hangs.
+func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	// One gate for the cluster: the first terminal status write, whichever
+	// server's worker makes it, is held.
+	gate := newBlockingUpdates()
+	var srvs [3]atomic.Pointer[Server]
+	servers := testClusterWith(t, 3, func(i int, c *Config) {
+		c.workerRPC = func(method string, args, reply any) error {
+			if method == "Eval.Update" && args.(*structs.EvalUpdateRequest).Evals[0].TerminalStatus() {
+				hold := false
+				gate.once.Do(func() { hold = true })
+				if hold {
+					gate.held <- args.(*structs.EvalUpdateRequest).Evals[0].ID
+					<-gate.release
+				}
+			}
+			s := srvs[i].Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	for i, s := range servers {
+		srvs[i].Store(s)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate.release)
+		}
+	}
+	defer release()
+	waitFor(t, 10*time.Second, "leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
+	l := currentLeader(servers)
+	testNode(t, l, 4000, 4000)
+	resp := register(t, l, testJob("j", 1))
+	select {
+	case id := <-gate.held:
+		if id != resp.EvalID {
+			t.Fatalf("held write for %s, want %s", id, resp.EvalID)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no status write reached the gate")
+	}
+	waitFor(t, 10*time.Second, "placement committed", func() bool { return len(liveAllocs(t, l, "j")) == 1 })
+
+	if err := l.raft.LeadershipTransfer().Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "new leader", func() bool {
+		n := currentLeader(servers)
+		return n != nil && n != l && n.IsLeader()
+	})
+	release()
+
+	nl := currentLeader(servers)
+	ev := evalDone(t, nl, resp.EvalID)
+	if ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval: %s", ev.Status)
+	}
+	if n := len(liveAllocs(t, nl, "j")); n != 1 {
+		t.Fatalf("%d live allocs, want 1", n)
+	}
+	waitFor(t, 10*time.Second, "no eval left unacked", func() bool { return nl.broker.Stats().TotalUnacked == 0 })
+
+	done := make(chan struct{})
+	go func() {
+		for _, s := range servers {
+			s.Shutdown()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("shutdown hung")
+	}
+}
+
+// A worker waiting for its plan to commit holds no scheduler slot: with one
+// slot (NumSchedulers = 1), several evaluations' plans are in the applier at
+// once, and no more than one evaluation is ever being computed.
+func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
+	var srv atomic.Pointer[Server]
+	held := make(chan struct{}, 16)
+	release := make(chan struct{})
+	var maxSlots atomic.Int32
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			s := srv.Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			if n := int32(len(s.schedSlots)); n > maxSlots.Load() {
+				maxSlots.Store(n)
+			}
+			if method == "Plan.Submit" {
+				held <- struct{}{}
+				<-release
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	srv.Store(s)
+	if got := len(s.workers); got != workersPerScheduler {
+		t.Fatalf("%d workers for one scheduler slot, want %d", got, workersPerScheduler)
+	}
+	testNode(t, s, 8000, 8000)
+	var evals []string
+	for i := 0; i < 3; i++ {
+		evals = append(evals, register(t, s, testJob(fmt.Sprintf("j%d", i), 1)).EvalID)
+	}
+	for i := 0; i < 3; i++ {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("only %d plans reached the applier while the others waited: the slot is held during the wait", i)
+		}
+	}
+	close(release)
+	for _, id := range evals {
+		if ev := evalDone(t, s, id); ev.Status != structs.EvalStatusComplete {
+			t.Fatalf("eval %s: %s", id, ev.Status)
+		}
+	}
+	if m := maxSlots.Load(); m > 1 {
+		t.Fatalf("%d evaluations computed at once with one slot", m)
+	}
+}
