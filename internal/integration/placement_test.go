@@ -145,9 +145,15 @@ func TestImpossibleConstraintBlockedEvalNamesIt(t *testing.T) {
 	if m == nil || m.ConstraintFiltered["${attr.kernel.name} = windows"] != 1 || m.NodesFiltered != 1 {
 		t.Fatalf("blocked eval metrics = %+v", m)
 	}
-	ev, _, err := a.client.Evaluations().Info(resp.EvalID, nil)
-	if err != nil || ev.BlockedEval != blocked.ID || ev.FailedTGAllocs["g"] == nil {
-		t.Fatalf("registering eval = %+v (%v)", ev, err)
+	// The registering evaluation's completion is written after the blocked
+	// evaluation it names was created: wait for it, as a monitor does.
+	var ev *api.Evaluation
+	waitFor(t, 20*time.Second, "registering eval complete", func() bool {
+		ev, _, err = a.client.Evaluations().Info(resp.EvalID, nil)
+		return err == nil && ev.Status == api.EvalStatusComplete
+	})
+	if ev.BlockedEval != blocked.ID || ev.FailedTGAllocs["g"] == nil {
+		t.Fatalf("registering eval = %+v", ev)
 	}
 	if sum, _, err := a.client.Jobs().Summary("nowhere", nil); err != nil || sum.Summary["g"].Queued != 1 {
 		t.Fatalf("summary = %+v (%v)", sum, err)
