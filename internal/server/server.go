@@ -51,6 +51,9 @@ type Server struct {
 
 	workers    []*Worker
 	schedSlots chan struct{} // one token per evaluation being computed
+	// waitingPlaced counts the allocations in plans whose workers wait for
+	// the commit without a slot (worker.go, maxWaitingPlaced).
+	waitingPlaced atomic.Int64
 
 	// leadership
 	isLeader               atomic.Bool

@@ -341,3 +341,60 @@ func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
 		t.Fatalf("%d evaluations computed at once with one slot", m)
 	}
 }
+
+// Large plans do not all wait for their commit without a slot: once the
+// waiting plans hold maxWaitingPlaced allocations, the next one waits
+// holding its slot, so no further evaluation is computed (and kept in
+// memory) meanwhile.
+func TestWorker_LargePlansWaitHoldingTheSlot(t *testing.T) {
+	var srv atomic.Pointer[Server]
+	held := make(chan struct{}, 16)
+	release := make(chan struct{})
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			s := srv.Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			if method == "Plan.Submit" {
+				held <- struct{}{}
+				<-release
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	srv.Store(s)
+	testNode(t, s, 1_000_000, 1_000_000)
+	count := maxWaitingPlaced*3/5 + 1 // two plans pass the bound together
+	var evals []string
+	for i := 0; i < 3; i++ {
+		job := testJob(fmt.Sprintf("big%d", i), count)
+		job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 10}
+		job.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 10}
+		evals = append(evals, register(t, s, job).EvalID)
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("only %d plans reached the applier", i)
+		}
+	}
+	select {
+	case <-held:
+		close(release)
+		t.Fatal("a third large plan was computed while two waited: the second did not keep its slot")
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(release)
+	for _, id := range evals {
+		if ev := evalDone(t, s, id); ev.Status != structs.EvalStatusComplete {
+			t.Fatalf("eval %s: %s", id, ev.Status)
+		}
+	}
+	if n := s.waitingPlaced.Load(); n != 0 {
+		t.Fatalf("%d allocations still counted as waiting", n)
+	}
+}
