@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -59,17 +58,6 @@ func TestNodeRegisterSharesCommonStrings(t *testing.T) {
 	}
 	check(f, "registered")
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &bufSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t, nil)
-	if err := restored.Restore(nopCloser{bytes.NewReader(sink.Bytes())}); err != nil {
-		t.Fatal(err)
-	}
+	restored := snapshotRestored(t, f)
 	check(restored, "restored")
 }

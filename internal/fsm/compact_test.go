@@ -75,18 +75,7 @@ func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 	delete(a1.Metrics.NodesAvailable, "probe")
 	delete(a1.Metrics.ScoreMetaData[0].Scores, "probe")
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &bufSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t, nil)
-	if err := restored.Restore(nopCloser{bytes.NewReader(sink.Bytes())}); err != nil {
-		t.Fatal(err)
-	}
+	restored := snapshotRestored(t, f)
 	check(restored, "restored")
 
 	// The restored allocations answer the same and are compacted as the
@@ -213,4 +202,22 @@ func TestCompactorSharesEqualScoreMeta(t *testing.T) {
 	if got := sm(1, 1); got.NodeID != "n3" || got.Scores["binpack"] != 0.4 || got.NormScore != 0.4 {
 		t.Errorf("score changed: %+v", got)
 	}
+}
+
+// snapshotRestored persists f's snapshot and restores it into a new FSM.
+func snapshotRestored(t *testing.T, f *FSM) *FSM {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	restored := newFSM(t, nil)
+	if err := restored.Restore(nopCloser{bytes.NewReader(sink.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	return restored
 }
