@@ -140,14 +140,7 @@ func TestWorker_FailedStatusWriteNacks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no status write")
 	}
-	ev := evalDone(t, s, resp.EvalID)
-	if ev.Status != structs.EvalStatusComplete {
-		t.Fatalf("eval after redelivery: %s", ev.Status)
-	}
-	if n := len(liveAllocs(t, s, "j")); n != 1 {
-		t.Fatalf("%d live allocs after the re-run, want 1", n)
-	}
-	waitFor(t, 5*time.Second, "eval acked", func() bool { return s.broker.Stats().TotalUnacked == 0 })
+	completedOnce(t, s, resp.EvalID, "j")
 	if d := deliveries.Load(); d < 1 {
 		t.Fatalf("redelivery not seen (%d deliveries counted after registration)", d)
 	}
@@ -266,14 +259,7 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 	release()
 
 	nl := currentLeader(servers)
-	ev := evalDone(t, nl, resp.EvalID)
-	if ev.Status != structs.EvalStatusComplete {
-		t.Fatalf("eval: %s", ev.Status)
-	}
-	if n := len(liveAllocs(t, nl, "j")); n != 1 {
-		t.Fatalf("%d live allocs, want 1", n)
-	}
-	waitFor(t, 10*time.Second, "no eval left unacked", func() bool { return nl.broker.Stats().TotalUnacked == 0 })
+	completedOnce(t, nl, resp.EvalID, "j")
 
 	done := make(chan struct{})
 	go func() {
@@ -397,4 +383,18 @@ func TestWorker_LargePlansWaitHoldingTheSlot(t *testing.T) {
 	if n := s.waitingPlaced.Load(); n != 0 {
 		t.Fatalf("%d allocations still counted as waiting", n)
 	}
+}
+
+// completedOnce waits for the evaluation to complete and for no evaluation
+// to be left unacked, and checks the job runs exactly one allocation (a
+// re-run placed nothing twice).
+func completedOnce(t *testing.T, s *Server, evalID, jobID string) {
+	t.Helper()
+	if ev := evalDone(t, s, evalID); ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval %s: %s", evalID, ev.Status)
+	}
+	if n := len(liveAllocs(t, s, jobID)); n != 1 {
+		t.Fatalf("%d live allocs of %s, want 1", n, jobID)
+	}
+	waitFor(t, 10*time.Second, "no eval left unacked", func() bool { return s.broker.Stats().TotalUnacked == 0 })
 }
