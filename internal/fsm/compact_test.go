@@ -14,10 +14,7 @@ import (
 // metrics keep what the API shows and drop only empty maps.
 func TestPlanAllocsShareJobAndDropEmptyMaps(t *testing.T) {
 	f := newFSM(t, nil)
-	ready := testNode("n1")
-	ready.Status = structs.NodeStatusReady
-	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
-	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("web")}))
+	readyNodeAndJob(t, f, nil)
 	stored, _ := f.State().JobByID(nil, "default", "web")
 	planJob := *stored // the plan carries the job as the scheduler read it
 	place := func(id string) *structs.Allocation {

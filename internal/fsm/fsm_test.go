@@ -283,11 +283,7 @@ func TestApply_SinkForReadyRegisterEligibilityAndStops(t *testing.T) {
 func TestApply_PlanResultsBatch(t *testing.T) {
 	sink := &recordingSink{}
 	f := newFSM(t, sink)
-	ready := testNode("n1")
-	ready.Status = structs.NodeStatusReady
-	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
-	job := testJob("web")
-	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}))
+	job := readyNodeAndJob(t, f, nil)
 	sink.reset()
 	place := func(id string) *structs.Allocation {
 		return &structs.Allocation{ID: id, Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web",
@@ -333,12 +329,7 @@ func TestApply_PlanResultsBatch(t *testing.T) {
 func TestApply_PlanResultsBatchWithEvalUpdates(t *testing.T) {
 	sink := &recordingSink{}
 	f := newFSM(t, sink)
-	ready := testNode("n1")
-	ready.Status = structs.NodeStatusReady
-	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
-	job := testJob("web")
-	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job,
-		Eval: testEval("e1", "web", structs.EvalStatusPending)}))
+	job := readyNodeAndJob(t, f, testEval("e1", "web", structs.EvalStatusPending))
 	sink.reset()
 	place := &structs.Allocation{ID: "a1", Namespace: "default", NodeID: "n1", JobID: "web", TaskGroup: "web",
 		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}
@@ -632,4 +623,16 @@ func TestApply_JobRegisterBatch(t *testing.T) {
 	if len(sink.evals) != 2 {
 		t.Fatalf("sink heard of %d evals, want 2", len(sink.evals))
 	}
+}
+
+// readyNodeAndJob registers a ready node "n1" (index 1) and the job "web"
+// with eval, if any (index 2), and returns the job as registered.
+func readyNodeAndJob(t *testing.T, f *FSM, eval *structs.Evaluation) *structs.Job {
+	t.Helper()
+	ready := testNode("n1")
+	ready.Status = structs.NodeStatusReady
+	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: ready}))
+	job := testJob("web")
+	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: eval}))
+	return job
 }
