@@ -265,12 +265,14 @@ func (v *planView) overrides(nodeID string) map[string]*structs.Allocation {
 	return over
 }
 
-// allocsOnNode returns the allocations holding resources on the node.
+// allocsOnNode returns the allocations holding resources on the node (read
+// through the same memo as evaluateNodeTotals; never modify the slice).
 func (v *planView) allocsOnNode(nodeID string) ([]*structs.Allocation, error) {
-	existing, err := v.snap.AllocsByNodeTerminal(nil, nodeID, false)
+	live, err := v.liveAllocs(nodeID)
 	if err != nil {
 		return nil, err
 	}
+	existing := live.Allocs
 	over := v.overrides(nodeID)
 	if over == nil {
 		return existing, nil
