@@ -132,14 +132,7 @@ func TestWorker_FailedStatusWriteNacks(t *testing.T) {
 	// the state directly is not possible, so match the job instead.
 	resp := register(t, s, job)
 	evalID.Store(resp.EvalID)
-	select {
-	case id := <-h.held:
-		if id != resp.EvalID {
-			t.Fatalf("failed write for %s, want %s", id, resp.EvalID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no status write")
-	}
+	statusWriteFor(t, h.held, resp.EvalID)
 	completedOnce(t, s, resp.EvalID, "j")
 	if d := deliveries.Load(); d < 1 {
 		t.Fatalf("redelivery not seen (%d deliveries counted after registration)", d)
@@ -239,14 +232,7 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 	l := currentLeader(servers)
 	testNode(t, l, 4000, 4000)
 	resp := register(t, l, testJob("j", 1))
-	select {
-	case id := <-gate.held:
-		if id != resp.EvalID {
-			t.Fatalf("held write for %s, want %s", id, resp.EvalID)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("no status write reached the gate")
-	}
+	statusWriteFor(t, gate.held, resp.EvalID)
 	waitFor(t, 10*time.Second, "placement committed", func() bool { return len(liveAllocs(t, l, "j")) == 1 })
 
 	if err := l.raft.LeadershipTransfer().Error(); err != nil {
@@ -397,4 +383,18 @@ func completedOnce(t *testing.T, s *Server, evalID, jobID string) {
 		t.Fatalf("%d live allocs of %s, want 1", n, jobID)
 	}
 	waitFor(t, 10*time.Second, "no eval left unacked", func() bool { return s.broker.Stats().TotalUnacked == 0 })
+}
+
+// statusWriteFor waits for the status write a test intercepted (its eval
+// ID on held) and checks it is want's.
+func statusWriteFor(t *testing.T, held <-chan string, want string) {
+	t.Helper()
+	select {
+	case id := <-held:
+		if id != want {
+			t.Fatalf("status write for %s, want %s", id, want)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no status write reached the test's gate")
+	}
 }
