@@ -51,6 +51,9 @@ type Server struct {
 
 	workers    []*Worker
 	schedSlots chan struct{} // one token per evaluation being computed
+	// startPermits bound the workers holding a dequeued evaluation that
+	// they have not started computing (worker.go, Worker.run).
+	startPermits chan struct{}
 	// waitingPlaced counts the allocations in plans whose workers wait for
 	// the commit without a slot (worker.go, maxWaitingPlaced).
 	waitingPlaced atomic.Int64
@@ -135,6 +138,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	// workers than that run so that those waiting on the plan applier's
 	// commit do not leave the slots idle.
 	s.schedSlots = make(chan struct{}, cfg.NumSchedulers)
+	s.startPermits = make(chan struct{}, cfg.NumSchedulers)
 	workers := cfg.NumSchedulers * workersPerScheduler
 	if cfg.workers > 0 {
 		workers = cfg.workers

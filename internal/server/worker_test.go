@@ -371,6 +371,66 @@ func TestWorker_LargePlansWaitHoldingTheSlot(t *testing.T) {
 	}
 }
 
+// Workers waiting for a slot do not take evaluations out of the broker:
+// with one slot held by a long evaluation, at most one more evaluation is
+// dequeued (the start permit's), the rest stay ready in the broker, in its
+// priority order and without nack timers running.
+func TestWorker_IdleWorkersLeaveEvalsInBroker(t *testing.T) {
+	var srv atomic.Pointer[Server]
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			s := srv.Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			if method == "Plan.Submit" && args.(*structs.PlanRequest).Plan.Job.ID == "big" {
+				held <- struct{}{}
+				<-release
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	srv.Store(s)
+	if len(s.workers) < 8 {
+		t.Fatalf("%d workers: the test needs idle ones", len(s.workers))
+	}
+	testNode(t, s, 1_000_000, 1_000_000)
+	big := testJob("big", maxWaitingPlaced+1) // waits for its commit holding the slot
+	big.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 10}
+	big.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 10}
+	evals := []string{register(t, s, big).EvalID}
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the large plan never reached the applier")
+	}
+	for i := 0; i < 6; i++ {
+		evals = append(evals, register(t, s, testJob(fmt.Sprintf("small%d", i), 1)).EvalID)
+	}
+	waitFor(t, 10*time.Second, "six evaluations ready or dequeued", func() bool {
+		st := s.broker.Stats()
+		return st.TotalReady+st.TotalUnacked == 7
+	})
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if st := s.broker.Stats(); st.TotalUnacked > 2 {
+			close(release)
+			t.Fatalf("%d evaluations dequeued with one slot, held by a waiting plan: idle workers took them", st.TotalUnacked)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	for _, id := range evals {
+		if ev := evalDone(t, s, id); ev.Status != structs.EvalStatusComplete {
+			t.Fatalf("eval %s: %s", id, ev.Status)
+		}
+	}
+}
+
 // completedOnce waits for the evaluation to complete and for no evaluation
 // to be left unacked, and checks the job runs exactly one allocation (a
 // re-run placed nothing twice).
