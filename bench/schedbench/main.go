@@ -16,6 +16,7 @@ func main() {
 	flag.IntVar(&o.Jobs, "jobs", 0, "service jobs to submit (default from -scenario)")
 	flag.IntVar(&o.Count, "count", 0, "allocations per job (default from -scenario)")
 	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss (explicit -nodes/-jobs/-count override it)")
+	flag.IntVar(&o.Submitters, "submitters", 0, "concurrent HTTP job registrations (default from -scenario: 64 for tiny, else 16)")
 	flag.StringVar(&o.Addr, "addr", "", "HTTP address of an existing server (default: start one)")
 	flag.StringVar(&o.RPCAddr, "rpc", "", "with -addr: the server's RPC address")
 	flag.IntVar(&o.ServerPID, "server-pid", 0, "with -addr: the server's pid, for its CPU and RSS")
@@ -61,6 +62,7 @@ func main() {
 func applyScenario(o *options, name string) error {
 	var n, j, c int
 	var lose float64
+	submitters := 16
 	switch name {
 	case "":
 		n, j, c = 1000, 10, 200
@@ -69,7 +71,10 @@ func applyScenario(o *options, name string) error {
 	case "large":
 		n, j, c = 10000, 100, 1000
 	case "tiny":
-		n, j, c = 5000, 10000, 1
+		// Many users or pipelines each submitting one small job: 16
+		// synchronous submitters cap the rate at 16 / (one Raft commit's
+		// latency), a figure of the harness rather than of the server.
+		n, j, c, submitters = 5000, 10000, 1, 64
 	case "nodeloss":
 		n, j, c, lose = 5000, 50, 100, 10
 	default:
@@ -84,6 +89,9 @@ func applyScenario(o *options, name string) error {
 	}
 	if o.Count == 0 {
 		o.Count = c
+	}
+	if o.Submitters == 0 {
+		o.Submitters = submitters
 	}
 	if o.LosePercent == 0 {
 		o.LosePercent = lose

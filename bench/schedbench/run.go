@@ -17,6 +17,7 @@ import (
 // options are the benchmark's inputs (flags).
 type options struct {
 	Nodes, Jobs, Count int
+	Submitters         int    // concurrent HTTP job registrations
 	Addr, RPCAddr      string // an existing server; empty starts one
 	ServerPID          int    // with Addr: the server process, for CPU and RSS
 	Bin                string // prebuilt drover binary; empty builds one
@@ -43,6 +44,7 @@ type result struct {
 	EvalP50Ms         float64 `json:"eval_p50_ms"`
 	EvalP99Ms         float64 `json:"eval_p99_ms"`
 	Evals             int     `json:"evals"`
+	Submitters        int     `json:"submitters"`
 	SubmitSeconds     float64 `json:"submit_seconds"`
 	PlaceSeconds      float64 `json:"place_seconds"`
 	Seconds           float64 `json:"seconds"` // first submit -> every alloc running
@@ -64,7 +66,7 @@ const jobPrefix = "bench-"
 
 // run performs one benchmark. It always returns the figures gathered so far.
 func run(ctx context.Context, o options) (res result, err error) {
-	res = result{Scenario: o.Scenario, Nodes: o.Nodes, Jobs: o.Jobs, Count: o.Count}
+	res = result{Scenario: o.Scenario, Nodes: o.Nodes, Jobs: o.Jobs, Count: o.Count, Submitters: o.Submitters}
 	logf := o.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -150,7 +152,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	}
 	start := time.Now()
 	prof.startCPU(ctx)
-	if err := submit(ctx, c, o.Jobs, o.Count); err != nil {
+	if err := submit(ctx, c, o.Jobs, o.Count, o.Submitters); err != nil {
 		return res, err
 	}
 	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
@@ -233,12 +235,12 @@ func benchJob(i, count int) *api.Job {
 	return job
 }
 
-// submit registers the jobs through the HTTP API, 16 at a time.
-func submit(ctx context.Context, c *api.Client, jobs, count int) error {
+// submit registers the jobs through the HTTP API, submitters at a time.
+func submit(ctx context.Context, c *api.Client, jobs, count, submitters int) error {
 	work := make(chan int)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
-	for w := 0; w < min(16, jobs); w++ {
+	for w := 0; w < max(1, min(submitters, jobs)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
