@@ -106,7 +106,7 @@ func (l *Listener) handle(conn net.Conn) {
 		l.raft.handoff(conn)
 	case ProtoMultiplex:
 		cfg := yamuxConfig()
-		sess, err := yamux.Server(conn, cfg)
+		sess, err := yamux.Server(newFrameConn(conn), cfg)
 		if err != nil {
 			conn.Close()
 			return

@@ -62,7 +62,7 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 		conn.Close()
 		return nil, err
 	}
-	sess, err := yamux.Client(conn, yamuxConfig())
+	sess, err := yamux.Client(newFrameConn(conn), yamuxConfig())
 	if err != nil {
 		conn.Close()
 		return nil, err
