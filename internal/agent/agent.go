@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/heapfloor"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
 	"github.com/drover-project/drover/internal/structs"
@@ -38,8 +39,10 @@ type Agent struct {
 	httpSrv *http.Server
 	inmem   *metrics.InmemSink
 
-	tmpDirs  []string
-	shutdown sync.Once
+	tmpDirs []string
+	// heapFloor paces the GC of a server process (nil when off).
+	heapFloor *heapfloor.Tuner
+	shutdown  sync.Once
 }
 
 // New builds an agent from a merged, validated configuration and starts it.
@@ -131,6 +134,11 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	a.server = srv
+	floor := heapfloor.DefaultFloor()
+	if c.Server.GCHeapFloorMB != nil {
+		floor = uint64(*c.Server.GCHeapFloorMB) << 20
+	}
+	a.heapFloor = heapfloor.Start(floor)
 	return nil
 }
 
@@ -250,6 +258,7 @@ func (a *Agent) Shutdown() error {
 			}
 		}
 		a.pool.Shutdown()
+		a.heapFloor.Stop()
 		for _, d := range a.tmpDirs {
 			os.RemoveAll(d)
 		}

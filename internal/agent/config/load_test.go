@@ -31,6 +31,7 @@ func checkFull(t *testing.T, c *Config) {
 	eq("server.heartbeat_grace", c.Server.HeartbeatGrace, 30*time.Second)
 	eq("server.max_heartbeats_per_second", c.Server.MaxHeartbeatsPerSecond, 25.5)
 	eq("server.num_schedulers", *c.Server.NumSchedulers, 4)
+	eq("server.gc_heap_floor_mb", *c.Server.GCHeapFloorMB, 256)
 	eq("server.enabled_schedulers", c.Server.EnabledSchedulers, []string{"service", "batch"})
 	eq("server.server_join.retry_join", c.Server.ServerJoin.RetryJoin, []string{"10.0.0.6", "10.0.0.7"})
 	eq("server.server_join.retry_interval", c.Server.ServerJoin.RetryInterval, 15*time.Second)

@@ -153,6 +153,8 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"bad ports", "client {\n enabled = true\n min_dynamic_port = 40000\n max_dynamic_port = 30000\n}", "dynamic port range"},
 		{"bad log level", "log_level = \"LOUD\"", "log_level \"LOUD\""},
 		{"relative data_dir", "data_dir = \"rel\"", "absolute"},
+		{"heap floor off", "server { gc_heap_floor_mb = 0 }", ""},
+		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

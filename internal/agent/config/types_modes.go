@@ -12,6 +12,7 @@ type ServerConfig struct {
 	RaftProtocol              int                   `hcl:"raft_protocol"`
 	RaftMultiplier            *int                  `hcl:"raft_multiplier"`
 	NumSchedulers             *int                  `hcl:"num_schedulers"`
+	GCHeapFloorMB             *int                  `hcl:"gc_heap_floor_mb"` // Drover: see internal/heapfloor; 0 turns it off
 	EnabledSchedulers         []string              `hcl:"enabled_schedulers"`
 	NodeGCThreshold           time.Duration         `hcl:"node_gc_threshold"`
 	JobGCInterval             time.Duration         `hcl:"job_gc_interval"`

@@ -79,6 +79,9 @@ func (s *ServerConfig) validate() []error {
 	if s.NumSchedulers != nil && *s.NumSchedulers < 0 {
 		bad("server.num_schedulers", "server.num_schedulers must not be negative")
 	}
+	if s.GCHeapFloorMB != nil && *s.GCHeapFloorMB < 0 {
+		bad("server.gc_heap_floor_mb", "server.gc_heap_floor_mb must not be negative (0 turns the floor off)")
+	}
 	if s.MaxHeartbeatsPerSecond < 0 {
 		bad("server.max_heartbeats_per_second", "server.max_heartbeats_per_second must be positive")
 	}

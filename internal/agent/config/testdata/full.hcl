@@ -29,6 +29,7 @@ server {
   min_heartbeat_ttl = "15s"
   max_heartbeats_per_second = 25.5
   num_schedulers   = 4
+  gc_heap_floor_mb = 256
   enabled_schedulers = ["service", "batch"]
   job_gc_threshold = "2h"
   encrypt          = "pUqJrVyVRj5jsiYEkM/tFQYfWyJIv4s3XkvDwy7Cu5s="
