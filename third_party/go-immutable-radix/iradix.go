@@ -3,8 +3,6 @@ package iradix
 import (
 	"bytes"
 	"strings"
-
-	"github.com/hashicorp/golang-lru/simplelru"
 )
 
 const (
@@ -17,6 +15,14 @@ const (
 	// also be bounded in a similar way.
 	defaultModifiedCache = 8192
 )
+
+// maxTrackedChannels is how many mutated nodes a transaction tracks before
+// it falls back to the slow notify algorithm (a walk of both whole trees).
+// Drover: raised from defaultModifiedCache; a plan entry of a few thousand
+// placements passed 8,192 in one index, and walking an index of 100,000
+// keys cost far more than a larger set. A variable so that tests can reach
+// the slow path.
+var maxTrackedChannels = 1 << 18
 
 // Tree implements an immutable radix tree. This can be treated as a
 // Dictionary abstract data type. The main advantage over a standard
@@ -56,12 +62,14 @@ type Txn struct {
 	// transaction.
 	size int
 
-	// writable is a cache of writable nodes that have been created during
+	// writable is the set of writable nodes that have been created during
 	// the course of the transaction. This allows us to re-use the same
 	// nodes for further writes and avoid unnecessary copies of nodes that
-	// have never been exposed outside the transaction. This will only hold
-	// up to defaultModifiedCache number of entries.
-	writable *simplelru.LRU
+	// have never been exposed outside the transaction. (Drover: a plain set
+	// for the transaction's life instead of an LRU of defaultModifiedCache
+	// entries: an entry is a pointer, and an evicted node was copied again
+	// on its next write.)
+	writable map[*Node]struct{}
 
 	// trackChannels is used to hold channels that need to be notified to
 	// signal mutation of the tree. This will only hold up to
@@ -117,7 +125,7 @@ func (t *Txn) trackChannel(ch *mutateCh) {
 
 	// If this would overflow the state we reject it and set the flag (since
 	// we aren't tracking everything that's required any longer).
-	if len(t.trackChannels) >= defaultModifiedCache {
+	if len(t.trackChannels) >= maxTrackedChannels {
 		// Mark that we are in the overflow state
 		t.trackOverflow = true
 
@@ -144,11 +152,7 @@ func (t *Txn) trackChannel(ch *mutateCh) {
 func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// Ensure the writable set exists.
 	if t.writable == nil {
-		lru, err := simplelru.NewLRU(defaultModifiedCache, nil)
-		if err != nil {
-			panic(err)
-		}
-		t.writable = lru
+		t.writable = make(map[*Node]struct{})
 	}
 
 	// If this node has already been modified, we can continue to use it
@@ -156,7 +160,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// a node update since the node is writable, but if this is for a leaf
 	// update we track it, in case the initial write to this node didn't
 	// update the leaf.
-	if _, ok := t.writable.Get(n); ok {
+	if _, ok := t.writable[n]; ok {
 		if t.trackMutate && forLeafUpdate && n.leaf != nil {
 			t.trackChannel(&n.leaf.mutateCh)
 		}
@@ -190,7 +194,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	}
 
 	// Mark this node as writable.
-	t.writable.Add(nc, nil)
+	t.writable[nc] = struct{}{}
 	return nc
 }
 

@@ -1228,6 +1228,8 @@ func TestTrackMutate_GetWatch(t *testing.T) {
 }
 
 func TestTrackMutate_HugeTxn(t *testing.T) {
+	defer func(n int) { maxTrackedChannels = n }(maxTrackedChannels)
+	maxTrackedChannels = defaultModifiedCache
 	r := New()
 
 	keys := []string{
