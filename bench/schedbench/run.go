@@ -125,13 +125,27 @@ func run(ctx context.Context, o options) (res result, err error) {
 	serverCPU0, _ := procCPU(pid)
 	selfCPU0 := selfCPU()
 	stats0 := ns.Stats()
-	defer func() {
+	// CPU is counted up to the moment every allocation runs (cpuDone):
+	// the reads of every allocation and evaluation that follow, for the
+	// report, are the harness's, not the scheduling's. RSS is read at the
+	// very end, so it includes them (the conservative figure).
+	var serverCPU, nodesimCPU float64
+	cpuDone := func() {
 		if pid > 0 {
 			cpu, _ := procCPU(pid)
-			res.ServerCPUSeconds = round(cpu-serverCPU0, 2)
+			serverCPU = cpu - serverCPU0
+		}
+		nodesimCPU = selfCPU() - selfCPU0
+	}
+	defer func() {
+		if nodesimCPU == 0 {
+			cpuDone()
+		}
+		if pid > 0 {
+			res.ServerCPUSeconds = round(serverCPU, 2)
 			res.ServerRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
 		}
-		res.NodesimCPUSeconds = round(selfCPU()-selfCPU0, 2)
+		res.NodesimCPUSeconds = round(nodesimCPU, 2)
 		st := ns.Stats()
 		res.NodesimRPCErrors = st.RPCErrors
 		res.NodesimPulls = st.Pulls - stats0.Pulls
@@ -173,6 +187,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	if err != nil {
 		return res, fmt.Errorf("waiting for %d running: %w (placed %d, running %d)", want, err, sum.placed, sum.running)
 	}
+	cpuDone()
 	res.Seconds = round(time.Since(start).Seconds(), 3)
 	if ack := ns.Stats().LastRunningAck; ack > 0 {
 		// The last running update the server acknowledged is the precise end.
