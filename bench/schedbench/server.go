@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,6 +104,16 @@ func (s *server) stop() {
 func newAPIClient(addr string) (*api.Client, error) {
 	conf := api.DefaultConfig()
 	conf.Address = addr
+	// The api package's default transport keeps GOMAXPROCS+1 idle
+	// connections per host: with more concurrent submitters than that,
+	// every other registration opened (and the server accepted) a new TCP
+	// connection. Keep one per submitter, as separate clients would.
+	conf.HttpClient = &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}}
 	return api.NewClient(conf)
 }
 
