@@ -2,7 +2,6 @@ package structs
 
 import (
 	"cmp"
-	"iter"
 	"maps"
 	"slices"
 	"unique"
@@ -34,7 +33,7 @@ import (
 // like the reflection path:
 //
 //   - maps are written in key order when the handle is Canonical
-//     (codecMapRange): the state store compares job specs by their canonical
+//     (codecSortedKeys): the state store compares job specs by their canonical
 //     encoding, and tests compare states so;
 //   - string map keys are interned when the handle has InternString set
 //     (codecMapKey): entryHandle interns the keys of decoded Raft entries,
@@ -47,19 +46,14 @@ import (
 //
 //go:generate go run github.com/drover-project/drover/tools/structsgen
 
-// codecMapRange ranges over m, in key order when canonical is set (the order
-// the reflection encoder sorts string keys in), else in Go's map order.
-func codecMapRange[M ~map[K]V, K cmp.Ordered, V any](m M, canonical bool) iter.Seq2[K, V] {
+// codecSortedKeys returns m's keys in the order the reflection encoder
+// sorts them in, when canonical is set and there are several; else nil
+// (the generated encoder then ranges over m in Go's order).
+func codecSortedKeys[M ~map[K]V, K cmp.Ordered, V any](m M, canonical bool) []K {
 	if !canonical || len(m) < 2 {
-		return maps.All(m)
+		return nil
 	}
-	return func(yield func(K, V) bool) {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if !yield(k, m[k]) {
-				return
-			}
-		}
-	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // codecMapKey returns a decoded map key: b is only valid until the decoder

@@ -78868,7 +78868,12 @@ func (x codecSelfer1978) encMapstringPtrtoTaskState(v map[string]*TaskState, e *
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79256,7 +79261,12 @@ func (x codecSelfer1978) encMapstringstring(v map[string]string, e *codec1978.En
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79337,7 +79347,12 @@ func (x codecSelfer1978) encMapstringint(v map[string]int, e *codec1978.Encoder)
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79414,7 +79429,12 @@ func (x codecSelfer1978) encMapstringPtrtoResources(v map[string]*Resources, e *
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79502,7 +79522,12 @@ func (x codecSelfer1978) encMapstringfloat64(v map[string]float64, e *codec1978.
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79779,9 +79804,9 @@ func (x codecSelfer1978) encSliceallocWire(v []allocWire, e *codec1978.Encoder) 
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteArrayStart(len(v))
-	for _, yyv1 := range v {
+	for yyi1 := range v {
 		r.WriteArrayElem()
-		yy2 := &yyv1
+		yy2 := &v[yyi1]
 		yy2.CodecEncodeSelf(e)
 	}
 	r.WriteArrayEnd()
@@ -79873,7 +79898,12 @@ func (x codecSelfer1978) encMapstringuint64(v map[string]uint64, e *codec1978.En
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -79950,7 +79980,12 @@ func (x codecSelfer1978) encMapstringPtrtoDeploymentState(v map[string]*Deployme
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -80038,7 +80073,12 @@ func (x codecSelfer1978) encMapstringPtrtoAllocMetric(v map[string]*AllocMetric,
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -80126,7 +80166,12 @@ func (x codecSelfer1978) encMapstringbool(v map[string]bool, e *codec1978.Encode
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -80843,7 +80888,12 @@ func (x codecSelfer1978) encMapstringPtrtoapi_VolumeRequest(v map[string]*pkg1_a
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -81151,7 +81201,12 @@ func (x codecSelfer1978) encMapstringInterface(v map[string]interface{}, e *code
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -82010,7 +82065,12 @@ func (x codecSelfer1978) encMapstringSlicePtrtoapi_ScalingEvent(v map[string][]*
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -82907,7 +82967,12 @@ func (x codecSelfer1978) encMapstringSliceNodeNetworkAddress(v map[string][]Node
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -82994,9 +83059,9 @@ func (x codecSelfer1978) encSliceNodeNetworkAddress(v []NodeNetworkAddress, e *c
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteArrayStart(len(v))
-	for _, yyv1 := range v {
+	for yyi1 := range v {
 		r.WriteArrayElem()
-		yy2 := &yyv1
+		yy2 := &v[yyi1]
 		yy2.CodecEncodeSelf(e)
 	}
 	r.WriteArrayEnd()
@@ -83088,7 +83153,12 @@ func (x codecSelfer1978) encMapstringPtrtobitmap(v map[string]*bitmap, e *codec1
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83176,7 +83246,12 @@ func (x codecSelfer1978) encofferSet(v offerSet, e *codec1978.Encoder) {
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83363,7 +83438,12 @@ func (x codecSelfer1978) encMapstringPtrtoapi_DriverInfo(v map[string]*pkg1_api.
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83461,7 +83541,12 @@ func (x codecSelfer1978) encMapstringPtrtoapi_HostVolumeInfo(v map[string]*pkg1_
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83559,7 +83644,12 @@ func (x codecSelfer1978) encMapstringPtrtoapi_HostNetworkInfo(v map[string]*pkg1
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83657,7 +83747,12 @@ func (x codecSelfer1978) encMapstringSlicePtrtoAllocation(v map[string][]*Alloca
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -83744,7 +83839,12 @@ func (x codecSelfer1978) encMapstringPtrtoTGExplain(v map[string]*TGExplain, e *
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -84042,9 +84142,9 @@ func (x codecSelfer1978) encSlicePort(v []Port, e *codec1978.Encoder) {
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteArrayStart(len(v))
-	for _, yyv1 := range v {
+	for yyi1 := range v {
 		r.WriteArrayElem()
-		yy2 := &yyv1
+		yy2 := &v[yyi1]
 		yy2.CodecEncodeSelf(e)
 	}
 	r.WriteArrayEnd()
@@ -84136,7 +84236,12 @@ func (x codecSelfer1978) encMapstringPtrtoAllocatedTaskResources(v map[string]*A
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -84224,7 +84329,12 @@ func (x codecSelfer1978) encMapstringPtrtoapi_TaskLifecycle(v map[string]*pkg1_a
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {
@@ -84528,9 +84638,9 @@ func (x codecSelfer1978) encAllocatedPorts(v AllocatedPorts, e *codec1978.Encode
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteArrayStart(len(v))
-	for _, yyv1 := range v {
+	for yyi1 := range v {
 		r.WriteArrayElem()
-		yy2 := &yyv1
+		yy2 := &v[yyi1]
 		yy2.CodecEncodeSelf(e)
 	}
 	r.WriteArrayEnd()
@@ -85642,7 +85752,12 @@ func (x codecSelfer1978) encMapstringTaskGroupSummary(v map[string]TaskGroupSumm
 	z, r := codec1978.GenHelperEncoder(e)
 	_, _, _ = h, z, r
 	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {
+	yyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0
+	for yyk1, yyv1 := range v {
+		if yyks1 != nil { // Canonical: the same number of entries, in key order
+			yyk1, yyi1 = yyks1[yyi1], yyi1+1
+			yyv1 = v[yyk1]
+		}
 		r.WriteMapElemKey()
 		if false {
 		} else {

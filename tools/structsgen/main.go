@@ -43,13 +43,27 @@ var rewrites = []struct {
 		why: "maps in key order when the handle is Canonical",
 		all: regexp.MustCompile(`(?m)^.*for yyk[0-9]+, yyv[0-9]+ := range .*$`),
 		old: "\tfor yyk1, yyv1 := range v {\n",
-		new: "\tfor yyk1, yyv1 := range codecMapRange(v, z.EncBasicHandle().Canonical) {\n",
+		new: "\tyyks1, yyi1 := codecSortedKeys(v, z.EncBasicHandle().Canonical), 0\n" +
+			"\tfor yyk1, yyv1 := range v {\n" +
+			"\t\tif yyks1 != nil { // Canonical: the same number of entries, in key order\n" +
+			"\t\t\tyyk1, yyi1 = yyks1[yyi1], yyi1+1\n" +
+			"\t\t\tyyv1 = v[yyk1]\n" +
+			"\t\t}\n",
 	},
 	{
 		why: "string map keys interned when the handle has InternString",
 		all: regexp.MustCompile(`(?m)^.*yymk[0-9]+ = \(string\)\(r\.DecodeString\(\)\).*$`),
 		old: "\t\t\t\tyymk1 = (string)(r.DecodeString())\n",
 		new: "\t\t\t\tyymk1 = codecMapKey(z.DecBasicHandle().InternString, r.DecodeStringAsBytes())\n",
+	},
+	// A slice of structs: the element was copied to a loop variable whose
+	// address the generated code takes, which moved it to the heap, one
+	// allocation per element. Its address in the slice does as well.
+	{
+		why: "slice elements encoded in place",
+		all: regexp.MustCompile(`(?m)^.*r\.WriteArrayElem\(\)\n.*yy[0-9]+ := &yyv[0-9]+$`),
+		old: "\tfor _, yyv1 := range v {\n\t\tr.WriteArrayElem()\n\t\tyy2 := &yyv1\n",
+		new: "\tfor yyi1 := range v {\n\t\tr.WriteArrayElem()\n\t\tyy2 := &v[yyi1]\n",
 	},
 	// A struct's field names: z.StringView copies the bytes into a new
 	// string in this version of the codec (no unsafe), one allocation per
