@@ -10,7 +10,7 @@ import "github.com/drover-project/drover/internal/structs"
 // which is most of the simulator's decoding work.
 type allocsAnswer struct {
 	Allocs []*wireAlloc
-	structs.QueryMeta
+	wireQueryMeta
 }
 
 // pullAnswer is what a simulated node decodes of a Node.GetClientAllocs
@@ -20,7 +20,15 @@ type allocsAnswer struct {
 type pullAnswer struct {
 	Allocs  map[string]uint64
 	Changed []*wireAlloc
-	structs.QueryMeta
+	wireQueryMeta
+}
+
+// wireQueryMeta is the part of structs.QueryMeta the simulator uses. The
+// answers must not embed structs.QueryMeta itself: its generated codec
+// methods would be promoted to them, and the codec would then decode a
+// whole answer as a QueryMeta (skipping the allocations).
+type wireQueryMeta struct {
+	Index uint64
 }
 
 // wireAlloc is the part of a structs.Allocation the simulator uses.
