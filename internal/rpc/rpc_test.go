@@ -12,55 +12,66 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-type Echo struct{}
+// Echo answers calls; a call with Hold set waits until held is closed,
+// as a blocking query holds its call.
+type Echo struct{ held chan struct{} }
 
 type EchoArgs struct {
-	Msg   string
-	Delay time.Duration
-	Fail  int
+	Msg  string
+	Hold bool
+	Fail int
 }
 
 type EchoReply struct{ Msg string }
 
-func (Echo) Say(args *EchoArgs, reply *EchoReply) error {
+func (e Echo) Say(args *EchoArgs, reply *EchoReply) error {
 	if args.Fail != 0 {
 		return structs.NewErrCoded(args.Fail, "failed: %s", args.Msg)
 	}
-	time.Sleep(args.Delay) // simulates a blocking query holding the call
+	if args.Hold {
+		<-e.held
+	}
 	reply.Msg = "echo " + args.Msg
 	return nil
 }
 
 func startServer(t *testing.T) (*Listener, *RaftLayer) {
+	l, rl, _ := startHoldingServer(t)
+	return l, rl
+}
+
+// startHoldingServer also returns the channel that releases held calls.
+func startHoldingServer(t *testing.T) (*Listener, *RaftLayer, chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := rpc.NewServer()
-	if err := srv.RegisterName("Echo", Echo{}); err != nil {
+	held := make(chan struct{})
+	if err := srv.RegisterName("Echo", Echo{held: held}); err != nil {
 		t.Fatal(err)
 	}
 	rl := NewRaftLayer(ln.Addr())
 	l := NewListener(ln, srv, rl, nil)
 	go l.Serve()
 	t.Cleanup(func() { l.Close() })
-	return l, rl
+	return l, rl, held
 }
 
 func TestPoolConcurrentCallsShareOneSession(t *testing.T) {
-	l, _ := startServer(t)
+	l, _, held := startHoldingServer(t)
 	p := NewPool(time.Second)
 	defer p.Shutdown()
 
-	// A slow call must not hold up fast ones on the same session.
+	// A call held by the server must not hold up others on the session:
+	// they all complete while it is still held.
 	slow := make(chan error, 1)
 	go func() {
 		var r EchoReply
-		slow <- p.Call(l.Addr().String(), "Echo.Say", &EchoArgs{Msg: "slow", Delay: 500 * time.Millisecond}, &r)
+		slow <- p.Call(l.Addr().String(), "Echo.Say", &EchoArgs{Msg: "slow", Hold: true}, &r)
 	}()
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i := 0; i < 50; i++ {
 		wg.Add(1)
 		go func() {
@@ -71,10 +82,26 @@ func TestPoolConcurrentCallsShareOneSession(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
-	if time.Since(start) > 400*time.Millisecond {
-		t.Errorf("fast calls waited behind the slow one: %v", time.Since(start))
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		close(held)
+		t.Fatal("calls waited behind the held one")
 	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the held call returned before it was released: %v", err)
+	default:
+	}
+	p.mu.Lock()
+	sessions := len(p.conns)
+	p.mu.Unlock()
+	if sessions != 1 {
+		t.Errorf("%d sessions, want one", sessions)
+	}
+	close(held)
 	if err := <-slow; err != nil {
 		t.Fatal(err)
 	}
