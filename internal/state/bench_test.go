@@ -85,3 +85,112 @@ func BenchmarkAllocWrites(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/alloc")
 	})
 }
+
+// BenchmarkNodeAllocReads times the per-node reads that follow client
+// status updates in the steady fill (5,000 nodes of 10 allocations): each
+// round a client batch (untimed) moves one allocation on each of 100 nodes
+// between pending and running, then those 100 nodes are read as a
+// scheduling pass reads them (live allocations and their usage, through
+// one reader of a fresh snapshot) or as their clients pull (the whole map
+// with the changed allocations). "pull/unchanged" pulls 100 nodes nothing
+// wrote since their last pull.
+func BenchmarkNodeAllocReads(b *testing.B) {
+	const nodes, perNode, touched = 5000, 10, 100
+	setup := func(b *testing.B) (*StateStore, []string, []string, uint64) {
+		s, _, allocIDs, idx := benchStore(b, nodes, perNode)
+		nodeIDs := make([]string, nodes)
+		for n := range nodeIDs {
+			a, err := s.AllocByID(nil, allocIDs[n])
+			if err != nil || a == nil {
+				b.Fatal("alloc missing", err)
+			}
+			nodeIDs[n] = a.NodeID
+		}
+		// Every node read once: what a scheduling pass leaves behind.
+		read := s.LiveAllocsByNodeReader()
+		for _, n := range nodeIDs {
+			la, err := read(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			la.Usage()
+			if _, err := s.NodeClientAllocs(n, 0, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return s, nodeIDs, allocIDs, idx
+	}
+	// update writes round i's client batch: allocation (i*touched+j) mod
+	// the total, one on each of touched consecutive nodes.
+	update := func(b *testing.B, s *StateStore, allocIDs []string, i int, idx uint64) []string {
+		status := structs.AllocClientStatusRunning
+		if (i*touched/len(allocIDs))%2 == 1 {
+			status = structs.AllocClientStatusPending
+		}
+		updates := make([]*structs.Allocation, touched)
+		for j := range updates {
+			updates[j] = &structs.Allocation{ID: allocIDs[(i*touched+j)%len(allocIDs)], ClientStatus: status}
+		}
+		if err := s.UpdateAllocsFromClient(idx, updates); err != nil {
+			b.Fatal(err)
+		}
+		var ids []string
+		for j := 0; j < touched; j++ {
+			ids = append(ids, updates[j].ID)
+		}
+		return ids
+	}
+	nodeOf := func(nodeIDs []string, i, j int) string { return nodeIDs[(i*touched+j)%nodes] }
+
+	b.Run("sched/after-client-update", func(b *testing.B) {
+		s, nodeIDs, allocIDs, idx := setup(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			update(b, s, allocIDs, i, idx)
+			idx++
+			b.StartTimer()
+			snap, _ := s.Snapshot()
+			read := snap.LiveAllocsByNodeReader()
+			for j := 0; j < touched; j++ {
+				la, err := read(nodeOf(nodeIDs, i, j))
+				if err != nil {
+					b.Fatal(err)
+				}
+				la.Usage()
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
+	})
+	b.Run("pull/after-client-update", func(b *testing.B) {
+		s, nodeIDs, allocIDs, idx := setup(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			update(b, s, allocIDs, i, idx)
+			idx++
+			b.StartTimer()
+			for j := 0; j < touched; j++ {
+				if _, err := s.NodeClientAllocs(nodeOf(nodeIDs, i, j), idx-2, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
+	})
+	b.Run("pull/unchanged", func(b *testing.B) {
+		s, nodeIDs, _, idx := setup(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < touched; j++ {
+				if _, err := s.NodeClientAllocs(nodeOf(nodeIDs, i, j), idx-1, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
+	})
+}
