@@ -56,7 +56,7 @@ type nodeAllocs struct {
 	// all are the allocations in index order: the live ones by ID, then
 	// the terminal ones by ID; live is the live prefix.
 	all  []*structs.Allocation
-	live *LiveAllocs
+	live LiveAllocs
 
 	// pull is the client's view (alloc ID -> AllocModifyIndex), built on
 	// first use or carried over by a write that left it unchanged.
@@ -77,7 +77,9 @@ func newNodeAllocs(version <-chan struct{}, all []*structs.Allocation) *nodeAllo
 	for n < len(all) && !all[n].TerminalStatus() {
 		n++
 	}
-	return &nodeAllocs{version: version, all: all, live: &LiveAllocs{Allocs: all[:n:n]}}
+	v := &nodeAllocs{version: version, all: all}
+	v.live.Allocs = all[:n:n]
+	return v
 }
 
 func (v *nodeAllocs) clientView() *nodePull {
@@ -175,7 +177,7 @@ func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, 
 		if err != nil {
 			return nil, err
 		}
-		return v.live, nil
+		return &v.live, nil
 	}
 }
 
@@ -241,9 +243,15 @@ func (m *nodeAllocsMemo) prepare(txn *memdb.Txn) []nodeAllocsUpdate {
 			touch(after.NodeID, allocChange{after: after})
 		}
 	}
+	olds := make([]*nodeAllocs, len(order))
+	m.mu.Lock()
+	for i, nodeID := range order {
+		olds[i] = m.byNode[nodeID]
+	}
+	m.mu.Unlock()
 	var out []nodeAllocsUpdate
-	for _, nodeID := range order {
-		old := m.get(nodeID)
+	for i, nodeID := range order {
+		old := olds[i]
 		if old == nil || !old.current() {
 			continue
 		}
@@ -263,10 +271,24 @@ func (m *nodeAllocsMemo) prepare(txn *memdb.Txn) []nodeAllocsUpdate {
 
 // deriveNodeAllocs applies changes (all of one node, each allocation at
 // most once) to old's allocations; nil if they do not fit old (never
-// expected: then the node is left to readers).
+// expected: then the node is left to readers). Each change costs a binary
+// search in its segment (live or terminal, each by ID) and a copy of the
+// slice's tail: the index order is kept without sorting.
 func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
-	all := slices.Clone(old.all)
-	resort := false
+	all := make([]*structs.Allocation, len(old.all), len(old.all)+len(changes))
+	copy(all, old.all)
+	nLive := len(old.live.Allocs)
+	// find returns where id sorts in the live or terminal segment.
+	find := func(id string, live bool) (int, bool) {
+		lo, hi := nLive, len(all)
+		if live {
+			lo, hi = 0, nLive
+		}
+		i, ok := slices.BinarySearchFunc(all[lo:hi], id, func(a *structs.Allocation, id string) int {
+			return strings.Compare(a.ID, id)
+		})
+		return lo + i, ok
+	}
 	sameUsage, addUsage := true, true // usage unchanged; or only live allocations added
 	samePull := true
 	for _, c := range changes {
@@ -282,8 +304,8 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 			samePull = false
 		}
 		if c.before != nil {
-			i := slices.IndexFunc(all, func(a *structs.Allocation) bool { return a.ID == c.before.ID })
-			if i < 0 {
+			i, ok := find(c.before.ID, liveBefore)
+			if !ok || all[i] != c.before {
 				return nil
 			}
 			if c.after != nil && liveBefore == liveAfter {
@@ -291,24 +313,23 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 				continue
 			}
 			all = slices.Delete(all, i, i+1)
+			if liveBefore {
+				nLive--
+			}
 		}
 		if c.after != nil {
-			all = append(all, c.after)
-			resort = true
+			i, ok := find(c.after.ID, liveAfter)
+			if ok {
+				return nil
+			}
+			all = slices.Insert(all, i, c.after)
+			if liveAfter {
+				nLive++
+			}
 		}
 	}
-	if resort {
-		slices.SortFunc(all, func(a, b *structs.Allocation) int {
-			if ta, tb := a.TerminalStatus(), b.TerminalStatus(); ta != tb {
-				if ta {
-					return 1
-				}
-				return -1
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
-	}
-	next := newNodeAllocs(nil, all)
+	next := &nodeAllocs{all: all}
+	next.live.Allocs = all[:nLive:nLive]
 	if u := old.live.usage.Load(); u != nil {
 		switch {
 		case sameUsage:

@@ -273,7 +273,7 @@ func TestNodeAllocsMemo_ClientUpdateKeepsUsage(t *testing.T) {
 
 	must(t, s.UpdateAllocsFromClient(11, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning}}))
 	entry := s.nodeAllocs.get("n1")
-	if entry == nil || !entry.current() || entry.live == before {
+	if entry == nil || !entry.current() || &entry.live == before {
 		t.Fatal("the client update did not leave a current memo entry of its own")
 	}
 	if entry.live.usage.Load() != before.usage.Load() {
@@ -284,7 +284,7 @@ func TestNodeAllocsMemo_ClientUpdateKeepsUsage(t *testing.T) {
 	}
 	after, err := s.LiveAllocsByNodeReader()("n1")
 	must(t, err)
-	if after != entry.live {
+	if after != &entry.live {
 		t.Fatal("the scheduler's read after a client update missed the memo")
 	}
 	if after.Usage() != usage {
