@@ -208,7 +208,7 @@ type allocChange struct{ before, after *structs.Allocation }
 // they are added to it); the pull view when no AllocModifyIndex changed
 // and no allocation came or went. Anything else is computed when first
 // read, from the entry's slice.
-func (m *nodeAllocsMemo) prepare(txn *memdb.Txn) []nodeAllocsUpdate {
+func (m *nodeAllocsMemo) prepare(db txnDB, txn *memdb.Txn) []nodeAllocsUpdate {
 	if m == nil {
 		return nil
 	}
@@ -227,7 +227,7 @@ func (m *nodeAllocsMemo) prepare(txn *memdb.Txn) []nodeAllocsUpdate {
 		}
 		byNode[nodeID] = append(cs, c)
 	}
-	for _, c := range txn.Changes() {
+	for _, c := range db.changes(txn) {
 		if c.Table != tableAllocs {
 			continue
 		}
@@ -369,7 +369,7 @@ func (m *nodeAllocsMemo) publish(updates []nodeAllocsUpdate) {
 // commitAllocs commits a write transaction that changed allocations,
 // keeping the memo's entries of the touched nodes current.
 func (s *StateStore) commitAllocs(txn *memdb.Txn) {
-	updates := s.nodeAllocs.prepare(txn)
+	updates := s.nodeAllocs.prepare(s.db, txn)
 	txn.Commit()
 	s.nodeAllocs.publish(updates)
 }
