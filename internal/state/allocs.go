@@ -113,19 +113,26 @@ type ClientPull struct {
 	// Node is the node; nil if unknown (then nothing else is read).
 	Node *structs.Node
 	// Allocs maps each of the node's allocations to its AllocModifyIndex.
+	// It is shared by every pull of the same version of the node's
+	// allocations: read it, never modify it.
 	Allocs map[string]uint64
 	// Index is the node's pull index: the newest AllocModifyIndex, or the
 	// last deletion of one of its allocations if later. Only server-side
 	// changes move it (see NodeAllocsWatchCh).
 	Index uint64
 	// Changed are the allocations whose AllocModifyIndex is above the
-	// changedAfter the read was asked for (none if not asked).
+	// changedAfter the read was asked for (none if not asked), in index
+	// order.
 	Changed []*structs.Allocation
 }
 
 // NodeClientAllocs reads a client's pull for nodeID; with withChanged it
 // also returns the allocations changed after changedAfter (the client's
 // previous pull index), so the client need not fetch them separately.
+// The node's allocations come from the store's per-node memo (see
+// nodeAllocsMemo), which the alloc writes keep current: a pull costs the
+// node lookup, one prefix seek that checks the memo's version, and a walk
+// of the memoised slice for the changed allocations.
 func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withChanged bool) (ClientPull, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
@@ -136,7 +143,7 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 	if raw == nil {
 		return ClientPull{}, nil
 	}
-	pull := ClientPull{Node: raw.(*structs.Node), Allocs: map[string]uint64{}}
+	pull := ClientPull{Node: raw.(*structs.Node)}
 	deleted, err := txn.First(tableIndex, "id", nodeAllocsDeletedKey(nodeID))
 	if err != nil {
 		return ClientPull{}, fmt.Errorf("state: index lookup: %w", err)
@@ -144,16 +151,18 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 	if deleted != nil {
 		pull.Index = deleted.(*IndexEntry).Value
 	}
-	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
+	v, err := s.nodeAllocs.read(txn, nodeID)
 	if err != nil {
-		return ClientPull{}, fmt.Errorf("state: allocs lookup: %w", err)
+		return ClientPull{}, err
 	}
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		a := raw.(*structs.Allocation)
-		pull.Allocs[a.ID] = a.AllocModifyIndex
-		pull.Index = max(pull.Index, a.AllocModifyIndex)
-		if withChanged && a.AllocModifyIndex > changedAfter {
-			pull.Changed = append(pull.Changed, a)
+	cv := v.clientView()
+	pull.Allocs = cv.modify
+	pull.Index = max(pull.Index, cv.max)
+	if withChanged && cv.max > changedAfter {
+		for _, a := range v.all {
+			if a.AllocModifyIndex > changedAfter {
+				pull.Changed = append(pull.Changed, a)
+			}
 		}
 	}
 	return pull, nil
@@ -219,7 +228,7 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitAllocs(txn)
 	return nil
 }
 
@@ -437,7 +446,7 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
 		return nil, err
 	}
-	txn.Commit()
+	s.commitAllocs(txn)
 	return freed, nil
 }
 

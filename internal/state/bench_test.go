@@ -49,39 +49,171 @@ func benchStore(b *testing.B, nodes, perNode int) (*StateStore, *structs.Job, []
 // BenchmarkAllocWrites times the two writes every placement costs the
 // state store in the steady fill: its insert by a plan (a batch of 1,000)
 // and a client's status update (a batch of 100), into a store of 5,000
-// nodes and 50,000 allocations.
+// nodes and 50,000 allocations. The "warm" variants place on the store's
+// nodes after reading every node once, as a scheduling pass and the
+// clients' pulls do, so each write also keeps the touched nodes' memo
+// entries current (nodeAllocsMemo.prepare).
 func BenchmarkAllocWrites(b *testing.B) {
-	b.Run("place/batch=1000", func(b *testing.B) {
-		s, job, allocIDs, idx := benchStore(b, 5000, 10)
+	for _, warm := range []bool{false, true} {
+		suffix := ""
+		if warm {
+			suffix = "/warm"
+		}
+		b.Run("place/batch=1000"+suffix, func(b *testing.B) {
+			s, job, allocIDs, idx := benchStore(b, 5000, 10)
+			nodeOf := func(k int) string { return allocIDs[k%len(allocIDs)][:8] }
+			if warm {
+				nodeIDs := warmNodeAllocs(b, s, allocIDs, 5000)
+				nodeOf = func(k int) string { return nodeIDs[k%len(nodeIDs)] }
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				allocs := make([]*structs.Allocation, 1000)
+				for j := range allocs {
+					allocs[j] = mockAlloc(uuid.NewString(), nodeOf(i*1000+j), job)
+				}
+				if err := s.UpsertAllocs(idx, allocs); err != nil {
+					b.Fatal(err)
+				}
+				idx++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/alloc")
+		})
+		b.Run("client/batch=100"+suffix, func(b *testing.B) {
+			s, _, allocIDs, idx := benchStore(b, 5000, 10)
+			if warm {
+				warmNodeAllocs(b, s, allocIDs, 5000)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				updates := make([]*structs.Allocation, 100)
+				for j := range updates {
+					updates[j] = &structs.Allocation{ID: allocIDs[(i*100+j)%len(allocIDs)], ClientStatus: structs.AllocClientStatusRunning,
+						ClientDescription: fmt.Sprint("update ", i)}
+				}
+				if err := s.UpdateAllocsFromClient(idx, updates); err != nil {
+					b.Fatal(err)
+				}
+				idx++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/alloc")
+		})
+	}
+}
+
+// warmNodeAllocs returns the IDs of benchStore's nodes (allocIDs[n] is on
+// the n-th) after reading each node once as a scheduling pass (live
+// allocations and usage) and its client's pull do.
+func warmNodeAllocs(b *testing.B, s *StateStore, allocIDs []string, nodes int) []string {
+	nodeIDs := make([]string, nodes)
+	for n := range nodeIDs {
+		a, err := s.AllocByID(nil, allocIDs[n])
+		if err != nil || a == nil {
+			b.Fatal("alloc missing", err)
+		}
+		nodeIDs[n] = a.NodeID
+	}
+	read := s.LiveAllocsByNodeReader()
+	for _, n := range nodeIDs {
+		la, err := read(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		la.Usage()
+		if _, err := s.NodeClientAllocs(n, 0, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return nodeIDs
+}
+
+// BenchmarkNodeAllocReads times the per-node reads that follow client
+// status updates in the steady fill (5,000 nodes of 10 allocations): each
+// round a client batch (untimed) moves one allocation on each of 100 nodes
+// between pending and running, then those 100 nodes are read as a
+// scheduling pass reads them (live allocations and their usage, through
+// one reader of a fresh snapshot) or as their clients pull (the whole map
+// with the changed allocations). "pull/unchanged" pulls 100 nodes nothing
+// wrote since their last pull.
+func BenchmarkNodeAllocReads(b *testing.B) {
+	const nodes, perNode, touched = 5000, 10, 100
+	setup := func(b *testing.B) (*StateStore, []string, []string, uint64) {
+		s, _, allocIDs, idx := benchStore(b, nodes, perNode)
+		return s, warmNodeAllocs(b, s, allocIDs, nodes), allocIDs, idx
+	}
+	// update writes round i's client batch: allocation (i*touched+j) mod
+	// the total, one on each of touched consecutive nodes.
+	update := func(b *testing.B, s *StateStore, allocIDs []string, i int, idx uint64) []string {
+		status := structs.AllocClientStatusRunning
+		if (i*touched/len(allocIDs))%2 == 1 {
+			status = structs.AllocClientStatusPending
+		}
+		updates := make([]*structs.Allocation, touched)
+		for j := range updates {
+			updates[j] = &structs.Allocation{ID: allocIDs[(i*touched+j)%len(allocIDs)], ClientStatus: status}
+		}
+		if err := s.UpdateAllocsFromClient(idx, updates); err != nil {
+			b.Fatal(err)
+		}
+		var ids []string
+		for j := 0; j < touched; j++ {
+			ids = append(ids, updates[j].ID)
+		}
+		return ids
+	}
+	nodeOf := func(nodeIDs []string, i, j int) string { return nodeIDs[(i*touched+j)%nodes] }
+
+	b.Run("sched/after-client-update", func(b *testing.B) {
+		s, nodeIDs, allocIDs, idx := setup(b)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			allocs := make([]*structs.Allocation, 1000)
-			for j := range allocs {
-				allocs[j] = mockAlloc(uuid.NewString(), allocIDs[(i*1000+j)%len(allocIDs)][:8], job)
-			}
-			if err := s.UpsertAllocs(idx, allocs); err != nil {
-				b.Fatal(err)
-			}
+			b.StopTimer()
+			update(b, s, allocIDs, i, idx)
 			idx++
+			b.StartTimer()
+			snap, _ := s.Snapshot()
+			read := snap.LiveAllocsByNodeReader()
+			for j := 0; j < touched; j++ {
+				la, err := read(nodeOf(nodeIDs, i, j))
+				if err != nil {
+					b.Fatal(err)
+				}
+				la.Usage()
+			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/alloc")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
 	})
-	b.Run("client/batch=100", func(b *testing.B) {
-		s, _, allocIDs, idx := benchStore(b, 5000, 10)
+	b.Run("pull/after-client-update", func(b *testing.B) {
+		s, nodeIDs, allocIDs, idx := setup(b)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			updates := make([]*structs.Allocation, 100)
-			for j := range updates {
-				updates[j] = &structs.Allocation{ID: allocIDs[(i*100+j)%len(allocIDs)], ClientStatus: structs.AllocClientStatusRunning,
-					ClientDescription: fmt.Sprint("update ", i)}
-			}
-			if err := s.UpdateAllocsFromClient(idx, updates); err != nil {
-				b.Fatal(err)
-			}
+			b.StopTimer()
+			update(b, s, allocIDs, i, idx)
 			idx++
+			b.StartTimer()
+			for j := 0; j < touched; j++ {
+				if _, err := s.NodeClientAllocs(nodeOf(nodeIDs, i, j), idx-2, true); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/alloc")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
+	})
+	b.Run("pull/unchanged", func(b *testing.B) {
+		s, nodeIDs, _, idx := setup(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < touched; j++ {
+				if _, err := s.NodeClientAllocs(nodeOf(nodeIDs, i, j), idx-1, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
 	})
 }

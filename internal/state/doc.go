@@ -18,8 +18,12 @@
 //     no clocks, no randomness, no ID generation. The Raft index is passed in.
 //   - Every write bumps the "index" entry of each table it touches. The
 //     read-side memos shared by a store and its snapshots rely on it: the
-//     ready-node list per nodes index (ready_nodes.go) and each node's live
-//     allocations per version of its radix subtree (node_allocs.go).
+//     ready-node list per nodes index (ready_nodes.go) and each node's
+//     allocations per version of its radix subtree (node_allocs.go; the
+//     scheduler's live view and the client pull's view). Alloc writes
+//     commit through commitAllocs, which moves the touched nodes' current
+//     entries on to the new version; a write that does not only costs
+//     readers a miss.
 //
 // It must never do I/O, talk to other servers, or call leader-only services
 // (broker, blocked evals, ...): the FSM does that after a write commits.

@@ -170,6 +170,6 @@ func (s *StateStore) DeleteEval(index uint64, evals, allocs []string) error {
 	if err := refreshJobStatuses(txn, index, jobs, true); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitAllocs(txn)
 	return nil
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -24,9 +25,41 @@ func (d txnDB) Txn(write bool) *memdb.Txn {
 		txn.TrackChanges()
 		// Deferred functions run after the new root is visible, so a woken
 		// reader sees the write that woke it.
-		txn.Defer(func() { d.watch.committed(txn.Changes()) })
+		txn.Defer(func() { d.watch.committed(d.watch.changesOf(txn)) })
 	}
 	return txn
+}
+
+// changes returns the changes of txn, a write transaction of this store
+// about to commit, and keeps them for its deferred nodeWatch call:
+// memdb.Txn.Changes de-duplicates into a fresh map on every call, and the
+// alloc writes' memo hook (nodeAllocsMemo.prepare) reads them too. Nil
+// when changes are not tracked (snapshots never write).
+func (d txnDB) changes(txn *memdb.Txn) memdb.Changes {
+	if d.watch == nil {
+		return nil
+	}
+	cs := txn.Changes()
+	d.watch.last.Store(&txnChanges{txn: txn, changes: cs})
+	return cs
+}
+
+// txnChanges are a write transaction's changes, computed before its commit.
+type txnChanges struct {
+	txn     *memdb.Txn
+	changes memdb.Changes
+}
+
+// changesOf returns txn's changes, computed afresh unless changes kept
+// them. (Deferred functions run after memdb released the writer lock, so
+// the next writer may have replaced them meanwhile; then they are
+// recomputed.)
+func (w *nodeWatch) changesOf(txn *memdb.Txn) memdb.Changes {
+	if p := w.last.Load(); p != nil && p.txn == txn {
+		w.last.CompareAndSwap(p, nil)
+		return p.changes
+	}
+	return txn.Changes()
 }
 
 // nodeWatch wakes a node's parked alloc pull (Node.GetClientAllocs) only
@@ -44,6 +77,10 @@ func (d txnDB) Txn(write bool) *memdb.Txn {
 type nodeWatch struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeWatchEntry
+
+	// last are the changes txnDB.changes computed for the transaction
+	// committing now.
+	last atomic.Pointer[txnChanges]
 }
 
 type nodeWatchEntry struct {

@@ -38,7 +38,7 @@ func (s *StateStore) UpsertPlanResultsBatch(index uint64, reqs []*structs.ApplyP
 	if err := refreshJobStatuses(txn, index, jobs, false); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitAllocs(txn)
 	return nil
 }
 

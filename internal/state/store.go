@@ -25,10 +25,10 @@ type StateStore struct {
 	abandon *abandonCh
 
 	// ready memoises the ready-node list per nodes index (ready_nodes.go)
-	// and liveAllocs each node's live allocations (node_allocs.go); both
-	// are shared with snapshots.
+	// and nodeAllocs each node's allocations (node_allocs.go); both are
+	// shared with snapshots.
 	ready      *readyMemo
-	liveAllocs *liveAllocsMemo
+	nodeAllocs *nodeAllocsMemo
 }
 
 type abandonCh struct {
@@ -49,7 +49,7 @@ func NewStateStore() (*StateStore, error) {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
 	s := &StateStore{db: txnDB{MemDB: db, watch: newNodeWatch()}, abandon: &abandonCh{ch: make(chan struct{})},
-		ready: &readyMemo{}, liveAllocs: &liveAllocsMemo{}}
+		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
@@ -70,7 +70,7 @@ func NewStateStore() (*StateStore, error) {
 // Snapshot returns an O(1) point-in-time view.
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 	return &StateSnapshot{StateStore{db: txnDB{MemDB: s.db.Snapshot()}, abandon: s.abandon, ready: s.ready,
-		liveAllocs: s.liveAllocs}}, nil
+		nodeAllocs: s.nodeAllocs}}, nil
 }
 
 // SnapshotMinIndex waits until the store has applied index, then returns a
