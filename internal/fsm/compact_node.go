@@ -15,7 +15,8 @@ import (
 // node held private decoded copies of all of them. Maps whose keys change
 // are rebuilt (the decoded node is not yet stored; stored nodes are never
 // modified). No value changes. unique holds its values weakly, so strings
-// no node uses any more are collected.
+// no node uses any more are collected. It also records the node's network
+// check (Node.CheckNetwork), which every scheduling pass reads.
 func compactNode(n *structs.Node) {
 	if n == nil {
 		return
@@ -26,6 +27,7 @@ func compactNode(n *structs.Node) {
 	}
 	n.ID = internNodeString(n.ID)
 	n.Name = internNodeString(n.Name)
+	n.CheckNetwork()
 	n.Attributes = internStringMap(n.Attributes, true)
 	n.Meta = internStringMap(n.Meta, false)
 	n.Links = internStringMap(n.Links, false)

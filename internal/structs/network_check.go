@@ -11,6 +11,13 @@ import (
 // Groups that ask for no ports still must not land on such a node, as the
 // plan applier would reject it.
 func NodeNetworkErr(n *Node) error {
+	if n != nil && n.netChecked {
+		return n.netErr
+	}
+	return nodeNetworkErr(n)
+}
+
+func nodeNetworkErr(n *Node) error {
 	if n == nil {
 		return errors.New("network index: nil node")
 	}

@@ -47,3 +47,24 @@ func TestNodeNetworkErr_MatchesSetNode(t *testing.T) {
 		t.Fatalf("only %d invalid cases: the table does not exercise the errors", invalid)
 	}
 }
+
+// CheckNetwork records the answer on the node about to be stored; Copy
+// starts over, so a copy whose networks change is checked again.
+func TestCheckNetworkIsRecordedNotCopied(t *testing.T) {
+	n := &Node{ID: "n1", ReservedResources: &NodeReservedResources{Networks: NodeReservedNetworkResources{ReservedHostPorts: "80,bad"}}}
+	n.CheckNetwork()
+	if NodeNetworkErr(n) == nil {
+		t.Fatal("a broken reserved port spec was recorded as valid")
+	}
+	c := n.Copy()
+	c.ReservedResources.Networks.ReservedHostPorts = "80"
+	if err := NodeNetworkErr(c); err != nil {
+		t.Fatalf("the copy carried the original's answer: %v", err)
+	}
+	// The recorded answer is what is read (stored nodes never change).
+	ok := &Node{ID: "n2"}
+	ok.CheckNetwork()
+	if NodeNetworkErr(ok) != nil {
+		t.Fatal("a node without reserved ports was recorded as invalid")
+	}
+}

@@ -43,6 +43,20 @@ type Node struct {
 	LastAllocUpdateIndex     uint64 `json:"-"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
+
+	// netChecked and netErr hold NodeNetworkErr's answer, recorded by
+	// CheckNetwork before the node is stored (stored nodes are never
+	// modified). Neither is encoded; Copy does not carry them.
+	netChecked bool
+	netErr     error
+}
+
+// CheckNetwork records NodeNetworkErr's answer on n, so that schedulers
+// visiting the node in every pass need not walk its networks again (cold
+// memory: 3% of server CPU). Call it only on a node about to be stored,
+// never on one that is shared.
+func (n *Node) CheckNetwork() {
+	n.netErr, n.netChecked = nodeNetworkErr(n), true
 }
 
 // Drain reports whether a drain strategy is set (JSON compat field).
