@@ -265,28 +265,14 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 // slot (NumSchedulers = 1), several evaluations' plans are in the applier at
 // once, and no more than one evaluation is ever being computed.
 func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
-	var srv atomic.Pointer[Server]
 	held := make(chan struct{}, 16)
 	release := make(chan struct{})
 	var maxSlots atomic.Int32
-	s := testServer(t, func(c *Config) {
-		c.NumSchedulers = 1
-		c.workerRPC = func(method string, args, reply any) error {
-			s := srv.Load()
-			if s == nil {
-				return errors.New("test server not started yet")
-			}
-			if n := int32(len(s.schedSlots)); n > maxSlots.Load() {
-				maxSlots.Store(n)
-			}
-			if method == "Plan.Submit" {
-				held <- struct{}{}
-				<-release
-			}
-			return s.RPC(method, args, reply)
+	s := heldPlansServer(t, func(*structs.Plan) bool { return true }, held, release, func(s *Server) {
+		if n := int32(len(s.schedSlots)); n > maxSlots.Load() {
+			maxSlots.Store(n)
 		}
 	})
-	srv.Store(s)
 	if got := len(s.workers); got != workersPerScheduler {
 		t.Fatalf("%d workers for one scheduler slot, want %d", got, workersPerScheduler)
 	}
@@ -319,24 +305,9 @@ func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
 // holding its slot, so no further evaluation is computed (and kept in
 // memory) meanwhile.
 func TestWorker_LargePlansWaitHoldingTheSlot(t *testing.T) {
-	var srv atomic.Pointer[Server]
 	held := make(chan struct{}, 16)
 	release := make(chan struct{})
-	s := testServer(t, func(c *Config) {
-		c.NumSchedulers = 1
-		c.workerRPC = func(method string, args, reply any) error {
-			s := srv.Load()
-			if s == nil {
-				return errors.New("test server not started yet")
-			}
-			if method == "Plan.Submit" {
-				held <- struct{}{}
-				<-release
-			}
-			return s.RPC(method, args, reply)
-		}
-	})
-	srv.Store(s)
+	s := heldPlansServer(t, func(*structs.Plan) bool { return true }, held, release, nil)
 	testNode(t, s, 1_000_000, 1_000_000)
 	count := maxWaitingPlaced*3/5 + 1 // two plans pass the bound together
 	var evals []string
@@ -376,24 +347,9 @@ func TestWorker_LargePlansWaitHoldingTheSlot(t *testing.T) {
 // dequeued (the start permit's), the rest stay ready in the broker, in its
 // priority order and without nack timers running.
 func TestWorker_IdleWorkersLeaveEvalsInBroker(t *testing.T) {
-	var srv atomic.Pointer[Server]
 	held := make(chan struct{}, 1)
 	release := make(chan struct{})
-	s := testServer(t, func(c *Config) {
-		c.NumSchedulers = 1
-		c.workerRPC = func(method string, args, reply any) error {
-			s := srv.Load()
-			if s == nil {
-				return errors.New("test server not started yet")
-			}
-			if method == "Plan.Submit" && args.(*structs.PlanRequest).Plan.Job.ID == "big" {
-				held <- struct{}{}
-				<-release
-			}
-			return s.RPC(method, args, reply)
-		}
-	})
-	srv.Store(s)
+	s := heldPlansServer(t, func(p *structs.Plan) bool { return p.Job.ID == "big" }, held, release, nil)
 	if len(s.workers) < 8 {
 		t.Fatalf("%d workers: the test needs idle ones", len(s.workers))
 	}
@@ -429,6 +385,33 @@ func TestWorker_IdleWorkersLeaveEvalsInBroker(t *testing.T) {
 			t.Fatalf("eval %s: %s", id, ev.Status)
 		}
 	}
+}
+
+// heldPlansServer starts a server with one scheduler slot whose workers'
+// Plan.Submit calls, for the plans hold picks, signal held and wait until
+// release is closed. observe, if set, sees the server at every worker RPC.
+func heldPlansServer(t *testing.T, hold func(*structs.Plan) bool, held chan<- struct{}, release <-chan struct{}, observe func(*Server)) *Server {
+	t.Helper()
+	var srv atomic.Pointer[Server]
+	s := testServer(t, func(c *Config) {
+		c.NumSchedulers = 1
+		c.workerRPC = func(method string, args, reply any) error {
+			s := srv.Load()
+			if s == nil {
+				return errors.New("test server not started yet")
+			}
+			if observe != nil {
+				observe(s)
+			}
+			if method == "Plan.Submit" && hold(args.(*structs.PlanRequest).Plan) {
+				held <- struct{}{}
+				<-release
+			}
+			return s.RPC(method, args, reply)
+		}
+	})
+	srv.Store(s)
+	return s
 }
 
 // completedOnce waits for the evaluation to complete and for no evaluation
