@@ -31,8 +31,8 @@ type Worker struct {
 	// completions in flight; a send blocks once maxCompletions are.
 	inflight chan struct{}
 
-	holding bool // a scheduler slot (Server.schedSlots)
-	permit  bool // a start permit (Server.startPermits)
+	slot   semHold // a scheduler slot (Server.schedSlots)
+	permit semHold // a start permit (Server.startPermits)
 
 	// set per evaluation
 	eval      *structs.Evaluation
@@ -66,7 +66,8 @@ const maxWaitingPlaced = 1024
 const maxCompletions = 16
 
 func newWorker(s *Server, id int) *Worker {
-	w := &Worker{srv: s, id: id, rpc: s.RPC, inflight: make(chan struct{}, maxCompletions)}
+	w := &Worker{srv: s, id: id, rpc: s.RPC, inflight: make(chan struct{}, maxCompletions),
+		slot: semHold{sem: s.schedSlots}, permit: semHold{sem: s.startPermits}}
 	if s.config.workerRPC != nil {
 		w.rpc = s.config.workerRPC
 	}
@@ -111,49 +112,46 @@ func (w *Worker) run() {
 	}
 }
 
-// takePermit waits for a start permit; false once the server shuts down.
-func (w *Worker) takePermit() bool {
-	if w.srv.startPermits == nil {
+// semHold is a worker's token in one of the server's counting semaphores
+// (a buffered channel: Server.schedSlots, Server.startPermits).
+type semHold struct {
+	sem  chan struct{} // nil: no bound
+	held bool
+}
+
+// take waits for a token unless one is held; false once shutdown closes.
+func (h *semHold) take(shutdown <-chan struct{}) bool {
+	if h.sem == nil || h.held {
 		return true
 	}
 	select {
-	case w.srv.startPermits <- struct{}{}:
-		w.permit = true
+	case h.sem <- struct{}{}:
+		h.held = true
 		return true
-	case <-w.srv.shutdownCh:
+	case <-shutdown:
 		return false
 	}
 }
+
+// give returns the token, if held.
+func (h *semHold) give() {
+	if h.held {
+		h.held = false
+		<-h.sem
+	}
+}
+
+// takePermit waits for a start permit; false once the server shuts down.
+func (w *Worker) takePermit() bool { return w.permit.take(w.srv.shutdownCh) }
 
 // givePermit returns the start permit, if held.
-func (w *Worker) givePermit() {
-	if w.permit {
-		w.permit = false
-		<-w.srv.startPermits
-	}
-}
+func (w *Worker) givePermit() { w.permit.give() }
 
 // acquire takes a scheduler slot; false once the server shuts down.
-func (w *Worker) acquire() bool {
-	if w.srv.schedSlots == nil || w.holding {
-		return true
-	}
-	select {
-	case w.srv.schedSlots <- struct{}{}:
-		w.holding = true
-		return true
-	case <-w.srv.shutdownCh:
-		return false
-	}
-}
+func (w *Worker) acquire() bool { return w.slot.take(w.srv.shutdownCh) }
 
 // release gives the slot back, if held.
-func (w *Worker) release() {
-	if w.holding {
-		w.holding = false
-		<-w.srv.schedSlots
-	}
-}
+func (w *Worker) release() { w.slot.give() }
 
 // waitOff runs fn (a call that waits on the leader) without holding the
 // scheduler slot, and takes a slot again before the scheduler goes on.
