@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -29,18 +30,6 @@ func freshPull(t *testing.T, s *StateStore, nodeID string, changedAfter uint64) 
 		}
 	}
 	return m, index, changed
-}
-
-func samePointers(a, b []*structs.Allocation) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkMemoEntries checks every memo entry that claims to be current
@@ -69,12 +58,12 @@ func checkMemoEntries(t *testing.T, s *StateStore, step string) int {
 			t.Fatalf("%s: %s: memo entry is open but not the node's version", step, id)
 		}
 		all := collectAllocs(iter, nil)
-		if !samePointers(v.all, all) {
+		if !slices.Equal(v.all, all) {
 			t.Fatalf("%s: %s: memo has %v, store %v", step, id, allocIDs(v.all), allocIDs(all))
 		}
 		live, err := s.AllocsByNodeTerminal(nil, id, false)
 		must(t, err)
-		if !samePointers(v.live.Allocs, live) {
+		if !slices.Equal(v.live.Allocs, live) {
 			t.Fatalf("%s: %s: memo's live %v, store %v", step, id, allocIDs(v.live.Allocs), allocIDs(live))
 		}
 		if u := v.live.usage.Load(); u != nil && *u != structs.SumAllocs(live) {
@@ -105,7 +94,7 @@ func checkReads(t *testing.T, snap *StateStore, nodes []string, step string) {
 		must(t, err)
 		want, err := snap.AllocsByNodeTerminal(nil, id, false)
 		must(t, err)
-		if !samePointers(la.Allocs, want) {
+		if !slices.Equal(la.Allocs, want) {
 			t.Fatalf("%s: %s: reader %v, store %v", step, id, allocIDs(la.Allocs), allocIDs(want))
 		}
 		if got, sum := la.Usage(), structs.SumAllocs(want); got != sum {
@@ -118,7 +107,7 @@ func checkReads(t *testing.T, snap *StateStore, nodes []string, step string) {
 			if pull.Node == nil {
 				continue // unregistered node: nothing else is read
 			}
-			if !reflect.DeepEqual(pull.Allocs, m) || pull.Index != index || !samePointers(pull.Changed, changed) {
+			if !reflect.DeepEqual(pull.Allocs, m) || pull.Index != index || !slices.Equal(pull.Changed, changed) {
 				t.Fatalf("%s: %s after %d: pull %v index %d changed %v, store %v index %d changed %v", step, id, after,
 					pull.Allocs, pull.Index, allocIDs(pull.Changed), m, index, allocIDs(changed))
 			}
@@ -416,7 +405,7 @@ func TestNodeAllocsMemo_ConcurrentReadersAndWriters(t *testing.T) {
 						return
 					}
 					want, _ := snap.AllocsByNodeTerminal(nil, id, false)
-					if !samePointers(la.Allocs, want) || la.Usage() != structs.SumAllocs(want) {
+					if !slices.Equal(la.Allocs, want) || la.Usage() != structs.SumAllocs(want) {
 						errs <- fmt.Errorf("%s: reader %v, snapshot %v", id, allocIDs(la.Allocs), allocIDs(want))
 						return
 					}
@@ -426,7 +415,7 @@ func TestNodeAllocsMemo_ConcurrentReadersAndWriters(t *testing.T) {
 						return
 					}
 					all, _ := snap.AllocsByNode(nil, id)
-					if len(pull.Allocs) != len(all) || !samePointers(pull.Changed, all) {
+					if len(pull.Allocs) != len(all) || !slices.Equal(pull.Changed, all) {
 						errs <- fmt.Errorf("%s: pull %v, snapshot %v", id, pull.Allocs, allocIDs(all))
 						return
 					}

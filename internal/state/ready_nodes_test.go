@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -19,18 +20,6 @@ func readyIDs(t *testing.T, s interface {
 	return ids
 }
 
-func sameIDs(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // The ready-node memo follows every node write (status, eligibility,
 // delete, client alloc updates), is shared by snapshots at one index, and
 // an old snapshot keeps seeing its own nodes.
@@ -40,7 +29,7 @@ func TestReadyNodes_FollowsNodeWrites(t *testing.T) {
 		must(t, s.UpsertNode(uint64(10+i), mockNode(id)))
 		must(t, s.UpdateNodeStatus(uint64(20+i), id, structs.NodeStatusReady, 1, nil))
 	}
-	if got := readyIDs(t, s); !sameIDs(got, []string{"n1", "n2", "n3"}) {
+	if got := readyIDs(t, s); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
 		t.Fatalf("ready = %v, want n1 n2 n3 in ID order", got)
 	}
 	snapA, _ := s.Snapshot()
@@ -52,14 +41,14 @@ func TestReadyNodes_FollowsNodeWrites(t *testing.T) {
 	}
 
 	must(t, s.UpdateNodeEligibility(30, "n2", structs.NodeSchedulingIneligible, 2, nil))
-	if got := readyIDs(t, s); !sameIDs(got, []string{"n1", "n3"}) {
+	if got := readyIDs(t, s); !slices.Equal(got, []string{"n1", "n3"}) {
 		t.Fatalf("after ineligible n2: ready = %v", got)
 	}
-	if got := readyIDs(t, snapA); !sameIDs(got, []string{"n1", "n2", "n3"}) {
+	if got := readyIDs(t, snapA); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
 		t.Fatalf("old snapshot sees %v, want its own n1 n2 n3", got)
 	}
 	must(t, s.UpdateNodeStatus(31, "n3", structs.NodeStatusDown, 3, nil))
-	if got := readyIDs(t, s); !sameIDs(got, []string{"n1"}) {
+	if got := readyIDs(t, s); !slices.Equal(got, []string{"n1"}) {
 		t.Fatalf("after n3 down: ready = %v", got)
 	}
 	must(t, s.DeleteNode(32, []string{"n1"}))
