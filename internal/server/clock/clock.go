@@ -26,6 +26,11 @@ type Clock interface {
 	// AfterFunc calls f in its own goroutine (Real) or from Advance (Fake)
 	// once d has elapsed.
 	AfterFunc(d time.Duration, f func()) Timer
+	// AfterFuncAt calls f once the clock reads at or later. Callers waiting
+	// for an absolute moment use it rather than AfterFunc(at.Sub(Now())):
+	// the clock may move between reading Now and arming the timer, and a
+	// Fake moved by a test in that gap would fire the timer late.
+	AfterFuncAt(at time.Time, f func()) Timer
 }
 
 // Real is the wall clock.
@@ -36,6 +41,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // AfterFunc wraps time.AfterFunc.
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// AfterFuncAt wraps time.AfterFunc with the time left until at.
+func (Real) AfterFuncAt(at time.Time, f func()) Timer { return time.AfterFunc(time.Until(at), f) }
 
 // Fake is a manually advanced clock. The zero value is not usable; use NewFake.
 type Fake struct {
@@ -70,8 +78,20 @@ func (c *Fake) Now() time.Time {
 func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.armLocked(c.now.Add(d), f)
+}
+
+// AfterFuncAt schedules f at the fake time at. A time not after Now() fires
+// on the next Advance (including Advance(0)).
+func (c *Fake) AfterFuncAt(at time.Time, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.armLocked(at, f)
+}
+
+func (c *Fake) armLocked(at time.Time, f func()) *fakeTimer {
 	c.seq++
-	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
+	t := &fakeTimer{c: c, at: at, seq: c.seq, f: f}
 	c.timers[t] = struct{}{}
 	return t
 }

@@ -43,3 +43,25 @@ func TestFakeChainedTimersUseFiringTime(t *testing.T) {
 		t.Fatalf("now = %v", c.Now().Sub(start))
 	}
 }
+
+func TestFakeAfterFuncAtIsAbsolute(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := NewFake(start)
+	var fired time.Duration = -1
+	c.AfterFuncAt(start.Add(10*time.Second), func() { fired = c.Now().Sub(start) })
+	c.Advance(9 * time.Second)
+	if fired != -1 {
+		t.Fatalf("fired early at %v", fired)
+	}
+	c.Advance(time.Second)
+	if fired != 10*time.Second {
+		t.Fatalf("fired at %v, want 10s", fired)
+	}
+	// A moment already past fires on the next Advance, even Advance(0).
+	past := false
+	c.AfterFuncAt(start, func() { past = true })
+	c.Advance(0)
+	if !past {
+		t.Fatal("a past moment did not fire on Advance(0)")
+	}
+}

@@ -635,7 +635,7 @@ func (b *Broker) runDelayed(stop, update chan struct{}) {
 		if b.delayed.Len() > 0 {
 			ch := make(chan struct{})
 			fire = ch
-			t = b.clock.AfterFunc(b.delayed.peek().eval.WaitUntil.Sub(now), func() { close(ch) })
+			t = b.clock.AfterFuncAt(b.delayed.peek().eval.WaitUntil, func() { close(ch) })
 		}
 		b.mu.Unlock()
 		select {

@@ -1,6 +1,8 @@
 package evalbroker
 
 import (
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,8 @@ func (c *captureClock) AfterFunc(_ time.Duration, f func()) clock.Timer {
 	c.fns = append(c.fns, f)
 	return firedTimer{}
 }
+
+func (c *captureClock) AfterFuncAt(_ time.Time, f func()) clock.Timer { return c.AfterFunc(0, f) }
 
 func (c *captureClock) last() func() {
 	c.mu.Lock()
@@ -79,5 +83,79 @@ func TestStaleNackTimerIsIgnored(t *testing.T) {
 	cc.last()()
 	if _, ok := b.Outstanding(e.ID); ok {
 		t.Fatal("current nack timer did not nack")
+	}
+}
+
+// gapClock is a Fake that moves forward by jump right after the delay
+// goroutine reads it, once: the test's Advance landing between the
+// goroutine's Now and its arming of the timer.
+type gapClock struct {
+	*clock.Fake
+	mu     sync.Mutex
+	jump   time.Duration
+	jumped bool
+}
+
+func (c *gapClock) Now() time.Time {
+	now := c.Fake.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.jump > 0 && calledFrom("runDelayed") {
+		c.Fake.Advance(c.jump)
+		c.jump, c.jumped = 0, true
+	}
+	return now
+}
+
+func (c *gapClock) armJump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.jump = d
+}
+
+func (c *gapClock) hasJumped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jumped
+}
+
+// calledFrom reports whether the caller of Now is the named broker method.
+func calledFrom(method string) bool {
+	pc, _, _, ok := runtime.Caller(2)
+	return ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), "."+method)
+}
+
+// A WaitUntil eval is released at its moment even when the clock moves
+// between the delay goroutine reading the time and arming its timer. With
+// a timer armed for "WaitUntil minus the time read", the move made it fire
+// late by the size of the move (seen as a CI flake of TestWaitAndWaitUntil).
+func TestWaitUntilTimerIsAbsolute(t *testing.T) {
+	gc := &gapClock{Fake: clock.NewFake(time.Unix(1_000_000, 0))}
+	cfg := DefaultConfig()
+	cfg.Clock = gc
+	b := New(cfg)
+	b.SetEnabled(true)
+	defer b.SetEnabled(false)
+	start := gc.Fake.Now()
+
+	// Park the delay goroutine on a far timer so the next Now it reads is
+	// the one after the poke below.
+	far := eval("far", "a", 50, 1)
+	far.WaitUntil = start.Add(time.Hour)
+	b.Enqueue(far)
+	eventually(t, "far timer armed", func() bool { return gc.Pending() == 1 })
+
+	gc.armJump(5 * time.Second)
+	u := eval("until", "b", 50, 2)
+	u.WaitUntil = start.Add(10 * time.Second)
+	b.Enqueue(u)
+	eventually(t, "the jump", gc.hasJumped)
+	_ = b.Stats() // the goroutine arms its timer before releasing the lock
+	eventually(t, "timer re-armed", func() bool { return gc.Pending() == 1 })
+
+	gc.Fake.Advance(5 * time.Second) // now start+10s: u is due
+	eventually(t, "WaitUntil release", func() bool { return b.Stats().TotalReady == 1 })
+	if e, _ := mustDequeue(t, b); e.ID != "until" {
+		t.Fatalf("got %s", e.ID)
 	}
 }

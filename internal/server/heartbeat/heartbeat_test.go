@@ -250,6 +250,7 @@ func (c captureClock) AfterFunc(_ time.Duration, f func()) clock.Timer {
 	c.fn(f)
 	return stopper{}
 }
+func (c captureClock) AfterFuncAt(_ time.Time, f func()) clock.Timer { return c.AfterFunc(0, f) }
 
 type stopper struct{}
 

@@ -135,7 +135,7 @@ func (d *Dispatcher) addLocked(job *structs.Job, now time.Time) bool {
 		d.tracked[key] = e
 		heap.Push(&d.queue, e)
 	}
-	d.rearmLocked(now)
+	d.rearmLocked()
 	return true
 }
 
@@ -147,7 +147,7 @@ func (d *Dispatcher) Remove(namespace, id string) {
 		return
 	}
 	d.removeLocked(structs.NamespacedID{Namespace: namespace, ID: id})
-	d.rearmLocked(d.clock.Now())
+	d.rearmLocked()
 }
 
 func (d *Dispatcher) removeLocked(key structs.NamespacedID) {
@@ -236,12 +236,12 @@ func (d *Dispatcher) stopTimerLocked() {
 }
 
 // rearmLocked points the single timer at the earliest launch.
-func (d *Dispatcher) rearmLocked(now time.Time) {
+func (d *Dispatcher) rearmLocked() {
 	d.stopTimerLocked()
 	if !d.enabled || len(d.queue) == 0 {
 		return
 	}
-	d.timer = d.clock.AfterFunc(d.queue[0].next.Sub(now), d.fire)
+	d.timer = d.clock.AfterFuncAt(d.queue[0].next, d.fire)
 }
 
 type due struct {
@@ -270,7 +270,7 @@ func (d *Dispatcher) fire() {
 		e.next = next
 		heap.Fix(&d.queue, e.index)
 	}
-	d.rearmLocked(now)
+	d.rearmLocked()
 	d.mu.Unlock()
 
 	for _, l := range launches {
