@@ -39,11 +39,15 @@ type Context struct {
 	classes     map[string]string
 	explain     *Explain // nil unless a dry run asked why (explain.go)
 
-	// nodes caches each node's allocations in State (ProposedAllocs);
-	// liveAllocs reads them (one read transaction for the pass when the
-	// state offers it).
-	nodes      map[string]*nodeAllocs
+	// nodes caches each node's allocations in State (ProposedAllocs),
+	// keyed by the node object: a snapshot holds one object per node, and
+	// a pointer hashes in a fraction of the time of a 36-byte ID (the
+	// cache is consulted for every node a selection looks at). liveAllocs
+	// reads them (one read transaction for the pass when the state offers
+	// it); slab is the unused rest of the entries allocated together.
+	nodes      map[*structs.Node]*nodeAllocs
 	liveAllocs func(nodeID string) (*state.LiveAllocs, error)
+	slab       []nodeAllocs
 	// pending are score entries of metrics whose maps are built when the
 	// metrics are read (recordScore).
 	pending [maxScoreMeta]pendingScores
@@ -90,6 +94,7 @@ func (c *Context) SetState(s AllocSource, plan *structs.Plan) {
 	c.Plan = plan
 	c.nodes = nil
 	c.liveAllocs = nil
+	c.slab = nil
 }
 
 // ComputedClass returns the node's computed class, computing it (without
@@ -108,11 +113,11 @@ func (c *Context) ComputedClass(n *structs.Node) string {
 }
 
 // ProposedAllocs returns the allocations that will hold resources on the
-// node if the plan commits: existing non-terminal allocs, minus the plan's
+// node n (of the context's state) if the plan commits: existing non-terminal allocs, minus the plan's
 // stops, evictions and updates, plus its placements and updates. The
 // result may be shared with the context's cache: never modify it.
-func (c *Context) ProposedAllocs(nodeID string) ([]*structs.Allocation, error) {
-	u, err := c.proposedUsage(nodeID)
+func (c *Context) ProposedAllocs(n *structs.Node) ([]*structs.Allocation, error) {
+	u, err := c.proposedUsage(n)
 	return u.allocs, err
 }
 
@@ -193,8 +198,8 @@ func usageOf(allocs []*structs.Allocation) proposedUsage {
 	return proposedUsage{allocs: allocs, AllocsUsage: structs.SumAllocs(allocs)}
 }
 
-func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
-	if na, ok := c.nodes[nodeID]; ok {
+func (c *Context) nodeAllocs(n *structs.Node) (*nodeAllocs, error) {
+	if na, ok := c.nodes[n]; ok {
 		return na, nil
 	}
 	if c.liveAllocs == nil {
@@ -206,28 +211,36 @@ func (c *Context) nodeAllocs(nodeID string) (*nodeAllocs, error) {
 			c.liveAllocs = r.LiveAllocsByNodeReader()
 		}
 	}
-	live, err := c.liveAllocs(nodeID)
+	live, err := c.liveAllocs(n.ID)
 	if err != nil {
 		return nil, err
 	}
+	if len(c.slab) == 0 {
+		// A large evaluation reads thousands of nodes: entries are
+		// allocated in chunks that grow with the cache (16, the dozen
+		// nodes of one selection, at first; at most 256).
+		c.slab = make([]nodeAllocs, min(256, max(16, len(c.nodes))))
+	}
+	na := &c.slab[0]
+	c.slab = c.slab[1:]
 	// The sums are shared by every pass that finds the node's
 	// allocations unchanged.
-	base := &nodeBase{existing: live.Allocs, usage: live.Usage()}
-	na := &nodeAllocs{nodeBase: *base}
+	na.existing, na.usage = live.Allocs, live.Usage()
 	if c.nodes == nil {
 		// A selection looks at a dozen or more nodes (log2 of the
 		// cluster): start with room for them.
-		c.nodes = make(map[string]*nodeAllocs, 16)
+		c.nodes = make(map[*structs.Node]*nodeAllocs, 16)
 	}
-	c.nodes[nodeID] = na
+	c.nodes[n] = na
 	return na, nil
 }
 
-func (c *Context) proposedUsage(nodeID string) (proposedUsage, error) {
-	na, err := c.nodeAllocs(nodeID)
+func (c *Context) proposedUsage(n *structs.Node) (proposedUsage, error) {
+	na, err := c.nodeAllocs(n)
 	if err != nil {
 		return proposedUsage{}, err
 	}
+	nodeID := n.ID
 	var updates, preempted, placed []*structs.Allocation
 	if c.Plan != nil {
 		updates = c.Plan.NodeUpdate[nodeID]

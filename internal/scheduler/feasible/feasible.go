@@ -303,7 +303,7 @@ func (d *DistinctHostsIterator) Next() *structs.Node {
 		if n == nil || (!d.jobDistint && !d.tgDistinct) {
 			return n
 		}
-		proposed, err := d.ctx.ProposedAllocs(n.ID)
+		proposed, err := d.ctx.ProposedAllocs(n)
 		if err != nil {
 			d.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
 			continue

@@ -207,7 +207,7 @@ func TestProposedAllocs(t *testing.T) {
 	plan := &structs.Plan{NodeUpdate: map[string][]*structs.Allocation{"n": {stopping}},
 		NodeAllocation: map[string][]*structs.Allocation{"n": {{ID: "new", NodeID: "n"}}}}
 	ctx := NewContext(allocState{"n": {existing, stopping, done}}, plan, nil, 1, 1)
-	got, err := ctx.ProposedAllocs("n")
+	got, err := ctx.ProposedAllocs(&structs.Node{ID: "n"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestBinPack_PlainFitMatchesIndexed(t *testing.T) {
 	}
 	outcomes := map[string]int{}
 	for _, n := range nodes {
-		u, err := ctx.proposedUsage(n.ID)
+		u, err := ctx.proposedUsage(n)
 		if err != nil {
 			t.Fatal(err)
 		}

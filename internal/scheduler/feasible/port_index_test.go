@@ -45,7 +45,7 @@ func TestPortIndex_KeptForPassMatchesFresh(t *testing.T) {
 	seen := map[int]bool{20001: true}
 	placed, compared := 0, 0
 	for trial := 0; trial < 12; trial++ {
-		u, err := ctx.proposedUsage("n1")
+		u, err := ctx.proposedUsage(n)
 		if err != nil {
 			t.Fatal(err)
 		}

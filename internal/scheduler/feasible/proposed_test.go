@@ -31,7 +31,8 @@ func referenceProposed(st *testState, plan *structs.Plan, nodeID string) []*stru
 // scheduler makes to the plan: placements, stops, stops taken back,
 // evictions and in-place updates.
 func TestProposedUsage_FollowsPlan(t *testing.T) {
-	st := newTestState(sizedNode("n1", 8000, 8000, 0))
+	node := sizedNode("n1", 8000, 8000, 0)
+	st := newTestState(node)
 	for i := 0; i < 12; i++ {
 		st.allocs = append(st.allocs, sizedAlloc(fmt.Sprintf("e%02d", i), "n1", 100, 100, structs.AllocClientStatusRunning))
 	}
@@ -40,7 +41,7 @@ func TestProposedUsage_FollowsPlan(t *testing.T) {
 	ctx := NewContext(st, plan, nil, 1, 1)
 	check := func(step string) {
 		t.Helper()
-		u, err := ctx.proposedUsage("n1")
+		u, err := ctx.proposedUsage(node)
 		if err != nil {
 			t.Fatal(err)
 		}

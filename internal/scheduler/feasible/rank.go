@@ -214,7 +214,7 @@ func (b *BinPackIterator) Reset() { b.source.Reset() }
 
 func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	n := opt.Node
-	u, err := b.ctx.proposedUsage(n.ID)
+	u, err := b.ctx.proposedUsage(n)
 	if err != nil {
 		b.ctx.Logger.Error("failed to read proposed allocs", "node_id", n.ID, "error", err)
 		return false
