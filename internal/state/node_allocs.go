@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -25,6 +26,10 @@ type LiveAllocs struct {
 	// over by the write that derived these allocations from others whose
 	// sum it already had (nodeAllocsMemo.prepare).
 	usage atomic.Pointer[structs.AllocsUsage]
+
+	// groups are the allocations' groups once CountGroup first needed
+	// them, in Allocs' order.
+	groups atomic.Pointer[[]unique.Handle[AllocGroup]]
 }
 
 // Usage sums the allocations (what they hold on the node), computed once

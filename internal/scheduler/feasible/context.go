@@ -163,6 +163,7 @@ func (u *proposedUsage) networkErr(n *structs.Node) error {
 type nodeBase struct {
 	existing []*structs.Allocation
 	usage    structs.AllocsUsage
+	live     *state.LiveAllocs // existing's, with memoised group counts
 }
 
 // listMark identifies the state of a plan list that is only appended to
@@ -191,6 +192,11 @@ type proposedUsage struct {
 	// for it when allocs was combined (zero: the plan has none).
 	node *nodeAllocs
 	at   [3]listMark
+
+	// exact says allocs are node's existing allocations followed by
+	// extra (the plan's placements there) with none removed.
+	exact bool
+	extra []*structs.Allocation
 }
 
 // usageOf sums allocs from scratch.
@@ -225,7 +231,7 @@ func (c *Context) nodeAllocs(n *structs.Node) (*nodeAllocs, error) {
 	c.slab = c.slab[1:]
 	// The sums are shared by every pass that finds the node's
 	// allocations unchanged.
-	na.existing, na.usage = live.Allocs, live.Usage()
+	na.existing, na.usage, na.live = live.Allocs, live.Usage(), live
 	if c.nodes == nil {
 		// A selection looks at a dozen or more nodes (log2 of the
 		// cluster): start with room for them.
@@ -248,7 +254,7 @@ func (c *Context) proposedUsage(n *structs.Node) (proposedUsage, error) {
 		placed = c.Plan.NodeAllocation[nodeID]
 	}
 	if len(updates)+len(preempted)+len(placed) == 0 {
-		return proposedUsage{allocs: na.existing, AllocsUsage: na.usage, node: na}, nil
+		return proposedUsage{allocs: na.existing, AllocsUsage: na.usage, node: na, exact: true}, nil
 	}
 	at := [3]listMark{markOf(updates), markOf(preempted), markOf(placed)}
 	if at == na.planAt {
@@ -300,6 +306,7 @@ func (na *nodeAllocs) combine(updates, preempted, placed []*structs.Allocation) 
 		}
 		u.Remove(a)
 	}
+	u.exact, u.extra = len(out) == len(na.existing), placed
 	u.allocs = append(out, placed...)
 	for _, a := range placed {
 		u.Add(a)

@@ -3,7 +3,9 @@ package feasible
 import (
 	"math"
 	"strings"
+	"unique"
 
+	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -37,6 +39,12 @@ type RankedNode struct {
 	// Preempted are the allocations that must be evicted for the
 	// placement to fit; empty when it fits as things are.
 	Preempted []*structs.Allocation
+
+	// live and extra are Proposed as the node's allocations in state
+	// (their group counts memoised) followed by the plan's placements,
+	// when Proposed is exactly that (live nil otherwise).
+	live  *state.LiveAllocs
+	extra []*structs.Allocation
 
 	// plainTasks: TaskResources are built by BinPackIterator.complete
 	// once the option is chosen; offers (one per group network) become
@@ -237,6 +245,9 @@ func (b *BinPackIterator) fit(opt *RankedNode) bool {
 	opt.offers = f.offers
 	opt.Shared = f.shared
 	opt.Proposed = f.proposed
+	if opt.Preempted == nil && u.exact {
+		opt.live, opt.extra = u.node.live, u.extra
+	}
 	opt.addScore("binpack", fitScore(n.Comparable(), f.used, b.algorithm))
 	if f.deviceScore != 0 {
 		opt.addScore("devices", f.deviceScore)
@@ -579,6 +590,10 @@ type JobAntiAffinityIterator struct {
 	source RankIterator
 	job    *structs.Job
 	tg     *structs.TaskGroup
+
+	// group is the handle of tg's group (of job), computed for groupOf.
+	group   unique.Handle[state.AllocGroup]
+	groupOf *structs.TaskGroup
 }
 
 // Next scores the next option.
@@ -588,7 +603,15 @@ func (j *JobAntiAffinityIterator) Next() *RankedNode {
 		return nil
 	}
 	collisions := 0
-	for _, a := range opt.Proposed {
+	proposed := opt.Proposed
+	if opt.live != nil {
+		if j.groupOf != j.tg {
+			j.group = state.GroupOf(&structs.Allocation{Namespace: j.job.Namespace, JobID: j.job.ID, TaskGroup: j.tg.Name})
+			j.groupOf = j.tg
+		}
+		collisions, proposed = opt.live.CountGroup(j.group), opt.extra
+	}
+	for _, a := range proposed {
 		if a.JobID == j.job.ID && a.Namespace == j.job.Namespace && a.TaskGroup == j.tg.Name {
 			collisions++
 		}

@@ -116,7 +116,7 @@ func (s *Stack) SetJob(job *structs.Job) {
 	s.binpack.priority = job.Priority
 	s.affinity.SetJob(job)
 	s.spread.SetJob(job)
-	s.anti.job = job
+	s.anti.job, s.anti.groupOf = job, nil
 	s.pool = job.NodePool
 	if s.pool == "" {
 		s.pool = structs.DefaultNodePool
