@@ -115,8 +115,22 @@ type FeasibilityIterator struct {
 	tgCheckers []Checker
 	tgEscaped  bool
 
+	// last is the outcome for the class of the previous node, while
+	// neither the job's nor the group's checks escape the class memo:
+	// nodes of one class come in runs (a cluster has a few classes), and
+	// comparing the class with the last one costs less than the memo's
+	// map lookups for every node a selection looks at.
+	last lastClass
+
 	// wrap, when set, wraps every checker built (tests count calls).
 	wrap func(Checker) Checker
+}
+
+// lastClass is a class and its job-and-group outcome (valid: computed).
+type lastClass struct {
+	valid bool
+	class string
+	st    classStatus
 }
 
 func (f *FeasibilityIterator) checker(c Checker) Checker {
@@ -133,7 +147,7 @@ func NewFeasibilityIterator(ctx *Context, source NodeIterator) *FeasibilityItera
 
 // SetJob sets the job whose constraints apply.
 func (f *FeasibilityIterator) SetJob(job *structs.Job) {
-	f.job = job
+	f.job, f.tg, f.last = job, nil, lastClass{}
 	f.jobCheckers = []Checker{f.checker(&constraintChecker{ctx: f.ctx, cons: job.Constraints})}
 	f.jobEscaped = false
 	for _, c := range job.Constraints {
@@ -147,8 +161,14 @@ func (f *FeasibilityIterator) SetJob(job *structs.Job) {
 }
 
 // SetTaskGroup sets the group whose drivers and constraints apply.
+//
+// Every selection sets its group; setting the group already set keeps the
+// checkers built for it (they depend on the group alone).
 func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
-	f.tg = tg
+	if tg == f.tg && f.tgCheckers != nil {
+		return
+	}
+	f.tg, f.last = tg, lastClass{}
 	cons := append([]*structs.Constraint(nil), tg.Constraints...)
 	var drivers []string
 	seen := map[string]bool{}
@@ -184,17 +204,27 @@ func (f *FeasibilityIterator) Next() *structs.Node {
 		if n == nil {
 			return nil
 		}
-		class := f.ctx.ComputedClass(n)
-		if ok, reason := f.checkJob(n, class); !ok {
-			f.ctx.filterNode(n, reason)
-			continue
-		}
-		if ok, reason := f.checkGroup(n, class); !ok {
+		if ok, reason := f.check(n, f.ctx.ComputedClass(n)); !ok {
 			f.ctx.filterNode(n, reason)
 			continue
 		}
 		return n
 	}
+}
+
+// check runs the job's and then the group's checks on n, of the class.
+func (f *FeasibilityIterator) check(n *structs.Node, class string) (bool, string) {
+	if f.last.valid && class == f.last.class {
+		return f.last.st.eligible, f.last.st.reason
+	}
+	ok, reason := f.checkJob(n, class)
+	if ok {
+		ok, reason = f.checkGroup(n, class)
+	}
+	if !f.jobEscaped && !f.tgEscaped {
+		f.last = lastClass{valid: true, class: class, st: classStatus{eligible: ok, reason: reason}}
+	}
+	return ok, reason
 }
 
 // Reset resets the source.

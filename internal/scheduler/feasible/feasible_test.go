@@ -273,3 +273,53 @@ func TestNotReadyReasonMatchesReadyNodes(t *testing.T) {
 		}
 	}
 }
+
+// The outcome kept for the previous node's class answers only nodes of
+// that class, and a new job or group starts over.
+func TestFeasibilityLastClassFollowsRunsAndChanges(t *testing.T) {
+	node := func(id, kernel string) *structs.Node {
+		n := testNode()
+		n.ID, n.Attributes = id, map[string]string{"kernel.name": kernel}
+		n.ComputeClass()
+		return n
+	}
+	nodes := []*structs.Node{node("a1", "linux"), node("a2", "linux"), node("b1", "windows"),
+		node("a3", "linux"), node("b2", "windows"), node("b3", "windows")}
+	run := func(f *FeasibilityIterator) string {
+		out := ""
+		for n := f.Next(); n != nil; n = f.Next() {
+			out += n.ID + " "
+		}
+		return out
+	}
+	ctx := NewContext(allocState{}, &structs.Plan{}, nil, 1, 1)
+	f := NewFeasibilityIterator(ctx, NewSourceIterator(ctx, nodes))
+	f.SetJob(&structs.Job{Constraints: []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}}})
+	tg := &structs.TaskGroup{Name: "g"}
+	f.SetTaskGroup(tg)
+	got := run(f)
+	if got != "a1 a2 a3 " {
+		t.Fatalf("linux job: %q", got)
+	}
+	if m := ctx.Metrics(); m.NodesFiltered != 3 || m.ConstraintFiltered["${attr.kernel.name} = linux"] != 3 {
+		t.Fatalf("metrics = %+v", m)
+	}
+
+	// Another group of the job: its own outcomes. (A context serves one
+	// job: its class memo is the job's.)
+	kernel := func(name, k string) *structs.TaskGroup {
+		return &structs.TaskGroup{Name: name, Constraints: []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: k}}}
+	}
+	ctx2 := NewContext(allocState{}, &structs.Plan{}, nil, 1, 1)
+	f2 := NewFeasibilityIterator(ctx2, NewSourceIterator(ctx2, nodes))
+	f2.SetJob(&structs.Job{})
+	f2.SetTaskGroup(kernel("l", "linux"))
+	if n := f2.Next(); n == nil || n.ID != "a1" {
+		t.Fatalf("linux group: %v", n)
+	}
+	f2.SetTaskGroup(kernel("w", "windows"))
+	f2.Reset()
+	if got := run(f2); got != "b1 b2 b3 " {
+		t.Fatalf("windows group after a linux one: %q", got)
+	}
+}
