@@ -396,6 +396,13 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 		if existing == nil || existing.Job == nil {
 			continue
 		}
+		failed := upd.ClientStatus == structs.AllocClientStatusFailed && existing.ClientStatus != structs.AllocClientStatusFailed &&
+			!existing.ServerTerminalStatus() && existing.FollowupEvalID == ""
+		if !failed && existing.ClientStatus != structs.AllocClientStatusUnknown {
+			// Most updates (pending -> running, a task's events) need no
+			// evaluation: skip the job lookup.
+			continue
+		}
 		job, err := st.JobByID(nil, existing.Namespace, existing.JobID)
 		if err != nil {
 			return err
@@ -403,8 +410,7 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 		switch {
 		case job == nil || job.Stop:
 			// nothing to reschedule
-		case upd.ClientStatus == structs.AllocClientStatusFailed && existing.ClientStatus != structs.AllocClientStatusFailed &&
-			!existing.ServerTerminalStatus() && existing.FollowupEvalID == "":
+		case failed:
 			evals = append(evals, &structs.Evaluation{ID: newID(), Namespace: existing.Namespace,
 				Priority: job.Priority, Type: job.Type, TriggeredBy: structs.EvalTriggerRetryFailedAlloc,
 				JobID: existing.JobID, JobModifyIndex: job.JobModifyIndex, Status: structs.EvalStatusPending,
