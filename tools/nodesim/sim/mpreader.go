@@ -146,8 +146,33 @@ const (
 
 var errNeverUsed = errors.New("msgpack: invalid code 0xc1")
 
-// skip reads past one value, however nested, without recursion.
+// skip reads past one value, however nested, without recursion: at once if
+// the read buffer holds all of it, else header by header.
 func (r *mpReader) skip() {
+	if !r.skipBuffered() {
+		r.skipStream()
+	}
+}
+
+// skipBuffered skips the next value if the read buffer holds all of it.
+func (r *mpReader) skipBuffered() bool {
+	if r.ioErr != nil {
+		return false
+	}
+	if r.r.Buffered() == 0 {
+		r.r.Peek(1) // fill the buffer; an error is met again by skipStream
+	}
+	buf, _ := r.r.Peek(r.r.Buffered())
+	n, ok := skipLen(buf)
+	if ok {
+		r.r.Discard(n)
+		r.started = true
+	}
+	return ok
+}
+
+// skipStream skips the next value reading it header by header.
+func (r *mpReader) skipStream() {
 	for pending := uint64(1); pending > 0 && r.ioErr == nil; pending-- {
 		b := r.readByte()
 		switch {

@@ -98,8 +98,9 @@ func testReader(b []byte, bufSize int) *mpReader {
 func TestMPReaderSkipsEveryFormat(t *testing.T) {
 	for name, v := range mpValues() {
 		for _, size := range []int{16, 64 << 10} {
-			r := testReader(mp(v, v, 0x2a), size)
+			r := testReader(mp(v, v, v, 0x2a), size)
 			r.skip()
+			r.skipStream() // header by header, whatever the buffer holds
 			r.skip()
 			if got := r.readUint(); got != 42 || r.done() != nil {
 				t.Errorf("%s (buffer %d): after skipping, read %d, err %v", name, size, got, r.done())
@@ -125,11 +126,31 @@ func TestMPReaderSkipsGoMsgpackValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		buf.WriteByte(0x2a)
-		r := testReader(buf.Bytes(), 16)
-		r.skip()
-		if got := r.readUint(); got != 42 || r.done() != nil {
-			t.Errorf("%T: after skipping, read %d, err %v", v, got, r.done())
+		for _, size := range []int{16, 1 << 20} { // header by header; from the buffer
+			r := testReader(buf.Bytes(), size)
+			r.skip()
+			if got := r.readUint(); got != 42 || r.done() != nil {
+				t.Errorf("%T (buffer %d): after skipping, read %d, err %v", v, size, got, r.done())
+			}
 		}
+	}
+}
+
+// skipLen must find the end of every format, and never claim a value a
+// buffer holds only part of.
+func TestSkipLen(t *testing.T) {
+	for name, v := range mpValues() {
+		if n, ok := skipLen(mp(v, 0x2a)); !ok || n != len(v) {
+			t.Errorf("%s: skipLen = %d, %v; want %d", name, n, ok, len(v))
+		}
+		for i := 0; i < len(v); i++ {
+			if n, ok := skipLen(v[:i]); ok {
+				t.Fatalf("%s: skipLen of %d of %d bytes = %d, true", name, i, len(v), n)
+			}
+		}
+	}
+	if _, ok := skipLen(mp(0x91, 0xc1)); ok {
+		t.Error("skipLen accepted 0xc1")
 	}
 }
 
