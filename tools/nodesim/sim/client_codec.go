@@ -97,8 +97,8 @@ func (c *clientCodec) ReadResponseBody(body any) error {
 		b.decodeMsgpack(c.mp)
 		return c.mp.done()
 	}
-	if err := c.mp.done(); c.mp.ioErr != nil {
-		return err
+	if c.mp.ioErr != nil {
+		return c.mp.ioErr
 	}
 	c.dec.Reset(c.br)
 	return c.dec.Decode(body)
