@@ -19,6 +19,7 @@ type Pool struct {
 	mu      sync.Mutex
 	conns   map[string]*poolConn
 	timeout time.Duration
+	codec   func(io.ReadWriteCloser) rpc.ClientCodec
 	closed  bool
 }
 
@@ -29,10 +30,21 @@ type poolConn struct {
 
 // NewPool builds a pool; dialTimeout bounds connection setup.
 func NewPool(dialTimeout time.Duration) *Pool {
+	return NewPoolCodec(dialTimeout, nil)
+}
+
+// NewPoolCodec builds a pool whose clients read and write their stream with
+// the codec newCodec returns (nil: NewClientCodec over a read buffer). It
+// lets a caller own how answers are decoded, say to decode a lean view of
+// them, while speaking the same protocol over the same sessions.
+func NewPoolCodec(dialTimeout time.Duration, newCodec func(stream io.ReadWriteCloser) rpc.ClientCodec) *Pool {
 	if dialTimeout == 0 {
 		dialTimeout = 10 * time.Second
 	}
-	return &Pool{conns: map[string]*poolConn{}, timeout: dialTimeout}
+	if newCodec == nil {
+		newCodec = func(stream io.ReadWriteCloser) rpc.ClientCodec { return NewClientCodec(bufferedConn(stream)) }
+	}
+	return &Pool{conns: map[string]*poolConn{}, timeout: dialTimeout, codec: newCodec}
 }
 
 // ErrPoolClosed is returned after Shutdown.
@@ -72,7 +84,7 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 		sess.Close()
 		return nil, err
 	}
-	pc := &poolConn{sess: sess, client: rpc.NewClientWithCodec(NewClientCodec(bufferedConn(stream)))}
+	pc := &poolConn{sess: sess, client: rpc.NewClientWithCodec(p.codec(stream))}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()

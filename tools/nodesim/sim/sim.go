@@ -128,7 +128,7 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{cfg: cfg, sem: make(chan struct{}, cfg.MaxInFlight), stop: make(chan struct{}),
 		rng: rand.New(rand.NewPCG(1, 2))}
 	for i := 0; i < cfg.Conns; i++ {
-		s.pools = append(s.pools, rpc.NewPool(10*time.Second))
+		s.pools = append(s.pools, rpc.NewPoolCodec(10*time.Second, newClientCodec))
 	}
 	s.nodes = make([]*node, cfg.Nodes)
 	for i := range s.nodes {

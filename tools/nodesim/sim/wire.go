@@ -5,9 +5,11 @@ import "github.com/drover-project/drover/internal/structs"
 // allocsAnswer is what a simulated node decodes of an Alloc.GetAllocs answer
 // (structs.AllocsGetResponse): the same bytes arrive over the same RPC as
 // for a real client, but only the fields the simulator acts on are
-// materialised. The msgpack codec matches fields by name and skips the rest
-// (the task configs, resources, constraints... of every allocation's job),
-// which is most of the simulator's decoding work.
+// materialised; the rest (the task configs, resources, constraints... of
+// every allocation's job) is skipped, which is most of the simulator's
+// decoding work. nodesim's codec decodes these answers by hand
+// (answer_decode.go); go-msgpack decodes the same values by reflection,
+// matching fields by name, and the tests hold the two to each other.
 type allocsAnswer struct {
 	Allocs []*wireAlloc
 	wireQueryMeta
