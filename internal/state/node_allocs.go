@@ -66,6 +66,10 @@ type nodeAllocs struct {
 	// pull is the client's view (alloc ID -> AllocModifyIndex), built on
 	// first use or carried over by a write that left it unchanged.
 	pull atomic.Pointer[nodePull]
+
+	// stamp is the range of snapshots these allocations are right for,
+	// by alloc-write number (node_allocs_seq.go).
+	stamp seqRange
 }
 
 // nodePull is what a client pull answers from a node's allocations.
@@ -120,6 +124,14 @@ func (v *nodeAllocs) current() bool {
 type nodeAllocsMemo struct {
 	mu     sync.Mutex
 	byNode map[string]*nodeAllocs
+
+	// lastWrite is the number of the newest write to each node's
+	// allocations; forgotAt the newest number when it was last cleared
+	// (node_allocs_seq.go).
+	lastWrite map[string]uint64
+	forgotAt  uint64
+	// bypassed counts alloc writes that were not numbered (unnumbered).
+	bypassed atomic.Uint64
 }
 
 // maxNodeAllocsMemo bounds the memo (node IDs of deleted nodes linger
@@ -148,6 +160,12 @@ func (m *nodeAllocsMemo) putLocked(nodeID string, v *nodeAllocs) {
 // its entry has the version txn sees, else collected (and memoised).
 // m may be nil (then nothing is memoised).
 func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string) (*nodeAllocs, error) {
+	return m.readAt(txn, nodeID, 0, false)
+}
+
+// readAt is read by a reader that knows the number of txn's newest alloc
+// write (numbered): what it collects is stamped for later readers.
+func (m *nodeAllocsMemo) readAt(txn *memdb.Txn, nodeID string, seq uint64, numbered bool) (*nodeAllocs, error) {
 	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("state: %s lookup: %w", tableAllocs, err)
@@ -161,6 +179,9 @@ func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string) (*nodeAllocs, error
 	}
 	v := newNodeAllocs(version, collectAllocs(iter, nil))
 	m.mu.Lock()
+	if numbered {
+		m.stampLocked(nodeID, v, seq)
+	}
 	m.putLocked(nodeID, v)
 	m.mu.Unlock()
 	return v, nil
@@ -177,8 +198,12 @@ func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string) (*nodeAllocs, error
 func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, error) {
 	txn := s.db.Txn(false)
 	memo := s.nodeAllocs
+	seq := readAllocSeq(txn)
 	return func(nodeID string) (*LiveAllocs, error) {
-		v, err := memo.read(txn, nodeID)
+		if v := memo.fresh(nodeID, seq); v != nil {
+			return &v.live, nil
+		}
+		v, err := memo.readAt(txn, nodeID, seq, true)
 		if err != nil {
 			return nil, err
 		}
@@ -213,14 +238,8 @@ type allocChange struct{ before, after *structs.Allocation }
 // they are added to it); the pull view when no AllocModifyIndex changed
 // and no allocation came or went. Anything else is computed when first
 // read, from the entry's slice.
-func (m *nodeAllocsMemo) prepare(db txnDB, txn *memdb.Txn) []nodeAllocsUpdate {
+func (m *nodeAllocsMemo) prepare(db txnDB, txn *memdb.Txn, seq uint64) []nodeAllocsUpdate {
 	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	empty := len(m.byNode) == 0
-	m.mu.Unlock()
-	if empty {
 		return nil
 	}
 	byNode := map[string][]allocChange{}
@@ -251,6 +270,7 @@ func (m *nodeAllocsMemo) prepare(db txnDB, txn *memdb.Txn) []nodeAllocsUpdate {
 	olds := make([]*nodeAllocs, len(order))
 	m.mu.Lock()
 	for i, nodeID := range order {
+		m.noteWriteLocked(nodeID, seq)
 		olds[i] = m.byNode[nodeID]
 	}
 	m.mu.Unlock()
@@ -358,13 +378,14 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 // contents) or of an older one is overwritten unless current; one whose
 // version a later write already replaced is stored all the same and
 // simply never matches.
-func (m *nodeAllocsMemo) publish(updates []nodeAllocsUpdate) {
+func (m *nodeAllocsMemo) publish(updates []nodeAllocsUpdate, seq uint64) {
 	if len(updates) == 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, u := range updates {
+		m.stampLocked(u.nodeID, u.new, seq)
 		if have := m.byNode[u.nodeID]; have == u.old || have == nil || !have.current() {
 			m.byNode[u.nodeID] = u.new
 		}
@@ -373,8 +394,18 @@ func (m *nodeAllocsMemo) publish(updates []nodeAllocsUpdate) {
 
 // commitAllocs commits a write transaction that changed allocations,
 // keeping the memo's entries of the touched nodes current.
+//
+// The write is numbered first (node_allocs_seq.go): the number is stored
+// in txn and marks the touched nodes' entries before the commit.
 func (s *StateStore) commitAllocs(txn *memdb.Txn) {
-	updates := s.nodeAllocs.prepare(s.db, txn)
+	seq, err := nextAllocSeq(txn)
+	if err != nil {
+		// Not expected (a fixed schema). Commit unnumbered: the memo
+		// then stops trusting numbers (unnumbered, from the commit hook).
+		txn.Commit()
+		return
+	}
+	updates := s.nodeAllocs.prepare(s.db, txn, seq)
 	txn.Commit()
-	s.nodeAllocs.publish(updates)
+	s.nodeAllocs.publish(updates, seq)
 }

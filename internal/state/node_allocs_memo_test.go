@@ -44,6 +44,9 @@ func checkMemoEntries(t *testing.T, s *StateStore, step string) int {
 		entries[id] = v
 	}
 	s.nodeAllocs.mu.Unlock()
+	if n := s.nodeAllocs.bypassed.Load(); n != 0 {
+		t.Fatalf("%s: %d alloc writes were not numbered", step, n)
+	}
 	current := 0
 	txn := s.db.Txn(false)
 	defer txn.Abort()

@@ -15,7 +15,8 @@ import (
 // plain memdb.
 type txnDB struct {
 	*memdb.MemDB
-	watch *nodeWatch // nil on snapshots
+	watch *nodeWatch      // nil on snapshots
+	memo  *nodeAllocsMemo // checks that alloc writes are numbered
 }
 
 // Txn starts a transaction; see txnDB.
@@ -25,7 +26,13 @@ func (d txnDB) Txn(write bool) *memdb.Txn {
 		txn.TrackChanges()
 		// Deferred functions run after the new root is visible, so a woken
 		// reader sees the write that woke it.
-		txn.Defer(func() { d.watch.committed(d.watch.changesOf(txn)) })
+		txn.Defer(func() {
+			cs := d.watch.changesOf(txn)
+			d.watch.committed(cs)
+			if d.memo != nil && allocsUnnumbered(cs) {
+				d.memo.unnumbered(readAllocSeq(d.MemDB.Txn(false)))
+			}
+		})
 	}
 	return txn
 }

@@ -14,16 +14,27 @@ import (
 type StateRestore struct {
 	txn  *memdb.Txn
 	jobs map[restoredJobKey]*structs.Job // AllocRestore's shared job copies
+	memo *nodeAllocsMemo
 }
 
 // Restore starts a bulk load. Use it on a store nobody reads yet.
 func (s *StateStore) Restore() (*StateRestore, error) {
 	// Nobody waits on this store yet: no change tracking.
-	return &StateRestore{txn: s.db.MemDB.Txn(true)}, nil
+	return &StateRestore{txn: s.db.MemDB.Txn(true), memo: s.nodeAllocs}, nil
 }
 
-// Commit makes the restored objects visible.
+// Commit makes the restored objects visible. The load is numbered as an
+// alloc write (node_allocs_seq.go), so per-node reads memoised before it,
+// if anyone read the store, are not taken for its contents.
 func (r *StateRestore) Commit() error {
+	seq, err := nextAllocSeq(r.txn)
+	if err != nil {
+		r.txn.Abort()
+		return err
+	}
+	if r.memo != nil {
+		r.memo.restoring(seq)
+	}
 	r.txn.Commit()
 	return nil
 }

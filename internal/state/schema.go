@@ -195,6 +195,7 @@ func schema() *memdb.DBSchema {
 			Name:    tableRootKeys,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(rootKeyID)},
 		},
+		tableAllocSeq: allocSeqTable(),
 		tableClusterMeta: {
 			Name: tableClusterMeta,
 			Indexes: map[string]*memdb.IndexSchema{

@@ -48,8 +48,9 @@ func NewStateStore() (*StateStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
-	s := &StateStore{db: txnDB{MemDB: db, watch: newNodeWatch()}, abandon: &abandonCh{ch: make(chan struct{})},
-		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}
+	memo := &nodeAllocsMemo{}
+	s := &StateStore{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo}, abandon: &abandonCh{ch: make(chan struct{})},
+		ready: &readyMemo{}, nodeAllocs: memo}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
