@@ -284,7 +284,8 @@ func BenchmarkClientPull(b *testing.B) {
 
 // benchReply builds a pull's answer as Node.clientAllocs does.
 func benchReply(pull ClientPull) *structs.NodeClientAllocsResponse {
-	reply := &structs.NodeClientAllocsResponse{Allocs: pull.Allocs, Changed: pull.Changed}
+	reply := &structs.NodeClientAllocsResponse{Changed: pull.Changed}
+	reply.SetAllocsOf(pull.All)
 	reply.Index = max(pull.Index, 1)
 	return reply
 }
