@@ -43,9 +43,10 @@ func (r *NodeClientAllocsResponse) InmemReply() {
 	r.Allocs, r.allocsOf = m, nil
 }
 
-// allocTable is the answer's Allocs on the wire: the map, or, when the
-// server gave the allocations instead (SetAllocsOf), their table written
-// as the map would be. Encode only: the answer decodes by default.
+// allocTable is the answer's Allocs on the wire: the map if there is one
+// (as for InmemReply, Allocs set after SetAllocsOf wins), else the table
+// of the allocations SetAllocsOf gave, written as the map would be; nil if
+// neither. Encode only: the answer decodes by default.
 type allocTable struct {
 	m  map[string]uint64
 	of []*Allocation
@@ -55,12 +56,8 @@ type allocTable struct {
 // with the primitives the generated encoder of a map[string]uint64 uses
 // (encMapstringuint64 in structs.generated.go).
 func (t *allocTable) CodecEncodeSelf(e *codec.Encoder) {
-	if t.of == nil {
-		if t.m == nil {
-			e.MustEncode(nil)
-		} else {
-			e.MustEncode(t.m)
-		}
+	if t.m != nil || t.of == nil {
+		e.MustEncode(t.m) // a nil map encodes as nil
 		return
 	}
 	z, r := codec.GenHelperEncoder(e)

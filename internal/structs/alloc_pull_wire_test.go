@@ -139,6 +139,26 @@ func TestNodeClientAllocsResponseFromAllocs(t *testing.T) {
 	}
 }
 
+// Allocs set after SetAllocsOf is what the answer carries, encoded and
+// in-process alike.
+func TestNodeClientAllocsResponseMapWins(t *testing.T) {
+	var r NodeClientAllocsResponse
+	r.SetAllocsOf([]*Allocation{{ID: "a", AllocModifyIndex: 3}})
+	r.Allocs = map[string]uint64{"b": 4}
+	var got []byte
+	if err := codec.NewEncoderBytes(&got, MsgpackHandle).Encode(&r); err != nil {
+		t.Fatal(err)
+	}
+	var back NodeClientAllocsResponse
+	if err := Decode(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	r.InmemReply()
+	if !maps.Equal(back.Allocs, map[string]uint64{"b": 4}) || !maps.Equal(r.Allocs, back.Allocs) {
+		t.Fatalf("encoded %v, in-process %v", back.Allocs, r.Allocs)
+	}
+}
+
 // An answer whose changed allocations cannot take the cached-job path (a
 // nil entry, never sent by the servers) is encoded by default, its table
 // included.
