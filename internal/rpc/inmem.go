@@ -17,6 +17,15 @@ func InmemCall(srv *rpc.Server, method string, args, reply any) error {
 	return c.err
 }
 
+// InmemReplier is a reply that may hold, for its encoder, data in another
+// form than the one its encoding decodes to (structs.
+// NodeClientAllocsResponse keeps its table as the state store's
+// allocations). An in-process call calls InmemReply before handing the
+// reply over, so the caller reads what a remote caller would decode.
+type InmemReplier interface {
+	InmemReply()
+}
+
 type inmemCodec struct {
 	method string
 	args   any
@@ -46,6 +55,9 @@ func (c *inmemCodec) WriteResponse(resp *rpc.Response, body any) error {
 	if resp.Error != "" {
 		c.err = errors.New(resp.Error)
 		return nil
+	}
+	if r, ok := body.(InmemReplier); ok {
+		r.InmemReply()
 	}
 	src := reflect.Indirect(reflect.ValueOf(body))
 	dst := reflect.Indirect(reflect.ValueOf(c.reply))

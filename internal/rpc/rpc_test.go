@@ -138,6 +138,30 @@ func TestInmemCall(t *testing.T) {
 	}
 }
 
+// Pull answers its table as the state store's allocations, which only the
+// encoder reads (structs.NodeClientAllocsResponse.SetAllocsOf).
+type Pull struct{}
+
+func (Pull) Get(args *EchoArgs, reply *structs.NodeClientAllocsResponse) error {
+	reply.SetAllocsOf([]*structs.Allocation{{ID: "a1", AllocModifyIndex: 7}})
+	reply.Index = 7
+	return nil
+}
+
+// An in-process caller gets the answer as a remote one decodes it: the
+// table as a map (InmemReplier).
+func TestInmemCallPreparesReply(t *testing.T) {
+	srv := rpc.NewServer()
+	srv.RegisterName("Pull", Pull{})
+	var r structs.NodeClientAllocsResponse
+	if err := InmemCall(srv, "Pull.Get", &EchoArgs{}, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Allocs) != 1 || r.Allocs["a1"] != 7 || r.Index != 7 {
+		t.Fatalf("in-process answer %+v", r)
+	}
+}
+
 func TestRaftConnectionsAreHandedToTheLayer(t *testing.T) {
 	l, rl := startServer(t)
 	got := make(chan net.Conn, 1)

@@ -347,10 +347,12 @@ func (n *Node) clientAllocs(st *state.StateStore, watch state.NodePull, args *st
 	if args.SecretID != node.SecretID {
 		return structs.NewErrCoded(403, "node secret ID does not match")
 	}
-	// pull.Allocs is the state memo's map, shared by every pull of this
-	// version of the node's allocations: the encoder and in-process
-	// clients (dev mode, which share memory) only read it.
-	reply.Allocs, reply.Changed = pull.Allocs, pull.Changed
+	// pull.All is the state memo's slice, shared by every pull of this
+	// version of the node's allocations: the encoder writes the answer's
+	// table from it, and an in-process client (dev mode) gets a map of
+	// its own (NodeClientAllocsResponse.InmemReply).
+	reply.SetAllocsOf(pull.All)
+	reply.Changed = pull.Changed
 	// Never answer 0: a client's next pull would not block and the client
 	// would spin. With 1 it waits for its first allocation.
 	reply.Index = max(pull.Index, 1)

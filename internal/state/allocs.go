@@ -112,10 +112,12 @@ func nodeKeyPrefix(nodeID string) string { return nodeID + "\x00" }
 type ClientPull struct {
 	// Node is the node; nil if unknown (then nothing else is read).
 	Node *structs.Node
-	// Allocs maps each of the node's allocations to its AllocModifyIndex.
-	// It is shared by every pull of the same version of the node's
+	// All are the node's allocations (in index order, with distinct IDs);
+	// the client's table is their IDs with their AllocModifyIndex
+	// (NodeClientAllocsResponse.SetAllocsOf). The slice is the state
+	// memo's, shared by every pull of the same version of the node's
 	// allocations: read it, never modify it.
-	Allocs map[string]uint64
+	All []*structs.Allocation
 	// Index is the node's pull index: the newest AllocModifyIndex, or the
 	// last deletion of one of its allocations if later. Only server-side
 	// changes move it (see NodeAllocsWatchCh).
@@ -156,7 +158,7 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 		return ClientPull{}, err
 	}
 	cv := v.clientView()
-	pull.Allocs = cv.modify
+	pull.All = v.all
 	pull.Index = max(pull.Index, cv.max)
 	if withChanged && cv.max > changedAfter {
 		for _, a := range v.all {

@@ -309,7 +309,7 @@ func TestAllocsByNode_ExactNode(t *testing.T) {
 	must(t, s.UpsertNode(13, mockNode("n1")))
 	pull, err := s.NodeClientAllocs("n1", 0, false)
 	must(t, err)
-	if pull.Node == nil || len(pull.Allocs) != 2 || pull.Allocs["a1"] != 11 || pull.Allocs["a2"] != 11 || pull.Index != 11 ||
+	if table := pullTable(pull); pull.Node == nil || len(table) != 2 || table["a1"] != 11 || table["a2"] != 11 || pull.Index != 11 ||
 		pull.Changed != nil {
 		t.Fatalf("NodeClientAllocs(n1) = %+v", pull)
 	}
@@ -336,12 +336,12 @@ func TestNodeClientAllocs_Changed(t *testing.T) {
 			got = append(got, a.ID)
 		}
 		sort.Strings(got)
-		if !reflect.DeepEqual(got, tc.want) || len(pull.Allocs) != 3 || pull.Index != 12 {
+		if !reflect.DeepEqual(got, tc.want) || len(pull.All) != 3 || pull.Index != 12 {
 			t.Fatalf("changed after %d: %v (pull %+v), want %v", tc.after, got, pull, tc.want)
 		}
 	}
 	pull, err := s.NodeClientAllocs("unknown", 0, true)
-	if err != nil || pull.Node != nil || pull.Allocs != nil || pull.Changed != nil {
+	if err != nil || pull.Node != nil || pull.All != nil || pull.Changed != nil {
 		t.Fatalf("unknown node: %+v, %v", pull, err)
 	}
 }

@@ -1,10 +1,13 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -219,4 +222,70 @@ func BenchmarkNodeAllocReads(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/node")
 	})
+}
+
+// BenchmarkClientPull times a client's whole pull as the steady fill sees
+// it: 5,000 nodes of 10 allocations; each round a server-side write
+// (untimed) moves the AllocModifyIndex of one allocation on each of 100
+// nodes, as a placement or a desired-status change does, then those nodes
+// pull in a shuffled order, so each pull finds its node's entries cold as
+// on a busy server. "read" is the state store's part
+// (NodeClientAllocs); "read+encode" also builds the answer as
+// Node.GetClientAllocs does and encodes it as the RPC layer does.
+func BenchmarkClientPull(b *testing.B) {
+	const nodes, perNode, touched = 5000, 10, 100
+	for _, encode := range []bool{false, true} {
+		name := "read"
+		if encode {
+			name = "read+encode"
+		}
+		b.Run(name+"/after-placement", func(b *testing.B) {
+			s, job, allocIDs, idx := benchStore(b, nodes, perNode)
+			nodeIDs := warmNodeAllocs(b, s, allocIDs, nodes)
+			// order[k] is the k-th node pulled: allocation order[k] (of the
+			// first round of allocations) is on node order[k].
+			order := rand.New(rand.NewPCG(1, 2)).Perm(nodes)
+			var buf bytes.Buffer
+			enc := codec.NewEncoder(&buf, structs.MsgpackHandle)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				round := make([]int, touched)
+				allocs := make([]*structs.Allocation, touched)
+				for j := range round {
+					round[j] = order[(i*touched+j)%nodes]
+					allocs[j] = mockAlloc(allocIDs[round[j]], nodeIDs[round[j]], job)
+				}
+				if err := s.UpsertAllocs(idx, allocs); err != nil {
+					b.Fatal(err)
+				}
+				idx++
+				b.StartTimer()
+				for _, n := range round {
+					pull, err := s.NodeClientAllocs(nodeIDs[n], idx-2, true)
+					if err != nil || pull.Node == nil || len(pull.Changed) != 1 {
+						b.Fatal("bad pull", err)
+					}
+					if !encode {
+						continue
+					}
+					reply := benchReply(pull)
+					buf.Reset()
+					if err := enc.Encode(reply); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*touched), "ns/pull")
+		})
+	}
+}
+
+// benchReply builds a pull's answer as Node.clientAllocs does.
+func benchReply(pull ClientPull) *structs.NodeClientAllocsResponse {
+	reply := &structs.NodeClientAllocsResponse{Changed: pull.Changed}
+	reply.SetAllocsOf(pull.All)
+	reply.Index = max(pull.Index, 1)
+	return reply
 }

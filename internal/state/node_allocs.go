@@ -63,8 +63,8 @@ type nodeAllocs struct {
 	all  []*structs.Allocation
 	live LiveAllocs
 
-	// pull is the client's view (alloc ID -> AllocModifyIndex), built on
-	// first use or carried over by a write that left it unchanged.
+	// pull is what the client's view needs beyond all, computed on first
+	// use or carried over by a write that left it unchanged.
 	pull atomic.Pointer[nodePull]
 
 	// stamp is the range of snapshots these allocations are right for,
@@ -72,11 +72,11 @@ type nodeAllocs struct {
 	stamp seqRange
 }
 
-// nodePull is what a client pull answers from a node's allocations.
+// nodePull is what a client pull answers from a node's allocations
+// beyond the allocations themselves: the answer's table (alloc ID ->
+// AllocModifyIndex) is encoded straight from all
+// (structs.NodeClientAllocsResponse.SetAllocsOf), not kept as a map.
 type nodePull struct {
-	// modify maps each allocation to its AllocModifyIndex; shared
-	// read-only by every answer (ClientPull.Allocs).
-	modify map[string]uint64
 	// max is the highest AllocModifyIndex (0 with no allocations).
 	max uint64
 }
@@ -95,9 +95,8 @@ func (v *nodeAllocs) clientView() *nodePull {
 	if p := v.pull.Load(); p != nil {
 		return p
 	}
-	p := &nodePull{modify: make(map[string]uint64, len(v.all))}
+	p := &nodePull{}
 	for _, a := range v.all {
-		p.modify[a.ID] = a.AllocModifyIndex
 		p.max = max(p.max, a.AllocModifyIndex)
 	}
 	v.pull.Store(p)

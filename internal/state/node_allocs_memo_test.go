@@ -13,6 +13,15 @@ import (
 
 // freshPull is NodeClientAllocs computed without the memo: every
 // allocation of the node read from the radix tree.
+// pullTable is the table a client's answer carries for pull: alloc ID ->
+// AllocModifyIndex, as the client decodes it.
+func pullTable(pull ClientPull) map[string]uint64 {
+	var r structs.NodeClientAllocsResponse
+	r.SetAllocsOf(pull.All)
+	r.InmemReply()
+	return r.Allocs
+}
+
 func freshPull(t *testing.T, s *StateStore, nodeID string, changedAfter uint64) (map[string]uint64, uint64, []*structs.Allocation) {
 	t.Helper()
 	all, err := s.AllocsByNode(nil, nodeID)
@@ -73,13 +82,12 @@ func checkMemoEntries(t *testing.T, s *StateStore, step string) int {
 			t.Fatalf("%s: %s: memo's usage %+v, sum %+v", step, id, *u, structs.SumAllocs(live))
 		}
 		if p := v.pull.Load(); p != nil {
-			m, _, _ := freshPull(t, s, id, 0)
 			var top uint64
 			for _, a := range all {
 				top = max(top, a.AllocModifyIndex)
 			}
-			if !reflect.DeepEqual(p.modify, m) || p.max != top {
-				t.Fatalf("%s: %s: memo's pull %v max %d, store %v max %d", step, id, p.modify, p.max, m, top)
+			if p.max != top {
+				t.Fatalf("%s: %s: memo's pull max %d, store max %d", step, id, p.max, top)
 			}
 		}
 	}
@@ -110,9 +118,9 @@ func checkReads(t *testing.T, snap *StateStore, nodes []string, step string) {
 			if pull.Node == nil {
 				continue // unregistered node: nothing else is read
 			}
-			if !reflect.DeepEqual(pull.Allocs, m) || pull.Index != index || !slices.Equal(pull.Changed, changed) {
+			if !reflect.DeepEqual(pullTable(pull), m) || pull.Index != index || !slices.Equal(pull.Changed, changed) {
 				t.Fatalf("%s: %s after %d: pull %v index %d changed %v, store %v index %d changed %v", step, id, after,
-					pull.Allocs, pull.Index, allocIDs(pull.Changed), m, index, allocIDs(changed))
+					pullTable(pull), pull.Index, allocIDs(pull.Changed), m, index, allocIDs(changed))
 			}
 		}
 	}
@@ -262,6 +270,7 @@ func TestNodeAllocsMemo_ClientUpdateKeepsUsage(t *testing.T) {
 	usage := before.Usage()
 	pull, err := s.NodeClientAllocs("n1", 0, false)
 	must(t, err)
+	view := s.nodeAllocs.get("n1").pull.Load()
 
 	must(t, s.UpdateAllocsFromClient(11, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning}}))
 	entry := s.nodeAllocs.get("n1")
@@ -271,7 +280,7 @@ func TestNodeAllocsMemo_ClientUpdateKeepsUsage(t *testing.T) {
 	if entry.live.usage.Load() != before.usage.Load() {
 		t.Fatal("the client update's entry re-sums the usage")
 	}
-	if entry.pull.Load() == nil || !reflect.DeepEqual(entry.pull.Load().modify, pull.Allocs) {
+	if view == nil || entry.pull.Load() != view {
 		t.Fatal("the client update's entry lost the pull view")
 	}
 	after, err := s.LiveAllocsByNodeReader()("n1")
@@ -287,7 +296,7 @@ func TestNodeAllocsMemo_ClientUpdateKeepsUsage(t *testing.T) {
 	}
 	pull2, err := s.NodeClientAllocs("n1", 10, true)
 	must(t, err)
-	if reflect.ValueOf(pull2.Allocs).Pointer() != reflect.ValueOf(pull.Allocs).Pointer() || pull2.Index != 10 || len(pull2.Changed) != 0 {
+	if !reflect.DeepEqual(pullTable(pull2), pullTable(pull)) || pull2.Index != 10 || len(pull2.Changed) != 0 {
 		t.Fatalf("pull after the client update: %+v", pull2)
 	}
 
@@ -418,8 +427,8 @@ func TestNodeAllocsMemo_ConcurrentReadersAndWriters(t *testing.T) {
 						return
 					}
 					all, _ := snap.AllocsByNode(nil, id)
-					if len(pull.Allocs) != len(all) || !slices.Equal(pull.Changed, all) {
-						errs <- fmt.Errorf("%s: pull %v, snapshot %v", id, pull.Allocs, allocIDs(all))
+					if !slices.Equal(pull.All, all) || !slices.Equal(pull.Changed, all) {
+						errs <- fmt.Errorf("%s: pull %v, snapshot %v", id, allocIDs(pull.All), allocIDs(all))
 						return
 					}
 				}

@@ -73,8 +73,8 @@ func (w *nodeWatch) changesOf(txn *memdb.Txn) memdb.Changes {
 // when something that node's client must act on changes: an allocation
 // placed on it, a server-side change to one of its allocations (every such
 // write moves AllocModifyIndex: desired status, transitions, job, lost or
-// unknown), an allocation deleted (GC), or the node itself registered or
-// removed. A client's own status update (which moves only ModifyIndex) and
+// unknown), an allocation deleted (GC), or the node itself registered,
+// removed or given a new secret. A client's own status update (which moves only ModifyIndex) and
 // writes to other nodes wake nobody; each changed allocation costs one map
 // lookup.
 //
@@ -157,13 +157,19 @@ func (w *nodeWatch) committed(changes memdb.Changes) {
 				}
 			}
 		case tableNodes:
-			// A registered or removed node answers differently (404).
-			if c.Created() {
+			// A registered or removed node answers differently (404), and
+			// one whose secret changed refuses the old one (403): a
+			// remembered answer, which holds the secret it was given for,
+			// must not let a pull presenting the old one park.
+			switch {
+			case c.Created():
 				w.changedLocked(c.After.(*structs.Node).ID)
-			} else if c.Deleted() {
+			case c.Deleted():
 				id := c.Before.(*structs.Node).ID
 				w.changedLocked(id)
 				delete(w.nodes, id)
+			case c.Before.(*structs.Node).SecretID != c.After.(*structs.Node).SecretID:
+				w.changedLocked(c.After.(*structs.Node).ID)
 			}
 		}
 	}

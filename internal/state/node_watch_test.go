@@ -38,7 +38,14 @@ func TestNodePullWatch_Wakes(t *testing.T) {
 			must(t, s.UpdateAllocsFromClient(15, []*structs.Allocation{{ID: "b1", NodeID: "n2", ClientStatus: structs.AllocClientStatusRunning}}))
 		}, false},
 		{"GC of the alloc", func() { must(t, s.DeleteEval(16, nil, []string{"a1"})) }, true},
-		{"node removed", func() { must(t, s.DeleteNode(17, []string{"n1"})) }, true},
+		{"node re-registered as it was", func() { must(t, s.UpsertNode(17, mockNode("n1"))) }, false},
+		{"node re-registered with a new secret", func() {
+			n := mockNode("n1")
+			n.SecretID = "new-secret"
+			must(t, s.UpsertNode(18, n))
+		}, true},
+		{"node removed", func() { must(t, s.DeleteNode(19, []string{"n1"})) }, true},
+		{"node registered", func() { must(t, s.UpsertNode(20, mockNode("n1"))) }, true},
 	}
 	for _, st := range steps {
 		ws := watch()

@@ -39,10 +39,12 @@ func (r *AllocsGetResponse) CodecDecodeSelf(d *codec.Decoder) {
 func (r *NodeClientAllocsResponse) CodecEncodeSelf(e *codec.Encoder) {
 	changed, ok := allocsWire(r.Changed)
 	if !ok {
-		e.MustEncode((*nodeClientAllocsResponseDefault)(r))
+		d := *r
+		d.InmemReply() // the default encoding knows only the map
+		e.MustEncode((*nodeClientAllocsResponseDefault)(&d))
 		return
 	}
-	e.MustEncode(&nodeClientAllocsWire{Allocs: r.Allocs, MigrateTokens: r.MigrateTokens, Changed: changed, QueryMeta: r.QueryMeta})
+	e.MustEncode(&nodeClientAllocsWire{Allocs: allocTable{m: r.Allocs, of: r.allocsOf}, MigrateTokens: r.MigrateTokens, Changed: changed, QueryMeta: r.QueryMeta})
 }
 
 // CodecDecodeSelf decodes the default encoding.
@@ -85,7 +87,7 @@ type allocsGetWire struct {
 type nodeClientAllocsResponseDefault NodeClientAllocsResponse
 
 type nodeClientAllocsWire struct {
-	Allocs        map[string]uint64
+	Allocs        allocTable
 	MigrateTokens map[string]string
 	Changed       []allocWire
 	QueryMeta

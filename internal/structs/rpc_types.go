@@ -290,6 +290,10 @@ type NodeClientAllocsResponse struct {
 	Changed []*Allocation
 
 	QueryMeta
+
+	// allocsOf are the allocations whose table the server answers with
+	// when Allocs is nil (see SetAllocsOf).
+	allocsOf []*Allocation
 }
 
 // NodeEligibilityUpdateResponse answers an eligibility change.

@@ -9119,13 +9119,12 @@ func (x *nodeClientAllocsWire) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if x.Allocs == nil {
-					r.EncodeNil()
+				yy4 := &x.Allocs
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(yy4)); yyxt5 != nil {
+					z.EncExtension(yy4, yyxt5)
 				} else {
-					if false {
-					} else {
-						h.encMapstringuint64((map[string]uint64)(x.Allocs), e)
-					}
+					z.EncFallback(yy4)
 				}
 			} else {
 				r.WriteMapElemKey()
@@ -9135,13 +9134,12 @@ func (x *nodeClientAllocsWire) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Allocs`)
 				}
 				r.WriteMapElemValue()
-				if x.Allocs == nil {
-					r.EncodeNil()
+				yy6 := &x.Allocs
+				if false {
+				} else if yyxt7 := z.Extension(z.I2Rtid(yy6)); yyxt7 != nil {
+					z.EncExtension(yy6, yyxt7)
 				} else {
-					if false {
-					} else {
-						h.encMapstringuint64((map[string]uint64)(x.Allocs), e)
-					}
+					z.EncFallback(yy6)
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -9220,8 +9218,8 @@ func (x *nodeClientAllocsWire) CodecEncodeSelf(e *codec1978.Encoder) {
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
 				if false {
-				} else if yyxt16 := z.Extension(z.I2Rtid(x.LastContact)); yyxt16 != nil {
-					z.EncExtension(x.LastContact, yyxt16)
+				} else if yyxt18 := z.Extension(z.I2Rtid(x.LastContact)); yyxt18 != nil {
+					z.EncExtension(x.LastContact, yyxt18)
 				} else {
 					r.EncodeInt(int64(x.LastContact))
 				}
@@ -9234,8 +9232,8 @@ func (x *nodeClientAllocsWire) CodecEncodeSelf(e *codec1978.Encoder) {
 				}
 				r.WriteMapElemValue()
 				if false {
-				} else if yyxt17 := z.Extension(z.I2Rtid(x.LastContact)); yyxt17 != nil {
-					z.EncExtension(x.LastContact, yyxt17)
+				} else if yyxt19 := z.Extension(z.I2Rtid(x.LastContact)); yyxt19 != nil {
+					z.EncExtension(x.LastContact, yyxt19)
 				} else {
 					r.EncodeInt(int64(x.LastContact))
 				}
@@ -9345,12 +9343,9 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromMap(l int, d *codec1978.Decode
 		switch string(yys3) {
 		case "Allocs":
 			if r.TryDecodeAsNil() {
-				x.Allocs = nil
+				x.Allocs = allocTable{}
 			} else {
-				if false {
-				} else {
-					h.decMapstringuint64((*map[string]uint64)(&x.Allocs), d)
-				}
+				x.Allocs.CodecDecodeSelf(d)
 			}
 		case "MigrateTokens":
 			if r.TryDecodeAsNil() {
@@ -9381,8 +9376,8 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromMap(l int, d *codec1978.Decode
 				x.QueryMeta.LastContact = 0
 			} else {
 				if false {
-				} else if yyxt12 := z.Extension(z.I2Rtid(x.LastContact)); yyxt12 != nil {
-					z.DecExtension(x.LastContact, yyxt12)
+				} else if yyxt11 := z.Extension(z.I2Rtid(x.LastContact)); yyxt11 != nil {
+					z.DecExtension(x.LastContact, yyxt11)
 				} else {
 					x.LastContact = (time.Duration)(r.DecodeInt64())
 				}
@@ -9410,35 +9405,32 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj15 int
-	var yyb15 bool
-	var yyhl15 bool = l >= 0
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	var yyj14 int
+	var yyb14 bool
+	var yyhl14 bool = l >= 0
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
 	r.ReadArrayElem()
 	if r.TryDecodeAsNil() {
-		x.Allocs = nil
+		x.Allocs = allocTable{}
 	} else {
-		if false {
-		} else {
-			h.decMapstringuint64((*map[string]uint64)(&x.Allocs), d)
-		}
+		x.Allocs.CodecDecodeSelf(d)
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9451,13 +9443,13 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 			h.decMapstringstring((*map[string]string)(&x.MigrateTokens), d)
 		}
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9470,13 +9462,13 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 			h.decSliceallocWire((*[]allocWire)(&x.Changed), d)
 		}
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9486,13 +9478,13 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 	} else {
 		x.Index = (uint64)(r.DecodeUint64())
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9501,19 +9493,19 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 		x.QueryMeta.LastContact = 0
 	} else {
 		if false {
-		} else if yyxt24 := z.Extension(z.I2Rtid(x.LastContact)); yyxt24 != nil {
-			z.DecExtension(x.LastContact, yyxt24)
+		} else if yyxt22 := z.Extension(z.I2Rtid(x.LastContact)); yyxt22 != nil {
+			z.DecExtension(x.LastContact, yyxt22)
 		} else {
 			x.LastContact = (time.Duration)(r.DecodeInt64())
 		}
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9523,13 +9515,13 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 	} else {
 		x.KnownLeader = (bool)(r.DecodeBool())
 	}
-	yyj15++
-	if yyhl15 {
-		yyb15 = yyj15 > l
+	yyj14++
+	if yyhl14 {
+		yyb14 = yyj14 > l
 	} else {
-		yyb15 = r.CheckBreak()
+		yyb14 = r.CheckBreak()
 	}
-	if yyb15 {
+	if yyb14 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -9540,17 +9532,17 @@ func (x *nodeClientAllocsWire) codecDecodeSelfFromArray(l int, d *codec1978.Deco
 		x.NextToken = (string)(r.DecodeString())
 	}
 	for {
-		yyj15++
-		if yyhl15 {
-			yyb15 = yyj15 > l
+		yyj14++
+		if yyhl14 {
+			yyb14 = yyj14 > l
 		} else {
-			yyb15 = r.CheckBreak()
+			yyb14 = r.CheckBreak()
 		}
-		if yyb15 {
+		if yyb14 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj15-1, "")
+		z.DecStructFieldNotFound(yyj14-1, "")
 	}
 	r.ReadArrayEnd()
 }
