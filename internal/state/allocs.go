@@ -133,8 +133,10 @@ type ClientPull struct {
 // previous pull index), so the client need not fetch them separately.
 // The node's allocations come from the store's per-node memo (see
 // nodeAllocsMemo), which the alloc writes keep current: a pull costs the
-// node lookup, one prefix seek that checks the memo's version, and a walk
-// of the memoised slice for the changed allocations.
+// node lookup, the snapshot's alloc-write number (which tells whether the
+// memo's entry is the snapshot's without a prefix seek, see
+// node_allocs_seq.go) and a walk of the memoised slice for the changed
+// allocations.
 func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withChanged bool) (ClientPull, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
@@ -153,9 +155,12 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 	if deleted != nil {
 		pull.Index = deleted.(*IndexEntry).Value
 	}
-	v, err := s.nodeAllocs.read(txn, nodeID)
-	if err != nil {
-		return ClientPull{}, err
+	seq := readAllocSeq(txn)
+	v := s.nodeAllocs.fresh(nodeID, seq)
+	if v == nil {
+		if v, err = s.nodeAllocs.readAt(txn, nodeID, seq, true); err != nil {
+			return ClientPull{}, err
+		}
 	}
 	cv := v.clientView()
 	pull.All = v.all
