@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -182,10 +183,12 @@ func (c *benchCluster) clientEntry(b *testing.B, r int) *raft.Log {
 // entry (decode, compaction, state write) into a store of 5,000 nodes and
 // 50,000 allocations; "compact" times the compaction alone. Each entry
 // adds 1,000 allocations: run it with a fixed -benchtime (e.g. 30x) so the
-// store's size is comparable between runs.
+// store's size is comparable between runs. heapB/alloc is the live heap
+// the entries added, per placement (what the store keeps of each).
 func BenchmarkApplyPlanResults(b *testing.B) {
 	b.Run("apply", func(b *testing.B) {
 		c := newBenchCluster(b)
+		before := liveHeap()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
@@ -194,12 +197,18 @@ func BenchmarkApplyPlanResults(b *testing.B) {
 			b.StartTimer()
 			c.applyLog(b, l)
 		}
+		b.StopTimer()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
+		b.ReportMetric(float64(int64(liveHeap())-int64(before))/float64(b.N*benchPlanSize), "heapB/alloc")
+		runtime.KeepAlive(c)
 	})
 	b.Run("compact", func(b *testing.B) {
 		c := &benchCluster{byNode: make([][]string, benchNodes), job: &structs.Job{ID: "bench-job"}}
+		stored := map[string]*structs.Node{}
 		for i := range benchNodes {
-			c.nodeIDs = append(c.nodeIDs, internNodeString(fmt.Sprintf("%08x-1111-2222-3333-%012x", i, i)))
+			n := &structs.Node{ID: fmt.Sprintf("%08x-1111-2222-3333-%012x", i, i), Name: fmt.Sprintf("sim-%d", i)}
+			c.nodeIDs = append(c.nodeIDs, n.ID)
+			stored[n.ID] = n
 		}
 		l := c.planEntry(b)
 		b.ReportAllocs()
@@ -211,10 +220,18 @@ func BenchmarkApplyPlanResults(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req})
+			compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req}, func(id string) *structs.Node { return stored[id] })
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
 	})
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // BenchmarkApplyAllocClientUpdate times FSM.Apply of a client update

@@ -84,6 +84,7 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		compactNode(v)
+		compact.node(v)
 		return wrap(r.NodeRestore(v))
 	case JobSnapshot:
 		v := new(structs.Job)

@@ -1,0 +1,73 @@
+package fsm
+
+import "unique"
+
+// nodeRef is the copy of a node's ID and name that the allocations of a
+// compacted entry share: the stored node's own strings when the node is
+// known.
+type nodeRef struct{ id, name string }
+
+// nodeStrings points *id, and *name unless name is nil, at the shared
+// copies of a node ID and the name of that node: the strings of the
+// stored node, which live exactly as long as something uses them (the
+// node, or an allocation placed on it or scoring it). Each node is looked
+// up once per entry; its allocations and the scored nodes of their
+// metrics then cost a map lookup each.
+//
+// It replaces interning every node ID with unique.Make(s).Value(): the
+// unique map holds its entry only as long as some Handle is alive, and
+// the string copied out of one keeps none alive, so the entry was dropped
+// at the next GC and the next entry's allocations got a fresh copy of
+// each node's ID (and paid for a new unique entry, weak pointer included).
+// unique remains the fallback for nodes the store does not know, and for
+// a name that is not the stored node's.
+func (c *compactor) nodeStrings(id, name *string) {
+	if *id == "" {
+		if name != nil && *name != "" {
+			*name = internNodeString(*name)
+		}
+		return
+	}
+	r, ok := c.nodes[*id]
+	if !ok {
+		r = c.lookupNode(*id)
+		if c.nodes == nil {
+			c.nodes = map[string]nodeRef{}
+		}
+		c.nodes[r.id] = r
+	}
+	*id = r.id
+	if name == nil || *name == "" {
+		return
+	}
+	if *name == r.name {
+		*name = r.name
+		return
+	}
+	n := internNodeString(*name)
+	if r.name == "" {
+		r.name = n
+		c.nodes[r.id] = r
+	}
+	*name = n
+}
+
+// lookupNode returns the strings of the stored node with ID id, or id
+// interned with unique when there is no such node.
+func (c *compactor) lookupNode(id string) nodeRef {
+	if c.storedNode != nil {
+		if n := c.storedNode(id); n != nil && n.ID == id {
+			return nodeRef{id: n.ID, name: n.Name}
+		}
+	}
+	return nodeRef{id: internNodeString(id)}
+}
+
+// internNodeString returns the copy of a node ID or name held by unique's
+// table while it holds it (see nodeStrings for how long that is).
+func internNodeString(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
