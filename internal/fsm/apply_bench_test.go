@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,21 +185,26 @@ func (c *benchCluster) clientEntry(b *testing.B, r int) *raft.Log {
 // 50,000 allocations; "compact" times the compaction alone. Each entry
 // adds 1,000 allocations: run it with a fixed -benchtime (e.g. 30x) so the
 // store's size is comparable between runs. heapB/alloc is the live heap
-// the entries added, per placement (what the store keeps of each).
+// the entries added, per placement (what the store keeps of each);
+// cpu-ns/op the process's CPU time while applying.
 func BenchmarkApplyPlanResults(b *testing.B) {
 	b.Run("apply", func(b *testing.B) {
 		c := newBenchCluster(b)
 		before := liveHeap()
+		var cpu int64
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
 			l := c.planEntry(b)
 			b.StartTimer()
+			cpu0 := cpuTime(b)
 			c.applyLog(b, l)
+			cpu += cpuTime(b) - cpu0
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(float64(int64(liveHeap())-int64(before))/float64(b.N*benchPlanSize), "heapB/alloc")
 		runtime.KeepAlive(c)
 	})
@@ -226,6 +232,17 @@ func BenchmarkApplyPlanResults(b *testing.B) {
 	})
 }
 
+// cpuTime is the process's user+system CPU time in nanoseconds (GC
+// workers included): on a shared machine it varies less than the
+// elapsed time.
+func cpuTime(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 // liveHeap is the heap in use after a full collection.
 func liveHeap() uint64 {
 	runtime.GC()
@@ -236,16 +253,21 @@ func liveHeap() uint64 {
 
 // BenchmarkApplyAllocClientUpdate times FSM.Apply of a client update
 // entry (50 nodes' clients reporting 5 allocations each) into a store of
-// 5,000 nodes and 50,000 allocations.
+// 5,000 nodes and 50,000 allocations; cpu-ns/op is the process's CPU
+// time while applying.
 func BenchmarkApplyAllocClientUpdate(b *testing.B) {
 	c := newBenchCluster(b)
+	var cpu int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for r := range b.N {
 		b.StopTimer()
 		l := c.clientEntry(b, r)
 		b.StartTimer()
+		cpu0 := cpuTime(b)
 		c.applyLog(b, l)
+		cpu += cpuTime(b) - cpu0
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*250), "ns/alloc")
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
