@@ -16,6 +16,9 @@ func (f *FSM) applyNodeRegister(buf []byte, index uint64) error {
 	}
 	compactNode(req.Node)
 	st := f.State()
+	if ex, err := st.NodeByID(nil, req.Node.ID); err == nil && ex != nil {
+		keepNodeStrings(req.Node, ex)
+	}
 	if err := st.UpsertNode(index, req.Node); err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package fsm
 
-import "unique"
+import (
+	"unique"
+
+	"github.com/drover-project/drover/internal/structs"
+)
 
 // nodeRef is the copy of a node's ID and name that the allocations of a
 // compacted entry share: the stored node's own strings when the node is
@@ -61,6 +65,19 @@ func (c *compactor) lookupNode(id string) nodeRef {
 		}
 	}
 	return nodeRef{id: internNodeString(id)}
+}
+
+// keepNodeStrings points a re-registered node's ID, and its name if
+// unchanged, at those of its stored version ex: the allocations placed on
+// the node hold them (see nodeStrings), and a new copy with every
+// re-registration would leave each generation of allocations its own.
+func keepNodeStrings(n, ex *structs.Node) {
+	if n.ID == ex.ID {
+		n.ID = ex.ID
+	}
+	if n.Name == ex.Name {
+		n.Name = ex.Name
+	}
 }
 
 // internNodeString returns the copy of a node ID or name held by unique's

@@ -77,3 +77,28 @@ func TestPlanAllocsShareStoredNodeStrings(t *testing.T) {
 	check(f, "applied")
 	check(snapshotRestored(t, f), "restored")
 }
+
+// A re-registered node keeps the ID and name strings of its stored
+// version, which its allocations share.
+func TestNodeReregisterKeepsStoredStrings(t *testing.T) {
+	f := newFSM(t, nil)
+	readyNodeAndJob(t, f, nil)
+	first, _ := f.State().NodeByID(nil, "n1")
+	runtime.GC()
+	again := testNode(string([]byte("n1")))
+	again.Attributes["kernel.version"] = "6.1"
+	apply(t, f, entry(t, 3, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: again}))
+	n, _ := f.State().NodeByID(nil, "n1")
+	if n == first || n.Attributes["kernel.version"] != "6.1" {
+		t.Fatal("node not re-registered")
+	}
+	if unsafe.StringData(n.ID) != unsafe.StringData(first.ID) || unsafe.StringData(n.Name) != unsafe.StringData(first.Name) {
+		t.Error("re-registered node holds new copies of its ID and name")
+	}
+	renamed := testNode("n1")
+	renamed.Name = "other"
+	apply(t, f, entry(t, 4, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: renamed}))
+	if n, _ := f.State().NodeByID(nil, "n1"); n.Name != "other" || unsafe.StringData(n.ID) != unsafe.StringData(first.ID) {
+		t.Errorf("renamed node: name %q, ID shared %v", n.Name, unsafe.StringData(n.ID) == unsafe.StringData(first.ID))
+	}
+}
