@@ -137,7 +137,7 @@ type groupKey struct{ namespace, job, group string }
 func (c *compactor) sharedResources(g groupKey, r *structs.AllocatedResources) *structs.AllocatedResources {
 	seen := c.resources[g]
 	for i := len(seen) - 1; i >= 0; i-- {
-		if reflect.DeepEqual(seen[i], r) {
+		if equalGrants(seen[i], r) {
 			return seen[i]
 		}
 	}
