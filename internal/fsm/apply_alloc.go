@@ -48,7 +48,7 @@ func (f *FSM) applyPlanResults(buf []byte, index uint64) error {
 		return err
 	}
 	st := f.State()
-	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req}, st.NodeReader())
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req}, f.knownNodeStrings(st))
 	if err := st.UpsertPlanResults(index, &req); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
 		return nil
 	}
 	st := f.State()
-	compactPlanAllocs(req.Plans, st.NodeReader())
+	compactPlanAllocs(req.Plans, f.knownNodeStrings(st))
 	if err := st.UpsertPlanResultsBatch(index, req.Plans); err != nil {
 		return err
 	}

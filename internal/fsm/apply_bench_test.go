@@ -226,7 +226,8 @@ func BenchmarkApplyPlanResults(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req}, func(id string) *structs.Node { return stored[id] })
+			compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req},
+				&nodeSource{stored: func(id string) *structs.Node { return stored[id] }})
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
 	})

@@ -34,10 +34,13 @@ import (
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
-// determinism is unaffected. storedNode finds the stored node of an ID
-// (nil: the strings are interned with unique instead).
-func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest, storedNode func(id string) *structs.Node) {
-	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}, storedNode: storedNode}
+// determinism is unaffected. nodes finds the strings of stored nodes (nil:
+// they are interned with unique instead).
+func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest, nodes *nodeSource) {
+	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	if nodes != nil {
+		c.known, c.storedNode = nodes.known, nodes.stored
+	}
 	for _, req := range reqs {
 		for _, a := range req.Alloc {
 			if a != nil {
@@ -49,7 +52,8 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest, storedNode func(
 
 type compactor struct {
 	strs       map[string]string
-	nodes      map[string]nodeRef            // by node ID: the strings shared for it in this entry
+	known      map[string]nodeRef            // by node ID: stored nodes' strings, kept across entries; may be nil
+	nodes      map[string]nodeRef            // by node ID: other nodes' strings shared in this entry
 	storedNode func(id string) *structs.Node // may be nil
 	available  []map[string]int
 	resources  map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -101,4 +102,69 @@ func TestNodeReregisterKeepsStoredStrings(t *testing.T) {
 	if n, _ := f.State().NodeByID(nil, "n1"); n.Name != "other" || unsafe.StringData(n.ID) != unsafe.StringData(first.ID) {
 		t.Errorf("renamed node: name %q, ID shared %v", n.Name, unsafe.StringData(n.ID) == unsafe.StringData(first.ID))
 	}
+}
+
+// The node strings the FSM remembers across entries follow the node: a
+// renamed node's placements share its new name, and a deregistered
+// node is forgotten.
+func TestKnownNodeStringsFollowTheNode(t *testing.T) {
+	f := newFSM(t, nil)
+	readyNodeAndJob(t, f, nil)
+	job, _ := f.State().JobByID(nil, "default", "web")
+	index := uint64(3)
+	place := func(id, name string) {
+		t.Helper()
+		j := *job
+		apply(t, f, entry(t, index, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: &j,
+			Alloc: []*structs.Allocation{{ID: id, Namespace: "default", NodeID: "n1", NodeName: name, JobID: "web",
+				TaskGroup: "web", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}}}))
+		index++
+	}
+	shares := func(id string) {
+		t.Helper()
+		a, _ := f.State().AllocByID(nil, id)
+		n, _ := f.State().NodeByID(nil, "n1")
+		if a.NodeName != n.Name || unsafe.StringData(a.NodeName) != unsafe.StringData(n.Name) ||
+			unsafe.StringData(a.NodeID) != unsafe.StringData(n.ID) {
+			t.Errorf("%s: node strings %q %q not the stored node's %q %q", id, a.NodeID, a.NodeName, n.ID, n.Name)
+		}
+	}
+	place("a1", "n1")
+	shares("a1")
+	if _, ok := f.nodeStrs["n1"]; !ok {
+		t.Fatal("n1 not remembered")
+	}
+	renamed := testNode("n1")
+	renamed.Name = "renamed"
+	apply(t, f, entry(t, index, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: renamed}))
+	index++
+	runtime.GC() // unique forgets the new name: only the stored node holds it
+	place("a2", "renamed")
+	shares("a2")
+	apply(t, f, entry(t, index, structs.NodeDeregisterRequestType, &structs.NodeDeregisterRequest{NodeIDs: []string{"n1"}}))
+	index++
+	if _, ok := f.nodeStrs["n1"]; ok {
+		t.Error("deregistered node still remembered")
+	}
+	f.nodeStrs["n1"] = nodeRef{id: "n1", name: "stale"}
+	if err := f.Restore(nopCloser{bytes.NewReader(persisted(t, f))}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.nodeStrs) != 0 {
+		t.Error("node strings survive a restore")
+	}
+}
+
+// persisted is f's snapshot, persisted.
+func persisted(t *testing.T, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.Bytes()
 }

@@ -33,6 +33,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	old := f.state.Swap(newState)
+	f.nodeStrs = nil
 	if old != nil {
 		old.Abandon()
 	}
