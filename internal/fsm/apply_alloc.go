@@ -47,8 +47,9 @@ func (f *FSM) applyPlanResults(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "plan results"); err != nil {
 		return err
 	}
-	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req})
-	if err := f.State().UpsertPlanResults(index, &req); err != nil {
+	st := f.State()
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{&req}, f.knownNodeStrings(st))
+	if err := st.UpsertPlanResults(index, &req); err != nil {
 		return err
 	}
 	f.planResultsApplied(index, []*structs.ApplyPlanResultsRequest{&req})
@@ -71,8 +72,9 @@ func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
 	if len(req.Plans) == 0 {
 		return nil
 	}
-	compactPlanAllocs(req.Plans)
-	if err := f.State().UpsertPlanResultsBatch(index, req.Plans); err != nil {
+	st := f.State()
+	compactPlanAllocs(req.Plans, f.knownNodeStrings(st))
+	if err := st.UpsertPlanResultsBatch(index, req.Plans); err != nil {
 		return err
 	}
 	f.planResultsApplied(index, req.Plans)

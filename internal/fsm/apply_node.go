@@ -16,6 +16,10 @@ func (f *FSM) applyNodeRegister(buf []byte, index uint64) error {
 	}
 	compactNode(req.Node)
 	st := f.State()
+	if ex, err := st.NodeByID(nil, req.Node.ID); err == nil && ex != nil {
+		keepNodeStrings(req.Node, ex)
+	}
+	delete(f.nodeStrs, req.Node.ID)
 	if err := st.UpsertNode(index, req.Node); err != nil {
 		return err
 	}
@@ -29,6 +33,9 @@ func (f *FSM) applyNodeDeregister(buf []byte, index uint64) error {
 	var req structs.NodeDeregisterRequest
 	if err := decode(buf, &req, "node deregister"); err != nil {
 		return err
+	}
+	for _, id := range req.NodeIDs {
+		delete(f.nodeStrs, id)
 	}
 	return f.State().DeleteNode(index, req.NodeIDs)
 }

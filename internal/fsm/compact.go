@@ -6,7 +6,6 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"unique"
 	"unsafe"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -24,8 +23,9 @@ import (
 //   - strings repeated across the entry's allocations (namespace, job, eval,
 //     group, deployment, statuses, node pool) are shared;
 //   - node IDs and names (the alloc's and the five scored nodes' in its
-//     metrics) are interned process-wide: a cluster has a bounded set of
-//     them, and each alloc held six 36-byte copies;
+//     metrics) become the stored node's own strings (see nodeStrings): a
+//     cluster has a bounded set of them, and each alloc held six 36-byte
+//     copies;
 //   - equal AllocatedResources are shared: placements of one task group
 //     without ports or devices are granted the same resources, and each
 //     held its own copy (struct, Tasks map, per-task struct: ~430 bytes);
@@ -34,9 +34,13 @@ import (
 //
 // Stored objects are never modified in place, so sharing is safe. It runs
 // before the state write, on every server alike; it changes no value, so
-// determinism is unaffected.
-func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
+// determinism is unaffected. nodes finds the strings of stored nodes (nil:
+// they are interned with unique instead).
+func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest, nodes *nodeSource) {
 	c := compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+	if nodes != nil {
+		c.known, c.storedNode = nodes.known, nodes.stored
+	}
 	for _, req := range reqs {
 		for _, a := range req.Alloc {
 			if a != nil {
@@ -47,13 +51,15 @@ func compactPlanAllocs(reqs []*structs.ApplyPlanResultsRequest) {
 }
 
 type compactor struct {
-	strs      map[string]string
-	nodes     map[string]string // node IDs and names interned in this entry
-	available []map[string]int
-	resources map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last
-	scores    map[string]map[string]float64              // canonical contents -> first map
-	metas     map[scoreMetaKey]*structs.NodeScoreMeta
-	key       []byte
+	strs       map[string]string
+	known      map[string]nodeRef            // by node ID: stored nodes' strings, kept across entries; may be nil
+	nodes      map[string]nodeRef            // by node ID: other nodes' strings shared in this entry
+	storedNode func(id string) *structs.Node // may be nil
+	available  []map[string]int
+	resources  map[groupKey][]*structs.AllocatedResources // distinct grants per group, newest last
+	scores     map[string]map[string]float64              // canonical contents -> first map
+	metas      map[scoreMetaKey]*structs.NodeScoreMeta
+	key        []byte
 }
 
 func (c *compactor) str(s *string) {
@@ -67,33 +73,12 @@ func (c *compactor) str(s *string) {
 	c.strs[*s] = *s
 }
 
-// node interns a node ID or name process-wide, remembering it for the
-// rest of the entry: the five scored nodes of a placement's metrics are
-// mostly the previous placement's, and a local map lookup costs a small
-// fraction of unique.Make.
-func (c *compactor) node(s *string) {
-	if *s == "" {
-		return
-	}
-	if v, ok := c.nodes[*s]; ok {
-		*s = v
-		return
-	}
-	v := internNodeString(*s)
-	if c.nodes == nil {
-		c.nodes = map[string]string{}
-	}
-	c.nodes[v] = v
-	*s = v
-}
-
 func (c *compactor) alloc(a *structs.Allocation) {
 	for _, s := range []*string{&a.Namespace, &a.EvalID, &a.JobID, &a.TaskGroup, &a.DeploymentID,
 		&a.DesiredStatus, &a.ClientStatus} {
 		c.str(s)
 	}
-	c.node(&a.NodeID)
-	c.node(&a.NodeName)
+	c.nodeStrings(&a.NodeID, &a.NodeName)
 	if m := a.Metrics; m != nil {
 		c.str(&m.NodePool)
 		m.NodesAvailable = c.sharedAvailable(m.NodesAvailable)
@@ -111,7 +96,7 @@ func (c *compactor) alloc(a *structs.Allocation) {
 		}
 		for i, s := range m.ScoreMetaData {
 			if s != nil {
-				c.node(&s.NodeID)
+				c.nodeStrings(&s.NodeID, nil)
 				s.Scores = c.sharedScores(s.Scores)
 				m.ScoreMetaData[i] = c.sharedScoreMeta(s)
 			}
@@ -156,7 +141,7 @@ type groupKey struct{ namespace, job, group string }
 func (c *compactor) sharedResources(g groupKey, r *structs.AllocatedResources) *structs.AllocatedResources {
 	seen := c.resources[g]
 	for i := len(seen) - 1; i >= 0; i-- {
-		if reflect.DeepEqual(seen[i], r) {
+		if equalGrants(seen[i], r) {
 			return seen[i]
 		}
 	}
@@ -221,15 +206,6 @@ func (c *compactor) sharedScoreMeta(s *structs.NodeScoreMeta) *structs.NodeScore
 	return s
 }
 
-// internNodeString returns the process-wide copy of a node ID or name.
-// unique holds its values weakly: names of nodes gone are collected.
-func internNodeString(s string) string {
-	if s == "" {
-		return s
-	}
-	return unique.Make(s).Value()
-}
-
 func nilIfEmpty[K comparable, V any](m map[K]V) map[K]V {
 	if len(m) == 0 {
 		return nil
@@ -275,16 +251,30 @@ func (c *compactor) clientFields(a *structs.Allocation) {
 // private copy of every string, grant and score map of every allocation.
 // Its tables are dropped every restoreCompactEvery allocations to bound
 // what the restore itself holds.
+// The restored nodes (restored before the allocations) are kept by ID for
+// the restore's duration: they are the stored nodes whose ID and name
+// strings the allocations share.
 type restoreCompactor struct {
-	c compactor
-	n int
+	c     compactor
+	n     int
+	nodes map[string]*structs.Node
 }
 
 const restoreCompactEvery = 1 << 14
 
+// node records a restored node.
+func (r *restoreCompactor) node(n *structs.Node) {
+	if r.nodes == nil {
+		r.nodes = map[string]*structs.Node{}
+	}
+	r.nodes[n.ID] = n
+}
+
+func (r *restoreCompactor) storedNode(id string) *structs.Node { return r.nodes[id] }
+
 func (r *restoreCompactor) alloc(a *structs.Allocation) {
 	if r.n%restoreCompactEvery == 0 {
-		r.c = compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}}
+		r.c = compactor{strs: map[string]string{}, scores: map[string]map[string]float64{}, storedNode: r.storedNode}
 	}
 	r.n++
 	r.c.alloc(a)

@@ -136,7 +136,7 @@ func TestCompactorSharesOnlyEqualResources(t *testing.T) {
 		want[i].Shared.Ports = a.AllocatedResources.Shared.Ports
 		want[i].TaskLifecycles = nil
 	}
-	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}})
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}}, nil)
 	for i, a := range allocs {
 		if !reflect.DeepEqual(a.AllocatedResources, want[i]) {
 			t.Errorf("%s: grant changed: %+v, want %+v", a.ID, a.AllocatedResources, want[i])
@@ -185,7 +185,7 @@ func TestCompactorSharesEqualScoreMeta(t *testing.T) {
 		{ID: "a2", Metrics: metrics(meta("n2", 0.4, 0.4), meta("n3", 0.4, 0.4))},
 		{ID: "a3", Metrics: metrics(meta("n2", 0.4, 0.3), meta("n2", 0.3, 0.4))},
 	}
-	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}})
+	compactPlanAllocs([]*structs.ApplyPlanResultsRequest{{Alloc: allocs}}, nil)
 	sm := func(a, i int) *structs.NodeScoreMeta { return allocs[a].Metrics.ScoreMetaData[i] }
 	if sm(0, 1) != sm(1, 0) {
 		t.Error("equal scores of n2 are not shared")

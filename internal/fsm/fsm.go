@@ -38,6 +38,14 @@ type FSM struct {
 	logger hclog.Logger
 	state  atomic.Pointer[state.StateStore]
 	sink   atomic.Pointer[sinkHolder]
+
+	// nodeStrs maps the IDs of stored nodes that placements were made on
+	// or scored to the nodes' own ID and name strings (see nodeStrings),
+	// across entries, so that each node is looked up in the store once,
+	// not once per entry. A node's entry is dropped when the node is
+	// registered again or deregistered, all of them on a restore. Only
+	// Apply and Restore use it, which Raft calls one at a time.
+	nodeStrs map[string]nodeRef
 }
 
 type sinkHolder struct{ s EventSink }

@@ -33,6 +33,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	old := f.state.Swap(newState)
+	f.nodeStrs = nil
 	if old != nil {
 		old.Abandon()
 	}
@@ -84,6 +85,7 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		compactNode(v)
+		compact.node(v)
 		return wrap(r.NodeRestore(v))
 	case JobSnapshot:
 		v := new(structs.Job)

@@ -22,6 +22,22 @@ func (s *StateStore) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, erro
 	return raw.(*structs.Node), nil
 }
 
+// NodeReader returns a function that looks nodes up by ID, all in one
+// read transaction opened now, for a caller that looks up many at once:
+// the FSM finds the stored node of each node ID a plan's placements
+// carry, to share its ID and name strings. It returns nil for an unknown
+// node, is not safe for concurrent use and registers no watches.
+func (s *StateStore) NodeReader() func(id string) *structs.Node {
+	txn := s.db.Txn(false)
+	return func(id string) *structs.Node {
+		raw, err := txn.First(tableNodes, "id", id)
+		if err != nil || raw == nil {
+			return nil
+		}
+		return raw.(*structs.Node)
+	}
+}
+
 // NodeBySecretID returns the node holding secretID, or nil.
 func (s *StateStore) NodeBySecretID(ws memdb.WatchSet, secretID string) (*structs.Node, error) {
 	txn := s.db.Txn(false)

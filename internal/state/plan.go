@@ -82,21 +82,15 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 		if in == nil {
 			continue
 		}
-		a := in
-		if a.Job == nil && planJob != nil {
-			c := *in
-			c.Job = planJob
-			a = &c
-		} else if a.Job != nil && a.Job != planJob {
-			j, err := canonicalJob(txn, a.Job)
-			if err != nil {
+		job := in.Job
+		if job == nil {
+			job = planJob
+		} else if job != planJob {
+			if job, err = canonicalJob(txn, job); err != nil {
 				return err
 			}
-			c := *in
-			c.Job = j
-			a = &c
 		}
-		if err := upsertAllocTxn(txn, index, a, jobs, sums); err != nil {
+		if err := upsertAllocTxn(txn, index, in, job, jobs, sums); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"fmt"
-
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -38,15 +36,16 @@ type IndexEntry struct {
 	Value uint64
 }
 
-// nsIDIndex indexes (namespace, id) of a table's objects.
-func nsIDIndex[T any](name string, unique bool, ns, id func(*T) string) *memdb.IndexSchema {
+// nsIDIndex indexes (namespace, id) of a table's objects. A non-unique
+// index names the table's primary key (see compoundKey); a unique one
+// passes nil.
+func nsIDIndex[T any](name string, primary func(*T) string, ns, id func(*T) string) *memdb.IndexSchema {
+	unique := primary == nil
 	return &memdb.IndexSchema{
 		Name:         name,
 		Unique:       unique,
 		AllowMissing: !unique,
-		Indexer: &memdb.CompoundIndex{
-			Indexes: []memdb.Indexer{field(name+".namespace", ns), field(name+".id", id)},
-		},
+		Indexer:      newCompoundKey(name, primary, nil, field(name+".namespace", ns), field(name+".id", id)),
 	}
 }
 
@@ -96,13 +95,7 @@ var (
 )
 
 // allocTerminal is the conditional half of the allocs "node_terminal" index.
-func allocTerminal(obj any) (bool, error) {
-	a, ok := obj.(*structs.Allocation)
-	if !ok {
-		return false, fmt.Errorf("state: node_terminal index on %T", obj)
-	}
-	return a.TerminalStatus(), nil
-}
+func allocTerminal(a *structs.Allocation) bool { return a.TerminalStatus() }
 
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
@@ -113,7 +106,7 @@ func schema() *memdb.DBSchema {
 		tableJobs: {
 			Name: tableJobs,
 			Indexes: map[string]*memdb.IndexSchema{
-				"id":        nsIDIndex("id", true, jobNS, jobID),
+				"id":        nsIDIndex("id", nil, jobNS, jobID),
 				"namespace": {Name: "namespace", AllowMissing: true, Indexer: field("namespace", jobNS)},
 			},
 		},
@@ -131,21 +124,21 @@ func schema() *memdb.DBSchema {
 		},
 		tableScalingEvent: {
 			Name:    tableScalingEvent,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, scalingNS, scalingJob)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", nil, scalingNS, scalingJob)},
 		},
 		tablePeriodicLaunch: {
 			Name:    tablePeriodicLaunch,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, launchNS, launchID)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", nil, launchNS, launchID)},
 		},
 		tableJobSummary: {
 			Name:    tableJobSummary,
-			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", true, summaryNS, summaryJob)},
+			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", nil, summaryNS, summaryJob)},
 		},
 		tableEvals: {
 			Name: tableEvals,
 			Indexes: map[string]*memdb.IndexSchema{
 				"id":  idIndex(evalID),
-				"job": nsIDIndex("job", false, evalNS, evalJob),
+				"job": nsIDIndex("job", evalID, evalNS, evalJob),
 			},
 		},
 		// Every alloc write (placement, stop, client update) rewrites each
@@ -160,12 +153,10 @@ func schema() *memdb.DBSchema {
 				"node_terminal": {
 					Name:         "node_terminal",
 					AllowMissing: true,
-					Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-						field("node_terminal.node", allocNode),
-						&memdb.ConditionalIndex{Conditional: allocTerminal},
-					}},
+					Indexer: newCompoundKey("node_terminal", allocID, allocTerminal,
+						field("node_terminal.node", allocNode)),
 				},
-				"job": nsIDIndex("job", false, allocNS, allocJob),
+				"job": nsIDIndex("job", allocID, allocNS, allocJob),
 			},
 		},
 		tableNodes: {
@@ -184,7 +175,7 @@ func schema() *memdb.DBSchema {
 			Name: tableDeployment,
 			Indexes: map[string]*memdb.IndexSchema{
 				"id":  idIndex(deploymentID),
-				"job": nsIDIndex("job", false, deploymentNS, deploymentJob),
+				"job": nsIDIndex("job", deploymentID, deploymentNS, deploymentJob),
 			},
 		},
 		tableNamespaces: {

@@ -77,7 +77,11 @@ type Txn struct {
 	// trackOverflow flag, which will cause us to use a more expensive
 	// algorithm to perform the notifications. Mutation tracking is only
 	// performed if trackMutate is true.
-	trackChannels map[*mutateCh]struct{}
+	// (Drover: a slice, not a set: notifying a channel twice is harmless,
+	// and a node is tracked again only when a transaction writes the same
+	// leaf again, while the map's inserts were ~6% of the bytes allocated
+	// applying a client status update entry.)
+	trackChannels []*mutateCh
 	trackOverflow bool
 	trackMutate   bool
 }
@@ -136,13 +140,8 @@ func (t *Txn) trackChannel(ch *mutateCh) {
 		return
 	}
 
-	// Create the map on the fly when we need it.
-	if t.trackChannels == nil {
-		t.trackChannels = make(map[*mutateCh]struct{})
-	}
-
 	// Otherwise we are good to track it.
-	t.trackChannels[ch] = struct{}{}
+	t.trackChannels = append(t.trackChannels, ch)
 }
 
 // writeNode returns a node to be modified, if the current node has already been
@@ -599,7 +598,7 @@ func (t *Txn) Notify() {
 	if t.trackOverflow {
 		t.slowNotify()
 	} else {
-		for ch := range t.trackChannels {
+		for _, ch := range t.trackChannels {
 			ch.notify()
 		}
 	}
