@@ -2,7 +2,7 @@ package fsm
 
 import (
 	"strings"
-	"unique"
+	"sync"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -14,8 +14,7 @@ import (
 // health texts, and the datacenter, class, pool and status strings. Each
 // node held private decoded copies of all of them. Maps whose keys change
 // are rebuilt (the decoded node is not yet stored; stored nodes are never
-// modified). No value changes. unique holds its values weakly, so strings
-// no node uses any more are collected. It also records the node's network
+// modified). No value changes. It also records the node's network
 // check (Node.CheckNetwork), which every scheduling pass reads.
 func compactNode(n *structs.Node) {
 	if n == nil {
@@ -73,9 +72,36 @@ func internStringMap(m map[string]string, skipUnique bool) map[string]string {
 	return out
 }
 
+// internTable keeps one copy of each string compactNode shares, for the
+// life of the process (bounded: it starts over when full). Interning with
+// unique.Make(s).Value() alone did not last: unique forgets a string once
+// no Handle to it is left, which is at the next collection, so nodes
+// decoded after one got copies of their own (and string compares between
+// nodes' classes, which the scheduler makes for every node it looks at,
+// stopped being pointer compares). compactNode runs in the FSM's Apply and
+// Restore, one at a time; the lock is uncontended.
+var internTable struct {
+	sync.Mutex
+	m map[string]string
+}
+
+// maxInterned bounds internTable: the strings nodes share are attribute
+// names and common values (a few hundred), not per-node ones.
+const maxInterned = 1 << 16
+
 func intern(s string) string {
 	if s == "" {
 		return s
 	}
-	return unique.Make(s).Value()
+	internTable.Lock()
+	defer internTable.Unlock()
+	if v, ok := internTable.m[s]; ok {
+		return v
+	}
+	if internTable.m == nil || len(internTable.m) >= maxInterned {
+		internTable.m = make(map[string]string)
+	}
+	v := strings.Clone(s) // not a view into a larger decoded buffer
+	internTable.m[v] = v
+	return v
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -22,6 +23,9 @@ func TestNodeRegisterSharesCommonStrings(t *testing.T) {
 	}
 	want := map[string]*structs.Node{"n1": spec("n1", "10.0.0.1"), "n2": spec("n2", "10.0.0.2")}
 	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: spec("n1", "10.0.0.1")}))
+	// Sharing outlasts a collection between the registrations.
+	runtime.GC()
+	runtime.GC()
 	apply(t, f, entry(t, 2, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: spec("n2", "10.0.0.2")}))
 
 	check := func(f *FSM, when string) {
