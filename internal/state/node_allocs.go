@@ -302,6 +302,14 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 	all := make([]*structs.Allocation, len(old.all), len(old.all)+len(changes))
 	copy(all, old.all)
 	nLive := len(old.live.Allocs)
+	// groups follows all when old's live groups are known (terminal
+	// places hold zero handles): the allocations a write adds are at hand
+	// here, while the next reader would load every allocation of the node.
+	var groups []unique.Handle[AllocGroup]
+	if g := old.live.groups.Load(); g != nil {
+		groups = make([]unique.Handle[AllocGroup], len(all), cap(all))
+		copy(groups, *g)
+	}
 	// find returns where id sorts in the live or terminal segment.
 	find := func(id string, live bool) (int, bool) {
 		lo, hi := nLive, len(all)
@@ -334,9 +342,15 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 			}
 			if c.after != nil && liveBefore == liveAfter {
 				all[i] = c.after // same place in the index
+				if groups != nil && liveAfter {
+					groups[i] = GroupOf(c.after)
+				}
 				continue
 			}
 			all = slices.Delete(all, i, i+1)
+			if groups != nil {
+				groups = slices.Delete(groups, i, i+1)
+			}
 			if liveBefore {
 				nLive--
 			}
@@ -347,6 +361,13 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 				return nil
 			}
 			all = slices.Insert(all, i, c.after)
+			if groups != nil {
+				var g unique.Handle[AllocGroup]
+				if liveAfter {
+					g = GroupOf(c.after)
+				}
+				groups = slices.Insert(groups, i, g)
+			}
 			if liveAfter {
 				nLive++
 			}
@@ -354,6 +375,10 @@ func deriveNodeAllocs(old *nodeAllocs, changes []allocChange) *nodeAllocs {
 	}
 	next := &nodeAllocs{all: all}
 	next.live.Allocs = all[:nLive:nLive]
+	if groups != nil {
+		live := groups[:nLive:nLive]
+		next.live.groups.Store(&live)
+	}
 	if u := old.live.usage.Load(); u != nil {
 		switch {
 		case sameUsage:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unique"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -78,6 +79,15 @@ func checkMemoEntries(t *testing.T, s *StateStore, step string) int {
 		if !slices.Equal(v.live.Allocs, live) {
 			t.Fatalf("%s: %s: memo's live %v, store %v", step, id, allocIDs(v.live.Allocs), allocIDs(live))
 		}
+		if g := v.live.groups.Load(); g != nil {
+			want := make([]unique.Handle[AllocGroup], len(live))
+			for i, a := range live {
+				want[i] = GroupOf(a)
+			}
+			if !slices.Equal(*g, want) {
+				t.Fatalf("%s: %s: memo's groups are not its allocations'", step, id)
+			}
+		}
 		if u := v.live.usage.Load(); u != nil && *u != structs.SumAllocs(live) {
 			t.Fatalf("%s: %s: memo's usage %+v, sum %+v", step, id, *u, structs.SumAllocs(live))
 		}
@@ -107,6 +117,19 @@ func checkReads(t *testing.T, snap *StateStore, nodes []string, step string) {
 		must(t, err)
 		if !slices.Equal(la.Allocs, want) {
 			t.Fatalf("%s: %s: reader %v, store %v", step, id, allocIDs(la.Allocs), allocIDs(want))
+		}
+		if len(want) > 0 {
+			// Counting computes the groups, which later writes carry.
+			g := GroupOf(want[0])
+			n := 0
+			for _, a := range want {
+				if GroupOf(a) == g {
+					n++
+				}
+			}
+			if got := la.CountGroup(g); got != n {
+				t.Fatalf("%s: %s: %d allocations of %v, want %d", step, id, got, g.Value(), n)
+			}
 		}
 		if got, sum := la.Usage(), structs.SumAllocs(want); got != sum {
 			t.Fatalf("%s: %s: usage %+v, sum %+v", step, id, got, sum)
@@ -325,7 +348,8 @@ func TestNodeAllocsMemo_RandomWrites(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
 			s := testStore(t)
-			job := storedJob(t, s, 2, mockJob("j"))
+			// Two jobs: the nodes' allocations belong to different groups.
+			jobs := []*structs.Job{storedJob(t, s, 1, mockJob("j")), storedJob(t, s, 2, mockJob("k"))}
 			nodes := []string{"n0", "n1", "n2", "n3"}
 			for i, id := range nodes {
 				must(t, s.UpsertNode(uint64(3+i), mockNode(id)))
@@ -342,7 +366,7 @@ func TestNodeAllocsMemo_RandomWrites(t *testing.T) {
 				case op <= 1 || len(ids) == 0:
 					var batch []*structs.Allocation
 					for k := rng.Intn(4); k >= 0; k-- {
-						a := mockAlloc(fmt.Sprintf("a%03d", rng.Intn(200)), nodes[rng.Intn(len(nodes))], job)
+						a := mockAlloc(fmt.Sprintf("a%03d", rng.Intn(200)), nodes[rng.Intn(len(nodes))], jobs[rng.Intn(2)])
 						a.AllocatedResources = memoRes(int64(rng.Intn(100)), 32)
 						ids = append(ids, a.ID)
 						batch = append(batch, a)
