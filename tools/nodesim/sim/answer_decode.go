@@ -20,43 +20,62 @@ type leanAnswer interface {
 }
 
 func (a *allocsAnswer) decodeMsgpack(r *mpReader) {
-	n := r.readMapLen()
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "Allocs":
-			a.Allocs = decodeAllocs(r)
+			a.Allocs = decodeArray(r, decodeAlloc)
 		case "Index":
 			a.Index = r.readUint()
 		default:
-			r.skip()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 func (a *pullAnswer) decodeMsgpack(r *mpReader) {
-	n := r.readMapLen()
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "Allocs":
 			a.Allocs = decodeModifyIndexes(r)
 		case "Changed":
-			a.Changed = decodeAllocs(r)
+			a.Changed = decodeArray(r, decodeAlloc)
 		case "Index":
 			a.Index = r.readUint()
 		default:
+			return false
+		}
+		return true
+	})
+}
+
+// fields reads a map of struct fields: field reads the value of a field
+// it knows and returns true; the others (and keys that are not strings)
+// are skipped. False when the value is nil.
+func (r *mpReader) fields(field func(key []byte) bool) bool {
+	n := r.readMapLen()
+	if n < 0 {
+		return false
+	}
+	for i := 0; i < n && r.ok(); i++ {
+		if key, ok := r.readKey(); !ok || !field(key) {
 			r.skip()
 		}
 	}
+	return true
+}
+
+// decodeArray reads an array of elem's values; nil for nil.
+func decodeArray[T any](r *mpReader, elem func(*mpReader) T) []T {
+	n := r.readArrayLen()
+	if n < 0 {
+		return nil
+	}
+	out := make([]T, 0, min(n, 1<<12)) // a corrupt length must not allocate
+	for i := 0; i < n && r.ok(); i++ {
+		out = append(out, elem(r))
+	}
+	return out
 }
 
 // decodeModifyIndexes decodes a pull's alloc ID → AllocModifyIndex map.
@@ -73,30 +92,9 @@ func decodeModifyIndexes(r *mpReader) map[string]uint64 {
 	return m
 }
 
-func decodeAllocs(r *mpReader) []*wireAlloc {
-	n := r.readArrayLen()
-	if n < 0 {
-		return nil
-	}
-	allocs := make([]*wireAlloc, 0, min(n, 1<<12))
-	for i := 0; i < n && r.ok(); i++ {
-		allocs = append(allocs, decodeAlloc(r))
-	}
-	return allocs
-}
-
 func decodeAlloc(r *mpReader) *wireAlloc {
-	n := r.readMapLen()
-	if n < 0 {
-		return nil
-	}
 	a := &wireAlloc{}
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	if !r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "ID":
 			a.ID = r.readString()
@@ -115,103 +113,63 @@ func decodeAlloc(r *mpReader) *wireAlloc {
 		case "Job":
 			a.Job = decodeJob(r)
 		default:
-			r.skip()
+			return false
 		}
+		return true
+	}) {
+		return nil
 	}
 	return a
 }
 
 func decodeJob(r *mpReader) *wireJob {
-	n := r.readMapLen()
-	if n < 0 {
-		return nil
-	}
 	j := &wireJob{}
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	if !r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "Type":
 			j.Type = r.readShared()
 		case "JobModifyIndex":
 			j.JobModifyIndex = r.readUint()
 		case "TaskGroups":
-			j.TaskGroups = decodeGroups(r)
+			j.TaskGroups = decodeArray(r, decodeGroup)
 		default:
-			r.skip()
+			return false
 		}
+		return true
+	}) {
+		return nil
 	}
 	return j
 }
 
-func decodeGroups(r *mpReader) []*wireGroup {
-	n := r.readArrayLen()
-	if n < 0 {
-		return nil
-	}
-	groups := make([]*wireGroup, 0, min(n, 1<<12))
-	for i := 0; i < n && r.ok(); i++ {
-		groups = append(groups, decodeGroup(r))
-	}
-	return groups
-}
-
 func decodeGroup(r *mpReader) *wireGroup {
-	n := r.readMapLen()
-	if n < 0 {
-		return nil
-	}
 	g := &wireGroup{}
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	if !r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "Name":
 			g.Name = r.readShared()
 		case "Tasks":
-			g.Tasks = decodeTasks(r)
+			g.Tasks = decodeArray(r, decodeTask)
 		default:
-			r.skip()
+			return false
 		}
+		return true
+	}) {
+		return nil
 	}
 	return g
 }
 
-func decodeTasks(r *mpReader) []*wireTask {
-	n := r.readArrayLen()
-	if n < 0 {
-		return nil
-	}
-	tasks := make([]*wireTask, 0, min(n, 1<<12))
-	for i := 0; i < n && r.ok(); i++ {
-		tasks = append(tasks, decodeTask(r))
-	}
-	return tasks
-}
-
 func decodeTask(r *mpReader) *wireTask {
-	n := r.readMapLen()
-	if n < 0 {
-		return nil
-	}
 	t := &wireTask{}
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
+	if !r.fields(func(key []byte) bool {
+		if string(key) != "Name" {
+			return false
 		}
-		if string(key) == "Name" {
-			t.Name = r.readShared()
-		} else {
-			r.skip()
-		}
+		t.Name = r.readShared()
+		return true
+	}) {
+		return nil
 	}
 	return t
 }

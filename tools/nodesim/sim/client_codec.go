@@ -60,16 +60,7 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 func (c *clientCodec) ReadResponseHeader(resp *rpc.Response) error {
 	r := c.mp
 	r.reset()
-	n := r.readMapLen()
-	if n < 0 && r.ok() && r.err == nil {
-		*resp = rpc.Response{} // nil: go-msgpack zeroes the value
-	}
-	for i := 0; i < n && r.ok(); i++ {
-		key, ok := r.readKey()
-		if !ok {
-			r.skip()
-			continue
-		}
+	if !r.fields(func(key []byte) bool {
 		switch string(key) {
 		case "ServiceMethod":
 			resp.ServiceMethod = r.readShared()
@@ -78,8 +69,11 @@ func (c *clientCodec) ReadResponseHeader(resp *rpc.Response) error {
 		case "Error":
 			resp.Error = r.readString()
 		default:
-			r.skip()
+			return false
 		}
+		return true
+	}) && r.ok() && r.err == nil {
+		*resp = rpc.Response{} // nil: go-msgpack zeroes the value
 	}
 	return r.done()
 }
