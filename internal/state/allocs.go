@@ -155,12 +155,9 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 	if deleted != nil {
 		pull.Index = deleted.(*IndexEntry).Value
 	}
-	seq := readAllocSeq(txn)
-	v := s.nodeAllocs.fresh(nodeID, seq)
-	if v == nil {
-		if v, err = s.nodeAllocs.readAt(txn, nodeID, seq, true); err != nil {
-			return ClientPull{}, err
-		}
+	v, err := s.nodeAllocs.read(txn, nodeID, readAllocSeq(txn))
+	if err != nil {
+		return ClientPull{}, err
 	}
 	cv := v.clientView()
 	pull.All = v.all

@@ -155,16 +155,15 @@ func (m *nodeAllocsMemo) putLocked(nodeID string, v *nodeAllocs) {
 	m.byNode[nodeID] = v
 }
 
-// read returns nodeID's allocations as txn sees them: from the memo when
-// its entry has the version txn sees, else collected (and memoised).
-// m may be nil (then nothing is memoised).
-func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string) (*nodeAllocs, error) {
-	return m.readAt(txn, nodeID, 0, false)
-}
-
-// readAt is read by a reader that knows the number of txn's newest alloc
-// write (numbered): what it collects is stamped for later readers.
-func (m *nodeAllocsMemo) readAt(txn *memdb.Txn, nodeID string, seq uint64, numbered bool) (*nodeAllocs, error) {
+// read returns nodeID's allocations as txn sees them, seq being the number
+// of txn's newest alloc write (readAllocSeq): the memo's entry when its
+// range holds seq (no lookup, see node_allocs_seq.go) or its version is
+// the one txn sees, else collected, memoised and stamped for later
+// readers. m may be nil (then nothing is memoised).
+func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string, seq uint64) (*nodeAllocs, error) {
+	if v := m.fresh(nodeID, seq); v != nil {
+		return v, nil
+	}
 	iter, err := txn.Get(tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("state: %s lookup: %w", tableAllocs, err)
@@ -178,9 +177,7 @@ func (m *nodeAllocsMemo) readAt(txn *memdb.Txn, nodeID string, seq uint64, numbe
 	}
 	v := newNodeAllocs(version, collectAllocs(iter, nil))
 	m.mu.Lock()
-	if numbered {
-		m.stampLocked(nodeID, v, seq)
-	}
+	m.stampLocked(nodeID, v, seq)
 	m.putLocked(nodeID, v)
 	m.mu.Unlock()
 	return v, nil
@@ -199,10 +196,7 @@ func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, 
 	memo := s.nodeAllocs
 	seq := readAllocSeq(txn)
 	return func(nodeID string) (*LiveAllocs, error) {
-		if v := memo.fresh(nodeID, seq); v != nil {
-			return &v.live, nil
-		}
-		v, err := memo.readAt(txn, nodeID, seq, true)
+		v, err := memo.read(txn, nodeID, seq)
 		if err != nil {
 			return nil, err
 		}

@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
@@ -148,10 +147,6 @@ func (m *nodeAllocsMemo) unnumbered(currentSeq uint64) {
 	defer m.mu.Unlock()
 	m.byNode = make(map[string]*nodeAllocs)
 	m.lastWrite = nil
-	if currentSeq == math.MaxUint64 {
-		m.forgotAt = math.MaxUint64
-		return
-	}
 	m.forgotAt = currentSeq + 1
 }
 
