@@ -606,7 +606,7 @@ func (j *JobAntiAffinityIterator) Next() *RankedNode {
 	proposed := opt.Proposed
 	if opt.live != nil {
 		if j.groupOf != j.tg {
-			j.group = state.GroupOf(&structs.Allocation{Namespace: j.job.Namespace, JobID: j.job.ID, TaskGroup: j.tg.Name})
+			j.group = unique.Make(state.AllocGroup{Namespace: j.job.Namespace, JobID: j.job.ID, TaskGroup: j.tg.Name})
 			j.groupOf = j.tg
 		}
 		collisions, proposed = opt.live.CountGroup(j.group), opt.extra
