@@ -38,6 +38,8 @@ type Agent struct {
 	httpLn  net.Listener
 	httpSrv *http.Server
 	inmem   *metrics.InmemSink
+	// inmemSince is when inmem was created: its first interval is partial.
+	inmemSince time.Time
 
 	tmpDirs []string
 	// heapFloor paces the GC of a server process (nil when off).
@@ -64,11 +66,12 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		}
 	}
 	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second)}
-	inm, prom, err := setupMetrics(cfg.NodeName)
+	since := time.Now()
+	inm, prom, err := setupMetrics(cfg.Telemetry, cfg.NodeName)
 	if err != nil {
 		return nil, err
 	}
-	a.inmem = inm
+	a.inmem, a.inmemSince = inm, since
 
 	// Bind HTTP first: a port conflict should fail before anything starts.
 	a.httpLn, err = net.Listen("tcp", cfg.HTTPAddr())
@@ -165,6 +168,9 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	}
 	if len(s.EnabledSchedulers) > 0 {
 		sc.EnabledSchedulers = s.EnabledSchedulers
+	}
+	if c.Telemetry != nil {
+		sc.StatsInterval = c.Telemetry.CollectionInterval
 	}
 	if s.MinHeartbeatTTL > 0 {
 		sc.MinHeartbeatTTL = s.MinHeartbeatTTL

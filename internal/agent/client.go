@@ -58,6 +58,9 @@ func (a *Agent) setupClient() error {
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
 	}
+	if t := c.Telemetry; t != nil {
+		cfg.StatsInterval = t.CollectionInterval
+	}
 	if r := cc.Reserved; r != nil {
 		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}
 	}

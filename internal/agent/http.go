@@ -14,13 +14,14 @@ import (
 
 func (a *Agent) startHTTP(prom http.Handler) {
 	cfg := httpapi.Config{
-		RPC:         a,
-		Agent:       &agentInfo{a: a},
-		ParseJob:    parseJob,
-		Logger:      a.logger.Named("http"),
-		MetricsSink: a.inmem,
-		PromHandler: prom,
-		Region:      a.config.Region,
+		RPC:          a,
+		Agent:        &agentInfo{a: a},
+		ParseJob:     parseJob,
+		Logger:       a.logger.Named("http"),
+		MetricsSink:  a.inmem,
+		MetricsSince: a.inmemSince,
+		PromHandler:  prom,
+		Region:       a.config.Region,
 	}
 	if a.client != nil {
 		cfg.FS = a.client

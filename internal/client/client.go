@@ -222,6 +222,10 @@ func (c *Client) Start() {
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()
+		if c.cfg.StatsInterval > 0 {
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); c.emitStats() }()
+		}
 		if c.cfg.DetectForeignPorts {
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.watchForeignPorts() }()

@@ -58,4 +58,7 @@ type Config struct {
 	// start in Node.ForeignPorts.
 	DetectForeignPorts bool
 	Clock              func() time.Time
+	// StatsInterval is how often the client publishes its allocation
+	// gauges (telemetry.collection_interval); 0 publishes none.
+	StatsInterval time.Duration
 }

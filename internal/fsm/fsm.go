@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -96,6 +97,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	msgType &^= structs.IgnoreUnknownTypeFlag
 	buf := l.Data[1:]
 	index := l.Index
+	defer measureApply(msgType, time.Now())
 
 	var err error
 	switch msgType {

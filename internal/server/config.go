@@ -80,6 +80,10 @@ type Config struct {
 
 	RPCHoldTimeout time.Duration
 
+	// StatsInterval is how often the leader publishes its queue gauges
+	// (telemetry.collection_interval; 0 means one second).
+	StatsInterval time.Duration
+
 	Logger hclog.Logger
 
 	// workerRPC, when set, replaces the in-process RPC the scheduler

@@ -3,6 +3,8 @@ package server
 import (
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -69,6 +71,7 @@ func (s *Server) leaderLoop(stopCh chan struct{}) {
 // waitBarrier issues a Raft barrier and waits for it without ever blocking
 // past stopCh.
 func (s *Server) waitBarrier(stopCh chan struct{}) bool {
+	defer metrics.MeasureSince(keyLeaderBarrier, time.Now())
 	errCh := make(chan error, 1)
 	go func() { errCh <- s.raft.Barrier(time.Minute).Error() }()
 	select {
@@ -85,6 +88,7 @@ func (s *Server) waitBarrier(stopCh chan struct{}) bool {
 
 // establishLeadership starts the leader-only services from current state.
 func (s *Server) establishLeadership(stopCh chan struct{}) {
+	defer metrics.MeasureSince(keyLeaderEstablish, time.Now())
 	gen := s.leaderGen.Add(1)
 	s.logger.Info("cluster leadership acquired")
 
@@ -104,6 +108,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.reapCancelableAndDuplicates(stopCh)
 	go s.periodicUnblockFailed(stopCh)
 	go s.initializeKeyring(stopCh, gen)
+	go s.emitLeaderStats(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)

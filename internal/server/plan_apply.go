@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -19,6 +21,7 @@ func (p *Plan) Submit(args *structs.PlanRequest, reply *structs.PlanResponse) er
 	if plan == nil {
 		return structs.NewErrCoded(400, "cannot submit nil plan")
 	}
+	defer metrics.MeasureSince(keyPlanSubmit, time.Now())
 	// The plan may wait in the queue; its eval must not be redelivered
 	// meanwhile.
 	if err := p.srv.broker.PauseNackTimeout(plan.EvalID, plan.EvalToken); err != nil {

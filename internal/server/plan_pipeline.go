@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics/compat"
 
 	"github.com/drover-project/drover/internal/server/planqueue"
 	"github.com/drover-project/drover/internal/state"
@@ -151,7 +152,9 @@ func (a *planApplier) verify(plans []*planqueue.Pending, prev *planBatch) *planB
 	}
 	view.layers = append(view.layers, b.delta)
 	for i, p := range plans {
+		start := time.Now()
 		result, err := evaluatePlan(view, p.Plan)
+		metrics.MeasureSince(keyPlanEvaluate, start)
 		if err != nil {
 			p.Respond(nil, err)
 			continue
@@ -184,9 +187,11 @@ func (a *planApplier) commit(b *planBatch) *planBatch {
 	if evals != nil {
 		updates = evals.evals
 	}
+	start := time.Now()
 	c := a.submit(b.reqs, updates)
 	go func() {
 		b.index, b.err = c.Wait()
+		metrics.MeasureSince(keyPlanApply, start)
 		if b.err == nil {
 			a.committed.Store(b.index)
 		} else {

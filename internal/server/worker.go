@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
+
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -188,10 +190,12 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 	w.snapIndex, _ = snap.LatestIndex()
 	defer func() { w.eval, w.token, w.deferred = nil, "", nil }()
 
+	start := time.Now()
 	sched, err := scheduler.NewScheduler(eval.Type, w.schedConfig(), snap, w)
 	if err == nil {
 		err = sched.Process(eval)
 	}
+	measureInvoke(eval.Type, start)
 	w.release()
 	if err != nil {
 		// A kept-back status update is dropped: the eval is redelivered.
@@ -259,6 +263,7 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 	if err := w.flush(); err != nil {
 		return nil, nil, err
 	}
+	defer metrics.MeasureSince(keyWorkerSubmit, time.Now())
 	plan.EvalToken = w.token
 	plan.SnapshotIndex = w.snapIndex
 	var resp structs.PlanResponse

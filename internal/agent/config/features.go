@@ -33,6 +33,11 @@ import "fmt"
 //	  autopilot.enable_redundancy_zones ...
 //	ui.consul.ui_url, ui.vault.ui_url        accepted: they only add links in the web UI
 //	enable_syslog, eventlog.enabled          accepted; logs still go to stderr/log_file
+//	telemetry.datadog_address,               REFUSED: those sinks are not built and the
+//	  telemetry.circonus_api_token            metrics would go nowhere; the Datadog agent
+//	                                         takes statsd_address (DogStatsD speaks statsd)
+//	telemetry.publish_{allocation,node}      accepted: the per-allocation resource and host
+//	  _metrics and the other filters          gauges are not published yet
 //	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
 //	  -dev-vault                             the dev integrations are not built
 var featureGates = []struct {
@@ -62,6 +67,10 @@ var featureGates = []struct {
 		}
 		return false
 	}, "keyring blocks for external KMS providers are not supported yet: root keys would be stored without the KMS wrapping you asked for. Remove the keyring block (or use keyring \"aead\")"},
+	{"telemetry.datadog_address", func(c *Config) bool { return c.Telemetry != nil && c.Telemetry.DataDogAddr != "" },
+		"telemetry.datadog_address is not supported yet: the metrics would go nowhere. Point telemetry.statsd_address at the Datadog agent instead (DogStatsD accepts the statsd protocol)"},
+	{"telemetry.circonus_api_token", func(c *Config) bool { return c.Telemetry != nil && c.Telemetry.CirconusAPIToken != "" },
+		"telemetry.circonus_api_token is not supported yet: the Circonus sink is not built, so the metrics would go nowhere. Use telemetry.statsd_address or prometheus_metrics"},
 	{"server.client_introduction.enforcement", func(c *Config) bool {
 		return c.Server != nil && c.Server.ClientIntroduction != nil && c.Server.ClientIntroduction.Enforcement == "strict"
 	}, "server.client_introduction.enforcement = \"strict\" is not supported yet: Drover does not verify client introduction tokens. Use \"warn\" or remove the block"},

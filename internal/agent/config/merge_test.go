@@ -153,6 +153,11 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"bad ports", "client {\n enabled = true\n min_dynamic_port = 40000\n max_dynamic_port = 30000\n}", "dynamic port range"},
 		{"bad log level", "log_level = \"LOUD\"", "log_level \"LOUD\""},
 		{"relative data_dir", "data_dir = \"rel\"", "absolute"},
+		{"telemetry filters", "telemetry {\n prefix_filter = [\"+nomad.raft\", \"-nomad.client\"]\n collection_interval = \"5s\"\n}", ""},
+		{"telemetry datadog", "telemetry { datadog_address = \"localhost:8125\" }", "telemetry.statsd_address at the Datadog agent"},
+		{"telemetry statsd", "telemetry { statsd_address = \"localhost:8125\" }", ""},
+		{"telemetry bad filter", "telemetry { prefix_filter = [\"nomad.raft\"] }", `telemetry.prefix_filter entry "nomad.raft"`},
+		{"telemetry short retention", "telemetry {\n in_memory_collection_interval = \"10s\"\n in_memory_retention_period = \"5s\"\n}", "in_memory_retention_period (5s) must be at least"},
 		{"heap floor off", "server { gc_heap_floor_mb = 0 }", ""},
 		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks the final, merged configuration: value ranges, required
@@ -55,6 +56,9 @@ func (c *Config) Validate() error {
 	}
 	if cl := c.Client; cl != nil {
 		errs = append(errs, cl.validate()...)
+	}
+	if t := c.Telemetry; t != nil {
+		errs = append(errs, t.validate()...)
 	}
 	errs = append(errs, c.checkFeatureGates()...)
 	return errors.Join(errs...)
@@ -210,4 +214,31 @@ func ParsePortRanges(spec string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+func (t *Telemetry) validate() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, d := range []struct {
+		k string
+		v time.Duration
+	}{{"telemetry.collection_interval", t.CollectionInterval},
+		{"telemetry.in_memory_collection_interval", t.InMemoryCollectionInterval},
+		{"telemetry.in_memory_retention_period", t.InMemoryRetentionPeriod}} {
+		if d.v < 0 {
+			bad(d.k, "%s must not be negative, got %s", d.k, d.v)
+		}
+	}
+	if t.InMemoryCollectionInterval > 0 && t.InMemoryRetentionPeriod > 0 && t.InMemoryRetentionPeriod < t.InMemoryCollectionInterval {
+		bad("telemetry.in_memory_retention_period", "telemetry.in_memory_retention_period (%s) must be at least in_memory_collection_interval (%s)",
+			t.InMemoryRetentionPeriod, t.InMemoryCollectionInterval)
+	}
+	for _, r := range t.PrefixFilter {
+		if len(r) < 2 || (r[0] != '+' && r[0] != '-') {
+			bad("telemetry.prefix_filter", "telemetry.prefix_filter entry %q must be a metric prefix after + (allow) or - (block), e.g. \"+nomad.raft\"", r)
+		}
+	}
+	return errs
 }

@@ -35,5 +35,5 @@ func (s *server) metricsRequest(w http.ResponseWriter, r *http.Request) (any, er
 		fallbackSinkOnce.Do(func() { fallbackSink = metrics.NewInmemSink(10*time.Second, time.Minute) })
 		sink = fallbackSink
 	}
-	return sink.DisplayMetrics(w, r)
+	return metricsSummary(sink, s.cfg.MetricsSince), nil
 }

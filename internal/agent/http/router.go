@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	metrics "github.com/hashicorp/go-metrics/compat"
@@ -63,8 +64,10 @@ type Config struct {
 	Auth        Authorizer         // nil: allow everything
 	Logger      hclog.Logger       // nil: discard
 	MetricsSink *metrics.InmemSink // nil: a private empty sink
-	PromHandler http.Handler       // nil: ?format=prometheus answers 415
-	Region      string             // the agent's region; "" means "global"
+	// MetricsSince is when MetricsSink was created (see metricsSummary).
+	MetricsSince time.Time
+	PromHandler  http.Handler // nil: ?format=prometheus answers 415
+	Region       string       // the agent's region; "" means "global"
 }
 
 // allowAll is the default Authorizer until ACLs exist.

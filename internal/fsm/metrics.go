@@ -1,0 +1,46 @@
+package fsm
+
+import (
+	"time"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// applyKeys names the time each Raft entry type takes to apply, as Nomad
+// names it: nomad.nomad.fsm.<name> (go-metrics adds the service prefix).
+var applyKeys = func() (keys [256][]string) {
+	for t, name := range map[structs.MessageType]string{
+		structs.NodeRegisterRequestType:          "register_node",
+		structs.NodeDeregisterRequestType:        "deregister_node",
+		structs.NodeUpdateStatusRequestType:      "node_status_update",
+		structs.NodeBatchUpdateStatusRequestType: "node_status_update_batch",
+		structs.NodeUpdateEligibilityRequestType: "node_eligibility_update",
+		structs.JobRegisterRequestType:           "register_job",
+		structs.JobRegisterBatchRequestType:      "register_job_batch",
+		structs.JobDeregisterRequestType:         "deregister_job",
+		structs.EvalUpdateRequestType:            "update_eval",
+		structs.EvalDeleteRequestType:            "delete_eval",
+		structs.AllocClientUpdateRequestType:     "alloc_client_update",
+		structs.ApplyPlanResultsRequestType:      "apply_plan_results",
+		structs.ApplyPlanResultsBatchRequestType: "apply_plan_results_batch",
+		structs.NamespaceUpsertRequestType:       "apply_namespace_upsert",
+		structs.RootKeyUpsertRequestType:         "apply_root_key_meta_upsert",
+		structs.ClusterMetadataRequestType:       "cluster_meta",
+		structs.JobStabilityRequestType:          "job_stability",
+		structs.ScalingEventRegisterRequestType:  "upsert_scaling_event",
+		structs.JobVersionTagRequestType:         "job_version_tag",
+	} {
+		keys[t] = []string{"nomad", "fsm", name}
+	}
+	return keys
+}()
+
+// measureApply records how long an entry of type t took to apply, from
+// start. Unknown types are not recorded.
+func measureApply(t structs.MessageType, start time.Time) {
+	if key := applyKeys[t]; key != nil {
+		metrics.MeasureSince(key, start)
+	}
+}
