@@ -17,6 +17,7 @@ import (
 type Error struct {
 	File string // file the key was read from; empty for flags/defaults
 	Line int    // 1-based line, 0 when unknown
+	Flag string // the command-line flag that set the key, if one did
 	Key  string // dotted key path, e.g. "server.bootstrap_expect"
 	Msg  string // full message, already naming the key
 }
@@ -25,6 +26,9 @@ func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", loc, e.Line)
+	}
+	if e.Flag != "" {
+		loc = "flag -" + e.Flag
 	}
 	if loc == "" {
 		return e.Msg
@@ -88,8 +92,26 @@ func infoFor(t reflect.Type) *structInfo {
 // decoder walks an HCL1 syntax tree (from either HCL or JSON source) into a
 // struct, collecting every error instead of stopping at the first.
 type decoder struct {
-	file string
-	errs []error
+	file    string
+	errs    []error
+	origins map[string]Origin
+}
+
+// Origin is where a key's value came from: a file and line, or a flag.
+type Origin struct {
+	File string
+	Line int
+	Flag string
+}
+
+// locate fills in where e's key was set, when e does not say already.
+func (c *Config) locate(e *Error) {
+	if e.File != "" || e.Flag != "" || c.Origins == nil {
+		return
+	}
+	if o, ok := c.Origins[e.Key]; ok {
+		e.File, e.Line, e.Flag = o.File, o.Line, o.Flag
+	}
 }
 
 func (d *decoder) fail(pos token.Pos, key, format string, args ...any) {
@@ -147,7 +169,9 @@ func (d *decoder) decodeStruct(path string, items []*ast.ObjectItem, rv reflect.
 			d.fail(item.Keys[0].Pos(), joinKey(path, name), "%s", msg)
 			continue
 		}
-		d.decodeValue(joinKey(path, name), rv.Field(fi.index), item.Keys[1:], item.Val, fi, item.Keys[0].Pos())
+		key := joinKey(path, name)
+		d.origins[key] = Origin{File: d.file, Line: nodePos(item.Keys[0], item.Val.Pos()).Line}
+		d.decodeValue(key, rv.Field(fi.index), item.Keys[1:], item.Val, fi, item.Keys[0].Pos())
 	}
 }
 

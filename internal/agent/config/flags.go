@@ -194,6 +194,14 @@ func ParseAgentArgs(args []string) (cfg *Config, configPaths []string, dev bool,
 	if len(errs) > 0 {
 		return nil, nil, false, errors.Join(errs...)
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if key, ok := flagKeys[f.Name]; ok {
+			if fc.Origins == nil {
+				fc.Origins = map[string]Origin{}
+			}
+			fc.Origins[key] = Origin{Flag: f.Name}
+		}
+	})
 	cfg = Merge(cfg, fc)
 	cfg.DevMode = dev
 	return cfg, []string(configs), dev, nil
@@ -243,4 +251,19 @@ func (b *boolFlag) ptr() *bool {
 	}
 	v := b.val
 	return &v
+}
+
+// flagKeys names the configuration key each value flag sets, so that a bad
+// value is reported against the flag rather than a file that set it earlier.
+var flagKeys = map[string]string{
+	"bind": "bind_addr", "region": "region", "dc": "datacenter", "node": "name",
+	"data-dir": "data_dir", "plugin-dir": "plugin_dir", "log-level": "log_level", "log-file": "log_file",
+	"log-rotate-bytes": "log_rotate_bytes", "log-rotate-duration": "log_rotate_duration",
+	"log-rotate-max-files": "log_rotate_max_files",
+	"bootstrap-expect":     "server.bootstrap_expect", "encrypt": "server.encrypt",
+	"raft-protocol": "server.raft_protocol", "retry-max": "server.retry_max", "retry-interval": "server.retry_interval",
+	"servers": "client.servers", "node-class": "client.node_class", "node-pool": "client.node_pool",
+	"state-dir": "client.state_dir", "alloc-dir": "client.alloc_dir", "alloc-mounts-dir": "client.alloc_mounts_dir",
+	"network-interface": "client.network_interface", "network-speed": "client.network_speed",
+	"acl-enabled": "acl.enabled", "vault-enabled": "vault.enabled",
 }

@@ -169,3 +169,33 @@ func TestNormalizeAddrs(t *testing.T) {
 		t.Fatalf("no address: %v", err)
 	}
 }
+
+// A value Validate refuses is reported where it was set: the file and line,
+// or the flag that overrode the file.
+func TestValidateNamesWhereAValueWasSet(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.hcl")
+	src := "data_dir = \"/srv/drover\"\nserver { enabled = true }\n\nlog_level = \"LOUD\"\ntelemetry {\n  prefix_filter = [\"nomad.raft\"]\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, _, err := ParseAgentArgs([]string{"-config", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := cfg.Validate().Error()
+	for _, want := range []string{path + ":4: log_level \"LOUD\"", path + ":6: telemetry.prefix_filter"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("error %q does not contain %q", msg, want)
+		}
+	}
+
+	cfg, _, _, err = ParseAgentArgs([]string{"-config", path, "-log-level", "LOUDER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg = cfg.Validate().Error()
+	if !strings.Contains(msg, "flag -log-level: log_level \"LOUDER\"") || strings.Contains(msg, path+":4") {
+		t.Fatalf("flag override not named: %q", msg)
+	}
+}

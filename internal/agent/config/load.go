@@ -60,12 +60,13 @@ func parse(name string, src []byte) (*Config, error) {
 		return nil, fmt.Errorf("%s: the file must contain a set of keys and blocks at the top level", name)
 	}
 	c := &Config{}
-	d := &decoder{file: name}
+	d := &decoder{file: name, origins: map[string]Origin{}}
 	d.decodeStruct("", list.Items, reflect.ValueOf(c).Elem())
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}
 	c.Files = []string{name}
+	c.Origins = d.origins
 	return c, nil
 }
 

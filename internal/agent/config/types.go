@@ -54,6 +54,10 @@ type Config struct {
 	DevMode bool `hcl:"-"`
 	// Files lists the config files that were loaded, in order.
 	Files []string `hcl:"-" merge:"append"`
+	// Origins says where each key was set (full key path → file and line,
+	// or flag); later sources replace earlier ones as their values do. It
+	// lets Validate name the place of a bad value.
+	Origins map[string]Origin `hcl:"-" json:"-"`
 
 	normalized *normalizedAddrs
 }

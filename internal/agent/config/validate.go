@@ -61,6 +61,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, t.validate()...)
 	}
 	errs = append(errs, c.checkFeatureGates()...)
+	for _, err := range errs {
+		if e, ok := err.(*Error); ok {
+			c.locate(e)
+		}
+	}
 	return errors.Join(errs...)
 }
 
