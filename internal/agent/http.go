@@ -25,6 +25,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	}
 	if a.client != nil {
 		cfg.FS = a.client
+		cfg.Stats = a.client
 	}
 	var h http.Handler = httpapi.NewHandler(cfg)
 	if a.config.EnableDebug {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/fingerprint"
+	"github.com/drover-project/drover/internal/client/hoststats"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
@@ -43,6 +44,8 @@ type Client struct {
 	allocIndex map[string]uint64
 
 	sync *allocSync
+	// host samples the host for /v1/client/stats and the host gauges.
+	host *hoststats.Collector
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -104,11 +107,15 @@ func New(cfg Config) (*Client, error) {
 		shutdownCh:       make(chan struct{}),
 	}
 	c.sync = newAllocSync(c)
+	c.host = &hoststats.Collector{ProcRoot: cfg.ProcRoot, AllocDir: cfg.AllocDir}
 	id, secret, err := nodeIdentity(cfg.StateDir, cfg.DevMode)
 	if err != nil {
 		return nil, err
 	}
 	c.node = c.buildNode(id, secret)
+	if nr := c.node.NodeResources; nr != nil {
+		c.host.TotalCompute = float64(nr.Cpu.CpuShares)
+	}
 	return c, nil
 }
 

@@ -58,7 +58,13 @@ type Config struct {
 	// start in Node.ForeignPorts.
 	DetectForeignPorts bool
 	Clock              func() time.Time
-	// StatsInterval is how often the client publishes its allocation
-	// gauges (telemetry.collection_interval); 0 publishes none.
+	// StatsInterval is how often the client samples its host and publishes
+	// its gauges (telemetry.collection_interval); 0 publishes none and
+	// samples the host only when asked (/v1/client/stats).
 	StatsInterval time.Duration
+	// PublishNodeMetrics publishes the host and allocated-resource gauges
+	// (telemetry.publish_node_metrics).
+	PublishNodeMetrics bool
+	// ProcRoot is where procfs is mounted for host stats ("" is /proc).
+	ProcRoot string
 }

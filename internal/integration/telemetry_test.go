@@ -102,7 +102,9 @@ func TestMetricsFollowTheTelemetryBlock(t *testing.T) {
 				return false
 			}
 		}
-		return running.Value == 1
+		// -dev publishes node metrics: the job's 20 MHz are allocated.
+		return running.Value == 1 && gauges["nomad.client.allocated.cpu"].Value == 20 &&
+			gauges["nomad.client.host.memory.total"].Value > 0
 	})
 	if running.DisplayLabels["node_id"] == "" || running.DisplayLabels["datacenter"] != "dc1" || running.DisplayLabels["node_pool"] != "default" {
 		t.Fatalf("client gauge labels %v", running.DisplayLabels)
@@ -110,6 +112,15 @@ func TestMetricsFollowTheTelemetryBlock(t *testing.T) {
 	gauges, _, _ := metricsNow(t, a)
 	if _, ok := gauges["nomad.nomad.broker.total_ready"]; !ok {
 		t.Fatalf("disable_hostname: no nomad.nomad.broker.total_ready among %v", keys(gauges))
+	}
+
+	// The same host sample through /v1/client/stats.
+	stats, err := a.client.Nodes().Stats(running.DisplayLabels["node_id"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Memory == nil || stats.Memory.Available == 0 || len(stats.CPU) == 0 || stats.AllocDirStats == nil || stats.AllocDirStats.Size == 0 {
+		t.Fatalf("host stats %+v", stats)
 	}
 }
 

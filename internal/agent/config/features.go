@@ -36,8 +36,8 @@ import "fmt"
 //	telemetry.datadog_address,               REFUSED: those sinks are not built and the
 //	  telemetry.circonus_api_token            metrics would go nowhere; the Datadog agent
 //	                                         takes statsd_address (DogStatsD speaks statsd)
-//	telemetry.publish_{allocation,node}      accepted: the per-allocation resource and host
-//	  _metrics and the other filters          gauges are not published yet
+//	telemetry.publish_allocation_metrics     accepted: per-allocation resource usage is
+//	  and the other metric filters            not measured yet, so not published
 //	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
 //	  -dev-vault                             the dev integrations are not built
 var featureGates = []struct {

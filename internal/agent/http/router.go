@@ -31,6 +31,13 @@ type ClientFS interface {
 	FSLogs(ctx context.Context, allocID, task, logType, origin string, offset int64, follow bool, out chan<- *api.StreamFrame) error
 }
 
+// ClientStats is the local client's view of its host. It may be nil when
+// the agent runs no client.
+type ClientStats interface {
+	NodeID() string
+	HostStats() (*api.HostStats, error)
+}
+
 // AgentInfo is the agent data the wiring provides.
 type AgentInfo interface {
 	Self() map[string]any // "config", "member", "stats" as Nomad's /v1/agent/self
@@ -59,6 +66,7 @@ type Authorizer interface {
 type Config struct {
 	RPC         RPCer
 	FS          ClientFS           // nil: the agent runs no client
+	Stats       ClientStats        // nil: the agent runs no client
 	Agent       AgentInfo          // nil: agent endpoints answer 500
 	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
 	Auth        Authorizer         // nil: allow everything
@@ -119,6 +127,7 @@ func (s *server) routes() []route {
 		{"/v1/metrics", s.metricsRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
+		{"/v1/client/stats", s.clientStatsRequest},
 		{"/v1/client/fs/ls/", s.fsListRequest},
 		{"/v1/client/fs/stat/", s.fsStatRequest},
 		{"/v1/client/fs/cat/", s.fsCatRequest},
