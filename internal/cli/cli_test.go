@@ -237,3 +237,63 @@ func TestJobValidateAgainstServer(t *testing.T) {
 		t.Fatalf("code %d err %q", code, errb)
 	}
 }
+
+func nodeStatusRoutes() map[string]any {
+	node := &api.Node{ID: nodeID, Name: "node1", NodePool: "default", Datacenter: "dc1", Status: "ready",
+		SchedulingEligibility: "eligible", Drivers: map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
+		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 8192},
+			Disk: api.NodeDiskResources{DiskMB: 102400}},
+		ReservedResources: &api.NodeReservedResources{Cpu: api.NodeReservedCpuResources{CpuShares: 100}}}
+	running := &api.Allocation{ID: "a1b2c3d4-0000-0000-0000-000000000000", NodeID: nodeID, TaskGroup: "web", DesiredStatus: "run",
+		ClientStatus: "running", CreateIndex: 2, CreateTime: t0.Add(-time.Minute).UnixNano(), ModifyTime: t0.Add(-time.Minute).UnixNano(),
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"t": {Cpu: api.AllocatedCpuResources{CpuShares: 500}, Memory: api.AllocatedMemoryResources{MemoryMB: 256}}},
+			Shared: api.AllocatedSharedResources{DiskMB: 300}}}
+	done := &api.Allocation{ID: "e5f6a7b8-0000-0000-0000-000000000000", NodeID: nodeID, TaskGroup: "web", DesiredStatus: "run",
+		ClientStatus: "complete", CreateIndex: 1, CreateTime: t0.Add(-time.Hour).UnixNano(), ModifyTime: t0.Add(-time.Hour).UnixNano(),
+		AllocatedResources: running.AllocatedResources}
+	return map[string]any{
+		"GET /v1/agent/self":                      &api.AgentSelf{Stats: map[string]map[string]string{"client": {"node_id": nodeID}}},
+		"GET /v1/nodes":                           []*api.NodeListStub{{ID: nodeID, Name: "node1"}},
+		"GET /v1/node/" + nodeID:                  node,
+		"GET /v1/node/" + nodeID + "/allocations": []*api.Allocation{running, done},
+		"GET /v1/client/stats": &api.HostStats{Memory: &api.HostMemoryStats{Total: 8 << 30, Available: 6 << 30, Used: 2 << 30, Free: 1 << 30},
+			CPU:              []*api.HostCPUStats{{CPU: "cpu0", User: 12.5, System: 2.5, Idle: 85}, {CPU: "cpu1", User: 1, System: 1, Idle: 98}},
+			DiskStats:        []*api.HostDiskStats{{Device: "/dev/vda1", Mountpoint: "/", Size: 100 << 30, Used: 40 << 30, Available: 55 << 30, UsedPercent: 42.1, InodesUsedPercent: 3}},
+			AllocDirStats:    &api.HostDiskStats{Device: "/dev/vda1", Mountpoint: "/", Size: 100 << 30, Used: 40 << 30},
+			CPUTicksConsumed: 1234.4, Uptime: 3600},
+	}
+}
+
+// -self finds the agent's own node; its allocations' resources and the
+// host's use are shown, and -stats adds the per-core and per-disk figures.
+func TestNodeStatusSelfStats(t *testing.T) {
+	f := &fake{routes: nodeStatusRoutes()}
+	out, errb, code := run(t, f.server(t), "node", "status", "-self", "-stats")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "node_status_self_stats.txt", out)
+	if !strings.Contains(strings.Join(f.seen, " "), "GET /v1/agent/self") {
+		t.Fatalf("-self did not ask the agent: %v", f.seen)
+	}
+}
+
+// A node whose agent is not the one asked: no host figures, and -stats
+// says why.
+func TestNodeStatusWithoutHostStats(t *testing.T) {
+	routes := nodeStatusRoutes()
+	delete(routes, "GET /v1/client/stats")
+	f := &fake{routes: routes}
+	out, _, code := run(t, f.server(t), "node", "status", nodeID[:8])
+	if code != 0 || strings.Contains(out, "Host Resource Utilization") || !strings.Contains(out, "500/3900 MHz") {
+		t.Fatalf("code %d:\n%s", code, out)
+	}
+	_, errb, code := run(t, f.server(t), "node", "status", "-stats", nodeID[:8])
+	if code != 0 || !strings.Contains(errb, "Host stats unavailable") {
+		t.Fatalf("code %d, stderr %q", code, errb)
+	}
+	if _, errb, code := run(t, f.server(t), "node", "status", "-self", nodeID[:8]); code != 1 || !strings.Contains(errb, "none with -self") {
+		t.Fatalf("-self with a node: code %d %q", code, errb)
+	}
+}

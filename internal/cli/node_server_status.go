@@ -18,10 +18,13 @@ func (c *NodeStatusCommand) Help() string {
 Usage: `+BinaryName+` node status [options] [node]
 
   Without a node, lists all client nodes. With a node ID (or unique prefix),
-  shows the node and its allocations.
+  shows the node, the resources its allocations hold, its host's use of
+  them (when the agent asked is that node's own) and its allocations.
 
 Node Status Options:
 
+  -self      Show the node of the agent the command talks to.
+  -stats     Add the host's per-core CPU, memory and disk figures.
   -verbose   Full IDs.
   -json      Output the node list (or the node) as JSON.
   -t <tmpl>  Format and display the node list (or the node) using a Go template.
@@ -29,14 +32,15 @@ Node Status Options:
 }
 
 func (c *NodeStatusCommand) Run(args []string) int {
-	var verbose, self bool
+	var verbose, self, stats bool
 	var out outputFormat
 	fs := c.FlagSet("node status")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&self, "self", false, "")
+	fs.BoolVar(&stats, "stats", false, "")
 	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
-		c.Ui.Error("This command takes either no arguments or one: <node>")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 || (self && fs.NArg() > 0) {
+		c.Ui.Error("This command takes either no arguments or one: <node> (none with -self)")
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -48,7 +52,19 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	if fs.NArg() == 0 {
+	prefix := fs.Arg(0)
+	if self {
+		info, err := client.Agent().Self()
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error querying the agent: %s", err))
+			return 1
+		}
+		if prefix = info.Stats["client"]["node_id"]; prefix == "" {
+			c.Ui.Error("The agent is not running a client: -self needs one")
+			return 1
+		}
+	}
+	if prefix == "" {
 		nodes, _, err := client.Nodes().List(nil)
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error querying node status: %s", err))
@@ -64,13 +80,13 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		c.Ui.Output(formatNodeList(nodes, verbose))
 		return 0
 	}
-	nodes, _, err := client.Nodes().PrefixList(fs.Arg(0))
+	nodes, _, err := client.Nodes().PrefixList(prefix)
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error querying node info: %s", err))
 		return 1
 	}
 	if len(nodes) == 0 {
-		c.Ui.Error(fmt.Sprintf("No node(s) with prefix %q found", fs.Arg(0)))
+		c.Ui.Error(fmt.Sprintf("No node(s) with prefix %q found", prefix))
 		return 1
 	}
 	if len(nodes) > 1 {
@@ -90,7 +106,17 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error querying node allocations: %s", err))
 		return 1
 	}
-	c.Ui.Output(formatNode(node, allocs, verbose))
+	// Host figures come from the node's own agent: Drover does not relay
+	// /v1/client/stats to other nodes, so they are shown when the agent
+	// asked is that node's (and -stats says why when they are not).
+	host, err := client.Nodes().Stats(node.ID, nil)
+	if err != nil {
+		host = nil
+		if stats {
+			c.Ui.Warn(fmt.Sprintf("Host stats unavailable: %s", err))
+		}
+	}
+	c.Ui.Output(formatNode(node, allocs, verbose, host, stats))
 	return 0
 }
 
@@ -104,7 +130,7 @@ func formatNodeList(nodes []*api.NodeListStub, verbose bool) string {
 	return formatList(rows)
 }
 
-func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool) string {
+func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool, host *api.HostStats, detailed bool) string {
 	var drivers []string
 	for _, name := range sortedKeys(n.Drivers) {
 		if d := n.Drivers[name]; d != nil && d.Detected && d.Healthy {
@@ -124,6 +150,7 @@ func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool) string {
 	}
 	var b strings.Builder
 	b.WriteString(formatKV(rows))
+	b.WriteString(formatNodeResources(n, allocs, host, detailed))
 	b.WriteString("\n\nAllocations\n")
 	if len(allocs) == 0 {
 		b.WriteString("No allocations placed")
