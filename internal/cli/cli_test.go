@@ -50,7 +50,7 @@ func run(t *testing.T, srv *httptest.Server, args ...string) (string, string, in
 	if srv != nil && len(args) > 0 {
 		// global flags go after the verb path; find where flags may start.
 		i := 0
-		for i < len(args) && !strings.HasPrefix(args[i], "-") && i < 2 && isVerb(args[:i+1]) {
+		for i < len(args) && !strings.HasPrefix(args[i], "-") && i < 3 && isVerb(args[:i+1]) {
 			i++
 		}
 		args = append(append(append([]string{}, args[:i]...), "-address="+srv.URL), args[i:]...)
@@ -295,5 +295,31 @@ func TestNodeStatusWithoutHostStats(t *testing.T) {
 	}
 	if _, errb, code := run(t, f.server(t), "node", "status", "-self", nodeID[:8]); code != 1 || !strings.Contains(errb, "none with -self") {
 		t.Fatalf("-self with a node: code %d %q", code, errb)
+	}
+}
+
+func TestOperatorRaft(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/operator/raft/configuration": &api.RaftConfiguration{Index: 12, Servers: []*api.RaftServer{
+			{ID: "9d4e6e3a-0000-4000-8000-000000000001", Node: "s1.global", Address: "10.0.0.1:4647", Leader: true, Voter: true, RaftProtocol: "3"},
+			{ID: "9d4e6e3a-0000-4000-8000-000000000002", Node: "10.0.0.2:4647", Address: "10.0.0.2:4647", Voter: true, RaftProtocol: "3"},
+		}},
+		"DELETE /v1/operator/raft/peer": nil,
+	}}
+	out, errb, code := run(t, f.server(t), "operator", "raft", "list-peers")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	golden(t, "operator_raft_list_peers.txt", out)
+
+	out, errb, code = run(t, f.server(t), "operator", "raft", "remove-peer", "-peer-address", "10.0.0.2:4647")
+	if code != 0 || !strings.Contains(out, `Removed peer with address "10.0.0.2:4647"`) {
+		t.Fatalf("code %d: %s %s", code, out, errb)
+	}
+	if got := f.seen[len(f.seen)-1]; got != "DELETE /v1/operator/raft/peer?address=10.0.0.2%3A4647" {
+		t.Fatalf("request %q", got)
+	}
+	if _, errb, code := run(t, f.server(t), "operator", "raft", "remove-peer"); code != 1 || !strings.Contains(errb, "Exactly one of -peer-id and -peer-address") {
+		t.Fatalf("no peer: code %d %q", code, errb)
 	}
 }

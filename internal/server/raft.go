@@ -42,6 +42,7 @@ func (s *Server) setupRaft() error {
 	// takes all of them into one disk write (group commit).
 	rc.BatchApplyCh = true
 	rc.LocalID = raft.ServerID(cfg.NodeID)
+	s.raftProtocol = rc.ProtocolVersion
 	rc.Logger = s.logger.Named("raft")
 
 	trans := cfg.RaftTransport

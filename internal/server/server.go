@@ -32,10 +32,12 @@ type Server struct {
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
 
-	fsm       *fsm.FSM
-	raft      *raft.Raft
-	raftStore interface{ Close() error }
-	raftLayer *droverrpc.RaftLayer
+	fsm  *fsm.FSM
+	raft *raft.Raft
+	// raftProtocol is the Raft protocol version this server speaks.
+	raftProtocol raft.ProtocolVersion
+	raftStore    interface{ Close() error }
+	raftLayer    *droverrpc.RaftLayer
 
 	rpcServer *rpc.Server
 	listener  *droverrpc.Listener
@@ -207,6 +209,7 @@ func (s *Server) registerEndpoints() error {
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
 		"Periodic":   &Periodic{s},
+		"Operator":   &Operator{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -47,6 +47,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/metrics", ""},
 	{"GET", "/.well-known/jwks.json", ""},
 	{"GET", "/v1/client/stats?node_id=n1", ""},
+	{"GET", "/v1/operator/raft/configuration", ""},
+	{"DELETE", "/v1/operator/raft/peer?id=p1", ""},
 	{"GET", "/v1/client/fs/ls/a1", ""},
 	{"GET", "/v1/client/fs/stat/a1?path=x", ""},
 	{"GET", "/v1/client/fs/cat/a1?path=x", ""},

@@ -118,6 +118,8 @@ func (s *server) routes() []route {
 		{"/v1/status/leader", s.statusLeaderRequest},
 		{"/v1/status/peers", s.statusPeersRequest},
 		{"/v1/regions", s.regionsRequest},
+		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
+		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 

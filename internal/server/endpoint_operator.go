@@ -1,0 +1,92 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Operator serves the operator API's Raft views and changes.
+type Operator struct{ srv *Server }
+
+// RaftGetConfiguration returns the leader's Raft configuration: every
+// server with its address, whether it leads and whether it votes.
+func (o *Operator) RaftGetConfiguration(args *structs.GenericRequest, reply *structs.RaftConfigurationResponse) error {
+	if done, err := o.srv.forward("Operator.RaftGetConfiguration", args.Region, false, args, reply); done {
+		return err
+	}
+	f := o.srv.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	_, leaderID := o.srv.raft.LeaderWithID()
+	self := raft.ServerID(o.srv.config.NodeID)
+	reply.Index = f.Index()
+	for _, s := range f.Configuration().Servers {
+		node := string(s.Address)
+		if s.ID == self && o.srv.config.NodeName != "" {
+			node = o.srv.config.NodeName + "." + o.srv.config.Region
+		}
+		reply.Servers = append(reply.Servers, &structs.RaftServer{
+			ID: string(s.ID), Node: node, Address: string(s.Address),
+			Leader: s.ID == leaderID, Voter: s.Suffrage == raft.Voter,
+			RaftProtocol: strconv.Itoa(int(o.srv.raftProtocol)),
+		})
+	}
+	return nil
+}
+
+// RaftRemovePeerByID removes the server with args.ID from the Raft
+// configuration.
+func (o *Operator) RaftRemovePeerByID(args *structs.RaftPeerRequest, reply *struct{}) error {
+	if done, err := o.srv.forward("Operator.RaftRemovePeerByID", args.Region, false, args, reply); done {
+		return err
+	}
+	return o.removePeer(func(s raft.Server) bool { return string(s.ID) == args.ID },
+		fmt.Sprintf("id %q", args.ID), args.ID == "")
+}
+
+// RaftRemovePeerByAddress removes the server at args.Address from the Raft
+// configuration.
+func (o *Operator) RaftRemovePeerByAddress(args *structs.RaftPeerRequest, reply *struct{}) error {
+	if done, err := o.srv.forward("Operator.RaftRemovePeerByAddress", args.Region, false, args, reply); done {
+		return err
+	}
+	return o.removePeer(func(s raft.Server) bool { return string(s.Address) == args.Address },
+		fmt.Sprintf("address %q", args.Address), args.Address == "")
+}
+
+// removePeer removes the one server match picks. It refuses a peer that is
+// not in the configuration, and the last voter: without it the cluster
+// could never elect a leader again.
+func (o *Operator) removePeer(match func(raft.Server) bool, what string, empty bool) error {
+	if empty {
+		return structs.NewErrCoded(400, "must name the peer to remove by ID or by address")
+	}
+	f := o.srv.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	var target *raft.Server
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if match(s) {
+			target = &s
+		}
+	}
+	if target == nil {
+		return structs.NewErrCoded(400, "%s was not found in the Raft configuration", what)
+	}
+	if target.Suffrage == raft.Voter && voters == 1 {
+		return structs.NewErrCoded(400, "%s is the only voter: removing it would leave the cluster unable to elect a leader", what)
+	}
+	o.srv.logger.Warn("removing Raft peer", "id", target.ID, "address", target.Address)
+	return o.srv.raft.RemoveServer(target.ID, f.Index(), 10*time.Second).Error()
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// The operator's Raft view from a follower (forwarded to the leader) lists
+// every server once, with the one leader; removing a peer by address takes
+// it out; an unknown peer and the last voter are refused.
+func TestOperatorRaftPeers(t *testing.T) {
+	servers := testCluster(t, 3)
+	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil })
+	leader := currentLeader(servers)
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+		}
+	}
+
+	var cfg structs.RaftConfigurationResponse
+	if err := follower.RPC("Operator.RaftGetConfiguration", &structs.GenericRequest{}, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Servers) != 3 {
+		t.Fatalf("configuration %+v", cfg)
+	}
+	leaders := 0
+	for _, s := range cfg.Servers {
+		if !s.Voter || s.RaftProtocol != "3" || s.Address == "" {
+			t.Fatalf("server %+v", s)
+		}
+		if s.Leader {
+			leaders++
+			if s.ID != leader.config.NodeID || s.Node != leader.config.NodeName+".global" {
+				t.Fatalf("leader entry %+v, leader %s", s, leader.config.NodeID)
+			}
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("%d leaders in %+v", leaders, cfg.Servers)
+	}
+
+	var reply struct{}
+	err := follower.RPC("Operator.RaftRemovePeerByID", &structs.RaftPeerRequest{ID: "nope"}, &reply)
+	if err == nil || !strings.Contains(err.Error(), `id "nope" was not found in the Raft configuration`) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if err := follower.RPC("Operator.RaftRemovePeerByAddress", &structs.RaftPeerRequest{Address: follower.RPCAddr()}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	cfg = structs.RaftConfigurationResponse{}
+	if err := leader.RPC("Operator.RaftGetConfiguration", &structs.GenericRequest{}, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Servers) != 2 {
+		t.Fatalf("after removal: %+v", cfg.Servers)
+	}
+	for _, s := range cfg.Servers {
+		if s.Address == follower.RPCAddr() {
+			t.Fatalf("removed peer still listed: %+v", cfg.Servers)
+		}
+	}
+}
+
+// A lone server refuses to remove itself: the cluster could never elect
+// a leader again.
+func TestOperatorRaftKeepsTheLastVoter(t *testing.T) {
+	s := testServer(t, nil)
+	var reply struct{}
+	err := s.RPC("Operator.RaftRemovePeerByID", &structs.RaftPeerRequest{ID: s.config.NodeID}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "is the only voter") {
+		t.Fatalf("removing the last voter: %v", err)
+	}
+	err = s.RPC("Operator.RaftRemovePeerByID", &structs.RaftPeerRequest{}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "must name the peer") {
+		t.Fatalf("no peer named: %v", err)
+	}
+}
