@@ -117,6 +117,44 @@ func TestClient_ReregistersWhenServerForgetsNode(t *testing.T) {
 	})
 }
 
+// A client registered anew (its node was purged or lost by the servers)
+// sends every allocation's state again, unchanged ones included: the
+// servers keep a returning node with live allocations initializing until
+// they have heard them.
+func TestClient_ReregistrationResendsAllocStates(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	sent := func() int {
+		tc.srv.mu.Lock()
+		defer tc.srv.mu.Unlock()
+		n := 0
+		for _, b := range tc.srv.updates {
+			for _, u := range b {
+				if u.ID == a.ID && u.ClientStatus == structs.AllocClientStatusRunning {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	before := sent()
+	tc.srv.mu.Lock()
+	tc.srv.forget = true
+	regs := tc.srv.regs
+	tc.srv.mu.Unlock()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		tc.srv.mu.Lock()
+		re := tc.srv.regs > regs
+		tc.srv.mu.Unlock()
+		if !re || sent() <= before {
+			return testutil.Errorf("re-registered %v, running state sent %d times (before %d)", re, sent(), before)
+		}
+		return nil
+	})
+}
+
 func TestClient_RegisterRetriesUntilServerAnswers(t *testing.T) {
 	srv := newFakeServer()
 	srv.failNext["Node.Register"] = 2

@@ -18,14 +18,22 @@ const (
 
 // registerAndHeartbeat registers the node (retrying with backoff) and then
 // heartbeats it every HeartbeatTTL; a "node not found" answer (the server
-// lost or GC'd the node) triggers a new registration.
+// lost the node, or an operator purged it) triggers a new registration.
+// After registering again the client sends every allocation's state: a node
+// that comes back with live allocations stays initializing until its client
+// has told the servers what those allocations are doing now.
 func (c *Client) registerAndHeartbeat() {
+	first := true
 	for !c.shuttingDown() {
 		ttl, ok := c.retryRegister()
 		if !ok {
 			return
 		}
 		c.registeredOnce.Do(func() { close(c.registered) })
+		if !first {
+			c.sync.resendAll()
+		}
+		first = false
 
 		wait := time.Duration(0)
 		if !c.cfg.DevMode {

@@ -52,6 +52,23 @@ func (s *allocSync) allocStateUpdated(a *structs.Allocation) {
 	s.pending[a.ID] = a
 }
 
+// resendAll makes every live allocation's current state go out in the next
+// batch, urgently, even when the servers acknowledged the same state before.
+func (s *allocSync) resendAll() {
+	s.mu.Lock()
+	s.acked = map[string]*structs.Allocation{}
+	s.mu.Unlock()
+	s.c.allocMu.RLock()
+	runners := make([]interface{ Report() }, 0, len(s.c.allocs))
+	for _, ar := range s.c.allocs {
+		runners = append(runners, ar)
+	}
+	s.c.allocMu.RUnlock()
+	for _, ar := range runners {
+		ar.Report()
+	}
+}
+
 // forget drops all state of a removed allocation.
 func (s *allocSync) forget(id string) {
 	s.mu.Lock()

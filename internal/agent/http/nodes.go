@@ -95,6 +95,19 @@ func (s *server) nodeSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 			out["EvalID"] = reply.EvalIDs[0]
 		}
 		return out, nil
+	case len(parts) == 2 && parts[1] == "purge":
+		if !isWrite(r.Method) {
+			return nil, errInvalidMethod
+		}
+		args := structs.NodeDeregisterRequest{NodeIDs: []string{id}}
+		s.parseWrite(r, &args.WriteRequest)
+		var reply structs.NodeUpdateResponse
+		if err := s.cfg.RPC.RPC("Node.Deregister", &args, &reply); err != nil {
+			return nil, err
+		}
+		setIndex(w, reply.Index)
+		return map[string]any{"EvalIDs": nonNil(reply.EvalIDs), "EvalCreateIndex": reply.EvalCreateIndex,
+			"NodeModifyIndex": reply.NodeModifyIndex, "Index": reply.Index}, nil
 	case len(parts) == 2 && parts[1] == "eligibility":
 		if !isWrite(r.Method) {
 			return nil, errInvalidMethod

@@ -231,6 +231,10 @@ func (ar *AllocRunner) onTaskChange() {
 	ar.report()
 }
 
+// Report sends the current state again, changed or not (the client's node
+// was registered anew and the servers must hear every allocation's state).
+func (ar *AllocRunner) Report() { ar.report() }
+
 // report sends the current state; serialised so updates arrive in order.
 func (ar *AllocRunner) report() {
 	if ar.cfg.StateUpdater == nil {
