@@ -65,7 +65,9 @@ func (c *Command) Run(args []string) int {
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: level, Output: stderr, JSONFormat: cfg.LogJSON})
+	// An intercept logger, so that /v1/agent/monitor can stream every line
+	// at its reader's level, whatever level the agent writes at.
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "agent", Level: level, Output: stderr, JSONFormat: cfg.LogJSON})
 	logger.Info("starting Drover agent", "version", version.String(), "dev", cfg.DevMode)
 	a, err := New(cfg, logger)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
 	httpapi "github.com/drover-project/drover/internal/agent/http"
@@ -26,6 +27,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.client != nil {
 		cfg.FS = a.client
 		cfg.Stats = a.client
+	}
+	if il, ok := a.logger.(hclog.InterceptLogger); ok {
+		cfg.Monitor = &logMonitor{root: il}
 	}
 	var h http.Handler = httpapi.NewHandler(cfg)
 	if a.config.EnableDebug {

@@ -92,6 +92,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator raft list-peers":  f(&OperatorRaftListPeersCommand{Meta: m}),
 		"operator raft remove-peer": f(&OperatorRaftRemovePeerCommand{Meta: m}),
 		"status":                    f(&StatusCommand{Meta: m}),
+		"monitor":                   f(&MonitorCommand{Meta: m}),
 		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
 		"job periodic":              f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
 		"job periodic force":        f(&JobPeriodicForceCommand{Meta: m}),

@@ -67,6 +67,9 @@ var commandFlags = map[string]complete.Flags{
 	"server members":            mergeFlags(boolFlags("verbose", "detailed", "json")),
 	"agent-info":                outputFlags,
 	"status":                    boolFlags("verbose"),
+	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
+		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
+		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
 }
 
 // commandArgs predicts each command's positional argument.

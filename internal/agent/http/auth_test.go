@@ -49,6 +49,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/stats?node_id=n1", ""},
 	{"GET", "/v1/operator/raft/configuration", ""},
 	{"PUT", "/v1/node/n1/purge", ""},
+	{"GET", "/v1/agent/monitor", ""},
 	{"DELETE", "/v1/operator/raft/peer?id=p1", ""},
 	{"GET", "/v1/client/fs/ls/a1", ""},
 	{"GET", "/v1/client/fs/stat/a1?path=x", ""},

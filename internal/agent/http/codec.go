@@ -64,6 +64,10 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 // wrap runs the Authorizer, then the handler, then encodes the result.
 func (s *server) wrap(h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() {
+			s.log.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+		}()
 		tw := &trackingWriter{ResponseWriter: w}
 		if err := s.cfg.Auth.Authorize(r, requestToken(r)); err != nil {
 			s.writeError(tw, r, err)

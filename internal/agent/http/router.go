@@ -67,6 +67,7 @@ type Config struct {
 	RPC         RPCer
 	FS          ClientFS           // nil: the agent runs no client
 	Stats       ClientStats        // nil: the agent runs no client
+	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
 	Agent       AgentInfo          // nil: agent endpoints answer 500
 	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
 	Auth        Authorizer         // nil: allow everything
@@ -126,6 +127,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/self", s.agentSelfRequest},
 		{"/v1/agent/members", s.agentMembersRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
+		{"/v1/agent/monitor", s.agentMonitorRequest},
 		{"/v1/metrics", s.metricsRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
