@@ -126,19 +126,7 @@ func TestClient_ReregistrationResendsAllocStates(t *testing.T) {
 	tc.waitReady(t)
 	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
-	sent := func() int {
-		tc.srv.mu.Lock()
-		defer tc.srv.mu.Unlock()
-		n := 0
-		for _, b := range tc.srv.updates {
-			for _, u := range b {
-				if u.ID == a.ID && u.ClientStatus == structs.AllocClientStatusRunning {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	sent := func() int { return tc.srv.updatesSent(a.ID, structs.AllocClientStatusRunning) }
 	before := sent()
 	tc.srv.mu.Lock()
 	tc.srv.forget = true
@@ -282,19 +270,7 @@ func TestClient_NoDuplicateUpdates(t *testing.T) {
 	tc.waitReady(t)
 	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1ms"}))
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
-	count := func() int {
-		tc.srv.mu.Lock()
-		defer tc.srv.mu.Unlock()
-		n := 0
-		for _, b := range tc.srv.updates {
-			for _, u := range b {
-				if u.ID == a.ID && u.ClientStatus == structs.AllocClientStatusComplete {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	count := func() int { return tc.srv.updatesSent(a.ID, structs.AllocClientStatusComplete) }
 	// A no-op server-side change makes the client re-pull the alloc; the
 	// terminal state it already acknowledged must not be sent again.
 	before := count()

@@ -77,6 +77,21 @@ func (s *fakeServer) alloc(id string) *structs.Allocation {
 	return nil
 }
 
+// updatesSent counts the client updates received for alloc id with status.
+func (s *fakeServer) updatesSent(id, status string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.updates {
+		for _, u := range b {
+			if u.ID == id && u.ClientStatus == status {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (s *fakeServer) node(id string) *structs.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
