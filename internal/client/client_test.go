@@ -143,6 +143,41 @@ func TestClient_ReregistrationResendsAllocStates(t *testing.T) {
 	})
 }
 
+// An allocation the servers stopped before this client ran it is reported
+// complete without running: otherwise it stays pending on the servers and
+// holds its node's resources for good. One that already finished (a client
+// restart) is left alone.
+func TestClient_StoppedBeforeRunIsReportedComplete(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
+	a.NodeID = tc.NodeID()
+	a.DesiredStatus = structs.AllocDesiredStatusStop
+	tc.srv.upsertAlloc(a)
+	done := testutil.Alloc(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
+	done.NodeID = tc.NodeID()
+	done.DesiredStatus = structs.AllocDesiredStatusStop
+	done.ClientStatus = structs.AllocClientStatusComplete
+	tc.srv.upsertAlloc(done)
+
+	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+	if got.ClientDescription != "Allocation was stopped before it started" {
+		t.Fatalf("description %q", got.ClientDescription)
+	}
+	for _, l := range tc.Allocs() {
+		if l.ID == a.ID {
+			t.Fatal("a runner was started for an allocation stopped before it ran")
+		}
+	}
+	time.Sleep(1200 * time.Millisecond) // a full non-urgent window
+	if n := tc.srv.updatesSent(a.ID, structs.AllocClientStatusComplete); n != 1 {
+		t.Fatalf("complete sent %d times", n)
+	}
+	if n := tc.srv.updatesSent(done.ID, structs.AllocClientStatusComplete); n != 0 {
+		t.Fatalf("an already finished allocation was reported %d times", n)
+	}
+}
+
 func TestClient_RegisterRetriesUntilServerAnswers(t *testing.T) {
 	srv := newFakeServer()
 	srv.failNext["Node.Register"] = 2

@@ -69,6 +69,16 @@ func (s *allocSync) resendAll() {
 	}
 }
 
+// reportNotRun queues the final state of an allocation the servers stopped
+// before this client ran it: complete, with no task started.
+func (s *allocSync) reportNotRun(a *structs.Allocation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending[a.ID] = &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: structs.AllocClientStatusComplete,
+		ClientDescription: "Allocation was stopped before it started", NetworkStatus: &structs.AllocNetworkStatus{}}
+	s.urgent = true
+}
+
 // forget drops all state of a removed allocation.
 func (s *allocSync) forget(id string) {
 	s.mu.Lock()

@@ -140,6 +140,11 @@ func (c *Client) applyAllocs(server map[string]uint64, changed []*structs.Alloca
 			ar.Update(a)
 		case known:
 			// Seen before and never run (terminal when it arrived).
+		case a.ServerTerminalStatus() && !a.ClientTerminalStatus():
+			// Stopped before this client ran it: nothing to run, but the
+			// servers must hear it is done, or it would hold the node's
+			// resources (and count as starting) for good.
+			c.sync.reportNotRun(a)
 		case a.TerminalStatus():
 			// Nothing to run: the server wants it stopped or the client
 			// already finished it (e.g. before this client restarted).
