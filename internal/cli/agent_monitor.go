@@ -90,10 +90,3 @@ func (c *MonitorCommand) Run(args []string) int {
 		}
 	}
 }
-
-func (c *MonitorCommand) writer() io.Writer {
-	if c.out != nil {
-		return c.out
-	}
-	return os.Stdout
-}

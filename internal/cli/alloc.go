@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -278,14 +276,6 @@ func (c *AllocLogsCommand) Run(args []string) int {
 			}
 		}
 	}
-}
-
-// writer is where raw log bytes go: the Ui's writer when it has one.
-func (c *AllocLogsCommand) writer() io.Writer {
-	if c.out != nil {
-		return c.out
-	}
-	return os.Stdout
 }
 
 func lastLines(b []byte, n int64) []byte {

@@ -138,6 +138,14 @@ func helpFunc(cmds map[string]mcli.CommandFactory) string {
 	return b.String()
 }
 
+// writer is where raw bytes (logs) go: the Meta's writer when it has one.
+func (m *Meta) writer() io.Writer {
+	if m.out != nil {
+		return m.out
+	}
+	return os.Stdout
+}
+
 // Meta holds what every command shares: the UI and the global flags.
 type Meta struct {
 	Ui mcli.Ui

@@ -17,9 +17,24 @@ func (s *server) clientStatsRequest(w http.ResponseWriter, r *http.Request) (any
 	if s.cfg.Stats == nil {
 		return nil, errNoClient
 	}
-	if id := r.URL.Query().Get("node_id"); id != "" && id != s.cfg.Stats.NodeID() {
-		return nil, structs.NewErrCoded(http.StatusBadRequest,
-			"node_id %q is not this agent's client (%s): ask that node's agent for its stats", id, s.cfg.Stats.NodeID())
+	if err := s.localNode(r.URL.Query().Get("node_id"), "stats"); err != nil {
+		return nil, err
 	}
 	return s.cfg.Stats.HostStats()
+}
+
+// localNode accepts an empty node ID or this agent's client node: requests
+// about another node are refused rather than relayed, saying to ask that
+// node's agent for what.
+func (s *server) localNode(id, what string) error {
+	if id == "" {
+		return nil
+	}
+	if s.cfg.Stats == nil {
+		return structs.NewErrCoded(http.StatusBadRequest, "node_id %q is not this agent's client (it runs none): ask that node's agent for its %s", id, what)
+	}
+	if local := s.cfg.Stats.NodeID(); id != local {
+		return structs.NewErrCoded(http.StatusBadRequest, "node_id %q is not this agent's client (%s): ask that node's agent for its %s", id, local, what)
+	}
+	return nil
 }

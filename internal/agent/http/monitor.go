@@ -40,8 +40,8 @@ func (s *server) agentMonitorRequest(w http.ResponseWriter, r *http.Request) (an
 	if level == hclog.NoLevel || level == hclog.Off {
 		return nil, structs.NewErrCoded(400, "Unknown log level: %s", name)
 	}
-	if id := q.Get("node_id"); id != "" && (s.cfg.Stats == nil || id != s.cfg.Stats.NodeID()) {
-		return nil, structs.NewErrCoded(400, "node_id %q is not this agent's client: ask that node's agent for its log", id)
+	if err := s.localNode(q.Get("node_id"), "log"); err != nil {
+		return nil, err
 	}
 	if id := q.Get("server_id"); id != "" && (s.cfg.Agent == nil || !s.cfg.Agent.IsServer() || !strings.EqualFold(id, s.cfg.Agent.NodeName())) {
 		return nil, structs.NewErrCoded(400, "server_id %q is not this agent: ask that server's agent for its log", id)
