@@ -103,14 +103,18 @@ func TestClient_RegisterHeartbeatReady(t *testing.T) {
 func TestClient_ReregistersWhenServerForgetsNode(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)
-	tc.srv.mu.Lock()
-	tc.srv.forget = true
-	regs := tc.srv.regs
-	tc.srv.mu.Unlock()
+	tc.srv.forgetNode()
+	tc.waitReregistered(t)
+}
+
+// waitReregistered waits until the client has registered again after
+// the fake server forgot its node.
+func (tc *testClient) waitReregistered(t *testing.T) {
+	t.Helper()
 	testutil.WaitFor(t, 10*time.Second, func() error {
 		tc.srv.mu.Lock()
 		defer tc.srv.mu.Unlock()
-		if tc.srv.regs <= regs {
+		if tc.srv.regs <= tc.srv.regsAtForget {
 			return testutil.Errorf("not re-registered")
 		}
 		return nil
@@ -128,16 +132,11 @@ func TestClient_ReregistrationResendsAllocStates(t *testing.T) {
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
 	sent := func() int { return tc.srv.updatesSent(a.ID, structs.AllocClientStatusRunning) }
 	before := sent()
-	tc.srv.mu.Lock()
-	tc.srv.forget = true
-	regs := tc.srv.regs
-	tc.srv.mu.Unlock()
+	tc.srv.forgetNode()
+	tc.waitReregistered(t)
 	testutil.WaitFor(t, 10*time.Second, func() error {
-		tc.srv.mu.Lock()
-		re := tc.srv.regs > regs
-		tc.srv.mu.Unlock()
-		if !re || sent() <= before {
-			return testutil.Errorf("re-registered %v, running state sent %d times (before %d)", re, sent(), before)
+		if sent() <= before {
+			return testutil.Errorf("running state sent %d times (before %d)", sent(), before)
 		}
 		return nil
 	})

@@ -22,6 +22,8 @@ type fakeServer struct {
 	failNext map[string]int          // method -> remaining failures
 	forget   bool                    // answer "node not found" to heartbeats
 	regs     int
+	// regsAtForget is regs when forgetNode was last called.
+	regsAtForget int
 
 	noChanged bool // pulls ignore ChangedAllocs (an older server)
 	getAllocs int  // Alloc.GetAllocs calls answered
@@ -75,6 +77,15 @@ func (s *fakeServer) alloc(id string) *structs.Allocation {
 		return a.CopySkipJob()
 	}
 	return nil
+}
+
+// forgetNode makes heartbeats answer "node not found" until the client
+// registers again.
+func (s *fakeServer) forgetNode() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
+	s.regsAtForget = s.regs
 }
 
 // updatesSent counts the client updates received for alloc id with status.
