@@ -17,8 +17,10 @@
 //   - Every write is a function of its arguments and the current state only:
 //     no clocks, no randomness, no ID generation. The Raft index is passed in.
 //   - Every write bumps the "index" entry of each table it touches. The
-//     read-side memos shared by a store and its snapshots rely on it: the
-//     ready-node list per nodes index (ready_nodes.go) and each node's
+//     read-side memos shared by a store and its snapshots do not key on
+//     it (one Raft entry may write a table in several transactions at one
+//     index): the ready-node list is kept per version of the nodes table's
+//     radix root (ready_nodes.go) and each node's
 //     allocations per version of its radix subtree (node_allocs.go; the
 //     scheduler's live view and the client pull's view). Alloc writes
 //     commit through commitAllocs, which moves the touched nodes' current

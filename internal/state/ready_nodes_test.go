@@ -1,8 +1,11 @@
 package state
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -98,4 +101,118 @@ func TestReadyNodeSet_DeriveMemoises(t *testing.T) {
 	if calls != 2 {
 		t.Fatalf("a second key computed %d times in all, want 2", calls)
 	}
+}
+
+// A heartbeat-expiry batch marks many nodes down at one Raft index, each in
+// its own transaction. A pass between two of them must not leave a list
+// that the passes after the batch reuse: they would place on a down node.
+func TestReadyNodes_SeveralWritesAtOneIndex(t *testing.T) {
+	s := testStore(t)
+	for i, id := range []string{"n1", "n2", "n3"} {
+		must(t, s.UpsertNode(uint64(10+i), mockNode(id)))
+		must(t, s.UpdateNodeStatus(uint64(20+i), id, structs.NodeStatusReady, 1, nil))
+	}
+	must(t, s.UpdateNodeStatus(50, "n1", structs.NodeStatusDown, 2, nil))
+	if got := readyIDs(t, s); !slices.Equal(got, []string{"n2", "n3"}) {
+		t.Fatalf("after n1 down: ready = %v", got)
+	}
+	must(t, s.UpdateNodeStatus(50, "n2", structs.NodeStatusDown, 2, nil))
+	if got := readyIDs(t, s); !slices.Equal(got, []string{"n3"}) {
+		t.Fatalf("after n2 down at the same index: ready = %v, want n3 only", got)
+	}
+	snap, _ := s.Snapshot()
+	if got := readyIDs(t, snap); !slices.Equal(got, []string{"n3"}) {
+		t.Fatalf("snapshot after the batch: ready = %v, want n3 only", got)
+	}
+}
+
+// plainReady recomputes the ready list without the memo.
+func plainReady(t *testing.T, snap *StateSnapshot) []string {
+	iter, err := snap.Nodes(nil)
+	must(t, err)
+	var ids []string
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if n := raw.(*structs.Node); n.Ready() {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
+}
+
+// The memoised list equals a plain recomputation from the same snapshot
+// while writers change nodes concurrently, several writes sharing a Raft
+// index as a batch's do.
+func TestReadyNodes_MatchesRecomputationUnderConcurrentWrites(t *testing.T) {
+	s := testStore(t)
+	const nodes = 8
+	id := func(i int) string { return fmt.Sprintf("n%02d", i) }
+	for i := 0; i < nodes; i++ {
+		must(t, s.UpsertNode(uint64(10+i), mockNode(id(i))))
+	}
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		index := uint64(100)
+		for round := 0; ; round++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			index++
+			// One "entry": every node written at one index, one
+			// transaction each, alternating status and eligibility.
+			for i := 0; i < nodes; i++ {
+				status := structs.NodeStatusReady
+				if (round+i)%3 == 0 {
+					status = structs.NodeStatusDown
+				}
+				if err := s.UpdateNodeStatus(index, id(i), status, int64(round), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				elig := structs.NodeSchedulingEligible
+				if (round+i)%5 == 0 {
+					elig = structs.NodeSchedulingIneligible
+				}
+				if err := s.UpdateNodeEligibility(index, id(i), elig, int64(round), nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	var readers sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for r := 0; r < 2; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for n := 0; time.Now().Before(deadline) || n < 200; n++ {
+				snap, err := s.Snapshot()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				set, err := snap.ReadyNodes()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var got []string
+				for _, n := range set.Nodes {
+					got = append(got, n.ID)
+				}
+				if want := plainReady(t, snap); !slices.Equal(got, want) {
+					t.Errorf("memoised ready list %v, recomputed %v", got, want)
+					return
+				}
+			}
+		}()
+	}
+	readers.Wait()
+	close(stop)
+	writer.Wait()
 }

@@ -24,7 +24,7 @@ type StateStore struct {
 	// also wakes up when the store is replaced.
 	abandon *abandonCh
 
-	// ready memoises the ready-node list per nodes index (ready_nodes.go)
+	// ready memoises the ready-node list per nodes table version (ready_nodes.go)
 	// and nodeAllocs each node's allocations (node_allocs.go); both are
 	// shared with snapshots.
 	ready      *readyMemo
