@@ -6,8 +6,8 @@ import (
 )
 
 // FromStore reads nodes, allocations, evaluations and jobs from a state
-// store (take a Snapshot first when writes may be running).
-func FromStore(s *state.StateStore) (State, error) {
+// snapshot.
+func FromStore(s *state.StateSnapshot) (State, error) {
 	var out State
 	it, err := s.Nodes(nil)
 	if err != nil {

@@ -93,7 +93,7 @@ func TestInvariant_ConcurrentPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := invariant.FromStore(&snap.StateStore)
+	st, err := invariant.FromStore(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

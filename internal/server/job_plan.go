@@ -21,7 +21,8 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		return err
 	}
 	job := args.Job
-	snap, err := j.srv.State().Snapshot()
+	// A private copy: the candidate version is written into it only.
+	snap, err := j.srv.State().Scratch()
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if existing != nil {
 		reply.JobModifyIndex = existing.JobModifyIndex
 	}
-	// Write the candidate version into the snapshot only (copy-on-write).
+	// Write the candidate version into the private copy only.
 	idx := latest + 1
 	job.SubmitTime = time.Now().UnixNano()
 	if existing == nil || job.SpecChanged(existing) || existing.Stop {
@@ -103,7 +104,7 @@ func (p *dryRunPlanner) CreateEval(e *structs.Evaluation) error {
 func (p *dryRunPlanner) ReblockEval(e *structs.Evaluation) error { p.eval = e; return nil }
 
 // annotate counts per task group what the plans do.
-func annotate(snap *state.StateSnapshot, job *structs.Job, plans []*structs.Plan) *structs.PlanAnnotations {
+func annotate(snap *state.StateStore, job *structs.Job, plans []*structs.Plan) *structs.PlanAnnotations {
 	out := &structs.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}
 	for _, tg := range job.TaskGroups {
 		out.DesiredTGUpdates[tg.Name] = &api.DesiredUpdates{}

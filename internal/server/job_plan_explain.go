@@ -8,7 +8,7 @@ import (
 
 // planExplain turns what the collector saw during a dry run into the
 // response's Explain field. ex is nil when the request did not ask.
-func planExplain(ex *feasible.Explain, snap *state.StateSnapshot, job *structs.Job, plans []*structs.Plan, all bool) (*structs.PlanExplain, error) {
+func planExplain(ex *feasible.Explain, snap *state.StateStore, job *structs.Job, plans []*structs.Plan, all bool) (*structs.PlanExplain, error) {
 	if ex == nil {
 		return nil, nil
 	}

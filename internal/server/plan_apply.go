@@ -163,7 +163,7 @@ func evaluatePlan(view *planView, plan *structs.Plan) (*structs.PlanResult, erro
 		}
 	}
 	if len(result.RejectedNodes) > 0 {
-		result.RefreshIndex = maxIndex(&view.snap.StateStore, "allocs", "nodes")
+		result.RefreshIndex = maxIndex(view.snap, "allocs", "nodes")
 	}
 	return result, nil
 }

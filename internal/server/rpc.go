@@ -97,8 +97,9 @@ func (s *Server) setQueryMeta(m *structs.QueryMeta) {
 	}
 }
 
-// maxIndex returns the largest of the given tables' indexes.
-func maxIndex(st *state.StateStore, tables ...string) uint64 {
+// maxIndex returns the largest of the given tables' indexes in a store or
+// snapshot.
+func maxIndex(st interface{ Index(string) (uint64, error) }, tables ...string) uint64 {
 	var max uint64
 	for _, t := range tables {
 		if i, err := st.Index(t); err == nil && i > max {

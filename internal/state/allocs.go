@@ -10,7 +10,7 @@ import (
 )
 
 // AllocByID returns an allocation, or nil.
-func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+func (s *reader) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableAllocs, "id", id)
@@ -22,7 +22,7 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 
 // AllocsByIDs returns the allocations with the given IDs that exist, in the
 // order asked, read in one transaction.
-func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string) ([]*structs.Allocation, error) {
+func (s *reader) AllocsByIDs(ws memdb.WatchSet, ids []string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	out := make([]*structs.Allocation, 0, len(ids))
@@ -39,14 +39,14 @@ func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string) ([]*structs.Al
 }
 
 // Allocs iterates every allocation.
-func (s *StateStore) Allocs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Allocs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableAllocs, "id")
 }
 
 // AllocsByIDPrefix iterates allocations whose ID starts with prefix in
 // namespace ("*" = all namespaces).
-func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
+func (s *reader) AllocsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return prefixIter(txn, ws, tableAllocs, namespace, prefix)
 }
@@ -64,7 +64,7 @@ func collectAllocs(iter memdb.ResultIterator, keep func(*structs.Allocation) boo
 // AllocsByJob returns a job's allocations. Unless anyCreateIndex is set,
 // only allocations of the job's current incarnation are returned (a purged
 // and re-registered job does not see its predecessor's allocations).
-func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, anyCreateIndex bool) ([]*structs.Allocation, error) {
+func (s *reader) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, anyCreateIndex bool) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	var job *structs.Job
@@ -91,7 +91,7 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string, any
 
 // AllocsByNode returns every allocation on a node: the live ones, then the
 // terminal ones, each in ID order.
-func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+func (s *reader) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := get(txn, ws, tableAllocs, "node_terminal_prefix", nodeKeyPrefix(nodeID))
@@ -137,7 +137,7 @@ type ClientPull struct {
 // memo's entry is the snapshot's without a prefix seek, see
 // node_allocs_seq.go) and a walk of the memoised slice for the changed
 // allocations.
-func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withChanged bool) (ClientPull, error) {
+func (s *reader) NodeClientAllocs(nodeID string, changedAfter uint64, withChanged bool) (ClientPull, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := txn.First(tableNodes, "id", nodeID)
@@ -174,7 +174,7 @@ func (s *StateStore) NodeClientAllocs(nodeID string, changedAfter uint64, withCh
 
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus()
 // equals terminal.
-func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, terminal bool) ([]*structs.Allocation, error) {
+func (s *reader) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, terminal bool) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := get(txn, ws, tableAllocs, "node_terminal", nodeID, terminal)
@@ -188,7 +188,7 @@ func (s *StateStore) AllocsByNodeTerminal(ws memdb.WatchSet, nodeID string, term
 // There is no index by eval (every alloc write would pay for it to serve
 // this one API read): the eval's job's allocations are filtered, or, for an
 // eval already garbage collected, every allocation.
-func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
+func (s *reader) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableEvals, "id", evalID)

@@ -9,7 +9,7 @@ import (
 )
 
 // NamespaceByName returns a namespace, or nil.
-func (s *StateStore) NamespaceByName(ws memdb.WatchSet, name string) (*structs.Namespace, error) {
+func (s *reader) NamespaceByName(ws memdb.WatchSet, name string) (*structs.Namespace, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableNamespaces, "id", name)
@@ -20,7 +20,7 @@ func (s *StateStore) NamespaceByName(ws memdb.WatchSet, name string) (*structs.N
 }
 
 // Namespaces iterates every namespace.
-func (s *StateStore) Namespaces(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Namespaces(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableNamespaces, "id")
 }
@@ -56,7 +56,7 @@ func (s *StateStore) UpsertNamespaces(index uint64, ns []*structs.Namespace) err
 }
 
 // RootKeys returns every keyring root key.
-func (s *StateStore) RootKeys(ws memdb.WatchSet) ([]*structs.RootKey, error) {
+func (s *reader) RootKeys(ws memdb.WatchSet) ([]*structs.RootKey, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := get(txn, ws, tableRootKeys, "id")
@@ -100,7 +100,7 @@ func (s *StateStore) UpsertRootKey(index uint64, in *structs.RootKey) error {
 
 // ClusterMetadata returns the cluster's metadata, or nil before the first
 // leader wrote it.
-func (s *StateStore) ClusterMetadata(ws memdb.WatchSet) (*structs.ClusterMetadata, error) {
+func (s *reader) ClusterMetadata(ws memdb.WatchSet) (*structs.ClusterMetadata, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableClusterMeta, "id", true)

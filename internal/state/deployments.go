@@ -9,7 +9,7 @@ import (
 )
 
 // DeploymentByID returns a deployment, or nil.
-func (s *StateStore) DeploymentByID(ws memdb.WatchSet, id string) (*structs.Deployment, error) {
+func (s *reader) DeploymentByID(ws memdb.WatchSet, id string) (*structs.Deployment, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableDeployment, "id", id)
@@ -20,21 +20,21 @@ func (s *StateStore) DeploymentByID(ws memdb.WatchSet, id string) (*structs.Depl
 }
 
 // Deployments iterates every deployment.
-func (s *StateStore) Deployments(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Deployments(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableDeployment, "id")
 }
 
 // DeploymentsByIDPrefix iterates deployments whose ID starts with prefix in
 // namespace ("*" = all namespaces).
-func (s *StateStore) DeploymentsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
+func (s *reader) DeploymentsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return prefixIter(txn, ws, tableDeployment, namespace, prefix)
 }
 
 // DeploymentsByJobID returns a job's deployments. Unless all is set, only
 // deployments of the job's current incarnation are returned.
-func (s *StateStore) DeploymentsByJobID(ws memdb.WatchSet, namespace, jobID string, all bool) ([]*structs.Deployment, error) {
+func (s *reader) DeploymentsByJobID(ws memdb.WatchSet, namespace, jobID string, all bool) ([]*structs.Deployment, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	return deploymentsByJob(txn, ws, namespace, jobID, all)
@@ -68,7 +68,7 @@ func deploymentsByJob(txn *memdb.Txn, ws memdb.WatchSet, namespace, jobID string
 
 // LatestDeploymentByJobID returns the most recently created deployment of
 // the job's current incarnation, or nil.
-func (s *StateStore) LatestDeploymentByJobID(ws memdb.WatchSet, namespace, jobID string) (*structs.Deployment, error) {
+func (s *reader) LatestDeploymentByJobID(ws memdb.WatchSet, namespace, jobID string) (*structs.Deployment, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	all, err := deploymentsByJob(txn, ws, namespace, jobID, false)

@@ -9,7 +9,7 @@ import (
 )
 
 // EvalByID returns an evaluation, or nil.
-func (s *StateStore) EvalByID(ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
+func (s *reader) EvalByID(ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableEvals, "id", id)
@@ -20,20 +20,20 @@ func (s *StateStore) EvalByID(ws memdb.WatchSet, id string) (*structs.Evaluation
 }
 
 // Evals iterates every evaluation.
-func (s *StateStore) Evals(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Evals(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableEvals, "id")
 }
 
 // EvalsByIDPrefix iterates evaluations whose ID starts with prefix in
 // namespace ("*" = all namespaces).
-func (s *StateStore) EvalsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
+func (s *reader) EvalsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return prefixIter(txn, ws, tableEvals, namespace, prefix)
 }
 
 // EvalsByJob returns every evaluation of a job.
-func (s *StateStore) EvalsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Evaluation, error) {
+func (s *reader) EvalsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Evaluation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := get(txn, ws, tableEvals, "job", namespace, jobID)

@@ -136,7 +136,7 @@ func (s *StateStore) UpsertScalingEvent(index uint64, req *structs.ScalingEventR
 }
 
 // ScalingEventsByJob returns a job's recorded scaling events, or nil.
-func (s *StateStore) ScalingEventsByJob(ws memdb.WatchSet, namespace, id string) (*structs.JobScalingEvents, error) {
+func (s *reader) ScalingEventsByJob(ws memdb.WatchSet, namespace, id string) (*structs.JobScalingEvents, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableScalingEvent, "id", namespace, id)
@@ -147,7 +147,7 @@ func (s *StateStore) ScalingEventsByJob(ws memdb.WatchSet, namespace, id string)
 }
 
 // ScalingEvents iterates every job's scaling events (used by FSM snapshots).
-func (s *StateStore) ScalingEvents(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) ScalingEvents(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableScalingEvent, "id")
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // JobByID returns the current version of a job, or nil.
-func (s *StateStore) JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error) {
+func (s *reader) JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableJobs, "id", namespace, id)
@@ -25,20 +25,20 @@ func (s *StateStore) JobByID(ws memdb.WatchSet, namespace, id string) (*structs.
 }
 
 // Jobs iterates every job of every namespace.
-func (s *StateStore) Jobs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Jobs(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableJobs, "id")
 }
 
 // JobsByNamespace iterates the jobs of one namespace.
-func (s *StateStore) JobsByNamespace(ws memdb.WatchSet, namespace string) (memdb.ResultIterator, error) {
+func (s *reader) JobsByNamespace(ws memdb.WatchSet, namespace string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableJobs, "namespace", namespace)
 }
 
 // JobsByIDPrefix iterates jobs whose ID starts with prefix; namespace "*"
 // searches all namespaces.
-func (s *StateStore) JobsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
+func (s *reader) JobsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	if namespace == "*" {
 		iter, err := get(txn, ws, tableJobs, "id")
@@ -53,7 +53,7 @@ func (s *StateStore) JobsByIDPrefix(ws memdb.WatchSet, namespace, prefix string)
 }
 
 // JobVersionsByID returns the tracked versions of a job, newest first.
-func (s *StateStore) JobVersionsByID(ws memdb.WatchSet, namespace, id string) ([]*structs.Job, error) {
+func (s *reader) JobVersionsByID(ws memdb.WatchSet, namespace, id string) ([]*structs.Job, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	return jobVersions(txn, ws, namespace, id)
@@ -75,7 +75,7 @@ func jobVersions(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) ([]*st
 }
 
 // JobByIDAndVersion returns one tracked version of a job, or nil.
-func (s *StateStore) JobByIDAndVersion(ws memdb.WatchSet, namespace, id string, version uint64) (*structs.Job, error) {
+func (s *reader) JobByIDAndVersion(ws memdb.WatchSet, namespace, id string, version uint64) (*structs.Job, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableJobVersion, "id", namespace, id, version)
@@ -86,7 +86,7 @@ func (s *StateStore) JobByIDAndVersion(ws memdb.WatchSet, namespace, id string, 
 }
 
 // JobVersions iterates every tracked job version (used by FSM snapshots).
-func (s *StateStore) JobVersions(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) JobVersions(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableJobVersion, "id")
 }

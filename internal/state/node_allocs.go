@@ -191,7 +191,7 @@ func (m *nodeAllocsMemo) read(txn *memdb.Txn, nodeID string, seq uint64) (*nodeA
 // since any evaluation last read them, or that the store's writes kept
 // current in the memo, is served from the memo. The function is not safe
 // for concurrent use and registers no watches.
-func (s *StateStore) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, error) {
+func (s *reader) LiveAllocsByNodeReader() func(nodeID string) (*LiveAllocs, error) {
 	txn := s.db.Txn(false)
 	memo := s.nodeAllocs
 	seq := readAllocSeq(txn)

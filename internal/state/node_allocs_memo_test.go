@@ -23,7 +23,7 @@ func pullTable(pull ClientPull) map[string]uint64 {
 	return r.Allocs
 }
 
-func freshPull(t *testing.T, s *StateStore, nodeID string, changedAfter uint64) (map[string]uint64, uint64, []*structs.Allocation) {
+func freshPull(t *testing.T, s *reader, nodeID string, changedAfter uint64) (map[string]uint64, uint64, []*structs.Allocation) {
 	t.Helper()
 	all, err := s.AllocsByNode(nil, nodeID)
 	must(t, err)
@@ -107,7 +107,7 @@ func checkMemoEntries(t *testing.T, s *StateStore, step string) int {
 // checkReads compares what the memo serves for every node (the
 // scheduler's reader on snap and, on the store itself, the client pull)
 // with fresh reads.
-func checkReads(t *testing.T, snap *StateStore, nodes []string, step string) {
+func checkReads(t *testing.T, snap *reader, nodes []string, step string) {
 	t.Helper()
 	read := snap.LiveAllocsByNodeReader()
 	for _, id := range nodes {
@@ -190,14 +190,14 @@ func TestNodeAllocsMemo_MaintainedByWrites(t *testing.T) {
 			t.Fatalf("%s: no memo entry kept current", name)
 		}
 		now, _ := s.Snapshot()
-		checkReads(t, &now.StateStore, nodes, name)
+		checkReads(t, &now.reader, nodes, name)
 		// An older snapshot reads its own allocations through the memo
 		// without displacing the current entries.
-		checkReads(t, &olds[len(olds)/2].StateStore, nodes, name+" (older snapshot)")
+		checkReads(t, &olds[len(olds)/2].reader, nodes, name+" (older snapshot)")
 		checkMemoEntries(t, s, name+" after old reads")
 	}
 
-	checkReads(t, s, nodes, "empty") // fills the memo
+	checkReads(t, &s.reader, nodes, "empty") // fills the memo
 	step("placements", func(i uint64) error {
 		return s.UpsertAllocs(i, []*structs.Allocation{alloc("a1", "n1", 100), alloc("a2", "n1", 50),
 			alloc("b1", "n2", 10), alloc("c1", "n10", 20)})
@@ -244,7 +244,7 @@ func TestNodeAllocsMemo_MaintainedByWrites(t *testing.T) {
 
 	// A restored store reads the same allocations.
 	r := testStore(t)
-	checkReads(t, r, nodes, "before restore") // memo entries of the empty store
+	checkReads(t, &r.reader, nodes, "before restore") // memo entries of the empty store
 	restore, err := r.Restore()
 	must(t, err)
 	for _, id := range nodes[:4] {
@@ -263,10 +263,10 @@ func TestNodeAllocsMemo_MaintainedByWrites(t *testing.T) {
 	must(t, restore.IndexRestore(nodeAllocsDeletedKey("n2"), idx))
 	must(t, restore.Commit())
 	checkMemoEntries(t, r, "restore")
-	checkReads(t, r, nodes, "restored")
+	checkReads(t, &r.reader, nodes, "restored")
 	for _, id := range nodes {
-		want, _, _ := freshPull(t, s, id, 0)
-		got, _, _ := freshPull(t, r, id, 0)
+		want, _, _ := freshPull(t, &s.reader, id, 0)
+		got, _, _ := freshPull(t, &r.reader, id, 0)
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("restored %s: %v, want %v", id, got, want)
 		}
@@ -399,10 +399,10 @@ func TestNodeAllocsMemo_RandomWrites(t *testing.T) {
 					olds = append(olds, snap)
 				}
 				if rng.Intn(2) == 0 {
-					checkReads(t, s, nodes, fmt.Sprint("round ", round))
+					checkReads(t, &s.reader, nodes, fmt.Sprint("round ", round))
 				}
 				if len(olds) > 0 && rng.Intn(4) == 0 {
-					checkReads(t, &olds[rng.Intn(len(olds))].StateStore, nodes, fmt.Sprint("round ", round, " old"))
+					checkReads(t, &olds[rng.Intn(len(olds))].reader, nodes, fmt.Sprint("round ", round, " old"))
 				}
 			}
 		})

@@ -8,7 +8,7 @@ import (
 )
 
 // liveIDs reads nodeID's live allocations as the scheduler does, from snap.
-func liveIDs(t *testing.T, snap *StateStore, nodeID string) []string {
+func liveIDs(t *testing.T, snap *reader, nodeID string) []string {
 	t.Helper()
 	la, err := snap.LiveAllocsByNodeReader()(nodeID)
 	must(t, err)
@@ -31,7 +31,7 @@ func TestNodeAllocsSeq_StampsFollowWrites(t *testing.T) {
 			must(t, s.UpsertNode(3, mockNode("n1")))
 			must(t, s.UpsertAllocs(10, []*structs.Allocation{mockAlloc("a1", "n1", job)}))
 			if warm {
-				if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1"}) {
+				if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1"}) {
 					t.Fatalf("before: %v", got)
 				}
 			}
@@ -46,14 +46,14 @@ func TestNodeAllocsSeq_StampsFollowWrites(t *testing.T) {
 			}
 
 			// The old snapshot's reader collects its own allocations...
-			if got := liveIDs(t, &old.StateStore, "n1"); !slices.Equal(got, []string{"a1"}) {
+			if got := liveIDs(t, &old.reader, "n1"); !slices.Equal(got, []string{"a1"}) {
 				t.Fatalf("old snapshot: %v", got)
 			}
 			// ...which are not right for the new number.
 			if v := s.nodeAllocs.fresh("n1", newSeq); v != nil && !slices.Equal(allocIDs(v.live.Allocs), []string{"a1", "a2"}) {
 				t.Fatalf("entry for the new number holds %v", allocIDs(v.live.Allocs))
 			}
-			if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1", "a2"}) {
+			if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1", "a2"}) {
 				t.Fatalf("new snapshot: %v", got)
 			}
 			// Now the newest entry is stamped: the next reader skips the
@@ -65,7 +65,7 @@ func TestNodeAllocsSeq_StampsFollowWrites(t *testing.T) {
 			if s.nodeAllocs.fresh("n1", oldSeq) != nil {
 				t.Fatal("the newest entry covers a snapshot before its write")
 			}
-			if got := liveIDs(t, &old.StateStore, "n1"); !slices.Equal(got, []string{"a1"}) {
+			if got := liveIDs(t, &old.reader, "n1"); !slices.Equal(got, []string{"a1"}) {
 				t.Fatalf("old snapshot again: %v", got)
 			}
 			// A client update closes the entry's range before it commits.
@@ -73,7 +73,7 @@ func TestNodeAllocsSeq_StampsFollowWrites(t *testing.T) {
 			if v.stamp.covers(newSeq + 1) {
 				t.Fatal("the entry still covers the snapshot after a write to its node")
 			}
-			if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1"}) {
+			if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1"}) {
 				t.Fatalf("after the client update: %v", got)
 			}
 		})
@@ -87,7 +87,7 @@ func TestNodeAllocsSeq_UnnumberedWriteDropsEntries(t *testing.T) {
 	job := storedJob(t, s, 2, mockJob("j"))
 	must(t, s.UpsertNode(3, mockNode("n1")))
 	must(t, s.UpsertAllocs(10, []*structs.Allocation{mockAlloc("a1", "n1", job)}))
-	if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1"}) {
+	if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1"}) {
 		t.Fatalf("before: %v", got)
 	}
 	txn := s.db.Txn(true)
@@ -96,7 +96,7 @@ func TestNodeAllocsSeq_UnnumberedWriteDropsEntries(t *testing.T) {
 	if n := s.nodeAllocs.bypassed.Load(); n != 1 {
 		t.Fatalf("unnumbered writes counted: %d", n)
 	}
-	if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1", "a2"}) {
+	if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1", "a2"}) {
 		t.Fatalf("after an unnumbered write: %v", got)
 	}
 	// Nothing is stamped until the next numbered write.
@@ -104,7 +104,7 @@ func TestNodeAllocsSeq_UnnumberedWriteDropsEntries(t *testing.T) {
 		t.Fatal("an entry was stamped for a number an unnumbered write shares")
 	}
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc("a3", "n1", job)}))
-	if got := liveIDs(t, s, "n1"); !slices.Equal(got, []string{"a1", "a2", "a3"}) {
+	if got := liveIDs(t, &s.reader, "n1"); !slices.Equal(got, []string{"a1", "a2", "a3"}) {
 		t.Fatalf("after the next write: %v", got)
 	}
 }

@@ -17,10 +17,17 @@ type txnDB struct {
 	*memdb.MemDB
 	watch *nodeWatch      // nil on snapshots
 	memo  *nodeAllocsMemo // checks that alloc writes are numbered
+	// readOnly is set on snapshots: a write transaction there is a bug
+	// (StateSnapshot has no write method; this catches a read method that
+	// writes).
+	readOnly bool
 }
 
 // Txn starts a transaction; see txnDB.
 func (d txnDB) Txn(write bool) *memdb.Txn {
+	if write && d.readOnly {
+		panic("state: write transaction on a read-only snapshot")
+	}
 	txn := d.MemDB.Txn(write)
 	if write && d.watch != nil {
 		txn.TrackChanges()
@@ -191,8 +198,9 @@ func (w *nodeWatch) changedLocked(nodeID string) {
 // NodePullWatch is the start of a node's alloc pull: take it before reading
 // (so a change committed meanwhile closes Ch), then either park on Ch if
 // Known shows nothing new, or read and call NodePullAnswered. See nodeWatch
-// for what counts as a change. On a snapshot, which never changes, Ch is nil
-// and nothing is Known.
+// for what counts as a change. On a Scratch copy, which has no node watch,
+// Ch is nil and nothing is Known. (Snapshots, which never change, have no
+// such method.)
 func (s *StateStore) NodePullWatch(nodeID string) NodePull {
 	if s.db.watch == nil {
 		return NodePull{}

@@ -12,7 +12,7 @@ import (
 const maxNodeEvents = 10
 
 // NodeByID returns a node, or nil.
-func (s *StateStore) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error) {
+func (s *reader) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableNodes, "id", id)
@@ -27,7 +27,7 @@ func (s *StateStore) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, erro
 // the FSM finds the stored node of each node ID a plan's placements
 // carry, to share its ID and name strings. It returns nil for an unknown
 // node, is not safe for concurrent use and registers no watches.
-func (s *StateStore) NodeReader() func(id string) *structs.Node {
+func (s *reader) NodeReader() func(id string) *structs.Node {
 	txn := s.db.Txn(false)
 	return func(id string) *structs.Node {
 		raw, err := txn.First(tableNodes, "id", id)
@@ -39,7 +39,7 @@ func (s *StateStore) NodeReader() func(id string) *structs.Node {
 }
 
 // NodeBySecretID returns the node holding secretID, or nil.
-func (s *StateStore) NodeBySecretID(ws memdb.WatchSet, secretID string) (*structs.Node, error) {
+func (s *reader) NodeBySecretID(ws memdb.WatchSet, secretID string) (*structs.Node, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableNodes, "secret_id", secretID)
@@ -50,13 +50,13 @@ func (s *StateStore) NodeBySecretID(ws memdb.WatchSet, secretID string) (*struct
 }
 
 // Nodes iterates every node.
-func (s *StateStore) Nodes(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) Nodes(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableNodes, "id")
 }
 
 // NodesByIDPrefix iterates nodes whose ID starts with prefix.
-func (s *StateStore) NodesByIDPrefix(ws memdb.WatchSet, prefix string) (memdb.ResultIterator, error) {
+func (s *reader) NodesByIDPrefix(ws memdb.WatchSet, prefix string) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableNodes, "id_prefix", prefix)
 }

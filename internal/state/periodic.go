@@ -10,7 +10,7 @@ import (
 
 // PeriodicLaunchByID returns the last launch recorded for a periodic parent,
 // or nil.
-func (s *StateStore) PeriodicLaunchByID(ws memdb.WatchSet, namespace, id string) (*structs.PeriodicLaunch, error) {
+func (s *reader) PeriodicLaunchByID(ws memdb.WatchSet, namespace, id string) (*structs.PeriodicLaunch, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tablePeriodicLaunch, "id", namespace, id)
@@ -21,7 +21,7 @@ func (s *StateStore) PeriodicLaunchByID(ws memdb.WatchSet, namespace, id string)
 }
 
 // PeriodicLaunches iterates every recorded launch (used by FSM snapshots).
-func (s *StateStore) PeriodicLaunches(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) PeriodicLaunches(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tablePeriodicLaunch, "id")
 }

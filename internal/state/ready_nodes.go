@@ -88,7 +88,7 @@ type readyMemo struct {
 // store's (or snapshot's) nodes table. Heartbeats do not write nodes, so in
 // steady state every evaluation shares one set instead of walking every
 // node.
-func (s *StateStore) ReadyNodes() (*ReadyNodeSet, error) {
+func (s *reader) ReadyNodes() (*ReadyNodeSet, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := txn.First(tableIndex, "id", tableNodes)

@@ -17,7 +17,24 @@ var ErrAbandoned = errors.New("state store abandoned")
 
 // StateStore is the server's replicated state. All methods are safe for
 // concurrent use; writes are serialised by memdb.
+//
+// Its read methods are those of the embedded reader, which StateSnapshot
+// embeds too; its write methods are its own, so a snapshot has none. A
+// write into a snapshot would share the store's memos (ready_nodes.go,
+// node_allocs.go) while numbering itself from the snapshot's older write
+// sequence, and would close the watch channels of radix nodes the
+// snapshot shares with the store: the compiler forbids it, and a
+// snapshot's database refuses write transactions as well (txnDB). A dry
+// run that must write (job plan) takes a Scratch copy, which shares
+// nothing with the store.
 type StateStore struct {
+	reader
+}
+
+// reader is what every read needs: the database and the memos shared by a
+// store and its snapshots. All read methods are defined on it and no write
+// method is.
+type reader struct {
 	db txnDB
 
 	// abandon is shared with snapshots so a blocking query on a snapshot
@@ -36,10 +53,10 @@ type abandonCh struct {
 	ch   chan struct{}
 }
 
-// StateSnapshot is a point-in-time, read-only view of the store. Every read
-// method of StateStore works on it.
+// StateSnapshot is a point-in-time, read-only view of the store: it has
+// every read method of StateStore and no write method.
 type StateSnapshot struct {
-	StateStore
+	reader
 }
 
 // NewStateStore returns an empty store holding only the default namespace.
@@ -49,8 +66,8 @@ func NewStateStore() (*StateStore, error) {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
 	memo := &nodeAllocsMemo{}
-	s := &StateStore{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo}, abandon: &abandonCh{ch: make(chan struct{})},
-		ready: &readyMemo{}, nodeAllocs: memo}
+	s := &StateStore{reader{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo}, abandon: &abandonCh{ch: make(chan struct{})},
+		ready: &readyMemo{}, nodeAllocs: memo}}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
@@ -68,10 +85,21 @@ func NewStateStore() (*StateStore, error) {
 	return s, nil
 }
 
-// Snapshot returns an O(1) point-in-time view.
+// Snapshot returns an O(1) point-in-time, read-only view.
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	return &StateSnapshot{StateStore{db: txnDB{MemDB: s.db.Snapshot()}, abandon: s.abandon, ready: s.ready,
+	return &StateSnapshot{reader{db: txnDB{MemDB: s.db.Snapshot(), readOnly: true}, abandon: s.abandon, ready: s.ready,
 		nodeAllocs: s.nodeAllocs}}, nil
+}
+
+// Scratch returns a private, writable copy of the store as of now, for dry
+// runs that write a candidate change and schedule against it (job plan).
+// Writes to it are seen by nobody else; it shares no memo with s (so they
+// cannot be numbered into s's memos) and no node watch, and it is never
+// abandoned. Reads of it do not use s's memos either: it is for one-off
+// passes, not for the hot path.
+func (s *StateStore) Scratch() (*StateStore, error) {
+	return &StateStore{reader{db: txnDB{MemDB: s.db.Snapshot()}, abandon: &abandonCh{ch: make(chan struct{})},
+		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}}, nil
 }
 
 // SnapshotMinIndex waits until the store has applied index, then returns a
@@ -114,7 +142,7 @@ func maxIndex(iter memdb.ResultIterator) uint64 {
 }
 
 // LatestIndex is the highest index over all tables.
-func (s *StateStore) LatestIndex() (uint64, error) {
+func (s *reader) LatestIndex() (uint64, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := txn.Get(tableIndex, "id")
@@ -125,7 +153,7 @@ func (s *StateStore) LatestIndex() (uint64, error) {
 }
 
 // Index is the Raft index of the last write to table (0 if never written).
-func (s *StateStore) Index(table string) (uint64, error) {
+func (s *reader) Index(table string) (uint64, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := txn.First(tableIndex, "id", table)
@@ -139,13 +167,13 @@ func (s *StateStore) Index(table string) (uint64, error) {
 }
 
 // Indexes iterates the index table (used by FSM snapshots).
-func (s *StateStore) Indexes() (memdb.ResultIterator, error) {
+func (s *reader) Indexes() (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return txn.Get(tableIndex, "id")
 }
 
 // AbandonCh is closed when the store is replaced by a snapshot restore.
-func (s *StateStore) AbandonCh() <-chan struct{} { return s.abandon.ch }
+func (s *reader) AbandonCh() <-chan struct{} { return s.abandon.ch }
 
 // Abandon closes AbandonCh, waking every blocking query on this store.
 func (s *StateStore) Abandon() { s.abandon.once.Do(func() { close(s.abandon.ch) }) }

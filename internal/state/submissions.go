@@ -9,7 +9,7 @@ import (
 )
 
 // JobSubmission returns the source submitted for one job version, or nil.
-func (s *StateStore) JobSubmission(ws memdb.WatchSet, namespace, jobID string, version uint64) (*structs.JobSubmission, error) {
+func (s *reader) JobSubmission(ws memdb.WatchSet, namespace, jobID string, version uint64) (*structs.JobSubmission, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableJobSubmission, "id", namespace, jobID, version)
@@ -20,7 +20,7 @@ func (s *StateStore) JobSubmission(ws memdb.WatchSet, namespace, jobID string, v
 }
 
 // JobSubmissions iterates every stored submission (used by FSM snapshots).
-func (s *StateStore) JobSubmissions(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) JobSubmissions(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableJobSubmission, "id")
 }

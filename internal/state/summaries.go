@@ -9,7 +9,7 @@ import (
 )
 
 // JobSummaryByID returns a job's allocation counts per task group, or nil.
-func (s *StateStore) JobSummaryByID(ws memdb.WatchSet, namespace, id string) (*structs.JobSummary, error) {
+func (s *reader) JobSummaryByID(ws memdb.WatchSet, namespace, id string) (*structs.JobSummary, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	raw, err := first(txn, ws, tableJobSummary, "id", namespace, id)
@@ -20,7 +20,7 @@ func (s *StateStore) JobSummaryByID(ws memdb.WatchSet, namespace, id string) (*s
 }
 
 // JobSummaries iterates every job summary (used by FSM snapshots).
-func (s *StateStore) JobSummaries(ws memdb.WatchSet) (memdb.ResultIterator, error) {
+func (s *reader) JobSummaries(ws memdb.WatchSet) (memdb.ResultIterator, error) {
 	txn := s.db.Txn(false)
 	return get(txn, ws, tableJobSummary, "id")
 }
