@@ -98,6 +98,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 	buf := l.Data[1:]
 	index := l.Index
 	defer measureApply(msgType, time.Now())
+	// The entry's writes (several transactions for a batch) become
+	// visible to snapshots together.
+	st := f.State()
+	st.BeginEntry(index)
+	defer st.EndEntry()
 
 	var err error
 	switch msgType {

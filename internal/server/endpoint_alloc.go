@@ -19,7 +19,7 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.AllocsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
@@ -45,7 +45,7 @@ func (a *Alloc) GetAlloc(args *structs.AllocSpecificRequest, reply *structs.Sing
 	if done, err := a.srv.forward("Alloc.GetAlloc", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		alloc, err := st.AllocByID(ws, args.AllocID)
 		if err != nil {
 			return err
@@ -68,7 +68,7 @@ func (a *Alloc) GetAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsG
 		return err
 	}
 	opts := args.QueryOptions
-	return a.srv.blockingRPC(&opts, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return a.srv.blockingRPC(&opts, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		allocs, err := st.AllocsByIDs(ws, args.AllocIDs)
 		if err != nil {
 			return err

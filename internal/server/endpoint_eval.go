@@ -19,7 +19,7 @@ func (e *Eval) GetEval(args *structs.EvalSpecificRequest, reply *structs.SingleE
 	if done, err := e.srv.forward("Eval.GetEval", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		ev, err := st.EvalByID(ws, args.EvalID)
 		if err != nil {
 			return err
@@ -49,7 +49,7 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.EvalsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func (e *Eval) Allocations(args *structs.EvalSpecificRequest, reply *structs.Eva
 	if done, err := e.srv.forward("Eval.Allocations", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		allocs, err := st.AllocsByEval(ws, args.EvalID)
 		if err != nil {
 			return err
@@ -219,7 +219,7 @@ func (e *Eval) Reblock(args *structs.EvalUpdateRequest, reply *structs.GenericRe
 
 // relatedEvals follows NextEval, PreviousEval and BlockedEval links from ev in
 // both directions and returns stubs of every eval reached.
-func relatedEvals(ws memdb.WatchSet, st *state.StateStore, ev *structs.Evaluation) ([]*structs.EvaluationStub, error) {
+func relatedEvals(ws memdb.WatchSet, st *state.StateSnapshot, ev *structs.Evaluation) ([]*structs.EvaluationStub, error) {
 	seen := map[string]bool{ev.ID: true}
 	queue := []*structs.Evaluation{ev}
 	out := []*structs.EvaluationStub{}

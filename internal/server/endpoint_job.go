@@ -226,7 +226,7 @@ func (j *Job) GetJob(args *structs.JobSpecificRequest, reply *structs.SingleJobR
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		job, err := st.JobByID(ws, ns, args.JobID)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func (j *Job) GetJobVersions(args *structs.JobVersionsRequest, reply *structs.Jo
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		versions, err := st.JobVersionsByID(ws, ns, args.JobID)
 		if err != nil {
 			return err
@@ -314,7 +314,7 @@ func (j *Job) Summary(args *structs.JobSpecificRequest, reply *structs.JobSummar
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		sum, err := st.JobSummaryByID(ws, ns, args.JobID)
 		if err != nil {
 			return err
@@ -335,7 +335,7 @@ func (j *Job) Allocations(args *structs.JobSpecificRequest, reply *structs.JobAl
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		allocs, err := st.AllocsByJob(ws, ns, args.JobID, args.All)
 		if err != nil {
 			return err
@@ -364,7 +364,7 @@ func (j *Job) Evaluations(args *structs.JobSpecificRequest, reply *structs.JobEv
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		evals, err := st.EvalsByJob(ws, ns, args.JobID)
 		if err != nil {
 			return err
@@ -385,7 +385,7 @@ func (j *Job) Deployments(args *structs.JobSpecificRequest, reply *structs.Deplo
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		ds, err := st.DeploymentsByJobID(ws, ns, args.JobID, args.All)
 		if err != nil {
 			return err
@@ -405,7 +405,7 @@ func (j *Job) LatestDeployment(args *structs.JobSpecificRequest, reply *structs.
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		d, err := st.LatestDeploymentByJobID(ws, ns, args.JobID)
 		if err != nil {
 			return err

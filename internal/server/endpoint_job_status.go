@@ -14,7 +14,7 @@ func (j *Job) ScaleStatus(args *structs.JobSpecificRequest, reply *structs.JobSc
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		job, err := st.JobByID(ws, ns, args.JobID)
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func (j *Job) GetJobSubmission(args *structs.JobSubmissionRequest, reply *struct
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		sub, err := st.JobSubmission(ws, ns, args.JobID, args.Version)
 		if err != nil {
 			return err

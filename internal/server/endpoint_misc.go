@@ -52,7 +52,7 @@ func (n *Namespace) ListNamespaces(args *structs.GenericRequest, reply *structs.
 	if done, err := n.srv.forward("Namespace.ListNamespaces", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.Namespaces(ws)
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func (n *Namespace) GetNamespace(args *structs.NamespaceSpecificRequest, reply *
 	if done, err := n.srv.forward("Namespace.GetNamespace", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		ns, err := st.NamespaceByName(ws, args.Name)
 		if err != nil {
 			return err
@@ -95,7 +95,7 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
-	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.DeploymentsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ func (d *Deployment) GetDeployment(args *structs.DeploymentSpecificRequest, repl
 	if done, err := d.srv.forward("Deployment.GetDeployment", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		dep, err := st.DeploymentByID(ws, args.DeploymentID)
 		if err != nil {
 			return err
@@ -131,7 +131,7 @@ func (d *Deployment) Allocations(args *structs.DeploymentSpecificRequest, reply 
 	if done, err := d.srv.forward("Deployment.Allocations", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.Allocs(ws)
 		if err != nil {
 			return err

@@ -216,7 +216,7 @@ func (n *Node) GetNode(args *structs.NodeSpecificRequest, reply *structs.SingleN
 	if done, err := n.srv.forward("Node.GetNode", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		node, err := st.NodeByID(ws, args.NodeID)
 		if err != nil {
 			return err
@@ -241,7 +241,7 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 	if done, err := n.srv.forward("Node.List", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.NodesByIDPrefix(ws, args.Prefix)
 		if err != nil {
 			return err
@@ -261,7 +261,7 @@ func (n *Node) GetAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeA
 	if done, err := n.srv.forward("Node.GetAllocs", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
-	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		allocs, err := st.AllocsByNode(ws, args.NodeID)
 		if err != nil {
 			return err

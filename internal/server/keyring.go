@@ -22,7 +22,7 @@ func (k *Keyring) ListPublic(args *structs.GenericRequest, reply *structs.Keyrin
 	if done, err := k.srv.forward("Keyring.ListPublic", args.Region, true, args, reply); done {
 		return err
 	}
-	return k.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
+	return k.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		keys, err := st.RootKeys(ws)
 		if err != nil {
 			return err

@@ -45,7 +45,7 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 
 // queryFn runs a read against a state store, adding what it reads to ws and
 // setting meta.Index.
-type queryFn func(ws memdb.WatchSet, st *state.StateStore) error
+type queryFn func(ws memdb.WatchSet, st *state.StateSnapshot) error
 
 // queryWait is how long a blocking query with MaxQueryTime asked may
 // block: at most maxQueryTime, plus up to 1/16 of random jitter so parked
@@ -59,7 +59,10 @@ func queryWait(asked time.Duration) time.Duration {
 }
 
 // blockingRPC answers a read, blocking while the result's index is not past
-// MinQueryIndex, up to the query's wait time.
+// MinQueryIndex, up to the query's wait time. Each run reads a snapshot
+// taken between Raft entries: an answer never holds part of an entry under
+// the entry's index, so a client's next ?index= query cannot sleep through
+// the rest of that entry.
 func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, run queryFn) error {
 	var ctx context.Context = context.Background()
 	if opts.MinQueryIndex > 0 {
@@ -68,7 +71,10 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 		defer cancel()
 	}
 	for {
-		st := s.fsm.State()
+		st, err := s.fsm.State().Snapshot()
+		if err != nil {
+			return err
+		}
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
 		ws.Add(s.shutdownCh)

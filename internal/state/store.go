@@ -29,6 +29,9 @@ var ErrAbandoned = errors.New("state store abandoned")
 // nothing with the store.
 type StateStore struct {
 	reader
+
+	// gate keeps snapshots between Raft entries (entry_gate.go).
+	gate *entryGate
 }
 
 // reader is what every read needs: the database and the memos shared by a
@@ -67,7 +70,7 @@ func NewStateStore() (*StateStore, error) {
 	}
 	memo := &nodeAllocsMemo{}
 	s := &StateStore{reader{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo}, abandon: &abandonCh{ch: make(chan struct{})},
-		ready: &readyMemo{}, nodeAllocs: memo}}
+		ready: &readyMemo{}, nodeAllocs: memo}, &entryGate{}}
 	txn := db.Txn(true)
 	defer txn.Abort()
 	if err := txn.Insert(tableNamespaces, &structs.Namespace{
@@ -85,9 +88,13 @@ func NewStateStore() (*StateStore, error) {
 	return s, nil
 }
 
-// Snapshot returns an O(1) point-in-time, read-only view.
+// Snapshot returns an O(1) point-in-time, read-only view, taken between
+// Raft entries: if an entry is being applied, it waits for its end
+// (entry_gate.go).
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	return &StateSnapshot{reader{db: txnDB{MemDB: s.db.Snapshot(), readOnly: true}, abandon: s.abandon, ready: s.ready,
+	var db *memdb.MemDB
+	s.gate.betweenEntries(func() { db = s.db.Snapshot() })
+	return &StateSnapshot{reader{db: txnDB{MemDB: db, readOnly: true}, abandon: s.abandon, ready: s.ready,
 		nodeAllocs: s.nodeAllocs}}, nil
 }
 
@@ -98,8 +105,10 @@ func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 // abandoned. Reads of it do not use s's memos either: it is for one-off
 // passes, not for the hot path.
 func (s *StateStore) Scratch() (*StateStore, error) {
-	return &StateStore{reader{db: txnDB{MemDB: s.db.Snapshot()}, abandon: &abandonCh{ch: make(chan struct{})},
-		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}}, nil
+	var db *memdb.MemDB
+	s.gate.betweenEntries(func() { db = s.db.Snapshot() })
+	return &StateStore{reader{db: txnDB{MemDB: db}, abandon: &abandonCh{ch: make(chan struct{})},
+		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}, &entryGate{}}, nil
 }
 
 // SnapshotMinIndex waits until the store has applied index, then returns a

@@ -1,0 +1,81 @@
+package state
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// One Raft entry may write the store in several transactions at one index:
+// a job registration batch registers each job (and its evaluation) on its
+// own, a heartbeat-expiry batch marks each node down on its own. A reader
+// between two of them would see half an entry under the entry's index: a
+// scheduler would place the first registration's version under the index
+// the second one also carries (allocations of v1 that the reconciler then
+// takes for v2), and a blocking query would answer X-Nomad-Index N for
+// half of entry N, so the client's next ?index=N query would sleep through
+// the rest of it.
+//
+// So the FSM brackets each entry with BeginEntry and EndEntry, and
+// snapshots are taken only between entries: Snapshot (and so
+// SnapshotMinIndex and every blocking query, which reads a snapshot) waits
+// for the entry being applied, at most one entry's apply time. Direct
+// writes outside an entry (tests, bulk restore) are not bracketed and
+// visible at once, as before.
+//
+// Never take a snapshot of a store from inside one of its entries (the
+// FSM's apply or the sink it calls): it would wait for itself.
+
+// entryGate tracks the entry being applied.
+type entryGate struct {
+	mu    sync.Mutex
+	open  bool
+	index uint64
+	done  chan struct{} // made by the first waiter of an open entry, closed at its end
+
+	// waiting counts snapshots waiting for an entry (tests observe it).
+	waiting atomic.Int64
+}
+
+// BeginEntry marks the start of the Raft entry at index: snapshots wait
+// until EndEntry. Entries do not nest.
+func (s *StateStore) BeginEntry(index uint64) {
+	g := s.gate
+	g.mu.Lock()
+	g.open, g.index = true, index
+	g.mu.Unlock()
+}
+
+// EndEntry marks the end of the entry begun last: its writes become
+// visible to snapshots together.
+func (s *StateStore) EndEntry() {
+	g := s.gate
+	g.mu.Lock()
+	g.open = false
+	if g.done != nil {
+		close(g.done)
+		g.done = nil
+	}
+	g.mu.Unlock()
+}
+
+// EntryWaiters is the number of snapshots waiting for an entry to end.
+func (s *StateStore) EntryWaiters() int { return int(s.gate.waiting.Load()) }
+
+// betweenEntries runs f while no entry is being applied (f must be short:
+// the next entry waits for it).
+func (g *entryGate) betweenEntries(f func()) {
+	g.mu.Lock()
+	for g.open {
+		if g.done == nil {
+			g.done = make(chan struct{})
+		}
+		ch := g.done
+		g.mu.Unlock()
+		g.waiting.Add(1)
+		<-ch
+		g.waiting.Add(-1)
+		g.mu.Lock()
+	}
+	defer g.mu.Unlock()
+	f()
+}
