@@ -36,6 +36,19 @@ const (
 	PeriodicLaunchSnapshot SnapshotType = 100
 )
 
+// snapshotHandle encodes snapshots: the servers' handle
+// (structs.MsgpackHandle) with map keys sorted. Go randomises map
+// iteration, so without it two servers holding equal state would persist
+// different bytes (TestDeterminismAcrossProcesses). Decoding is the same.
+var snapshotHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.RawToString = structs.MsgpackHandle.RawToString
+	h.MapType = structs.MsgpackHandle.MapType
+	h.Raw = structs.MsgpackHandle.Raw
+	h.Canonical = true
+	return h
+}()
+
 // snapshotFormat is written in the header; Restore refuses newer formats.
 const snapshotFormat = 1
 
@@ -68,7 +81,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 	w := bufio.NewWriter(sink)
-	enc := codec.NewEncoder(w, structs.MsgpackHandle)
+	enc := codec.NewEncoder(w, snapshotHandle)
 	if err := enc.Encode(&SnapshotHeader{Format: snapshotFormat}); err != nil {
 		return fmt.Errorf("fsm: snapshot header: %w", err)
 	}
