@@ -27,6 +27,11 @@
 //     entries on to the new version; a write that does not only costs
 //     readers a miss.
 //
+// Snapshots (StateSnapshot) have read methods only: writes exist on
+// StateStore alone, and a dry run that must write takes a Scratch copy.
+// They are taken between Raft entries (entry_gate.go), so no reader sees
+// part of an entry that writes in several transactions at one index.
+//
 // It must never do I/O, talk to other servers, or call leader-only services
 // (broker, blocked evals, ...): the FSM does that after a write commits.
 package state
