@@ -3,6 +3,8 @@ package state
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
 )
 
 // One Raft entry may write the store in several transactions at one index:
@@ -27,13 +29,21 @@ import (
 
 // entryGate tracks the entry being applied.
 type entryGate struct {
-	mu    sync.Mutex
-	open  bool
-	index uint64
-	done  chan struct{} // made by the first waiter of an open entry, closed at its end
+	mu   sync.Mutex
+	open bool
+	wait *entryWait // the open entry's waiters, if any
 
 	// waiting counts snapshots waiting for an entry (tests observe it).
 	waiting atomic.Int64
+}
+
+// entryWait hands the waiters of one entry the database as of its end.
+// Handing it over, rather than letting each waiter take its own after
+// the entry, keeps a waiter from missing the gap between two entries
+// under a steady stream of them.
+type entryWait struct {
+	done chan struct{}
+	db   *memdb.MemDB // set before done is closed
 }
 
 // BeginEntry marks the start of the Raft entry at index: snapshots wait
@@ -41,7 +51,7 @@ type entryGate struct {
 func (s *StateStore) BeginEntry(index uint64) {
 	g := s.gate
 	g.mu.Lock()
-	g.open, g.index = true, index
+	g.open = true
 	g.mu.Unlock()
 }
 
@@ -51,9 +61,10 @@ func (s *StateStore) EndEntry() {
 	g := s.gate
 	g.mu.Lock()
 	g.open = false
-	if g.done != nil {
-		close(g.done)
-		g.done = nil
+	if w := g.wait; w != nil {
+		g.wait = nil
+		w.db = s.db.MemDB.Snapshot()
+		close(w.done)
 	}
 	g.mu.Unlock()
 }
@@ -61,21 +72,22 @@ func (s *StateStore) EndEntry() {
 // EntryWaiters is the number of snapshots waiting for an entry to end.
 func (s *StateStore) EntryWaiters() int { return int(s.gate.waiting.Load()) }
 
-// betweenEntries runs f while no entry is being applied (f must be short:
-// the next entry waits for it).
-func (g *entryGate) betweenEntries(f func()) {
+// snapshotDB returns a memdb snapshot of db taken between entries: at
+// once if none is being applied, else the one taken at its end.
+func (g *entryGate) snapshotDB(db *memdb.MemDB) *memdb.MemDB {
 	g.mu.Lock()
-	for g.open {
-		if g.done == nil {
-			g.done = make(chan struct{})
-		}
-		ch := g.done
-		g.mu.Unlock()
-		g.waiting.Add(1)
-		<-ch
-		g.waiting.Add(-1)
-		g.mu.Lock()
+	if !g.open {
+		defer g.mu.Unlock()
+		return db.Snapshot()
 	}
-	defer g.mu.Unlock()
-	f()
+	w := g.wait
+	if w == nil {
+		w = &entryWait{done: make(chan struct{})}
+		g.wait = w
+	}
+	g.mu.Unlock()
+	g.waiting.Add(1)
+	<-w.done
+	g.waiting.Add(-1)
+	return w.db
 }

@@ -42,3 +42,46 @@ func TestSnapshotWaitsForTheWholeEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Under a steady stream of entries, each writing two nodes in two
+// transactions at its index, every snapshot holds whole entries (both
+// nodes at one index), and snapshot takers are not starved.
+func TestSnapshotsBetweenBackToBackEntries(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(1, mockNode("n1")))
+	must(t, s.UpsertNode(1, mockNode("n2")))
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for index := uint64(2); ; index++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.BeginEntry(index)
+			for _, id := range []string{"n1", "n2"} {
+				if err := s.UpdateNodeStatus(index, id, "ready", int64(index), nil); err != nil {
+					t.Error(err)
+				}
+			}
+			s.EndEntry()
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < 300; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("took only %d snapshots before the deadline: snapshot takers starve", i)
+		}
+		snap, err := s.Snapshot()
+		must(t, err)
+		a, _ := snap.NodeByID(nil, "n1")
+		b, _ := snap.NodeByID(nil, "n2")
+		if a.ModifyIndex != b.ModifyIndex {
+			t.Fatalf("snapshot holds n1 at %d and n2 at %d: half an entry", a.ModifyIndex, b.ModifyIndex)
+		}
+	}
+	close(stop)
+	<-writerDone
+}

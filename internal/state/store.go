@@ -92,8 +92,7 @@ func NewStateStore() (*StateStore, error) {
 // Raft entries: if an entry is being applied, it waits for its end
 // (entry_gate.go).
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	var db *memdb.MemDB
-	s.gate.betweenEntries(func() { db = s.db.Snapshot() })
+	db := s.gate.snapshotDB(s.db.MemDB)
 	return &StateSnapshot{reader{db: txnDB{MemDB: db, readOnly: true}, abandon: s.abandon, ready: s.ready,
 		nodeAllocs: s.nodeAllocs}}, nil
 }
@@ -105,8 +104,9 @@ func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 // abandoned. Reads of it do not use s's memos either: it is for one-off
 // passes, not for the hot path.
 func (s *StateStore) Scratch() (*StateStore, error) {
-	var db *memdb.MemDB
-	s.gate.betweenEntries(func() { db = s.db.Snapshot() })
+	// Its own root: the database handed over at an entry's end may be
+	// shared by several waiting snapshots.
+	db := s.gate.snapshotDB(s.db.MemDB).Snapshot()
 	return &StateStore{reader{db: txnDB{MemDB: db}, abandon: &abandonCh{ch: make(chan struct{})},
 		ready: &readyMemo{}, nodeAllocs: &nodeAllocsMemo{}}, &entryGate{}}, nil
 }
