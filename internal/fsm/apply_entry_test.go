@@ -18,8 +18,8 @@ func (p *recordingPlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, 
 	return &structs.PlanResult{NodeUpdate: plan.NodeUpdate, NodeAllocation: plan.NodeAllocation,
 		NodePreemptions: plan.NodePreemptions, Deployment: plan.Deployment, DeploymentUpdates: plan.DeploymentUpdates}, nil, nil
 }
-func (p *recordingPlanner) UpdateEval(*structs.Evaluation) error { return nil }
-func (p *recordingPlanner) CreateEval(*structs.Evaluation) error { return nil }
+func (p *recordingPlanner) UpdateEval(*structs.Evaluation) error  { return nil }
+func (p *recordingPlanner) CreateEval(*structs.Evaluation) error  { return nil }
 func (p *recordingPlanner) ReblockEval(*structs.Evaluation) error { return nil }
 
 // schedule runs the service scheduler for eval on snap and returns the
