@@ -22,7 +22,10 @@ import (
 // SnapshotMinIndex and every blocking query, which reads a snapshot) waits
 // for the entry being applied, at most one entry's apply time. Direct
 // writes outside an entry (tests, bulk restore) are not bracketed and
-// visible at once, as before.
+// visible at once, as before. Reads of the live store itself are not
+// gated either: the write path's precondition checks, and the client's
+// alloc pull (NodeClientAllocs), whose answer moves only with allocation
+// writes, which every entry makes in one transaction.
 //
 // Never take a snapshot of a store from inside one of its entries (the
 // FSM's apply or the sink it calls): it would wait for itself.
