@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,7 +163,9 @@ func readLog(r io.Reader) ([]*raft.Log, error) {
 }
 
 // TestDeterminismReplayChild is the child's half of
-// TestDeterminismAcrossProcesses: it does nothing unless started by it.
+// TestDeterminismAcrossProcesses: it does nothing unless started by it. It
+// applies the log, persists a snapshot, and checks that restoring that
+// snapshot into a fresh FSM persists the same bytes again.
 func TestDeterminismReplayChild(t *testing.T) {
 	in, out := os.Getenv(envReplayLog), os.Getenv(envReplayOut)
 	if in == "" || out == "" {
@@ -175,48 +178,61 @@ func TestDeterminismReplayChild(t *testing.T) {
 	f := newFSM(t, &recordingSink{})
 	for _, l := range logs {
 		if resp := f.Apply(l); resp != nil {
-			if res, ok := resp.(*JobRegisterBatchResult); !ok || res.Errors[0] != nil || res.Errors[1] != nil {
+			if res, ok := resp.(*JobRegisterBatchResult); !ok || slices.ContainsFunc(res.Errors, func(e error) bool { return e != nil }) {
 				t.Fatalf("apply index %d: %v", l.Index, resp)
 			}
 		}
 	}
-	snap, err := f.Snapshot()
-	must(t, err)
-	buf := &bufSink{}
-	must(t, snap.Persist(buf))
-	must(t, os.WriteFile(out, buf.Bytes(), 0o600))
+	persist := func(f *FSM) []byte {
+		snap, err := f.Snapshot()
+		must(t, err)
+		buf := &bufSink{}
+		must(t, snap.Persist(buf))
+		return buf.Bytes()
+	}
+	b := persist(f)
+	restored := newFSM(t, nil)
+	must(t, restored.Restore(nopCloser{bytes.NewReader(b)}))
+	if again := persist(restored); !bytes.Equal(b, again) {
+		t.Fatalf("a restored snapshot persists %d bytes, the original %d: restore is not faithful", len(again), len(b))
+	}
+	must(t, os.WriteFile(out, b, 0o600))
 }
 
 func TestDeterminismAcrossProcesses(t *testing.T) {
 	if os.Getenv(envReplayLog) != "" {
 		t.Skip("in a child")
 	}
-	dir := t.TempDir()
-	var log bytes.Buffer
-	must(t, writeLog(&log, realisticLog(t)))
-	logPath := filepath.Join(dir, "raft.log")
-	must(t, os.WriteFile(logPath, log.Bytes(), 0o600))
-	var snaps [][]byte
-	for i := 0; i < 2; i++ {
-		out := filepath.Join(dir, fmt.Sprintf("snap-%d", i))
-		cmd := exec.Command(os.Args[0], "-test.run=^TestDeterminismReplayChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envReplayLog+"="+logPath, envReplayOut+"="+out)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("replay process %d: %v\n%s", i, err, b)
-		}
-		b, err := os.ReadFile(out)
-		must(t, err)
-		snaps = append(snaps, b)
-	}
-	if len(snaps[0]) == 0 {
-		t.Fatal("empty snapshot")
-	}
-	if !bytes.Equal(snaps[0], snaps[1]) {
-		at := 0
-		for at < len(snaps[0]) && at < len(snaps[1]) && snaps[0][at] == snaps[1][at] {
-			at++
-		}
-		t.Fatalf("two processes applying one log persisted different snapshots (%d and %d bytes, first difference at byte %d)",
-			len(snaps[0]), len(snaps[1]), at)
+	for name, logs := range map[string][]*raft.Log{"realistic": realisticLog(t), "every message type": scenario(t)} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			var log bytes.Buffer
+			must(t, writeLog(&log, logs))
+			logPath := filepath.Join(dir, "raft.log")
+			must(t, os.WriteFile(logPath, log.Bytes(), 0o600))
+			var snaps [][]byte
+			for i := 0; i < 2; i++ {
+				out := filepath.Join(dir, fmt.Sprintf("snap-%d", i))
+				cmd := exec.Command(os.Args[0], "-test.run=^TestDeterminismReplayChild$", "-test.count=1")
+				cmd.Env = append(os.Environ(), envReplayLog+"="+logPath, envReplayOut+"="+out)
+				if b, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("replay process %d: %v\n%s", i, err, b)
+				}
+				b, err := os.ReadFile(out)
+				must(t, err)
+				snaps = append(snaps, b)
+			}
+			if len(snaps[0]) == 0 {
+				t.Fatal("empty snapshot")
+			}
+			if !bytes.Equal(snaps[0], snaps[1]) {
+				at := 0
+				for at < len(snaps[0]) && at < len(snaps[1]) && snaps[0][at] == snaps[1][at] {
+					at++
+				}
+				t.Fatalf("two processes applying one log persisted different snapshots (%d and %d bytes, first difference at byte %d)",
+					len(snaps[0]), len(snaps[1]), at)
+			}
+		})
 	}
 }

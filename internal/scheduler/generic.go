@@ -142,8 +142,8 @@ func adjustQueued(queued map[string]int, evalID string, plan *structs.Plan, resu
 	}
 }
 
-// readyNodeSource is a state that memoises its ready nodes per nodes-table
-// index (*state.StateSnapshot): evaluations then share one scoped list
+// readyNodeSource is a state that memoises its ready nodes per version of
+// the nodes table (*state.StateSnapshot): evaluations then share one scoped list
 // instead of walking every node.
 type readyNodeSource interface {
 	ReadyNodes() (*state.ReadyNodeSet, error)
