@@ -43,8 +43,8 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 	}
 }
 
-// queryFn runs a read against a state store, adding what it reads to ws and
-// setting meta.Index.
+// queryFn runs a read against a state snapshot, adding what it reads to ws
+// and setting meta.Index.
 type queryFn func(ws memdb.WatchSet, st *state.StateSnapshot) error
 
 // queryWait is how long a blocking query with MaxQueryTime asked may
