@@ -112,7 +112,9 @@ exec sleep 3600`
 		}
 	}
 	// Each hung request used to pin an OS thread (12 -> 41 for 30 requests).
-	if after := threads(); after > before+5 {
+	after := threads()
+	t.Logf("agent threads: %d before, %d after %d fs requests", before, after, rounds*len(cases))
+	if after > before+5 {
 		t.Fatalf("agent threads grew from %d to %d over %d fs requests", before, after, rounds*len(cases))
 	}
 }
