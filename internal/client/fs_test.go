@@ -310,6 +310,23 @@ func TestClient_FSRefusesNamedPipes(t *testing.T) {
 		t.Errorf("logs: %v", err)
 	}
 
+	// A log file that is a symlink out of the alloc dir is not followed.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(arB.AllocDir().LogDir(), "u.stderr.0")); err != nil {
+		t.Fatal(err)
+	}
+	c := collect(func(out chan<- *api.StreamFrame) error {
+		return tc.FSLogs(ctx, b.ID, "u", "stderr", "start", 0, false, out)
+	})
+	err = c.waitDone(t)
+	wantCode(t, err, 400)
+	if c.text() != "" {
+		t.Fatalf("logs followed a symlink out of the alloc dir: %q", c.text())
+	}
+
 	// Other errors name alloc-relative paths too.
 	_, err = tc.FSList(a.ID, "/alloc/nope")
 	wantCode(t, err, 404)
