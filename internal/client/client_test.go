@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,6 +106,41 @@ func TestClient_ReregistersWhenServerForgetsNode(t *testing.T) {
 	tc.waitReady(t)
 	tc.srv.forgetNode()
 	tc.waitReregistered(t)
+}
+
+// A server that has not restored its state yet answers "No cluster leader"
+// (as a plain string, the way it crosses the RPC connection): the client
+// retries its heartbeats and pulls, and does not take it for "node not
+// found" and register again.
+func TestClient_NoLeaderIsRetriedWithoutReregistering(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	tc.srv.mu.Lock()
+	regs, beats := tc.srv.regs, len(tc.srv.statuses)
+	tc.srv.failWith = errors.New(structs.ErrNoLeader.Error())
+	tc.srv.failNext["Node.UpdateStatus"] = 3
+	tc.srv.failNext["Node.GetClientAllocs"] = 3
+	tc.srv.bump() // end the pull in flight, so the next ones fail
+	tc.srv.mu.Unlock()
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		tc.srv.mu.Lock()
+		defer tc.srv.mu.Unlock()
+		if n := tc.srv.failNext["Node.UpdateStatus"] + tc.srv.failNext["Node.GetClientAllocs"]; n > 0 {
+			return testutil.Errorf("%d failures not yet answered", n)
+		}
+		if len(tc.srv.statuses) <= beats {
+			return testutil.Errorf("no heartbeat after the failures")
+		}
+		return nil
+	})
+	// The pull retried past its failures too: new work still arrives.
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	tc.srv.mu.Lock()
+	defer tc.srv.mu.Unlock()
+	if tc.srv.regs != regs {
+		t.Fatalf("client registered again (%d registrations, was %d) on \"No cluster leader\"", tc.srv.regs, regs)
+	}
 }
 
 // waitReregistered waits until the client has registered again after

@@ -20,6 +20,7 @@ type fakeServer struct {
 	allocs   map[string]*structs.Allocation
 	updates  [][]*structs.Allocation // Node.UpdateAlloc batches
 	failNext map[string]int          // method -> remaining failures
+	failWith error                   // what those failures answer ("injected failure" when nil)
 	forget   bool                    // answer "node not found" to heartbeats
 	regs     int
 	// regsAtForget is regs when forgetNode was last called.
@@ -116,8 +117,12 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 	s.mu.Lock()
 	if s.failNext[method] > 0 {
 		s.failNext[method]--
+		err := s.failWith
 		s.mu.Unlock()
-		return errors.New("injected failure")
+		if err == nil {
+			err = errors.New("injected failure")
+		}
+		return err
 	}
 	s.mu.Unlock()
 	switch method {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/drover-project/drover/internal/client/allocdir"
+	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/logs"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/nomad/api"
@@ -34,18 +37,27 @@ func fsPath(p string) string {
 	return p
 }
 
-// fsError gives filesystem errors the HTTP status they mean.
-func fsError(err error) error {
+// fsError gives filesystem errors the HTTP status they mean, with messages
+// that name alloc-relative paths only (ad scrubs the alloc dir's host path;
+// it may be nil before the alloc is known).
+func fsError(ad allocrunner.AllocDir, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ad != nil {
+		err = ad.Scrub(err)
+	}
 	var ce *structs.CodedError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &ce):
 		return err
-	case errors.Is(err, allocdir.ErrEscape):
+	case errors.Is(err, allocdir.ErrEscape), errors.Is(err, allocdir.ErrNotRegular),
+		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
 		return structs.NewErrCoded(400, "%s", err.Error())
 	case errors.Is(err, os.ErrNotExist):
 		return structs.NewErrCoded(404, "%s", err.Error())
+	case errors.Is(err, os.ErrPermission):
+		return structs.NewErrCoded(403, "%s", err.Error())
 	}
 	return err
 }
@@ -58,7 +70,7 @@ func (c *Client) FSList(allocID, path string) ([]*api.AllocFileInfo, error) {
 	}
 	out, err := ar.AllocDir().List(fsPath(path))
 	if err != nil {
-		return nil, fsError(err)
+		return nil, fsError(ar.AllocDir(), err)
 	}
 	return out, nil
 }
@@ -71,52 +83,63 @@ func (c *Client) FSStat(allocID, path string) (*api.AllocFileInfo, error) {
 	}
 	fi, err := ar.AllocDir().Stat(fsPath(path))
 	if err != nil {
-		return nil, fsError(err)
+		return nil, fsError(ar.AllocDir(), err)
 	}
 	return fi, nil
 }
 
 // FSReadAt reads limit bytes (limit <= 0: to EOF) from offset of a file.
 func (c *Client) FSReadAt(allocID, path string, offset, limit int64) (io.ReadCloser, error) {
-	f, err := c.openAllocFile(allocID, path)
+	if offset < 0 {
+		return nil, structs.NewErrCoded(400, "offset must be non-negative")
+	}
+	f, ad, err := c.openAllocFile(allocID, path)
 	if err != nil {
 		return nil, err
 	}
-	if offset < 0 {
-		f.Close()
-		return nil, structs.NewErrCoded(400, "offset must be non-negative")
-	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		f.Close()
-		return nil, err
+		return nil, fsError(ad, err)
 	}
+	r := &scrubReader{f: f, ad: ad}
 	if limit <= 0 {
-		return f, nil
+		return r, nil
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.LimitReader(f, limit), f}, nil
+	}{io.LimitReader(r, limit), r}, nil
 }
 
-func (c *Client) openAllocFile(allocID, path string) (*os.File, error) {
+// scrubReader reads an alloc file; its errors name alloc-relative paths.
+type scrubReader struct {
+	f  *os.File
+	ad allocrunner.AllocDir
+}
+
+func (r *scrubReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = r.ad.Scrub(err)
+	}
+	return n, err
+}
+
+func (r *scrubReader) Close() error { return r.ad.Scrub(r.f.Close()) }
+
+// openAllocFile opens a regular file of the allocation for reading (never a
+// directory, named pipe, socket or device: see AllocDir.OpenRead).
+func (c *Client) openAllocFile(allocID, path string) (*os.File, allocrunner.AllocDir, error) {
 	ar, err := c.getAllocRunner(allocID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := ar.AllocDir().Resolve(fsPath(path))
+	ad := ar.AllocDir()
+	f, err := ad.OpenRead(fsPath(path))
 	if err != nil {
-		return nil, fsError(err)
+		return nil, nil, fsError(ad, err)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fsError(err)
-	}
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		f.Close()
-		return nil, structs.NewErrCoded(400, "%q is a directory", path)
-	}
-	return f, nil
+	return f, ad, nil
 }
 
 // send delivers a frame unless ctx ends first.
@@ -155,14 +178,14 @@ func (c *Client) FSStream(ctx context.Context, allocID, path, origin string, off
 	if offset < 0 {
 		return structs.NewErrCoded(400, "offset must be non-negative")
 	}
-	f, err := c.openAllocFile(allocID, path)
+	f, ad, err := c.openAllocFile(allocID, path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return fsError(ad, err)
 	}
 	pos := offset
 	if origin == "end" {
@@ -173,7 +196,7 @@ func (c *Client) FSStream(ctx context.Context, allocID, path, origin string, off
 	for {
 		n, err := streamFrom(ctx, f, name, &pos, out)
 		if err != nil || ctx.Err() != nil {
-			return ignoreCtx(err)
+			return fsError(ad, ignoreCtx(err))
 		}
 		if !follow {
 			return nil
@@ -262,20 +285,35 @@ func (c *Client) FSLogs(ctx context.Context, allocID, task, logType, origin stri
 	if offset < 0 {
 		return structs.NewErrCoded(400, "offset must be non-negative")
 	}
-	logDir := ar.AllocDir().LogDir()
+	ad := ar.AllocDir()
+	logDir := ad.LogDir()
+	// Log files are opened through the alloc dir like any fs path, so one
+	// that a task replaced by a named pipe, a device or a symlink out of the
+	// alloc dir is refused, never opened.
+	open := func(p string) (*os.File, error) {
+		return ad.OpenRead(path.Join(allocdir.SharedAllocName, allocdir.LogDirName, filepath.Base(p)))
+	}
 
 	// Find the starting file and offset in it.
 	files, err := logs.FindLogFiles(logDir, task, logType)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return fsError(ad, err)
 	}
 	sizes := make([]int64, len(files))
 	var total int64
-	for i, f := range files {
-		if fi, err := os.Stat(f); err == nil {
+	for i, p := range files {
+		f, err := open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // rotated away meanwhile
+		}
+		if err != nil {
+			return fsError(ad, err)
+		}
+		if fi, err := f.Stat(); err == nil {
 			sizes[i] = fi.Size()
 			total += sizes[i]
 		}
+		f.Close()
 	}
 	target := offset
 	if origin == "end" {
@@ -298,17 +336,17 @@ func (c *Client) FSLogs(ctx context.Context, allocID, task, logType, origin stri
 		_, finishedBefore := ar.TaskFinished(task)
 		progressed := false
 		if cur != "" {
-			f, err := os.Open(cur)
+			f, err := open(cur)
 			if err == nil {
-				rel := filepath.ToSlash(filepath.Join("alloc", "logs", filepath.Base(cur)))
+				rel := path.Join(allocdir.SharedAllocName, allocdir.LogDirName, filepath.Base(cur))
 				n, serr := streamFrom(ctx, f, rel, &pos, out)
 				f.Close()
 				if serr != nil || ctx.Err() != nil {
-					return ignoreCtx(serr)
+					return fsError(ad, ignoreCtx(serr))
 				}
 				progressed = n > 0
 			} else if !errors.Is(err, os.ErrNotExist) {
-				return err
+				return fsError(ad, err)
 			}
 		}
 		// A newer file means this one is complete: move on.

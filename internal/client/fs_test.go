@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,4 +234,110 @@ func TestClient_RawExecEndToEnd(t *testing.T) {
 	if want := "hello from echo in " + a.ID + "\n"; c.text() != want {
 		t.Fatalf("logs %q, want %q", c.text(), want)
 	}
+}
+
+// A task can make named pipes in its alloc dir (and the log collector's own
+// FIFOs live there too): cat, readat, stream and logs refuse them at once
+// with a 400 naming the alloc-relative path, instead of blocking on an open
+// nobody answers; and no fs error names the alloc dir's host path.
+func TestClient_FSRefusesNamedPipes(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"stdout_string": "hello\n", "run_for": "-1s"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	nodrv := testutil.MockTask("u", nil)
+	nodrv.Driver = "none"
+	b := tc.place(structs.JobTypeBatch, nodrv)
+	tc.waitServerStatus(t, b.ID, structs.AllocClientStatusFailed)
+
+	ar, _ := tc.getAllocRunner(a.ID)
+	data, err := ar.AllocDir().Resolve("alloc/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(data, "pipe"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	arB, _ := tc.getAllocRunner(b.ID)
+	if err := syscall.Mkfifo(filepath.Join(arB.AllocDir().LogDir(), "u.stdout.0"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	hostRoot := filepath.Dir(filepath.Dir(data)) // <allocRoot>/<allocID>
+
+	ctx := context.Background()
+	noHostPath := func(what string, err error) {
+		t.Helper()
+		if err != nil && strings.Contains(err.Error(), hostRoot) {
+			t.Errorf("%s: error names the host path: %v", what, err)
+		}
+	}
+	within := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			noHostPath(what, err)
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked", what)
+			return nil
+		}
+	}
+	for _, p := range []string{"/alloc/data/pipe", "alloc/logs/.t.stdout.fifo"} {
+		want := strings.TrimPrefix(p, "/")
+		err := within("readat "+p, func() error {
+			rc, err := tc.FSReadAt(a.ID, p, 0, 0)
+			if rc != nil {
+				rc.Close()
+			}
+			return err
+		})
+		wantCode(t, err, 400)
+		if !strings.Contains(err.Error(), `"`+want+`" is a named pipe, not a regular file`) {
+			t.Errorf("readat %s: %v", p, err)
+		}
+		err = within("stream "+p, func() error {
+			return tc.FSStream(ctx, a.ID, p, "start", 0, true, make(chan *api.StreamFrame, 8))
+		})
+		wantCode(t, err, 400)
+	}
+	err = within("logs on a named pipe", func() error {
+		return tc.FSLogs(ctx, b.ID, "u", "stdout", "start", 0, true, make(chan *api.StreamFrame, 8))
+	})
+	wantCode(t, err, 400)
+	if !strings.Contains(err.Error(), `"alloc/logs/u.stdout.0" is a named pipe`) {
+		t.Errorf("logs: %v", err)
+	}
+
+	// A log file that is a symlink out of the alloc dir is not followed.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(arB.AllocDir().LogDir(), "u.stderr.0")); err != nil {
+		t.Fatal(err)
+	}
+	c := collect(func(out chan<- *api.StreamFrame) error {
+		return tc.FSLogs(ctx, b.ID, "u", "stderr", "start", 0, false, out)
+	})
+	err = c.waitDone(t)
+	wantCode(t, err, 400)
+	if c.text() != "" {
+		t.Fatalf("logs followed a symlink out of the alloc dir: %q", c.text())
+	}
+
+	// Other errors name alloc-relative paths too.
+	_, err = tc.FSList(a.ID, "/alloc/nope")
+	wantCode(t, err, 404)
+	noHostPath("ls of a missing dir", err)
+	_, err = tc.FSStat(a.ID, "/alloc/data/nope")
+	wantCode(t, err, 404)
+	noHostPath("stat of a missing file", err)
+	_, err = tc.FSReadAt(a.ID, "/alloc/data/nope", 0, 0)
+	wantCode(t, err, 404)
+	noHostPath("readat of a missing file", err)
+	_, err = tc.FSList(a.ID, "/alloc/logs/t.stdout.0")
+	wantCode(t, err, 400)
+	noHostPath("ls of a file", err)
 }

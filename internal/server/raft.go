@@ -97,5 +97,6 @@ func (s *Server) setupRaft() error {
 		return fmt.Errorf("server: starting raft: %w", err)
 	}
 	s.raft = r
+	s.startIndex = r.LastIndex()
 	return nil
 }

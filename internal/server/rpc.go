@@ -13,14 +13,16 @@ import (
 const maxQueryTime = 300 * time.Second
 
 // forward routes a call that this server must not answer itself: another
-// region (not supported yet), or a consistent call while another server
-// leads. It returns handled=true when the call was answered remotely (or
-// failed), false when the caller should serve it locally.
+// region (not supported yet), a consistent call while another server leads,
+// or a stale read before this server's state is restored (ready.go). It
+// returns handled=true when the call was answered remotely (or failed),
+// false when the caller should serve it locally. With no leader it retries
+// for RPCHoldTimeout and then fails with ErrNoLeader, which callers retry.
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, structs.NewErrCoded(400, "No path to region %q", region)
 	}
-	if allowStale || s.IsLeader() {
+	if s.IsLeader() || (allowStale && s.stateReady()) {
 		return false, nil
 	}
 	deadline := time.Now().Add(s.config.RPCHoldTimeout)
@@ -29,7 +31,7 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 		if addr != "" && addr != s.rpcAddr {
 			return true, s.pool.Call(addr, method, args, reply)
 		}
-		if addr == s.rpcAddr && s.IsLeader() {
+		if (addr == s.rpcAddr && s.IsLeader()) || (allowStale && s.stateReady()) {
 			return false, nil
 		}
 		if time.Now().After(deadline) {

@@ -60,6 +60,12 @@ type Server struct {
 	// the commit without a slot (worker.go, maxWaitingPlaced).
 	waitingPlaced atomic.Int64
 
+	// ready is set once the state store holds everything committed before
+	// this server started (ready.go); startIndex is the last index of the
+	// Raft log (or snapshot) found on disk at start.
+	ready      atomic.Bool
+	startIndex uint64
+
 	// leadership
 	isLeader               atomic.Bool
 	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
@@ -130,6 +136,10 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.listener.Close()
 		return nil, err
 	}
+	// Only now: an RPC arriving earlier (a client retrying while this server
+	// starts) would find no Raft to ask for the leader. Connections made
+	// meanwhile wait in the listen backlog.
+	go s.listener.Serve()
 
 	s.wg.Add(1)
 	go func() {
@@ -191,8 +201,8 @@ func (s *Server) setupRPCListener() error {
 	if s.config.RaftTransport == nil {
 		s.raftLayer = droverrpc.NewRaftLayer(adv)
 	}
+	// Serving starts in NewServer once Raft is set up: endpoints read it.
 	s.listener = droverrpc.NewListener(ln, s.rpcServer, s.raftLayer, s.logger.Named("rpc"))
-	go s.listener.Serve()
 	return nil
 }
 

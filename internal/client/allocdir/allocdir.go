@@ -200,14 +200,15 @@ func fileInfo(name string, fi os.FileInfo) *api.AllocFileInfo {
 }
 
 // Stat describes one path of the alloc dir (symlinks followed, inside only).
+// Errors name alloc-relative paths only, as do List's.
 func (d *AllocDir) Stat(rel string) (*api.AllocFileInfo, error) {
 	p, err := d.Resolve(rel)
 	if err != nil {
-		return nil, err
+		return nil, d.Scrub(err)
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, err
+		return nil, d.Scrub(err)
 	}
 	return fileInfo(filepath.Base(filepath.Clean("/"+rel)), fi), nil
 }
@@ -218,11 +219,11 @@ func (d *AllocDir) Stat(rel string) (*api.AllocFileInfo, error) {
 func (d *AllocDir) List(rel string) ([]*api.AllocFileInfo, error) {
 	p, err := d.Resolve(rel)
 	if err != nil {
-		return nil, err
+		return nil, d.Scrub(err)
 	}
 	ents, err := os.ReadDir(p)
 	if err != nil {
-		return nil, err
+		return nil, d.Scrub(err)
 	}
 	out := make([]*api.AllocFileInfo, 0, len(ents))
 	for _, e := range ents {

@@ -2,6 +2,7 @@ package allocrunner
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -23,6 +24,10 @@ type AllocDir interface {
 	Resolve(rel string) (string, error)
 	List(rel string) ([]*api.AllocFileInfo, error)
 	Stat(rel string) (*api.AllocFileInfo, error)
+	// OpenRead opens a regular file for reading, refusing anything else.
+	OpenRead(rel string) (*os.File, error)
+	// Scrub rewrites an error's message to name alloc-relative paths only.
+	Scrub(err error) error
 }
 
 // Config is everything an AllocRunner needs.

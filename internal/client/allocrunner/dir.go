@@ -1,6 +1,7 @@
 package allocrunner
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -18,5 +19,7 @@ func (p pathsOnly) Destroy() error                            { return nil }
 func (p pathsOnly) Resolve(string) (string, error)            { return "", errNoDir }
 func (p pathsOnly) List(string) ([]*api.AllocFileInfo, error) { return nil, errNoDir }
 func (p pathsOnly) Stat(string) (*api.AllocFileInfo, error)   { return nil, errNoDir }
+func (p pathsOnly) OpenRead(string) (*os.File, error)         { return nil, errNoDir }
+func (p pathsOnly) Scrub(err error) error                     { return err }
 
 var errNoDir = structs.NewErrCoded(500, "allocation directory not available")

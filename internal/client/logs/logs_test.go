@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func readAll(t *testing.T, files []string) string {
@@ -200,5 +203,55 @@ func TestCollectorRestartAppends(t *testing.T) {
 	files, _ := FindLogFiles(dir, "db", "stdout")
 	if got := readAll(t, files); got != "first\nsecond\n" {
 		t.Errorf("after restart: %q", got)
+	}
+}
+
+// A task can write the log dir: a named pipe at the next log file's name
+// must not block the collector (nobody reads it), and a symlink there must
+// not make the client append the task's output to a file outside the alloc
+// dir.
+func TestRotatorReplacesWhatATaskPutAtItsNames(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRotator(dir, "web.stdout", 5, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The task, while running, puts these at the next names.
+	if err := syscall.Mkfifo(filepath.Join(dir, "web.stdout.1"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "web.stdout.2")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Write([]byte("aaaabbbbcccc")) // .0, then .1 and .2
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("write blocked on a named pipe at a log file's name")
+	}
+	r.Close()
+	if b, _ := os.ReadFile(outside); string(b) != "precious\n" {
+		t.Fatalf("file outside the log dir was written through a symlink: %q", b)
+	}
+	for i, want := range []string{"aaaa", "bbbb", "cccc"} {
+		p := filepath.Join(dir, "web.stdout."+strconv.Itoa(i))
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("%s: %v %v, want a regular file", p, fi, err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s holds %q, want %q", p, b, want)
+		}
 	}
 }

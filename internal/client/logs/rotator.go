@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Rotator is an io.WriteCloser writing <dir>/<base>.<n>, moving to n+1 when
@@ -61,8 +62,19 @@ func (r *Rotator) path(i int) string {
 	return filepath.Join(r.dir, r.base+"."+strconv.Itoa(i))
 }
 
+// open opens (or creates) the current file. The name is the rotator's own,
+// but a task can write the log dir: whatever else it put there (a named
+// pipe that would block the open, a symlink that would make the client
+// append to a file outside the alloc dir) is removed, and the open neither
+// follows a symlink nor blocks.
 func (r *Rotator) open() error {
-	f, err := os.OpenFile(r.path(r.idx), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	p := r.path(r.idx)
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("replacing %s, which is not a regular file: %w", filepath.Base(p), err)
+		}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return err
 	}
@@ -70,6 +82,10 @@ func (r *Rotator) open() error {
 	if err != nil {
 		f.Close()
 		return err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("log file %s is not a regular file", filepath.Base(p))
 	}
 	r.f, r.size = f, fi.Size()
 	return nil
@@ -105,9 +121,15 @@ func (r *Rotator) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// rotate moves to the next file. When that one cannot be opened the next
+// write tries the one after it, rather than failing for ever.
 func (r *Rotator) rotate() error {
-	if err := r.f.Close(); err != nil {
-		return err
+	if r.f != nil {
+		err := r.f.Close()
+		r.f = nil
+		if err != nil {
+			return err
+		}
 	}
 	r.idx++
 	if err := r.open(); err != nil {
@@ -138,6 +160,9 @@ func (r *Rotator) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.f == nil {
+		return nil
+	}
 	return r.f.Close()
 }
 
