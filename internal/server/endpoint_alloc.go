@@ -19,6 +19,10 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		iter, err := st.AllocsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -27,6 +31,11 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 		out := []*structs.AllocListStub{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			a := raw.(*structs.Allocation)
+			if ok, err := filter.match(a); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
 			if args.Resources {
 				out = append(out, a.StubWithResources())
 			} else {

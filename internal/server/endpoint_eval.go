@@ -49,6 +49,13 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	if args.Filter != "" && (args.FilterJobID != "" || args.FilterEvalStatus != "") {
+		return errIncompatibleFilter
+	}
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		iter, err := st.EvalsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -61,6 +68,11 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 				continue
 			}
 			if args.FilterEvalStatus != "" && ev.Status != args.FilterEvalStatus {
+				continue
+			}
+			if ok, err := filter.match(ev); err != nil {
+				return err
+			} else if !ok {
 				continue
 			}
 			out = append(out, ev)

@@ -247,6 +247,10 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -255,6 +259,11 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 		out := []*structs.JobListStub{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			job := raw.(*structs.Job)
+			if ok, err := filter.match(job); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
 			sum, err := st.JobSummaryByID(ws, job.Namespace, job.ID)
 			if err != nil {
 				return err

@@ -95,6 +95,10 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		iter, err := st.DeploymentsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -102,7 +106,13 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		}
 		out := []*structs.Deployment{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			out = append(out, raw.(*structs.Deployment))
+			dep := raw.(*structs.Deployment)
+			if ok, err := filter.match(dep); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+			out = append(out, dep)
 		}
 		reply.Deployments, reply.NextToken = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID })
 		reply.Index = maxIndex(st, "deployment")

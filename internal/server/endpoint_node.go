@@ -241,6 +241,10 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 	if done, err := n.srv.forward("Node.List", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) error {
 		iter, err := st.NodesByIDPrefix(ws, args.Prefix)
 		if err != nil {
@@ -248,7 +252,13 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 		}
 		out := []*structs.NodeListStub{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			out = append(out, raw.(*structs.Node).Stub(args.Resources, args.OS))
+			node := raw.(*structs.Node)
+			if ok, err := filter.match(node); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+			out = append(out, node.Stub(args.Resources, args.OS))
 		}
 		reply.Nodes, reply.NextToken = paginate(out, &args.QueryOptions, func(n *structs.NodeListStub) string { return n.ID })
 		reply.Index = maxIndex(st, "nodes")
