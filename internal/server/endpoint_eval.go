@@ -70,15 +70,13 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 			if args.FilterEvalStatus != "" && ev.Status != args.FilterEvalStatus {
 				continue
 			}
-			if ok, err := filter.match(ev); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
 			out = append(out, ev)
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
-		reply.Evaluations, reply.NextToken = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID })
+		reply.Evaluations, reply.NextToken, err = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID }, keep[*structs.Evaluation](filter))
+		if err != nil {
+			return err
+		}
 		reply.Index = maxIndex(st, "evals")
 		return nil
 	})

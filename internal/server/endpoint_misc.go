@@ -106,15 +106,12 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		}
 		out := []*structs.Deployment{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			dep := raw.(*structs.Deployment)
-			if ok, err := filter.match(dep); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			out = append(out, dep)
+			out = append(out, raw.(*structs.Deployment))
 		}
-		reply.Deployments, reply.NextToken = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID })
+		reply.Deployments, reply.NextToken, err = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID }, keep[*structs.Deployment](filter))
+		if err != nil {
+			return err
+		}
 		reply.Index = maxIndex(st, "deployment")
 		return nil
 	})

@@ -250,17 +250,19 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 		if err != nil {
 			return err
 		}
-		out := []*structs.NodeListStub{}
+		var all []*structs.Node
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			node := raw.(*structs.Node)
-			if ok, err := filter.match(node); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
+			all = append(all, raw.(*structs.Node))
+		}
+		page, next, err := paginate(all, &args.QueryOptions, func(n *structs.Node) string { return n.ID }, keep[*structs.Node](filter))
+		if err != nil {
+			return err
+		}
+		out := make([]*structs.NodeListStub, 0, len(page))
+		for _, node := range page {
 			out = append(out, node.Stub(args.Resources, args.OS))
 		}
-		reply.Nodes, reply.NextToken = paginate(out, &args.QueryOptions, func(n *structs.NodeListStub) string { return n.ID })
+		reply.Nodes, reply.NextToken = out, next
 		reply.Index = maxIndex(st, "nodes")
 		return nil
 	})

@@ -55,6 +55,15 @@ func (f *listFilter) match(obj any) (bool, error) {
 	return ok, nil
 }
 
+// keep returns match as paginate's keep function, nil (keep everything)
+// for a nil filter.
+func keep[T any](f *listFilter) func(T) (bool, error) {
+	if f == nil {
+		return nil
+	}
+	return func(obj T) (bool, error) { return f.match(obj) }
+}
+
 // errIncompatibleFilter answers a list that got both ?filter= and one of the
 // endpoint's own field parameters (Nomad refuses the mix the same way).
 var errIncompatibleFilter = structs.NewErrCoded(http.StatusBadRequest,

@@ -200,6 +200,35 @@ func TestListFilters(t *testing.T) {
 	}
 }
 
+// A script pages through a filtered list while the cluster changes: the
+// object whose token began the next page stops matching in between. The next
+// page must still follow on from its place in the list, not come back empty
+// (which would end the walk early and leave matching objects unseen).
+func TestFilteredPageFollowsOnWhenTokenStopsMatching(t *testing.T) {
+	s := testServer(t, nil)
+	node := func(id, rack string) *structs.Node {
+		return &structs.Node{ID: id, SecretID: "s-" + id, Name: id, Datacenter: "dc1", Status: structs.NodeStatusReady,
+			SchedulingEligibility: structs.NodeSchedulingEligible, Meta: map[string]string{"rack": rack}}
+	}
+	for i, id := range []string{"n1", "n2", "n3", "n4"} {
+		if err := s.State().UpsertNode(uint64(1000+i), node(id, "r1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := filterEndpoints["Node.List"]
+	page, next, err := list(s, structs.QueryOptions{Filter: `Meta.rack == "r1"`, PerPage: 2})
+	if err != nil || !reflect.DeepEqual(page, []string{"n1", "n2"}) || next != "n3" {
+		t.Fatalf("first page: %v next %q %v", page, next, err)
+	}
+	if err := s.State().UpsertNode(1010, node("n3", "r2")); err != nil {
+		t.Fatal(err)
+	}
+	page, next, err = list(s, structs.QueryOptions{Filter: `Meta.rack == "r1"`, PerPage: 2, NextToken: next})
+	if err != nil || !reflect.DeepEqual(page, []string{"n4"}) || next != "" {
+		t.Fatalf("second page after n3 left the filter: %v next %q %v, want [n4]", page, next, err)
+	}
+}
+
 func errOrEmpty(err error) error {
 	if err == nil {
 		return fmt.Errorf("no error")
