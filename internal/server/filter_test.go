@@ -282,7 +282,7 @@ func BenchmarkAllocListFilter(b *testing.B) {
 	for _, bc := range []struct{ name, filter string }{
 		{"none", ""},
 		{"status", `ClientStatus == "failed"`},
-		{"job-meta-regex", `Job.ID matches "^ben" and TaskGroup == "web" and ClientStatus != "complete"`},
+		{"job-id-regex-and-two-fields", `Job.ID matches "^ben" and TaskGroup == "web" and ClientStatus != "complete"`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
