@@ -22,6 +22,10 @@ Eval List Options:
 
   -job=<id>        Only evaluations of this job.
   -status=<s>      Only evaluations with this status (pending, blocked, complete, failed, canceled).
+  -filter=<expr>   Only evaluations matching this filter expression (the
+                   language of the API's ?filter=, evaluated on the server,
+                   e.g. 'TriggeredBy == "node-update"'); combines with
+                   -job and -status.
   -verbose         Show full IDs.
   -json            Output the evaluations as JSON.
   -t <template>    Format and display the evaluations using a Go template.
@@ -29,12 +33,13 @@ Eval List Options:
 }
 
 func (c *EvalListCommand) Run(args []string) int {
-	var job, status string
+	var job, status, filter string
 	var verbose bool
 	var out outputFormat
 	fs := c.FlagSet("eval list")
 	fs.StringVar(&job, "job", "", "")
 	fs.StringVar(&status, "status", "", "")
+	fs.StringVar(&filter, "filter", "", "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
@@ -50,7 +55,15 @@ func (c *EvalListCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
+	// -job and -status travel as terms of the one filter expression (the
+	// server refuses its job/status parameters beside ?filter=).
 	var filters []string
+	if filter != "" {
+		if job != "" || status != "" {
+			filter = "(" + filter + ")"
+		}
+		filters = append(filters, filter)
+	}
 	if job != "" {
 		filters = append(filters, fmt.Sprintf("JobID == %q", job))
 	}

@@ -22,6 +22,10 @@ Usage: `+BinaryName+` job status [options] [job]
 Status Options:
 
   -short     Only the job's own fields.
+  -filter <expr>
+             List only the jobs matching this filter expression (the
+             language of the API's ?filter=, evaluated on the server
+             against each job, e.g. 'Meta.team == "web"'). Lists only.
   -all-allocs  Include allocations of older job versions.
   -verbose   Full IDs and absolute times.
   -json      Output the job(s) as JSON: a list of {Summary, Allocations,
@@ -32,9 +36,11 @@ Status Options:
 
 func (c *JobStatusCommand) Run(args []string) int {
 	var short, verbose, allAllocs bool
+	var filter string
 	var out outputFormat
 	fs := c.FlagSet("job status")
 	fs.BoolVar(&short, "short", false, "")
+	fs.StringVar(&filter, "filter", "", "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&allAllocs, "all-allocs", false, "")
 	out.register(fs)
@@ -53,9 +59,9 @@ func (c *JobStatusCommand) Run(args []string) int {
 	}
 	if fs.NArg() == 0 {
 		if out.enabled() {
-			return c.emitJobs(client, out, allAllocs, nil)
+			return c.emitJobs(client, out, allAllocs, filter, nil)
 		}
-		return listJobs(c.Ui.Output, c.Ui.Error, client)
+		return listJobs(c.Ui.Output, c.Ui.Error, client, filter)
 	}
 	job, err := resolveJob(client, fs.Arg(0))
 	if err != nil {
@@ -63,7 +69,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 		return 1
 	}
 	if out.enabled() {
-		return c.emitJobs(client, out, allAllocs, job)
+		return c.emitJobs(client, out, allAllocs, "", job)
 	}
 	text, err := jobStatus(client, job, short, verbose, allAllocs)
 	if err != nil {
@@ -83,13 +89,14 @@ type jobStatusJSON struct {
 	Job              *api.Job
 }
 
-// emitJobs prints every job (or just job) in the -json/-t shape.
-func (c *JobStatusCommand) emitJobs(client *api.Client, out outputFormat, allAllocs bool, job *api.Job) int {
+// emitJobs prints every job matching filter (or just job) in the -json/-t
+// shape.
+func (c *JobStatusCommand) emitJobs(client *api.Client, out outputFormat, allAllocs bool, filter string, job *api.Job) int {
 	var jobs []*api.Job
 	if job != nil {
 		jobs = []*api.Job{job}
 	} else {
-		stubs, _, err := client.Jobs().List(nil)
+		stubs, _, err := client.Jobs().List(&api.QueryOptions{Filter: filter})
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error querying jobs: %s", err))
 			return 1
@@ -125,8 +132,9 @@ func (c *JobStatusCommand) emitJobs(client *api.Client, out outputFormat, allAll
 	return out.emit(&c.Meta, list)
 }
 
-func listJobs(out, errf func(string), client *api.Client) int {
-	jobs, _, err := client.Jobs().List(nil)
+// listJobs prints the jobs matching filter ("" lists all) as a table.
+func listJobs(out, errf func(string), client *api.Client, filter string) int {
+	jobs, _, err := client.Jobs().List(&api.QueryOptions{Filter: filter})
 	if err != nil {
 		errf(fmt.Sprintf("Error querying jobs: %s", err))
 		return 1

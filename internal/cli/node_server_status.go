@@ -26,6 +26,10 @@ Node Status Options:
   -self      Show the node of the agent the command talks to.
   -stats     Add the host's per-core CPU, memory and disk figures.
   -verbose   Full IDs.
+  -filter <expr>
+             List only the nodes matching this filter expression (the
+             language of the API's ?filter=, evaluated on the server
+             against each node, e.g. 'Meta.rack == "r1"'). Lists only.
   -json      Output the node list (or the node) as JSON.
   -t <tmpl>  Format and display the node list (or the node) using a Go template.
 `) + "\n" + globalHelp
@@ -33,9 +37,11 @@ Node Status Options:
 
 func (c *NodeStatusCommand) Run(args []string) int {
 	var verbose, self, stats bool
+	var filter string
 	var out outputFormat
 	fs := c.FlagSet("node status")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.StringVar(&filter, "filter", "", "")
 	fs.BoolVar(&self, "self", false, "")
 	fs.BoolVar(&stats, "stats", false, "")
 	out.register(fs)
@@ -65,7 +71,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		}
 	}
 	if prefix == "" {
-		nodes, _, err := client.Nodes().List(nil)
+		nodes, _, err := client.Nodes().List(&api.QueryOptions{Filter: filter})
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error querying node status: %s", err))
 			return 1
@@ -261,7 +267,7 @@ func (c *StatusCommand) Run(args []string) int {
 		return 1
 	}
 	if fs.NArg() == 0 {
-		return listJobs(c.Ui.Output, c.Ui.Error, client)
+		return listJobs(c.Ui.Output, c.Ui.Error, client, "")
 	}
 	prefix := fs.Arg(0)
 	res, _, err := client.Search().PrefixSearch(prefix, contexts.All, nil)

@@ -19,22 +19,33 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.AllocsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
 		}
-		out := []*structs.AllocListStub{}
+		var all []*structs.Allocation
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			a := raw.(*structs.Allocation)
+			all = append(all, raw.(*structs.Allocation))
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].CreateIndex > all[j].CreateIndex })
+		page, next, err := paginate(all, &args.QueryOptions, func(a *structs.Allocation) string { return a.ID }, keep[*structs.Allocation](filter))
+		if err != nil {
+			return err
+		}
+		out := make([]*structs.AllocListStub, 0, len(page))
+		for _, a := range page {
 			if args.Resources {
 				out = append(out, a.StubWithResources())
 			} else {
 				out = append(out, a.Stub())
 			}
 		}
-		sort.SliceStable(out, func(i, j int) bool { return out[i].CreateIndex > out[j].CreateIndex })
-		reply.Allocations, reply.NextToken = paginate(out, &args.QueryOptions, func(a *structs.AllocListStub) string { return a.ID })
+		reply.Allocations, reply.NextToken = out, next
 		reply.Index = maxIndex(st, "allocs")
 		return nil
 	})

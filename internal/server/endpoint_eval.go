@@ -49,6 +49,13 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	if args.Filter != "" && (args.FilterJobID != "" || args.FilterEvalStatus != "") {
+		return errIncompatibleFilter
+	}
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.EvalsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -66,7 +73,10 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 			out = append(out, ev)
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
-		reply.Evaluations, reply.NextToken = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID })
+		reply.Evaluations, reply.NextToken, err = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID }, keep[*structs.Evaluation](filter))
+		if err != nil {
+			return err
+		}
 		reply.Index = maxIndex(st, "evals")
 		return nil
 	})

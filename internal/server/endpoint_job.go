@@ -247,14 +247,31 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
 			return err
 		}
-		out := []*structs.JobListStub{}
+		var all []*structs.Job
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			job := raw.(*structs.Job)
+			all = append(all, raw.(*structs.Job))
+		}
+		sort.SliceStable(all, func(a, b int) bool {
+			if all[a].Namespace != all[b].Namespace {
+				return all[a].Namespace < all[b].Namespace
+			}
+			return all[a].ID < all[b].ID
+		})
+		page, next, err := paginate(all, &args.QueryOptions, func(j *structs.Job) string { return j.Namespace + "/" + j.ID }, keep[*structs.Job](filter))
+		if err != nil {
+			return err
+		}
+		out := make([]*structs.JobListStub, 0, len(page))
+		for _, job := range page {
 			sum, err := st.JobSummaryByID(ws, job.Namespace, job.ID)
 			if err != nil {
 				return err
@@ -265,13 +282,7 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 			}
 			out = append(out, stub)
 		}
-		sort.SliceStable(out, func(a, b int) bool {
-			if out[a].Namespace != out[b].Namespace {
-				return out[a].Namespace < out[b].Namespace
-			}
-			return out[a].ID < out[b].ID
-		})
-		reply.Jobs, reply.NextToken = paginate(out, &args.QueryOptions, func(j *structs.JobListStub) string { return j.Namespace + "/" + j.ID })
+		reply.Jobs, reply.NextToken = out, next
 		reply.Index = maxIndex(st, "jobs", "job_summary")
 		return nil
 	})

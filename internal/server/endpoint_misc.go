@@ -95,6 +95,10 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.DeploymentsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -104,7 +108,10 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			out = append(out, raw.(*structs.Deployment))
 		}
-		reply.Deployments, reply.NextToken = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID })
+		reply.Deployments, reply.NextToken, err = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID }, keep[*structs.Deployment](filter))
+		if err != nil {
+			return err
+		}
 		reply.Index = maxIndex(st, "deployment")
 		return nil
 	})

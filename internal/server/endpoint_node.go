@@ -241,16 +241,28 @@ func (n *Node) List(args *structs.NodeListRequest, reply *structs.NodeListRespon
 	if done, err := n.srv.forward("Node.List", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
+	filter, err := compileFilter(args.Filter)
+	if err != nil {
+		return err
+	}
 	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.NodesByIDPrefix(ws, args.Prefix)
 		if err != nil {
 			return err
 		}
-		out := []*structs.NodeListStub{}
+		var all []*structs.Node
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			out = append(out, raw.(*structs.Node).Stub(args.Resources, args.OS))
+			all = append(all, raw.(*structs.Node))
 		}
-		reply.Nodes, reply.NextToken = paginate(out, &args.QueryOptions, func(n *structs.NodeListStub) string { return n.ID })
+		page, next, err := paginate(all, &args.QueryOptions, func(n *structs.Node) string { return n.ID }, keep[*structs.Node](filter))
+		if err != nil {
+			return err
+		}
+		out := make([]*structs.NodeListStub, 0, len(page))
+		for _, node := range page {
+			out = append(out, node.Stub(args.Resources, args.OS))
+		}
+		reply.Nodes, reply.NextToken = out, next
 		reply.Index = maxIndex(st, "nodes")
 		return nil
 	})

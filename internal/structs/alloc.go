@@ -69,7 +69,7 @@ type TaskState struct {
 	StartedAt   time.Time
 	FinishedAt  time.Time
 	Events      []*TaskEvent
-	TaskHandle  *TaskHandle `json:"-"`
+	TaskHandle  *TaskHandle `json:"-" bexpr:"-"`
 }
 
 // TaskHandle is opaque driver state the client keeps to re-attach to a task.

@@ -28,7 +28,7 @@ type Evaluation struct {
 	AnnotatePlan         bool
 	QueuedAllocations    map[string]int
 	RelatedEvals         []*EvaluationStub `json:",omitempty"`
-	LeaderACL            string            `json:"-"`
+	LeaderACL            string            `json:"-" bexpr:"-"`
 	SnapshotIndex        uint64
 	CreateIndex          uint64
 	ModifyIndex          uint64

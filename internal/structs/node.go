@@ -10,7 +10,7 @@ import (
 // Node is a client machine that runs allocations.
 type Node struct {
 	ID                    string
-	SecretID              string // never leaves the servers: endpoints blank it
+	SecretID              string `bexpr:"-"` // never leaves the servers: endpoints blank it, ?filter= cannot see it
 	Datacenter            string
 	Name                  string
 	HTTPAddr              string
@@ -39,8 +39,8 @@ type Node struct {
 	// client did not start (client.detect_foreign_ports).
 	ForeignPorts []string `json:",omitempty"`
 
-	LastMissedHeartbeatIndex uint64 `json:"-"`
-	LastAllocUpdateIndex     uint64 `json:"-"`
+	LastMissedHeartbeatIndex uint64 `json:"-" bexpr:"-"`
+	LastAllocUpdateIndex     uint64 `json:"-" bexpr:"-"`
 	CreateIndex              uint64
 	ModifyIndex              uint64
 
