@@ -76,3 +76,43 @@ func TestJobMaxCountDefaultAndOff(t *testing.T) {
 		t.Fatalf("fill: JobMaxCount = %d", c.JobMaxCount)
 	}
 }
+
+// The workers' Superseded check sees a purge, a stop and a new version
+// of the job a scheduler is working on, and nothing else.
+func TestJobSupersededSeesPurgeStopAndNewVersion(t *testing.T) {
+	s := testServer(t, nil)
+	register(t, s, testJob("web", 1))
+	current := func() *structs.Job {
+		j, err := s.State().JobByID(nil, "default", "web")
+		if err != nil || j == nil {
+			t.Fatalf("job: %v %v", j, err)
+		}
+		return j
+	}
+	v0 := current()
+	if s.jobSuperseded(v0) {
+		t.Fatal("current job reported superseded")
+	}
+	register(t, s, testJob("web", 1)) // same spec: a new eval, same version
+	if s.jobSuperseded(v0) {
+		t.Fatal("re-registering the same spec superseded the job")
+	}
+	register(t, s, testJob("web", 2))
+	if !s.jobSuperseded(v0) {
+		t.Fatal("new version not seen")
+	}
+	v1 := current()
+	var dr structs.JobDeregisterResponse
+	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "web"}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	if !s.jobSuperseded(v1) {
+		t.Fatal("stop not seen")
+	}
+	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "web", Purge: true}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	if !s.jobSuperseded(v1) {
+		t.Fatal("purge not seen")
+	}
+}
