@@ -107,6 +107,37 @@ func TestBadCountsAndResourcesRefused(t *testing.T) {
 	if len(v.ValidationErrors) != 1 || !strings.Contains(v.ValidationErrors[0], "exceeds the server's job_max_count (50000)") {
 		t.Fatalf("validate: %q", v.ValidationErrors)
 	}
+
+	// The same from a jobspec through the CLI: validate and run exit 1,
+	// plan 255 (its error code, as Nomad's), each naming the group and the
+	// limit.
+	dir := t.TempDir()
+	spec := `job "huge" {
+  group "web" {
+    count = 1000000000
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+    }
+  }
+}
+`
+	if err := os.WriteFile(dir+"/huge.nomad.hcl", []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmd  []string
+		exit int
+	}{{[]string{"job", "validate", "huge.nomad.hcl"}, 1}, {[]string{"job", "plan", "huge.nomad.hcl"}, 255}, {[]string{"job", "run", "huge.nomad.hcl"}, 1}} {
+		cmd := c.cmd
+		out, code := a.cli(dir, cmd...)
+		if code != c.exit || !strings.Contains(out, `Task group "web": count 1000000000 exceeds the server's job_max_count (50000)`) {
+			t.Fatalf("%v (exit %d):\n%s", cmd, code, out)
+		}
+	}
+	healthy(t, a)
 }
 
 // rssMB is the resident memory of pid in MB.
