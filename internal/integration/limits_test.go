@@ -158,8 +158,8 @@ func rssMB(t *testing.T, pid int) int {
 }
 
 // The fault test of items 1 and 2: a non-dev server and client with a data
-// directory takes a good job and then each bad input, is killed with
-// SIGKILL, and comes back on the same directory healthy with the good job
+// directory takes a good job; after each bad input it is killed with
+// SIGKILL and comes back on the same directory healthy with the good job
 // intact. Then, with job_max_count = 0 (as a job committed before the
 // limit existed), a count of a billion is accepted: the scheduler places
 // nothing it cannot and builds nothing per allocation, so the server stays
@@ -185,18 +185,16 @@ func TestBadInputsThenKill9RestartHealthy(t *testing.T) {
 	}
 	for _, in := range badInputs() {
 		refused(t, in.name, in.send(a.client), in.want)
+		a.kill()
+		a = startAgent(t, dataDir, nil, extra(nil))
+		a.waitReady(true)
+		healthy(t, a)
 	}
-	a.kill()
-
-	b := startAgent(t, dataDir, nil, extra(nil))
-	b.waitReady(true)
-	healthy(t, b)
 
 	// Limit off: the billion is stored. Its ask fits no node, so the
 	// evaluation blocks at once with the rest queued.
-	c := b
-	c.kill()
-	c = startAgent(t, dataDir, nil, extra(ptr(0)))
+	a.kill()
+	c := startAgent(t, dataDir, nil, extra(ptr(0)))
 	c.waitReady(true)
 	huge := rawExecJob("huge-allowed", "service", 1_000_000_000, "sleep 600")
 	huge.TaskGroups[0].Tasks[0].Resources.MemoryMB = ptr(1_000_000)
