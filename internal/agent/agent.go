@@ -196,6 +196,12 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.RaftBoltDB != nil {
 		sc.RaftNoFreelistSync = s.RaftBoltDB.NoFreelistSync
 	}
+	if s.JobMaxCount != nil {
+		sc.JobMaxCount = *s.JobMaxCount
+		if sc.JobMaxCount == 0 {
+			sc.JobMaxCount = -1 // job_max_count = 0 turns the limit off
+		}
+	}
 	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
 		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/drover-project/drover/internal/agent/config"
@@ -44,5 +45,43 @@ server {
 	}
 	if sc.RaftTrailingLogs != 10240 || sc.RaftNoFreelistSync { // Nomad's defaults
 		t.Fatalf("defaults: trailing logs %d, no freelist sync %v", sc.RaftTrailingLogs, sc.RaftNoFreelistSync)
+	}
+}
+
+// server.job_max_count reaches the server: unset is the default, 0 turns
+// the limit off, and a negative value is a configuration error naming the
+// key.
+func TestServerConfig_JobMaxCount(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want int
+	}{
+		{`server { enabled = true }`, 50000},
+		{`server { enabled = true` + "\n" + `job_max_count = 200 }`, 200},
+		{`server { enabled = true` + "\n" + `job_max_count = 0 }`, -1},
+	} {
+		parsed, err := config.Parse("server.hcl", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := config.Merge(config.DefaultConfig(), parsed)
+		if err := c.NormalizeAddrs(); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := serverConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.JobMaxCount != tc.want {
+			t.Errorf("%s: JobMaxCount = %d, want %d", tc.src, sc.JobMaxCount, tc.want)
+		}
+	}
+	parsed, err := config.Parse("server.hcl", []byte("data_dir = \"/srv/d\"\nserver {\n  enabled = true\n  job_max_count = -5\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = config.Merge(config.DefaultConfig(), parsed).Validate()
+	if err == nil || !strings.Contains(err.Error(), "server.job_max_count must not be negative") {
+		t.Fatalf("negative job_max_count: %v", err)
 	}
 }

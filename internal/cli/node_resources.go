@@ -2,26 +2,33 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // nodeCapacity is what the node offers to allocations: its resources less
-// what it reserves (CPU in MHz, memory and disk in MB).
+// what it reserves (CPU in MHz, memory and disk in MB), counted as the
+// scheduler counts them (structs.Node.Comparable: never negative, never
+// wrapped).
 func nodeCapacity(n *api.Node) (cpu, memMB, diskMB int64) {
 	if r := n.NodeResources; r != nil {
-		cpu, memMB, diskMB = r.Cpu.CpuShares, r.Memory.MemoryMB, r.Disk.DiskMB
+		cpu, memMB, diskMB = counted(r.Cpu.CpuShares), counted(r.Memory.MemoryMB), counted(r.Disk.DiskMB)
 	}
 	if r := n.ReservedResources; r != nil {
-		cpu -= int64(r.Cpu.CpuShares)
-		memMB -= int64(r.Memory.MemoryMB)
-		diskMB -= int64(r.Disk.DiskMB)
+		cpu = max(0, cpu-countedU(r.Cpu.CpuShares))
+		memMB = max(0, memMB-countedU(r.Memory.MemoryMB))
+		diskMB = max(0, diskMB-countedU(r.Disk.DiskMB))
 	}
 	return cpu, memMB, diskMB
 }
 
-// allocatedOn sums what the node's live allocations hold.
+// allocatedOn sums what the node's live allocations hold, as the scheduler
+// sums it: each figure clamped, the sums saturating (an absurd stored ask
+// shows as a full node, never as a wrapped, nearly empty one).
 func allocatedOn(allocs []*api.Allocation) (cpu, memMB, diskMB int64) {
 	for _, a := range allocs {
 		if a.DesiredStatus != "run" || (a.ClientStatus != "pending" && a.ClientStatus != "running") {
@@ -35,14 +42,22 @@ func allocatedOn(allocs []*api.Allocation) (cpu, memMB, diskMB int64) {
 			if t == nil {
 				continue
 			}
-			cpu += t.Cpu.CpuShares
-			memMB += t.Memory.MemoryMB
+			cpu = structs.SatAdd(cpu, counted(t.Cpu.CpuShares))
+			memMB = structs.SatAdd(memMB, counted(t.Memory.MemoryMB))
 		}
-		if r.Shared.DiskMB > 0 {
-			diskMB += r.Shared.DiskMB
-		}
+		diskMB = structs.SatAdd(diskMB, counted(r.Shared.DiskMB))
 	}
 	return cpu, memMB, diskMB
+}
+
+var counted, countedU = structs.Counted, structs.CountedU
+
+// mbBytes is a figure in MB in bytes, saturating rather than wrapping.
+func mbBytes(mb int64) int64 {
+	if mb > math.MaxInt64>>20 {
+		return math.MaxInt64
+	}
+	return mb << 20
 }
 
 // formatNodeResources is the node view's resource sections: what the
@@ -54,7 +69,7 @@ func formatNodeResources(n *api.Node, allocs []*api.Allocation, host *api.HostSt
 	cpu, mem, disk := allocatedOn(allocs)
 	b.WriteString("\n\nAllocated Resources\n")
 	b.WriteString(formatList([]string{"CPU|Memory|Disk", fmt.Sprintf("%d/%d MHz|%s/%s|%s/%s", cpu, capCPU,
-		humanBytes(mem<<20), humanBytes(capMem<<20), humanBytes(disk<<20), humanBytes(capDisk<<20))}))
+		humanBytes(mbBytes(mem)), humanBytes(mbBytes(capMem)), humanBytes(mbBytes(disk)), humanBytes(mbBytes(capDisk)))}))
 	if host == nil {
 		return b.String()
 	}

@@ -23,6 +23,7 @@ type evalRun struct {
 	clock   func() time.Time
 	state   State
 	planner Planner
+	isStale func(*structs.Job) bool // Config.Superseded; nil: never
 
 	eval       *structs.Evaluation
 	job        *structs.Job
@@ -36,7 +37,22 @@ type evalRun struct {
 }
 
 func newEvalRun(cfg Config, name string, state State, planner Planner) evalRun {
-	return evalRun{base: cfg.Logger.Named(name), clock: cfg.Clock, state: state, planner: planner}
+	return evalRun{base: cfg.Logger.Named(name), clock: cfg.Clock, state: state, planner: planner, isStale: cfg.Superseded}
+}
+
+// errSuperseded ends a pass whose job was purged, stopped or registered
+// anew since the pass's snapshot: the change's own evaluation does the
+// work, so this one is cancelled rather than finishing a stale, possibly
+// huge, placement.
+var errSuperseded = errors.New("job changed while it was being scheduled")
+
+const supersededDesc = "cancelled: the job was updated, stopped or purged while this evaluation ran; a newer evaluation takes over"
+
+// superseded reports whether the pass's job is no longer the job's current
+// version (Config.Superseded). A pass for a purged job (nil) only stops
+// allocations and is never cut short.
+func (r *evalRun) superseded() bool {
+	return r.isStale != nil && r.job != nil && r.isStale(r.job)
 }
 
 // start resets the run for eval.

@@ -58,6 +58,9 @@ func (s *GenericScheduler) Process(eval *structs.Evaluation) error {
 	}
 	progress := func() bool { return progressMade(s.planResult) }
 	if err := retryMax(limit, s.process, progress); err != nil {
+		if errors.Is(err, errSuperseded) {
+			return s.setStatus(structs.EvalStatusCancelled, supersededDesc)
+		}
 		var statusErr *SetStatusError
 		if !errors.As(err, &statusErr) {
 			return err
@@ -111,6 +114,9 @@ func (s *GenericScheduler) process() (bool, error) {
 		s.stack.SetJob(job)
 	}
 
+	if job != nil && s.superseded() {
+		return false, errSuperseded
+	}
 	if err := s.computeJobAllocs(); err != nil {
 		return false, err
 	}
@@ -236,16 +242,36 @@ func (s *GenericScheduler) computeJobAllocs() error {
 	for _, p := range res.Place {
 		s.queued[p.TaskGroup.Name]++
 	}
-	s.computePlacements(res.Destructive, res.Place)
-	return nil
+	for _, f := range res.Fresh {
+		s.queued[f.TaskGroup.Name] += f.Count
+	}
+	return s.computePlacements(res.Destructive, res.Place, res.Fresh)
 }
+
+// supersededEvery is how many placements a pass makes between two checks
+// that its job is still current (Config.Superseded).
+const supersededEvery = 64
 
 // computePlacements places destructive replacements first (their old
 // allocs are stopped in the same plan, so their resources are free), then
-// new and replacement allocations.
-func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive, place []reconcile.Placement) {
+// replacement allocations, then new ones. New allocations of a group are
+// named as they are placed and the group's first failure ends them: the
+// rest cannot fit either (the plan only grows), so they are counted as
+// coalesced failures without being built or tried. It returns
+// errSuperseded when the job changed under the pass.
+func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive, place []reconcile.Placement, fresh []reconcile.Fresh) error {
 	now := s.clock()
+	tries := 0
+	check := func() error {
+		if tries++; tries%supersededEvery == 0 && s.superseded() {
+			return errSuperseded
+		}
+		return nil
+	}
 	for _, d := range destructive {
+		if err := check(); err != nil {
+			return err
+		}
 		s.plan.AppendStoppedAlloc(d.Old, reconcile.DescUpdating, "", "")
 		if !s.place(d.TaskGroup, d.Name, d.Old, false, now) {
 			// Keep the old version running rather than leave a hole.
@@ -253,6 +279,9 @@ func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive
 		}
 	}
 	for _, p := range place {
+		if err := check(); err != nil {
+			return err
+		}
 		if p.Reschedule {
 			s.plan.AppendStoppedAlloc(p.PreviousAlloc, reconcile.DescRescheduled, "", "")
 		}
@@ -260,6 +289,20 @@ func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive
 			s.plan.PopUpdate(p.PreviousAlloc)
 		}
 	}
+	for _, f := range fresh {
+		placed := 0
+		for name := range f.Names() {
+			if err := check(); err != nil {
+				return err
+			}
+			if !s.place(f.TaskGroup, name, nil, false, now) {
+				s.failedTGAllocs[f.TaskGroup.Name].CoalescedFailures += f.Count - placed - 1
+				break
+			}
+			placed++
+		}
+	}
+	return nil
 }
 
 // place selects a node for one allocation and adds it to the plan. It

@@ -55,6 +55,13 @@ type Config struct {
 	// Explain, when set, collects why nodes were filtered and how they
 	// ranked (dry-run plans only; nil costs nothing).
 	Explain *feasible.Explain
+	// Superseded, when set, reports whether job (as the scheduler's
+	// snapshot has it) is no longer the job's current version in the live
+	// state: purged, stopped or registered anew. A pass checks it as it
+	// starts and every few dozen placements, and a superseded evaluation
+	// is cancelled (the change's own evaluation takes over), so a long pass
+	// for a job that is gone stops early. Nil never supersedes (dry runs).
+	Superseded func(job *structs.Job) bool
 }
 
 // DefaultPreemptionEnabled is Nomad's default: preemption for system jobs

@@ -75,6 +75,11 @@ type Config struct {
 	// inject a fake clock); nil is the wall clock.
 	HeartbeatClock clock.Clock
 
+	// JobMaxCount bounds the sum of a job's group counts at register, scale,
+	// plan and validate (server.job_max_count): 0 takes DefaultJobMaxCount,
+	// a negative value turns the limit off.
+	JobMaxCount int
+
 	EvalNackTimeout   time.Duration
 	EvalDeliveryLimit int
 
@@ -119,6 +124,7 @@ func DefaultConfig() *Config {
 		MaxHeartbeatsPerSecond:  5000,
 		HeartbeatGrace:          10 * time.Second,
 		FailoverHeartbeatTTL:    300 * time.Second,
+		JobMaxCount:             DefaultJobMaxCount,
 		EvalNackTimeout:         60 * time.Second,
 		EvalDeliveryLimit:       3,
 		RPCHoldTimeout:          5 * time.Second,
@@ -153,6 +159,9 @@ func (c *Config) fill() {
 	}
 	if c.FailoverHeartbeatTTL == 0 {
 		c.FailoverHeartbeatTTL = d.FailoverHeartbeatTTL
+	}
+	if c.JobMaxCount == 0 {
+		c.JobMaxCount = DefaultJobMaxCount
 	}
 	if c.EvalNackTimeout == 0 {
 		c.EvalNackTimeout = d.EvalNackTimeout

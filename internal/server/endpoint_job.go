@@ -82,6 +82,10 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		}
 	}
 
+	if err := j.srv.checkJobLimits(job); err != nil {
+		return err
+	}
+
 	now := time.Now()
 	var eval *structs.Evaluation
 	if !job.IsPeriodic() && !job.IsParameterized() {
@@ -143,6 +147,10 @@ func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValid
 			reply.ValidationErrors = []string{err.Error()}
 		}
 		reply.Error = err.Error()
+	}
+	if errs := jobCountErrors(args.Job, j.srv.config.JobMaxCount); len(errs) > 0 {
+		reply.ValidationErrors = append(reply.ValidationErrors, errs...)
+		reply.Error = (&structs.ValidationError{Errors: reply.ValidationErrors}).Error()
 	}
 	return nil
 }

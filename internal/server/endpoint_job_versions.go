@@ -123,6 +123,9 @@ func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterRes
 				return structs.NewErrCoded(400, "group count was greater than scaling policy maximum: %d > %d", *args.Count, *p.Max)
 			}
 		}
+		if limit := j.srv.config.JobMaxCount; limit >= 0 && *args.Count > int64(limit) {
+			return structs.NewErrCoded(400, "Task group %q: count %d exceeds the server's job_max_count (%d)", group, *args.Count, limit)
+		}
 		job := cur.Copy()
 		job.LookupTaskGroup(group).Count = int(*args.Count)
 		reg := &structs.JobRegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex,

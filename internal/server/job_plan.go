@@ -20,6 +20,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if err := admitJob(args.Job); err != nil {
 		return err
 	}
+	if err := j.srv.checkJobLimits(args.Job); err != nil {
+		return err
+	}
 	job := args.Job
 	// A private copy: the candidate version is written into it only.
 	snap, err := j.srv.State().Scratch()

@@ -243,7 +243,20 @@ func (w *Worker) flush() error {
 
 func (w *Worker) schedConfig() scheduler.Config {
 	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Algorithm: w.srv.config.SchedulerAlgorithm,
-		PreemptionEnabled: w.srv.config.preemptionEnabled()}
+		PreemptionEnabled: w.srv.config.preemptionEnabled(), Superseded: w.srv.jobSuperseded}
+}
+
+// jobSuperseded reports whether job, as a scheduler's snapshot has it, is
+// no longer current in the live state: purged, stopped since, or
+// registered anew (a new JobModifyIndex). Each of those writes its own
+// evaluation, which the broker hands out once the running one is done, so
+// the running one may stop early (scheduler.Config.Superseded).
+func (s *Server) jobSuperseded(job *structs.Job) bool {
+	live, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return false
+	}
+	return live == nil || (live.Stop && !job.Stop) || live.JobModifyIndex != job.JobModifyIndex
 }
 
 func (w *Worker) ack(evalID, token string, ok bool) {

@@ -24,7 +24,7 @@ func SumAllocs(allocs []*Allocation) AllocsUsage {
 }
 
 // Add counts a: its comparable resources (as AllocatedResources.Comparable
-// sums them) and whether it holds ports, networks or devices, in one walk
+// sums them, saturating: resources_sum.go) and whether it holds ports, networks or devices, in one walk
 // over its tasks.
 func (u *AllocsUsage) Add(a *Allocation) {
 	if a == nil || a.ClientTerminalStatus() {
@@ -42,13 +42,7 @@ func (u *AllocsUsage) Add(a *Allocation) {
 		if t == nil {
 			continue
 		}
-		u.Used.CPU += t.Cpu.CpuShares
-		u.Used.MemoryMB += t.Memory.MemoryMB
-		if t.Memory.MemoryMaxMB > t.Memory.MemoryMB {
-			u.Used.MemoryMaxMB += t.Memory.MemoryMaxMB
-		} else {
-			u.Used.MemoryMaxMB += t.Memory.MemoryMB
-		}
+		u.Used.addTask(t)
 		if len(t.Networks) > 0 {
 			u.Ports = true
 		}
@@ -56,7 +50,7 @@ func (u *AllocsUsage) Add(a *Allocation) {
 			u.Devices = true
 		}
 	}
-	u.Used.DiskMB += ar.Shared.DiskMB
+	u.Used.DiskMB = SatAdd(u.Used.DiskMB, Counted(ar.Shared.DiskMB))
 }
 
 // Remove uncounts a, which was counted.
@@ -65,11 +59,7 @@ func (u *AllocsUsage) Remove(a *Allocation) {
 		return
 	}
 	u.Live--
-	sub := a.AllocatedResources.Comparable()
-	u.Used.CPU -= sub.CPU
-	u.Used.MemoryMB -= sub.MemoryMB
-	u.Used.MemoryMaxMB -= sub.MemoryMaxMB
-	u.Used.DiskMB -= sub.DiskMB
+	u.Used.Sub(a.AllocatedResources.Comparable())
 }
 
 // FitsTotals checks the totals against node: its allocation limit and its

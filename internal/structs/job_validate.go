@@ -151,6 +151,7 @@ func (j *Job) Validate() error {
 		tg.validate(j, v)
 	}
 	j.validatePeriodicAndParameterized(v)
+	j.validateResourceRanges(v)
 	if len(v.Errors) > 0 {
 		return v
 	}

@@ -104,15 +104,9 @@ func (a *AllocatedResources) Comparable() ComparableResources {
 		if t == nil {
 			continue
 		}
-		c.CPU += t.Cpu.CpuShares
-		c.MemoryMB += t.Memory.MemoryMB
-		if t.Memory.MemoryMaxMB > t.Memory.MemoryMB {
-			c.MemoryMaxMB += t.Memory.MemoryMaxMB
-		} else {
-			c.MemoryMaxMB += t.Memory.MemoryMB
-		}
+		c.addTask(t)
 	}
-	c.DiskMB = a.Shared.DiskMB
+	c.DiskMB = Counted(a.Shared.DiskMB)
 	return c
 }
 
@@ -124,12 +118,12 @@ type ComparableResources struct {
 	DiskMB      int64
 }
 
-// Add adds o into c.
+// Add adds o into c (saturating: see resources_sum.go).
 func (c *ComparableResources) Add(o ComparableResources) {
-	c.CPU += o.CPU
-	c.MemoryMB += o.MemoryMB
-	c.MemoryMaxMB += o.MemoryMaxMB
-	c.DiskMB += o.DiskMB
+	c.CPU = SatAdd(c.CPU, o.CPU)
+	c.MemoryMB = SatAdd(c.MemoryMB, o.MemoryMB)
+	c.MemoryMaxMB = SatAdd(c.MemoryMaxMB, o.MemoryMaxMB)
+	c.DiskMB = SatAdd(c.DiskMB, o.DiskMB)
 }
 
 // Superset reports whether c covers o, and if not the first dimension short.
@@ -227,15 +221,17 @@ func (n *Node) Comparable() ComparableResources {
 	if n == nil || n.NodeResources == nil {
 		return c
 	}
-	c.CPU = n.NodeResources.Cpu.CpuShares
-	c.MemoryMB = n.NodeResources.Memory.MemoryMB
-	c.MemoryMaxMB = c.MemoryMB
-	c.DiskMB = n.NodeResources.Disk.DiskMB
+	// Figures as sums count them (resources_sum.go); a reservation larger
+	// than the resource leaves nothing (a node of 0), never a negative
+	// capacity or a uint64 reservation wrapped into a gift.
+	c.CPU = Counted(n.NodeResources.Cpu.CpuShares)
+	c.MemoryMB = Counted(n.NodeResources.Memory.MemoryMB)
+	c.DiskMB = Counted(n.NodeResources.Disk.DiskMB)
 	if r := n.ReservedResources; r != nil {
-		c.CPU -= int64(r.Cpu.CpuShares)
-		c.MemoryMB -= int64(r.Memory.MemoryMB)
-		c.MemoryMaxMB = c.MemoryMB
-		c.DiskMB -= int64(r.Disk.DiskMB)
+		c.CPU = max(0, c.CPU-CountedU(r.Cpu.CpuShares))
+		c.MemoryMB = max(0, c.MemoryMB-CountedU(r.Memory.MemoryMB))
+		c.DiskMB = max(0, c.DiskMB-CountedU(r.Disk.DiskMB))
 	}
+	c.MemoryMaxMB = c.MemoryMB
 	return c
 }

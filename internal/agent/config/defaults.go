@@ -51,6 +51,7 @@ func DefaultConfig() *Config {
 			EventBufferSize:           ptr(100),
 			JobDefaultPriority:        ptr(50),
 			JobMaxPriority:            ptr(100),
+			JobMaxCount:               ptr(50000),
 			JobTrackedVersions:        ptr(6),
 			RaftSnapshotThreshold:     ptr(8192),
 			RaftSnapshotInterval:      120 * time.Second,

@@ -113,6 +113,9 @@ func (s *ServerConfig) validate() []error {
 	if s.JobDefaultPriority != nil && (*s.JobDefaultPriority < 50 || *s.JobDefaultPriority > maxPrio) {
 		bad("server.job_default_priority", "server.job_default_priority must be between 50 and job_max_priority (%d), got %d", maxPrio, *s.JobDefaultPriority)
 	}
+	if s.JobMaxCount != nil && *s.JobMaxCount < 0 {
+		bad("server.job_max_count", "server.job_max_count must not be negative, got %d (0 turns the limit off)", *s.JobMaxCount)
+	}
 	for _, sch := range s.EnabledSchedulers {
 		switch sch {
 		case "service", "batch", "system", "sysbatch", "_core":

@@ -14,12 +14,14 @@ import (
 // bin-packer, per node and placement) picks instances no proposed
 // allocation holds.
 
-// deviceCount is the number of instances an ask wants (default 1).
+// deviceCount is the number of instances an ask wants (default 1). A
+// count beyond any node (validation refuses it; stored data may hold it)
+// stays huge, never converts to a negative int that every node satisfies.
 func deviceCount(ask *structs.RequestedDevice) int {
 	if ask.Count == nil {
 		return 1
 	}
-	return int(*ask.Count)
+	return int(min(*ask.Count, math.MaxInt32))
 }
 
 // deviceNameMatches reports whether group d answers the ask's name:

@@ -61,6 +61,7 @@ func TestDeviceChecker(t *testing.T) {
 		{"wrong name", []*structs.RequestedDevice{{Name: "nvidia/gpu/2080"}}, false},
 		{"type is not a name", []*structs.RequestedDevice{{Name: "1080ti"}}, false},
 		{"count above every group", []*structs.RequestedDevice{{Name: "gpu", Count: u64(5)}}, false},
+		{"uint64-max count (stored before validation) fits nowhere", []*structs.RequestedDevice{{Name: "gpu", Count: u64(1<<64 - 1)}}, false},
 		{"count fits only the larger group", []*structs.RequestedDevice{{Name: "gpu", Count: u64(3)}}, true},
 		{"two asks drain one group", []*structs.RequestedDevice{{Name: "intel/fpga"}, {Name: "fpga"}}, false},
 		{"memory >= 8 GiB", []*structs.RequestedDevice{{Name: "gpu", Count: u64(3),

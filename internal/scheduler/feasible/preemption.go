@@ -116,21 +116,24 @@ func positive(c structs.ComparableResources) bool {
 	return c.CPU > 0 || c.MemoryMB > 0 || c.DiskMB > 0
 }
 
+// subtract, add and size saturate instead of wrapping (structs'
+// resources_sum.go): a shortfall computed from an absurd stored ask stays
+// absurd, never turns into a surplus.
 func subtract(c *structs.ComparableResources, o structs.ComparableResources) {
-	c.CPU -= o.CPU
-	c.MemoryMB -= o.MemoryMB
-	c.DiskMB -= o.DiskMB
+	c.CPU = structs.SatSub(c.CPU, o.CPU)
+	c.MemoryMB = structs.SatSub(c.MemoryMB, o.MemoryMB)
+	c.DiskMB = structs.SatSub(c.DiskMB, o.DiskMB)
 }
 
 func add(c *structs.ComparableResources, o structs.ComparableResources) {
-	c.CPU += o.CPU
-	c.MemoryMB += o.MemoryMB
-	c.DiskMB += o.DiskMB
+	c.CPU = structs.SatAdd(c.CPU, o.CPU)
+	c.MemoryMB = structs.SatAdd(c.MemoryMB, o.MemoryMB)
+	c.DiskMB = structs.SatAdd(c.DiskMB, o.DiskMB)
 }
 
 func size(a *structs.Allocation) int64 {
 	c := a.AllocatedResources.Comparable()
-	return c.CPU + c.MemoryMB + c.DiskMB
+	return structs.SatAdd(structs.SatAdd(c.CPU, c.MemoryMB), c.DiskMB)
 }
 
 // distance measures how far a grant is from the shortfall over the

@@ -62,7 +62,11 @@ type Destructive struct {
 
 // Result is what must change.
 type Result struct {
-	Place            []Placement
+	// Place are replacements of existing allocations (lost, migrated,
+	// rescheduled): as many as the job has allocations.
+	Place []Placement
+	// Fresh are new allocations per group, to be named as they are placed.
+	Fresh            []Fresh
 	Stop             []Stop
 	Destructive      []Destructive
 	DesiredTGUpdates map[string]*structs.DesiredUpdates
@@ -254,15 +258,11 @@ func computeGroup(in Input, res *Result, du *structs.DesiredUpdates, tg *structs
 		}
 	}
 
-	// Too few: fresh names with the lowest free indexes.
-	for missing, idx := tg.Count-len(slots), uint(0); missing > 0; idx++ {
-		if used[idx] {
-			continue
-		}
-		used[idx] = true
-		res.Place = append(res.Place, Placement{Name: structs.AllocName(job.ID, tg.Name, idx), TaskGroup: tg})
-		du.Place++
-		missing--
+	// Too few: fresh names with the lowest free indexes, named lazily
+	// (fresh.go).
+	if missing := tg.Count - len(slots); missing > 0 {
+		res.Fresh = append(res.Fresh, Fresh{TaskGroup: tg, Count: missing, jobID: job.ID, used: used})
+		du.Place += uint64(missing)
 	}
 }
 

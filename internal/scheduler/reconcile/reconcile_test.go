@@ -24,10 +24,16 @@ func alloc(job *structs.Job, idx uint, node, status string) *structs.Allocation 
 	}
 }
 
-func names(ps []Placement) string {
+// names lists the replacements and the fresh placements' names.
+func names(res *Result) string {
 	var out []string
-	for _, p := range ps {
+	for _, p := range res.Place {
 		out = append(out, p.Name)
+	}
+	for _, f := range res.Fresh {
+		for n := range f.Names() {
+			out = append(out, n)
+		}
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
@@ -100,7 +106,7 @@ func TestCompute(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := Compute(Input{Job: c.job, Batch: c.batch, Allocs: c.allocs, TaintedNodes: c.tainted, Now: now})
-			if got := names(res.Place); got != c.place {
+			if got := names(res); got != c.place {
 				t.Errorf("place = %q, want %q", got, c.place)
 			}
 			if got := stops(res.Stop); got != c.stop {
@@ -136,5 +142,28 @@ func TestComputeDesiredTGUpdates(t *testing.T) {
 	}
 	if res.Destructive[0].Name != "web.g[0]" {
 		t.Fatalf("destructive keeps the name: %q", res.Destructive[0].Name)
+	}
+}
+
+// A group of a billion asks for one Fresh entry: nothing is built per
+// allocation until the scheduler names it, and names come lowest free
+// index first, skipping the indexes kept allocations hold.
+func TestComputeHugeCountIsLazy(t *testing.T) {
+	job := testJob(1_000_000_000)
+	res := Compute(Input{Job: job, Allocs: []*structs.Allocation{alloc(job, 1, "n", "running")}, Now: now})
+	if len(res.Place) != 0 || len(res.Fresh) != 1 || res.Fresh[0].Count != 999_999_999 {
+		t.Fatalf("place %d, fresh %+v", len(res.Place), res.Fresh)
+	}
+	if du := res.DesiredTGUpdates["g"]; du.Place != 999_999_999 || du.Ignore != 1 {
+		t.Fatalf("DesiredTGUpdates = %+v", du)
+	}
+	var got []string
+	for n := range res.Fresh[0].Names() {
+		if got = append(got, n); len(got) == 3 {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "web.g[0],web.g[2],web.g[3]" {
+		t.Fatalf("first names = %v", got)
 	}
 }
