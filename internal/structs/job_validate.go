@@ -231,6 +231,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		if t.Driver == "" {
 			v.add("%s: Driver: missing task driver", tp)
 		}
+		validateConfigDepth(tp, t.Config, v)
 		if t.Leader {
 			leaders++
 		}
