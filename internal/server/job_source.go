@@ -2,12 +2,12 @@ package server
 
 import "github.com/drover-project/drover/internal/structs"
 
-// JobMaxSourceSize bounds the jobspec source (and variables) kept with each
-// job version, as Nomad's job_max_source_size does with its default "1M":
-// past it the source is not stored and the job is registered all the same.
-// The job itself is bounded by the HTTP API's body limit; without this each
-// of a job's tracked versions could also keep megabytes of source.
-const JobMaxSourceSize = 1_000_000
+// DefaultJobMaxSourceSize bounds the jobspec source (and variables) kept
+// with each job version, as Nomad's job_max_source_size does with its
+// default "1M": past it the source is not stored and the job is registered
+// all the same. The job itself is bounded by the HTTP API's body limit;
+// without this each tracked version could also keep megabytes of source.
+const DefaultJobMaxSourceSize = 1_000_000
 
 // boundSubmission returns sub, or nil when its source is too large to keep.
 func (s *Server) boundSubmission(sub *structs.JobSubmission, job *structs.Job) *structs.JobSubmission {
@@ -18,9 +18,13 @@ func (s *Server) boundSubmission(sub *structs.JobSubmission, job *structs.Job) *
 	for k, v := range sub.VariableFlags {
 		n += len(k) + len(v)
 	}
-	if n <= JobMaxSourceSize {
+	limit := s.config.JobMaxSourceSize
+	if limit <= 0 {
+		limit = DefaultJobMaxSourceSize
+	}
+	if int64(n) <= limit {
 		return sub
 	}
-	s.logger.Warn("job source not stored: larger than the limit", "job", job.ID, "namespace", job.Namespace, "bytes", n, "limit", JobMaxSourceSize)
+	s.logger.Warn("job source not stored: larger than server.job_max_source_size", "job", job.ID, "namespace", job.Namespace, "bytes", n, "limit", limit)
 	return nil
 }

@@ -42,3 +42,19 @@ func TestLimitsHTTPMaxBodySize(t *testing.T) {
 		}
 	}
 }
+
+// server { job_max_source_size } takes Nomad's size strings; a bad one is
+// an error naming the key.
+func TestServerJobMaxSourceSize(t *testing.T) {
+	c, err := Parse("agent.hcl", []byte("data_dir = \"/tmp/x\"\nserver {\n  enabled = true\n  job_max_source_size = \"2M\"\n}\n"))
+	if err != nil || c.Validate() != nil || c.Server.JobMaxSourceSize != "2M" {
+		t.Fatalf("2M: %v %v", err, c.Validate())
+	}
+	c, err = Parse("agent.hcl", []byte("data_dir = \"/tmp/x\"\nserver {\n  enabled = true\n  job_max_source_size = \"big\"\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server.job_max_source_size") {
+		t.Fatalf("bad size: Validate = %v", err)
+	}
+}

@@ -98,6 +98,11 @@ func (s *ServerConfig) validate() []error {
 	if s.GCHeapFloorMB != nil && *s.GCHeapFloorMB < 0 {
 		bad("server.gc_heap_floor_mb", "server.gc_heap_floor_mb must not be negative (0 turns the floor off)")
 	}
+	if s.JobMaxSourceSize != "" {
+		if _, err := ParseSize(s.JobMaxSourceSize); err != nil {
+			bad("server.job_max_source_size", "server.job_max_source_size: %v", err)
+		}
+	}
 	if s.MaxHeartbeatsPerSecond < 0 {
 		bad("server.max_heartbeats_per_second", "server.max_heartbeats_per_second must be positive")
 	}
