@@ -193,6 +193,9 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.RaftTrailingLogs != nil && *s.RaftTrailingLogs > 0 {
 		sc.RaftTrailingLogs = uint64(*s.RaftTrailingLogs)
 	}
+	if s.JobMaxSourceSize != "" {
+		sc.JobMaxSourceSize, _ = config.ParseSize(s.JobMaxSourceSize) // checked by Validate
+	}
 	if s.RaftBoltDB != nil {
 		sc.RaftNoFreelistSync = s.RaftBoltDB.NoFreelistSync
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/jobspec"
 )
@@ -23,6 +24,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		MetricsSince: a.inmemSince,
 		PromHandler:  prom,
 		Region:       a.config.Region,
+	}
+	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
+		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate
 	}
 	if a.client != nil {
 		cfg.FS = a.client

@@ -1,11 +1,13 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/state"
@@ -119,7 +121,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 	case structs.JobRegisterRequestType:
 		err = f.applyJobRegister(buf, index)
 	case structs.JobRegisterBatchRequestType:
-		return f.applyJobRegisterBatch(buf, index)
+		res := f.applyJobRegisterBatch(buf, index)
+		if err, ok := res.(error); ok {
+			return f.failed(msgType, index, err)
+		}
+		return res
 	case structs.JobDeregisterRequestType:
 		err = f.applyJobDeregister(buf, index)
 	case structs.EvalUpdateRequestType:
@@ -152,15 +158,46 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = fmt.Errorf("fsm: unknown message type %d at index %d", uint8(msgType), index)
 	}
 	if err != nil {
-		f.logger.Error("apply failed", "type", uint8(msgType), "index", index, "error", err)
-		return err
+		return f.failed(msgType, index, err)
 	}
 	return nil
 }
 
+// failed logs an entry that changed nothing and returns its error for the
+// proposer. An entry that cannot be decoded is skipped the same way on every
+// server (decoding depends on the bytes alone), so state stays identical;
+// servers refuse to propose such entries (see structs.CheckEntryDepth), so
+// one here was written by an older version or is corrupt.
+func (f *FSM) failed(msgType structs.MessageType, index uint64, err error) error {
+	var ue *UndecodableError
+	if errors.As(err, &ue) {
+		metrics.IncrCounter(undecodableKey, 1)
+		f.logger.Error("skipped a Raft entry that cannot be decoded; it changed nothing",
+			"type", uint8(msgType), "index", index, "error", err)
+		return err
+	}
+	f.logger.Error("apply failed", "type", uint8(msgType), "index", index, "error", err)
+	return err
+}
+
+// undecodableKey counts skipped entries: nomad.nomad.fsm.undecodable_entries.
+var undecodableKey = []string{"nomad", "fsm", "undecodable_entries"}
+
+// UndecodableError is the error of an entry whose body does not decode.
+type UndecodableError struct {
+	What string // the entry's kind, "job register"
+	Err  error
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("fsm: decoding %s: %v", e.What, e.Err)
+}
+
+func (e *UndecodableError) Unwrap() error { return e.Err }
+
 func decode(buf []byte, out any, what string) error {
 	if err := structs.Decode(buf, out); err != nil {
-		return fmt.Errorf("fsm: decoding %s: %w", what, err)
+		return &UndecodableError{What: what, Err: err}
 	}
 	return nil
 }

@@ -116,6 +116,9 @@ func isJSON(path string, src []byte) bool {
 }
 
 func parseFile(path string, src []byte) (*hcl.File, hcl.Diagnostics) {
+	if diags := checkNesting(path, src); diags.HasErrors() {
+		return nil, diags
+	}
 	if isJSON(path, src) {
 		return hcljson.Parse(src, path)
 	}

@@ -85,6 +85,10 @@ type Config struct {
 
 	RPCHoldTimeout time.Duration
 
+	// JobMaxSourceSize bounds the jobspec source kept with a job version
+	// (server.job_max_source_size); 0 means DefaultJobMaxSourceSize.
+	JobMaxSourceSize int64
+
 	// StatsInterval is how often the leader publishes its queue gauges
 	// (telemetry.collection_interval; 0 means one second).
 	StatsInterval time.Duration

@@ -118,7 +118,7 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 
 	job.SubmitTime = now.UnixNano()
 	job.Stop = false
-	req := &structs.JobRegisterRequest{Job: job, Eval: eval, Submission: args.Submission, WriteRequest: args.WriteRequest}
+	req := &structs.JobRegisterRequest{Job: job, Eval: eval, Submission: j.srv.boundSubmission(args.Submission, job), WriteRequest: args.WriteRequest}
 	// Written together with the registrations arriving meanwhile; the
 	// reply waits for the entry and carries this registration's outcome.
 	idx, err := j.srv.jobRegs.Apply(req)

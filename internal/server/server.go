@@ -316,6 +316,11 @@ func (s *Server) raftApplyAsync(t structs.MessageType, msg any) *raftFuture {
 	if err != nil {
 		return &raftFuture{err: fmt.Errorf("encoding raft entry: %w", err)}
 	}
+	// Once committed, an entry the FSM cannot decode would be skipped by
+	// every server and its writer told only "apply failed": refuse it now.
+	if err := structs.CheckEntryDepth(buf[1:]); err != nil {
+		return &raftFuture{err: structs.NewErrCoded(400, "refusing to write a Raft entry the servers could not read back: %v", err)}
+	}
 	return &raftFuture{f: s.raft.Apply(buf, 30*time.Second), shutdown: s.shutdownCh}
 }
 

@@ -1,14 +1,11 @@
 package state
 
 import (
-	"bytes"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-memdb"
-	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -235,33 +232,6 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 	return nil
 }
 
-// specHandle encodes maps in key order so equal specs encode equally.
-var specHandle = func() *codec.MsgpackHandle {
-	h := &codec.MsgpackHandle{}
-	h.RawToString = true
-	h.MapType = reflect.TypeOf(map[string]any(nil))
-	h.Canonical = true
-	return h
-}()
-
 // specChanged reports whether the user-visible spec differs, ignoring the
-// fields the server maintains (status, versions, indexes, submit time).
-func specChanged(a, b *structs.Job) bool {
-	return !bytes.Equal(specBytes(a), specBytes(b))
-}
-
-func specBytes(j *structs.Job) []byte {
-	c := *j
-	c.Status, c.StatusDescription = "", ""
-	c.Stable = false
-	c.Version = 0
-	c.VersionTag = nil
-	c.SubmitTime = 0
-	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0
-	var buf bytes.Buffer
-	if err := codec.NewEncoder(&buf, specHandle).Encode(&c); err != nil {
-		// An unencodable job cannot have come through Raft; treat it as changed.
-		return []byte(err.Error())
-	}
-	return buf.Bytes()
-}
+// fields the server manages.
+func specChanged(a, b *structs.Job) bool { return b.SpecChanged(a) }

@@ -232,6 +232,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		if t.Driver == "" {
 			v.add("%s: Driver: missing task driver", tp)
 		}
+		validateConfigDepth(tp, t.Config, v)
 		if t.Leader {
 			leaders++
 		}
@@ -288,21 +289,4 @@ func validateRestart(prefix string, rp *RestartPolicy, v *ValidationError) {
 	if rp.Attempts > 0 && rp.Interval > 0 && time.Duration(rp.Attempts)*rp.Delay > rp.Interval {
 		v.add("%s: Nomad can't restart %d times with a delay of %v within an interval of %v", prefix, rp.Attempts, rp.Delay, rp.Interval)
 	}
-}
-
-// SpecChanged reports whether other differs from j in anything the user
-// controls (server-managed fields are ignored).
-func (j *Job) SpecChanged(other *Job) bool {
-	if other == nil {
-		return true
-	}
-	a, b := j.Copy(), other.Copy()
-	for _, x := range []*Job{a, b} {
-		x.Status, x.StatusDescription, x.Stable, x.Version = "", "", false, 0
-		x.SubmitTime, x.CreateIndex, x.ModifyIndex, x.JobModifyIndex = 0, 0, 0, 0
-		x.VersionTag = nil
-	}
-	ea, _ := Encode(0, a)
-	eb, _ := Encode(0, b)
-	return string(ea) != string(eb)
 }

@@ -348,6 +348,9 @@ type Limits struct {
 	HTTPMaxConnsPerClient *int          `hcl:"http_max_conns_per_client"`
 	RPCHandshakeTimeout   time.Duration `hcl:"rpc_handshake_timeout"`
 	RPCMaxConnsPerClient  *int          `hcl:"rpc_max_conns_per_client"`
+	// HTTPMaxBodySize bounds HTTP request bodies (Drover's; Nomad has no
+	// limit): "" means the HTTP API's default (8 MiB). See ParseSize.
+	HTTPMaxBodySize string `hcl:"http_max_body_size"`
 }
 
 // Eventlog is the `eventlog` block (Windows event log).

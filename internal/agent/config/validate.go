@@ -51,6 +51,13 @@ func (c *Config) Validate() error {
 	if c.LogRotateBytes < 0 || c.LogRotateMaxFiles < 0 {
 		bad("log_rotate_bytes", "log_rotate_bytes and log_rotate_max_files must not be negative")
 	}
+	if l := c.Limits; l != nil && l.HTTPMaxBodySize != "" {
+		if n, err := ParseSize(l.HTTPMaxBodySize); err != nil {
+			bad("limits.http_max_body_size", "limits.http_max_body_size: %v", err)
+		} else if n < 1024 {
+			bad("limits.http_max_body_size", "limits.http_max_body_size must be at least 1KiB, got %q", l.HTTPMaxBodySize)
+		}
+	}
 	if s := c.Server; s != nil {
 		errs = append(errs, s.validate()...)
 	}
@@ -90,6 +97,11 @@ func (s *ServerConfig) validate() []error {
 	}
 	if s.GCHeapFloorMB != nil && *s.GCHeapFloorMB < 0 {
 		bad("server.gc_heap_floor_mb", "server.gc_heap_floor_mb must not be negative (0 turns the floor off)")
+	}
+	if s.JobMaxSourceSize != "" {
+		if _, err := ParseSize(s.JobMaxSourceSize); err != nil {
+			bad("server.job_max_source_size", "server.job_max_source_size: %v", err)
+		}
 	}
 	if s.MaxHeartbeatsPerSecond < 0 {
 		bad("server.max_heartbeats_per_second", "server.max_heartbeats_per_second must be positive")

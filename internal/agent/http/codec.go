@@ -73,6 +73,10 @@ func (s *server) wrap(h apiHandler) http.Handler {
 			s.writeError(tw, r, err)
 			return
 		}
+		if err := s.limitBody(tw, r); err != nil {
+			s.writeError(tw, r, err)
+			return
+		}
 		obj, err := h(tw, r)
 		if err != nil {
 			if tw.wrote {
@@ -261,7 +265,8 @@ func intParam(r *http.Request, name string, def int64) (int64, error) {
 }
 
 // decodeBody reads a JSON body into out. An empty body is an error unless
-// optional is set.
+// optional is set; a body nested deeper than MaxJSONDepth is a 400, one
+// larger than the server's limit a 413 (body_limits.go).
 func decodeBody(r *http.Request, out any, optional bool) error {
 	if r.Body == nil {
 		if optional {
@@ -269,7 +274,10 @@ func decodeBody(r *http.Request, out any, optional bool) error {
 		}
 		return structs.NewErrCoded(400, "Request body is empty")
 	}
-	err := json.NewDecoder(r.Body).Decode(out)
+	err := json.NewDecoder(&depthLimitReader{r: r.Body, max: MaxJSONDepth}).Decode(out)
+	if berr := bodyError(err); berr != nil {
+		return berr
+	}
 	switch {
 	case err == nil:
 		return nil

@@ -51,6 +51,9 @@ func (s *server) jobsParseRequest(w http.ResponseWriter, r *http.Request) (any, 
 	if args.JobHCL == "" {
 		return nil, structs.NewErrCoded(400, "Job spec is empty")
 	}
+	if err := checkJobspecSize(args.JobHCL, args.Variables); err != nil {
+		return nil, err
+	}
 	job, err := s.cfg.ParseJob(args.JobHCL, args.Variables, args.Canonicalize)
 	if err != nil {
 		return nil, structs.NewErrCoded(400, "%v", err)

@@ -77,6 +77,9 @@ type Config struct {
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415
 	Region       string       // the agent's region; "" means "global"
+	// MaxBodyBytes bounds request bodies (413 past it); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
 }
 
 // allowAll is the default Authorizer until ACLs exist.
@@ -151,6 +154,9 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	if cfg.Region == "" {
 		cfg.Region = structs.DefaultRegion
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &server{cfg: cfg, log: cfg.Logger.Named("http")}
 	mux := http.NewServeMux()
