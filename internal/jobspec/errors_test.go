@@ -137,6 +137,12 @@ func TestMoreErrors(t *testing.T) {
 			[]string{"bad.hcl:6,12:", "Invalid scaling policy type", `"vertical_mem"`}},
 		{"duplicate task scaling", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   scaling \"cpu\" {\n    max = 2\n   }\n   scaling \"CPU\" {\n    max = 3\n   }\n  }\n }\n}\n",
 			[]string{"bad.hcl:7,4:", `Duplicate scaling "cpu" block`}},
+		{"env attribute and block", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   env = { a = \"b\" }\n   env {\n    c = \"d\"\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,4:", "Duplicate env block"}},
+		{"env attribute not a map", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   env = [\"a\"]\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,", "map of string required", `attribute "env"`}},
+		{"job meta attribute not a map", "job \"x\" {\n meta = \"nope\"\n}\n",
+			[]string{"bad.hcl:2,", `"meta"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.hcl", []byte(tc.src), ParseConfig{})
