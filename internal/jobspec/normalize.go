@@ -8,10 +8,12 @@ import (
 )
 
 // normalizeJob applies what Nomad's parser does after decoding, before any
-// canonicalisation: identity from the block label, the periodic spec type,
-// static ports as reserved ports, template and vault defaults, job and group
-// vault and secret blocks pushed into the tasks, the default workload
-// identity, and the legacy disconnect attributes translated.
+// canonicalisation: ID and Name from the block label, the periodic spec
+// type, static ports as reserved ports, template and vault defaults, job and
+// group vault and secret blocks pushed into the tasks, the default workload
+// identity, and the legacy disconnect attributes translated. (The operator
+// and scaling-type defaults are written while decoding, and job-level tasks
+// are put first there.)
 func normalizeJob(d *decoder, j *api.Job, label string) {
 	// Both default to the block label: `id = "x"` does not rename the job.
 	if j.ID == nil {
@@ -22,8 +24,8 @@ func normalizeJob(d *decoder, j *api.Job, label string) {
 		name := label
 		j.Name = &name
 	}
-	// `crons = []` still says the job is a cron job (and fails validation
-	// for having no spec, rather than losing its spec type).
+	// Any crons attribute, even `crons = []`, marks the job cron-periodic,
+	// as Nomad's parse does.
 	if j.Periodic != nil && (j.Periodic.Spec != nil || j.Periodic.Specs != nil) {
 		cron := "cron"
 		j.Periodic.SpecType = &cron
