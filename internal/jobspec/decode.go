@@ -177,6 +177,9 @@ func (d *decoder) bodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
 		fields := opaqueFields[t]
 		ext, hasExt := extensions[t]
 		schema := &hcl.BodySchema{Attributes: ext.schema.Attributes, Blocks: ext.schema.Blocks}
+		if extra := d.mapAttrSchema(t, body); len(extra) > 0 {
+			schema.Attributes = append(append([]hcl.AttributeSchema{}, schema.Attributes...), extra...)
+		}
 		for name := range fields {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: name})
 		}
@@ -186,6 +189,7 @@ func (d *decoder) bodyDecoder(t reflect.Type) gohcl.BodyDecoderFunc {
 			return diags
 		}
 		sv := reflect.ValueOf(val).Elem()
+		diags = append(diags, applyMapAttrs(content, ctx, sv)...)
 		seen := map[string]*hcl.Block{}
 		var extBlocks hcl.Blocks
 		for _, blk := range content.Blocks {
@@ -260,6 +264,15 @@ func (d *decoder) decodeOpaque(body hcl.Body, ctx *hcl.EvalContext) (map[string]
 		v, dd := attr.Expr.Value(ctx)
 		diags = append(diags, dd...)
 		out[name] = ctyToGo(v)
+		// An object written out as `{ ... }` is a one-element list of maps,
+		// as a block would be: the shape Nomad's parser gives (inherited
+		// from HCL1), which drivers' config specs expect. An object from an
+		// expression (a variable, a for expression) stays a map.
+		if m, ok := out[name].(map[string]any); ok {
+			if _, literal := sb.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr); literal {
+				out[name] = []map[string]any{m}
+			}
+		}
 	}
 	for _, blk := range content.Blocks {
 		m, dd := d.decodeOpaque(blk.Body, ctx)

@@ -6,14 +6,20 @@
 // VarContent < -var), the function library, decoding through gohcl and the
 // `hcl:` tags on api types, generic decoding of opaque maps (task config,
 // scaling policy, ...), and the small normalisation Nomad performs before the
-// job leaves the CLI (ID/Name from the label, periodic SpecType, static ports
-// into ReservedPorts, template and vault defaults, job/group vault and job
-// secrets pushed into tasks, the unnamed identity as Task.Identity, the
-// legacy group disconnect attributes turned into the disconnect block with a
-// warning). What the api `hcl:` tags cannot express (job-level task, vault
-// and secret, group vault, task `scaling "cpu"|"mem"`, the constraint and
-// affinity operator shorthands) lives in extensions.go; `dynamic` blocks are
-// expanded by hcl's dynblock, inside opaque maps too.
+// job leaves the CLI (ID and Name from the label, periodic SpecType, static
+// ports into ReservedPorts, constraint/affinity operator "=", template,
+// change_script and vault defaults, scaling policy types, job-level tasks as
+// the first groups, job/group vault and job secrets pushed into tasks, the
+// unnamed identity as Task.Identity, the legacy group disconnect attributes
+// turned into the disconnect block with a warning). It fills only what
+// Nomad's parser fills: every other default is api.Job.Canonicalize's, and
+// the golden files testdata/defaults_*.hcl pin both sides of that line.
+// What the api `hcl:` tags cannot express (job-level task, vault and secret,
+// group vault, the constraint and affinity operator shorthands) lives in
+// extensions.go, the scaling blocks in scaling.go, `meta = {}` / `env = {}`
+// attributes in mapattrs.go; `dynamic` blocks are expanded by hcl's
+// dynblock, inside opaque maps too. In opaque maps an object literal
+// attribute is a one-element list of maps, as Nomad (after HCL1) gives it.
 //
 // Runtime interpolations (${attr.*}, ${node.*}, ${meta.*}, ${NOMAD_*},
 // ${env["X"]}, ${device.*}) are kept verbatim as text through the

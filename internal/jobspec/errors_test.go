@@ -127,6 +127,22 @@ func TestMoreErrors(t *testing.T) {
 			[]string{"bad.hcl:8,6:", `"bogus"`}},
 		{"bad cidr", "job \"x\" {\n region = cidrhost(\"nope\", 1)\n}\n",
 			[]string{"bad.hcl:2,", "invalid CIDR"}},
+		{"group scaling without max", "job \"x\" {\n group \"g\" {\n  scaling {\n   min = 1\n  }\n }\n}\n",
+			[]string{"bad.hcl:3,3:", `"max" is required`}},
+		{"group scaling type", "job \"x\" {\n group \"g\" {\n  scaling {\n   max  = 3\n   type = \"vertical_cpu\"\n  }\n }\n}\n",
+			[]string{"bad.hcl:5,11:", "Invalid group scaling type", `"vertical_cpu"`}},
+		{"duplicate group scaling", "job \"x\" {\n group \"g\" {\n  scaling {\n   max = 3\n  }\n  scaling {\n   max = 4\n  }\n }\n}\n",
+			[]string{"bad.hcl:6,3:", "Duplicate scaling block"}},
+		{"task scaling type", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   scaling \"cpu\" {\n    max  = 2\n    type = \"vertical_mem\"\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:6,12:", "Invalid scaling policy type", `"vertical_mem"`}},
+		{"duplicate task scaling", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   scaling \"cpu\" {\n    max = 2\n   }\n   scaling \"CPU\" {\n    max = 3\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:7,4:", `Duplicate scaling "cpu" block`}},
+		{"env attribute and block", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   env = { a = \"b\" }\n   env {\n    c = \"d\"\n   }\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,4:", "Duplicate env block"}},
+		{"env attribute not a map", "job \"x\" {\n group \"g\" {\n  task \"t\" {\n   env = [\"a\"]\n  }\n }\n}\n",
+			[]string{"bad.hcl:4,", "map of string required", `attribute "env"`}},
+		{"job meta attribute not a map", "job \"x\" {\n meta = \"nope\"\n}\n",
+			[]string{"bad.hcl:2,", `"meta"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.hcl", []byte(tc.src), ParseConfig{})

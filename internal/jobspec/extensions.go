@@ -1,7 +1,6 @@
 package jobspec
 
 import (
-	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,8 +9,9 @@ import (
 )
 
 // The jobspec grammar beyond the api `hcl:` tags: the job-level task, vault
-// and secret blocks, the group-level vault block, and the constraint and
-// affinity operator shorthands.
+// and secret blocks, the group-level vault and scaling blocks, and the
+// constraint and affinity operator shorthands (task and group scaling are
+// in scaling.go).
 
 // operatorShorthands are the attributes that set the operator and the value
 // of a constraint or affinity in one: `regexp = "^r[0-9]$"` is operator
@@ -28,7 +28,7 @@ func init() {
 		apply: applyJobExtras,
 	}
 	extensions[reflect.TypeOf(api.TaskGroup{})] = extension{
-		schema: hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "vault"}}},
+		schema: hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "vault"}, {Type: "scaling"}}},
 		apply:  applyGroupExtras,
 	}
 	extensions[reflect.TypeOf(api.Task{})] = extension{
@@ -66,6 +66,7 @@ func applyJobExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val re
 	var diags hcl.Diagnostics
 	job := val.Addr().Interface().(*api.Job)
 	var vaultBlk *hcl.Block
+	var solo []*api.TaskGroup
 	for _, blk := range c.Blocks {
 		switch blk.Type {
 		case "task":
@@ -73,7 +74,7 @@ func applyJobExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val re
 			t := &api.Task{Name: blk.Labels[0]}
 			diags = append(diags, d.decodeBody(blk.Body, ctx, t)...)
 			name := blk.Labels[0]
-			job.TaskGroups = append(job.TaskGroups, &api.TaskGroup{Name: &name, Tasks: []*api.Task{t}})
+			solo = append(solo, &api.TaskGroup{Name: &name, Tasks: []*api.Task{t}})
 		case "vault":
 			if vaultBlk != nil {
 				diags = append(diags, duplicate("vault", vaultBlk, blk))
@@ -88,14 +89,30 @@ func applyJobExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val re
 			d.extras.secrets = append(d.extras.secrets, s)
 		}
 	}
+	// The single-task groups come first, in source order, then the group
+	// blocks: the order Nomad's parser gives them.
+	if len(solo) > 0 {
+		job.TaskGroups = append(solo, job.TaskGroups...)
+	}
 	return diags
 }
 
 func applyGroupExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val reflect.Value) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	g := val.Addr().Interface().(*api.TaskGroup)
-	var prev *hcl.Block
+	var prev, prevScaling *hcl.Block
 	for _, blk := range c.Blocks {
+		if blk.Type == "scaling" {
+			if prevScaling != nil {
+				diags = append(diags, duplicate("scaling", prevScaling, blk))
+				continue
+			}
+			prevScaling = blk
+			var dd hcl.Diagnostics
+			g.Scaling, dd = d.decodeGroupScaling(blk, ctx)
+			diags = append(diags, dd...)
+			continue
+		}
 		if prev != nil {
 			diags = append(diags, duplicate("vault", prev, blk))
 			continue
@@ -107,32 +124,6 @@ func applyGroupExtras(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val 
 			d.extras.groupVaults = map[*api.TaskGroup]*api.Vault{}
 		}
 		d.extras.groupVaults[g] = v
-	}
-	return diags
-}
-
-// applyTaskScaling decodes the task-level `scaling "cpu"|"mem"` blocks
-// (vertical autoscaling policies): the label becomes the policy type.
-func applyTaskScaling(d *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext, val reflect.Value) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	t := val.Addr().Interface().(*api.Task)
-	for _, blk := range c.Blocks {
-		label := blk.Labels[0]
-		if label != "cpu" && label != "mem" {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid scaling block label",
-				Detail:   fmt.Sprintf("A task scaling block is labelled \"cpu\" or \"mem\", not %q.", label),
-				Subject:  blk.LabelRanges[0].Ptr(),
-			})
-			continue
-		}
-		p := &api.ScalingPolicy{}
-		diags = append(diags, d.decodeBody(blk.Body, ctx, p)...)
-		if p.Type == "" {
-			p.Type = "vertical_" + label
-		}
-		t.ScalingPolicies = append(t.ScalingPolicies, p)
 	}
 	return diags
 }
@@ -174,6 +165,7 @@ func applyConstraintShorthand(_ *decoder, c *hcl.BodyContent, ctx *hcl.EvalConte
 		diags = append(diags, gohcl.DecodeExpression(a.Expr, ctx, &s)...)
 		con.Operand, con.LTarget = "distinct_property", s
 	}
+	defaultOperand(&con.Operand)
 	return diags
 }
 
@@ -183,5 +175,15 @@ func applyAffinityShorthand(_ *decoder, c *hcl.BodyContent, ctx *hcl.EvalContext
 	if ok {
 		aff.Operand, aff.RTarget = op, value
 	}
+	defaultOperand(&aff.Operand)
 	return diags
+}
+
+// defaultOperand writes the operator a constraint or affinity without one
+// means: equality. Nomad's parser writes "=" too, so the parsed job shows
+// what the scheduler will check.
+func defaultOperand(op *string) {
+	if *op == "" {
+		*op = "="
+	}
 }

@@ -8,19 +8,25 @@ import (
 )
 
 // normalizeJob applies what Nomad's parser does after decoding, before any
-// canonicalisation: identity from the block label, the periodic spec type,
-// static ports as reserved ports, template and vault defaults, job and group
-// vault and secret blocks pushed into the tasks, the default workload
-// identity, and the legacy disconnect attributes translated.
+// canonicalisation: ID and Name from the block label, the periodic spec
+// type, static ports as reserved ports, template and vault defaults, job and
+// group vault and secret blocks pushed into the tasks, the default workload
+// identity, and the legacy disconnect attributes translated. (The operator
+// and scaling-type defaults are written while decoding, and job-level tasks
+// are put first there.)
 func normalizeJob(d *decoder, j *api.Job, label string) {
+	// Both default to the block label: `id = "x"` does not rename the job.
 	if j.ID == nil {
-		j.ID = &label
+		id := label
+		j.ID = &id
 	}
 	if j.Name == nil {
-		name := *j.ID
+		name := label
 		j.Name = &name
 	}
-	if j.Periodic != nil && (j.Periodic.Spec != nil || len(j.Periodic.Specs) > 0) {
+	// Any crons attribute, even `crons = []`, marks the job cron-periodic,
+	// as Nomad's parse does.
+	if j.Periodic != nil && (j.Periodic.Spec != nil || j.Periodic.Specs != nil) {
 		cron := "cron"
 		j.Periodic.SpecType = &cron
 	}
@@ -148,7 +154,27 @@ func splitPorts(nets []*api.NetworkResource) {
 	}
 }
 
+// normalizeTemplate writes the template defaults Nomad's parser writes (the
+// rest, such as the change signal and delimiters, are left to
+// api.Template.Canonicalize, as Nomad leaves them).
 func normalizeTemplate(t *api.Template) {
+	if t.ErrMissingKey == nil {
+		f := false
+		t.ErrMissingKey = &f
+	}
+	if cs := t.ChangeScript; cs != nil {
+		if cs.Args == nil {
+			cs.Args = []string{}
+		}
+		if cs.Timeout == nil {
+			d := 5 * time.Second
+			cs.Timeout = &d
+		}
+		if cs.FailOnError == nil {
+			f := false
+			cs.FailOnError = &f
+		}
+	}
 	if t.ChangeMode == nil {
 		m := "restart"
 		t.ChangeMode = &m
