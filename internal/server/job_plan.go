@@ -17,9 +17,11 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if done, err := j.srv.forward("Job.Plan", args.Region, false, args, reply); done {
 		return err
 	}
-	if err := admitJob(args.Job); err != nil {
+	warnings, err := admitJob(args.Job)
+	if err != nil {
 		return err
 	}
+	reply.Warnings = warnings
 	job := args.Job
 	snap, err := j.srv.State().Snapshot()
 	if err != nil {

@@ -102,9 +102,24 @@ type taskConfig struct {
 	V1Override string
 }
 
+// ValidateTaskConfig checks a task's `config {}` block as StartTask would
+// read it: every key known and of the right type, `command` present. The
+// servers call it at registration so a typo is refused there, not when the
+// task first starts on a client.
+func ValidateTaskConfig(m map[string]any) error {
+	_, err := parseTaskConfig(m)
+	return err
+}
+
 func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 	tc := &taskConfig{}
-	for k, v := range m {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first bad key named is the same every time
+	for _, k := range keys {
+		v := m[k]
 		switch k {
 		case "command":
 			s, ok := v.(string)
@@ -150,7 +165,7 @@ func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 				return nil, fmt.Errorf("config: cgroup_v1_override must be a map of controller to path, got %T", v)
 			}
 		default:
-			return nil, fmt.Errorf("config: unknown key %q", k)
+			return nil, fmt.Errorf("config: unknown key %q (raw_exec takes command, args, cgroup_v2_override, cgroup_v1_override)", k)
 		}
 	}
 	if strings.TrimSpace(tc.Command) == "" {
