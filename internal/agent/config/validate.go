@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-project/drover/internal/drivers/catalog"
 )
 
 // Validate checks the final, merged configuration: value ranges, required
@@ -60,6 +63,7 @@ func (c *Config) Validate() error {
 	if t := c.Telemetry; t != nil {
 		errs = append(errs, t.validate()...)
 	}
+	errs = append(errs, c.checkPlugins()...)
 	errs = append(errs, c.checkFeatureGates()...)
 	for _, err := range errs {
 		if e, ok := err.(*Error); ok {
@@ -243,6 +247,27 @@ func (t *Telemetry) validate() []error {
 	for _, r := range t.PrefixFilter {
 		if len(r) < 2 || (r[0] != '+' && r[0] != '-') {
 			bad("telemetry.prefix_filter", "telemetry.prefix_filter entry %q must be a metric prefix after + (allow) or - (block), e.g. \"+nomad.raft\"", r)
+		}
+	}
+	return errs
+}
+
+// checkPlugins refuses a `plugin "<name>"` block for a driver or device
+// plugin Drover does not have (Nomad would load it from plugin_dir or has it
+// built in, e.g. docker): its tasks would never run, and the block would
+// look like it configured something.
+func (c *Config) checkPlugins() []error {
+	names := make([]string, 0, len(c.Plugins))
+	for n := range c.Plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, n := range names {
+		if !catalog.IsPlugin(n) {
+			errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf(
+				"plugin %q is not a task driver or device plugin built into Drover (built in: %s); remove the block",
+				n, strings.Join(catalog.PluginNames(), ", "))})
 		}
 	}
 	return errs
