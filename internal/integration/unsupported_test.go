@@ -89,7 +89,7 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "websvc.nomad.hcl"), []byte(serviceJob), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	warning := `Task group "web": service "websvc" is accepted but not acted on by Drover yet: it is not registered in Nomad's service catalog (provider "nomad")`
+	warning := `Task group "web": service "websvc" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad")`
 	out, code := a.cli(dir, "job", "run", "websvc.nomad.hcl")
 	if code != 0 || !strings.Contains(out, "Job Warnings:\n1 warning:\n\n* "+warning) {
 		t.Fatalf("job run with a service: exit %d, want 0 and the warning\n%s", code, out)

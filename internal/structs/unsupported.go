@@ -341,9 +341,9 @@ func serviceGap(s *Service) (label string, refused bool, reason string) {
 	if s.Connect != nil {
 		return label + " connect", gapRefuse, "Consul Connect (sidecars, gateways, mesh) is not built; the service would be unreachable through the mesh"
 	}
-	reason = "it is not registered in Nomad's service catalog (provider \"nomad\"): Drover has no service discovery yet"
+	reason = "Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider \"nomad\")"
 	if s.Provider != "nomad" {
-		reason = fmt.Sprintf("it is not registered (provider %q): Drover has no Consul integration", s.Provider)
+		reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", s.Provider)
 	}
 	if len(s.Checks) > 0 {
 		reason += ", and its checks do not run"

@@ -119,9 +119,9 @@ func TestCheckUnsupported_Decisions(t *testing.T) {
 		{"nomad service with check", func(j *api.Job) {
 			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Provider: "nomad",
 				Checks: []api.ServiceCheck{{Type: "http", Path: "/health", Interval: time.Second, Timeout: time.Second}}}}
-		}, "", gp + `service "api" is accepted but not acted on by Drover yet: it is not registered in Nomad's service catalog (provider "nomad"): Drover has no service discovery yet, and its checks do not run`},
+		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
-			"", tp + `service "api" is accepted but not acted on by Drover yet: it is not registered (provider "consul"): Drover has no Consul integration`},
+			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
 		{"update", func(j *api.Job) { j.Update = &api.UpdateStrategy{Canary: new(1), AutoPromote: new(true)} },
 			"", gp + `update is accepted but not acted on by Drover yet: Drover has no deployments yet`},
 		{"migrate", func(j *api.Job) { tg(j).Migrate = &api.MigrateStrategy{MaxParallel: new(3)} }, "", gp + `migrate is accepted but not acted on`},
