@@ -101,7 +101,9 @@ func TestCheckUnsupported_Decisions(t *testing.T) {
 			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Connect: &api.ConsulConnect{Native: true}}}
 		}, gp + `service "api" connect is not supported`, ""},
 		{"connect task kind", func(j *api.Job) { task(j).Kind = "connect-proxy:api" }, tp + `kind "connect-proxy:api" is not supported`, ""},
-		{"schedule", func(j *api.Job) { task(j).Schedule = &api.TaskSchedule{Cron: &api.TaskScheduleCron{Start: "0 9 * * *", End: "0 17", Timezone: "UTC"}} },
+		{"schedule", func(j *api.Job) {
+			task(j).Schedule = &api.TaskSchedule{Cron: &api.TaskScheduleCron{Start: "0 9 * * *", End: "0 17", Timezone: "UTC"}}
+		},
 			tp + `schedule is not supported`, ""},
 		{"multiregion", func(j *api.Job) { j.Multiregion = &api.Multiregion{} }, `Job "web": multiregion is not supported`, ""},
 		{"raw_exec unknown option", func(j *api.Job) { task(j).Config["oom_score_adj"] = 500 },
