@@ -24,7 +24,9 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 		} else {
 			err = s.RPC(method, &structs.JobPlanRequest{Job: refused.Copy()}, &structs.JobPlanResponse{})
 		}
-		if code, msg := structs.ErrorCode(err); code != 400 || !strings.Contains(msg, wantRefused) {
+		if err == nil {
+			t.Errorf("%s: accepted a job with a template", method)
+		} else if code, msg := structs.ErrorCode(err); code != 400 || !strings.Contains(msg, wantRefused) {
 			t.Errorf("%s: got %d %q, want 400 naming the template", method, code, msg)
 		}
 	}
