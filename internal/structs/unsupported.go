@@ -176,7 +176,7 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"update", gapWarn, "Drover has no deployments yet: a new version replaces every allocation at once, without canaries, health checks or auto_revert", func(c groupCtx) []string {
+	{"update", gapWarn, "Drover has no deployments yet, so a new version replaces every allocation at once, without canaries, health checks or auto_revert", func(c groupCtx) []string {
 		u := c.tg.Update
 		return when(u != nil && u.MaxParallel != nil && *u.MaxParallel > 0 && !isDefault(u, defaultUpdate()), "update")
 	}},
@@ -302,7 +302,7 @@ var taskGaps = []gap[taskCtx]{
 	{"task network", gapRefuse, "task-level network asks are not placed, so the task would get no ports; declare the network in the group", func(c taskCtx) []string {
 		return when(c.t.Resources != nil && len(c.t.Resources.Networks) > 0, "resources.network")
 	}},
-	{"resources.disk/iops/secrets", gapWarn, "not reserved (use the group's ephemeral_disk for disk)", func(c taskCtx) []string {
+	{"resources.disk/iops/secrets", gapWarn, "it is not reserved on the node (for disk, use the group's ephemeral_disk)", func(c taskCtx) []string {
 		r := c.t.Resources
 		if r == nil {
 			return nil
