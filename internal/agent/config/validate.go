@@ -255,7 +255,8 @@ func (t *Telemetry) validate() []error {
 // checkPlugins refuses a `plugin "<name>"` block for a driver or device
 // plugin Drover does not have (Nomad would load it from plugin_dir or has it
 // built in, e.g. docker): its tasks would never run, and the block would
-// look like it configured something.
+// look like it configured something. A built-in plugin's config is checked
+// against the options it reads, so a typo is not silently ignored.
 func (c *Config) checkPlugins() []error {
 	names := make([]string, 0, len(c.Plugins))
 	for n := range c.Plugins {
@@ -268,6 +269,12 @@ func (c *Config) checkPlugins() []error {
 			errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf(
 				"plugin %q is not a task driver or device plugin built into Drover (built in: %s); remove the block",
 				n, strings.Join(catalog.PluginNames(), ", "))})
+			continue
+		}
+		if p := c.Plugins[n]; p != nil {
+			if err := catalog.CheckPluginConfig(n, p.Config); err != nil {
+				errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf("plugin %q %v", n, err)})
+			}
 		}
 	}
 	return errs

@@ -11,7 +11,9 @@
 package catalog
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers/mock"
@@ -25,8 +27,23 @@ var drivers = map[string]func(map[string]any) error{
 	mock.Name:    mock.ValidateTaskConfig,
 }
 
-// devicePlugins are the built-in device plugins (`plugin "<name>"`).
-var devicePlugins = []string{fake.PluginName}
+// plugins maps each name a `plugin "<name>"` agent block may have (the
+// drivers and the device plugins) to the check of its `config {}`.
+var plugins = map[string]func(map[string]any) error{
+	rawexec.Name: rawexec.ValidatePluginConfig,
+	mock.Name: func(m map[string]any) error {
+		for k := range m {
+			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)
+		}
+		return nil
+	},
+	fake.PluginName: func(m map[string]any) error {
+		if _, err := fake.FromConfig(m); err != nil {
+			return fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), fmt.Sprintf("plugin %q: ", fake.PluginName)))
+		}
+		return nil
+	},
+}
 
 // Builtin is the catalog of this binary, as a value the job checks take.
 var Builtin builtin
@@ -56,17 +73,26 @@ func DriverNames() []string {
 // PluginNames lists every name a `plugin "<name>"` agent block may have:
 // the built-in drivers and device plugins, sorted.
 func PluginNames() []string {
-	out := append(DriverNames(), devicePlugins...)
+	out := make([]string, 0, len(plugins))
+	for n := range plugins {
+		out = append(out, n)
+	}
 	sort.Strings(out)
 	return out
 }
 
 // IsPlugin reports whether name is a built-in driver or device plugin.
 func IsPlugin(name string) bool {
-	for _, n := range PluginNames() {
-		if n == name {
-			return true
-		}
+	_, ok := plugins[name]
+	return ok
+}
+
+// CheckPluginConfig checks the `config {}` of a `plugin "<name>"` agent
+// block against what the built-in plugin reads. name must be IsPlugin.
+func CheckPluginConfig(name string, config map[string]any) error {
+	check, ok := plugins[name]
+	if !ok {
+		return fmt.Errorf("plugin %q is not built in", name)
 	}
-	return false
+	return check(config)
 }

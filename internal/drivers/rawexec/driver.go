@@ -94,6 +94,30 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	}
 }
 
+// ValidatePluginConfig checks the agent's `plugin "raw_exec" { config {} }`.
+// Only `enabled` is read; Nomad's other options would be silently ignored,
+// and denied_host_uids/gids are a guarantee Drover cannot keep (every task
+// runs as the agent's user), so they are errors.
+func ValidatePluginConfig(m map[string]any) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch k {
+		case "enabled":
+		case "denied_host_uids", "denied_host_gids":
+			return fmt.Errorf("config: %s is not supported yet: raw_exec runs every task as the agent's user and cannot keep tasks off those IDs; remove it", k)
+		case "no_cgroups":
+			return fmt.Errorf("config: no_cgroups is not supported: raw_exec tracks each task in a cgroup when the host has one; remove it")
+		default:
+			return fmt.Errorf("config: unknown key %q (raw_exec's agent options: enabled)", k)
+		}
+	}
+	return nil
+}
+
 // taskConfig is the task's `config {}` block.
 type taskConfig struct {
 	Command    string
