@@ -343,7 +343,11 @@ func serviceGap(s *Service) (label string, refused bool, reason string) {
 	}
 	reason = "Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider \"nomad\")"
 	if s.Provider != "nomad" {
-		reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", s.Provider)
+		provider := s.Provider
+		if provider == "" {
+			provider = "consul" // Nomad's default
+		}
+		reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", provider)
 	}
 	if len(s.Checks) > 0 {
 		reason += ", and its checks do not run"
