@@ -80,7 +80,7 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 	bad := rawExecJob("oom", "service", 1, "exec sleep 600")
 	bad.TaskGroups[0].Tasks[0].Config["oom_score_adj"] = 500
 	_, _, err = a.client.Jobs().Register(bad, nil)
-	want = `Task group "g", task "t": driver "raw_exec" config: unknown key "oom_score_adj"`
+	want = `Task group "g", task "t": driver "raw_exec" config: oom_score_adj is not supported by Drover's raw_exec yet`
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("register with oom_score_adj: want a 400 containing %q, got %v", want, err)
 	}

@@ -107,7 +107,7 @@ func TestCheckUnsupported_Decisions(t *testing.T) {
 			tp + `schedule is not supported`, ""},
 		{"multiregion", func(j *api.Job) { j.Multiregion = &api.Multiregion{} }, `Job "web": multiregion is not supported`, ""},
 		{"raw_exec unknown option", func(j *api.Job) { task(j).Config["oom_score_adj"] = 500 },
-			tp + `driver "raw_exec" config: unknown key "oom_score_adj"`, ""},
+			tp + `driver "raw_exec" config: oom_score_adj is not supported by Drover's raw_exec yet`, ""},
 		{"raw_exec typo", func(j *api.Job) { task(j).Config["comand"] = "/bin/true" },
 			tp + `driver "raw_exec" config: unknown key "comand"`, ""},
 		{"raw_exec without command", func(j *api.Job) { delete(task(j).Config, "command") },

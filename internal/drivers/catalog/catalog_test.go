@@ -13,7 +13,7 @@ func TestCheckTaskConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"raw_exec", map[string]any{"command": "/bin/sleep", "args": []any{"60"}}, true, ""},
-		{"raw_exec", map[string]any{"command": "/bin/sleep", "oom_score_adj": 500.0}, true, `unknown key "oom_score_adj"`},
+		{"raw_exec", map[string]any{"command": "/bin/sleep", "oom_score_adj": 500.0}, true, `oom_score_adj is not supported by Drover's raw_exec yet`},
 		{"raw_exec", map[string]any{"comand": "/bin/sleep", "command": "x", "zz": 1}, true, `unknown key "comand"`}, // the first, sorted
 		{"raw_exec", map[string]any{}, true, `"command" is required`},
 		{"mock_driver", map[string]any{"run_for": "1s", "exit_code": 2.0, "stdout_string": "hi"}, true, ""},

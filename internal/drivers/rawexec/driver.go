@@ -188,6 +188,9 @@ func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 			default:
 				return nil, fmt.Errorf("config: cgroup_v1_override must be a map of controller to path, got %T", v)
 			}
+		case "oom_score_adj", "work_dir":
+			// Nomad's raw_exec has these; ours does not yet.
+			return nil, fmt.Errorf("config: %s is not supported by Drover's raw_exec yet (it takes command, args, cgroup_v2_override, cgroup_v1_override)", k)
 		default:
 			return nil, fmt.Errorf("config: unknown key %q (raw_exec takes command, args, cgroup_v2_override, cgroup_v1_override)", k)
 		}
