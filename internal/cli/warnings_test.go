@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/structs/unsupported"
 )
 
 // deprecatedSpec uses max_client_disconnect, which the parser accepts with a
@@ -58,11 +59,11 @@ func TestJobWarningsBlock(t *testing.T) {
 }
 
 // What the server answers for a job using blocks Drover does not act on
-// (structs.Gaps formats it): `job run`, `job plan` and `job validate` print
+// (unsupported.Gaps formats it): `job run`, `job plan` and `job validate` print
 // it under "Job Warnings:" as Nomad's CLI does; refusals come back from
 // validate as validation errors and fail it.
 func TestServerWarningsPrinted(t *testing.T) {
-	warnings := structs.Gaps{Warnings: []string{
+	warnings := unsupported.Gaps{Warnings: []string{
 		`Task group "web": service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`,
 		`Task group "web", task "server": shutdown_delay is accepted but not acted on by Drover yet: the task is stopped without the delay`,
 	}}.WarningsText()

@@ -10,13 +10,14 @@ import (
 	"github.com/drover-project/drover/internal/drivers/catalog"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/structs/unsupported"
 )
 
 // Job is the RPC endpoint for jobs.
 type Job struct{ srv *Server }
 
 // admitJob canonicalizes and validates a submitted job, and checks it for
-// parts Drover does not act on yet (structs/unsupported.go): those refused
+// parts Drover does not act on yet (structs/unsupported): those refused
 // fail the job with a 400 together with the validation errors; the warnings
 // are returned, formatted for the reply's Warnings.
 func admitJob(job *structs.Job) (warnings string, err error) {
@@ -33,7 +34,7 @@ func admitJob(job *structs.Job) (warnings string, err error) {
 
 // checkJob lists what is wrong with a canonicalized job (validation errors,
 // then refused features) and what it uses that Drover ignores.
-func checkJob(job *structs.Job) ([]string, structs.Gaps) {
+func checkJob(job *structs.Job) ([]string, unsupported.Gaps) {
 	var problems []string
 	if err := job.Validate(); err != nil {
 		if ve, ok := err.(*structs.ValidationError); ok {
@@ -42,7 +43,7 @@ func checkJob(job *structs.Job) ([]string, structs.Gaps) {
 			problems = append(problems, err.Error())
 		}
 	}
-	gaps := job.CheckUnsupported(catalog.Builtin)
+	gaps := unsupported.Check(job, catalog.Builtin)
 	return append(problems, gaps.Refused...), gaps
 }
 

@@ -1,4 +1,4 @@
-package structs_test
+package unsupported_test
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/drover-project/drover/internal/apiconv"
 	"github.com/drover-project/drover/internal/drivers/catalog"
-	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/structs/unsupported"
 )
 
 // gapJob is a plain service job as a user submits it (not canonicalized):
@@ -23,17 +23,17 @@ func gapJob(typ string) *api.Job {
 	return j.AddTaskGroup(tg)
 }
 
-func checkGaps(t *testing.T, j *api.Job) structs.Gaps {
+func checkGaps(t *testing.T, j *api.Job) unsupported.Gaps {
 	t.Helper()
 	sj := apiconv.ApiJobToStructJob(j)
 	sj.Canonicalize()
 	if err := sj.Validate(); err != nil {
 		t.Fatalf("the test job itself is invalid: %v", err)
 	}
-	return sj.CheckUnsupported(catalog.Builtin)
+	return unsupported.Check(sj, catalog.Builtin)
 }
 
-func TestCheckUnsupported_PlainJobsHaveNoGaps(t *testing.T) {
+func TestCheck_PlainJobsHaveNoGaps(t *testing.T) {
 	for _, typ := range []string{"service", "batch", "system", "sysbatch"} {
 		j := gapJob(typ)
 		if typ == "system" || typ == "sysbatch" {
@@ -46,7 +46,7 @@ func TestCheckUnsupported_PlainJobsHaveNoGaps(t *testing.T) {
 	}
 }
 
-func TestCheckUnsupported_Decisions(t *testing.T) {
+func TestCheck_Decisions(t *testing.T) {
 	dur := func(d time.Duration) *time.Duration { return &d }
 	task := func(j *api.Job) *api.Task { return j.TaskGroups[0].Tasks[0] }
 	tg := func(j *api.Job) *api.TaskGroup { return j.TaskGroups[0] }
@@ -173,7 +173,7 @@ func TestCheckUnsupported_Decisions(t *testing.T) {
 }
 
 // A job that only restates the defaults is not warned about.
-func TestCheckUnsupported_ExplicitDefaultsAreQuiet(t *testing.T) {
+func TestCheck_ExplicitDefaultsAreQuiet(t *testing.T) {
 	j := gapJob("service")
 	j.Update = api.DefaultUpdateStrategy()
 	j.TaskGroups[0].Migrate = api.DefaultMigrateStrategy()
@@ -199,7 +199,7 @@ func TestGapsWarningsText(t *testing.T) {
 		{[]string{"a"}, "1 warning:\n\n* a"},
 		{[]string{"a", "b"}, "2 warnings:\n\n* a\n* b"},
 	} {
-		if got := (structs.Gaps{Warnings: tc.in}).WarningsText(); got != tc.want {
+		if got := (unsupported.Gaps{Warnings: tc.in}).WarningsText(); got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
 		}
 	}

@@ -1,4 +1,8 @@
-package structs
+// Package unsupported is the one table of jobspec features Drover accepts on
+// the wire but does not act on yet, and the check that walks a job against
+// it. It must never change the job it checks, nor depend on the engine's
+// state: a check is a pure function of the job and the driver catalog.
+package unsupported
 
 import (
 	"fmt"
@@ -7,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // This file is the one table of jobspec features Drover accepts on the wire
@@ -40,7 +46,7 @@ type DriverCatalog interface {
 	CheckTaskConfig(driver string, config map[string]any) (known bool, err error)
 }
 
-// Gaps is what CheckUnsupported found: refusals (the job must not be
+// Gaps is what Check found: refusals (the job must not be
 // registered) and warnings (it may, without those parts).
 type Gaps struct {
 	Refused  []string
@@ -76,24 +82,24 @@ const (
 )
 
 type groupCtx struct {
-	job *Job
-	tg  *TaskGroup
+	job *structs.Job
+	tg  *structs.TaskGroup
 }
 
 type taskCtx struct {
-	job *Job
-	tg  *TaskGroup
-	t   *Task
+	job *structs.Job
+	tg  *structs.TaskGroup
+	t   *structs.Task
 }
 
-var jobGaps = []gap[*Job]{
-	{"multiregion", gapRefuse, "the job would run in this region only", func(j *Job) []string {
+var jobGaps = []gap[*structs.Job]{
+	{"multiregion", gapRefuse, "the job would run in this region only", func(j *structs.Job) []string {
 		return when(j.Multiregion != nil, "multiregion")
 	}},
-	{"consul_namespace", gapWarn, "Drover has no Consul integration", func(j *Job) []string {
+	{"consul_namespace", gapWarn, "Drover has no Consul integration", func(j *structs.Job) []string {
 		return when(j.ConsulNamespace != "", "consul_namespace")
 	}},
-	{"vault_namespace", gapWarn, "Drover has no Vault integration", func(j *Job) []string {
+	{"vault_namespace", gapWarn, "Drover has no Vault integration", func(j *structs.Job) []string {
 		return when(j.VaultNamespace != "", "vault_namespace")
 	}},
 }
@@ -120,7 +126,7 @@ var groupGaps = []gap[groupCtx]{
 			if n == nil {
 				continue
 			}
-			for _, p := range append(append([]Port{}, n.ReservedPorts...), n.DynamicPorts...) {
+			for _, p := range append(append([]structs.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
 				if p.HostNetwork != "" && p.HostNetwork != "default" {
 					out = append(out, fmt.Sprintf("network[%d] port %q host_network %q", i, p.Label, p.HostNetwork))
 				}
@@ -168,7 +174,7 @@ var groupGaps = []gap[groupCtx]{
 			if n == nil {
 				continue
 			}
-			for _, p := range append(append([]Port{}, n.ReservedPorts...), n.DynamicPorts...) {
+			for _, p := range append(append([]structs.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
 				if p.IgnoreCollision {
 					out = append(out, fmt.Sprintf("network[%d] port %q ignore_collision", i, p.Label))
 				}
@@ -336,7 +342,7 @@ var taskGaps = []gap[taskCtx]{
 }
 
 // serviceGap says what happens to a service block (group or task level).
-func serviceGap(s *Service) (label string, refused bool, reason string) {
+func serviceGap(s *structs.Service) (label string, refused bool, reason string) {
 	label = fmt.Sprintf("service %q", s.Name)
 	if s.Connect != nil {
 		return label + " connect", gapRefuse, "Consul Connect (sidecars, gateways, mesh) is not built; the service would be unreachable through the mesh"
@@ -355,13 +361,13 @@ func serviceGap(s *Service) (label string, refused bool, reason string) {
 	return label, gapWarn, reason
 }
 
-// CheckUnsupported walks a canonicalized job and reports every part of it
-// that Drover would not act on, each message naming where it is:
+// Check walks a canonicalized job and reports every part of it that Drover
+// would not act on, each message naming where it is:
 //
 //	Task group "web", task "server": template "local/app.conf" is not supported by Drover yet: ...
 //
 // drivers may be nil (then driver names and configs are not checked).
-func (j *Job) CheckUnsupported(drivers DriverCatalog) Gaps {
+func Check(j *structs.Job, drivers DriverCatalog) Gaps {
 	var g Gaps
 	add := func(path, label string, refused bool, reason string) {
 		if refused {
@@ -442,8 +448,8 @@ func labels[V any](block string, m map[string]V) []string {
 	return out
 }
 
-func identities(t *Task) []*WorkloadIdentity {
-	var out []*WorkloadIdentity
+func identities(t *structs.Task) []*structs.WorkloadIdentity {
+	var out []*structs.WorkloadIdentity
 	if t.Identity != nil {
 		out = append(out, t.Identity)
 	}
@@ -455,7 +461,7 @@ func identities(t *Task) []*WorkloadIdentity {
 	return out
 }
 
-func identityLabel(id *WorkloadIdentity) string {
+func identityLabel(id *structs.WorkloadIdentity) string {
 	if id.Name == "" {
 		return "identity"
 	}
@@ -472,13 +478,13 @@ func ptrVal[T any](p *T) T {
 
 // defaultUpdate and defaultMigrate are the blocks the api client's
 // Canonicalize gives a job that has none.
-func defaultUpdate() *UpdateStrategy {
+func defaultUpdate() *structs.UpdateStrategy {
 	u := api.DefaultUpdateStrategy()
 	u.Canonicalize()
 	return u
 }
 
-func defaultMigrate() *MigrateStrategy {
+func defaultMigrate() *structs.MigrateStrategy {
 	m := api.DefaultMigrateStrategy()
 	m.Canonicalize()
 	return m
