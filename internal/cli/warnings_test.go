@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/structs/unsupported"
 )
 
 // deprecatedSpec uses max_client_disconnect, which the parser accepts with a
@@ -53,4 +56,46 @@ func TestJobWarningsBlock(t *testing.T) {
 	if strings.Contains(out, "Job Warnings") {
 		t.Errorf("validate of a clean spec printed a warnings block:\n%s", out)
 	}
+}
+
+// What the server answers for a job using blocks Drover does not act on
+// (unsupported.Gaps formats it): `job run`, `job plan` and `job validate` print
+// it under "Job Warnings:" as Nomad's CLI does; refusals come back from
+// validate as validation errors and fail it.
+func TestServerWarningsPrinted(t *testing.T) {
+	warnings := unsupported.Gaps{Warnings: []string{
+		`Task group "web": service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`,
+		`Task group "web", task "server": shutdown_delay is accepted but not acted on by Drover yet: the task is stopped without the delay`,
+	}}.WarningsText()
+	plan := planResponse(1)
+	plan.Warnings = warnings
+	f := &fake{routes: map[string]any{
+		"PUT /v1/jobs":           &api.JobRegisterResponse{EvalID: evalID, Warnings: warnings},
+		"PUT /v1/job/hello/plan": plan,
+		"PUT /v1/validate/job":   &api.JobValidateResponse{Warnings: warnings},
+	}}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		golden string
+	}{
+		{[]string{"job", "run", "-detach", minimal}, 0, "job_run_server_warnings.txt"},
+		{[]string{"job", "plan", minimal}, 1, "job_plan_server_warnings.txt"},
+		{[]string{"job", "validate", minimal}, 0, "job_validate_server_warnings.txt"},
+	} {
+		out, errb, code := run(t, f.server(t), tc.args...)
+		if code != tc.code {
+			t.Fatalf("%v: code %d, want %d: %s", tc.args, code, tc.code, errb)
+		}
+		golden(t, tc.golden, strings.ReplaceAll(out, minimal, "hello.hcl"))
+	}
+
+	refused := []string{`Task group "web", task "server": template "local/app.conf" is not supported by Drover yet: the task would start without the files it renders`}
+	f = &fake{routes: map[string]any{"PUT /v1/validate/job": &api.JobValidateResponse{
+		ValidationErrors: refused, Error: (&structs.ValidationError{Errors: refused}).Error(), Warnings: warnings}}}
+	out, errb, code := run(t, f.server(t), "job", "validate", minimal)
+	if code != 1 {
+		t.Fatalf("validate of a refused job: code %d, want 1", code)
+	}
+	golden(t, "job_validate_refused.txt", out+"--- stderr ---\n"+errb)
 }

@@ -7,22 +7,44 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/drivers/catalog"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/structs/unsupported"
 )
 
 // Job is the RPC endpoint for jobs.
 type Job struct{ srv *Server }
 
-func admitJob(job *structs.Job) error {
+// admitJob canonicalizes and validates a submitted job, and checks it for
+// parts Drover does not act on yet (structs/unsupported): those refused
+// fail the job with a 400 together with the validation errors; the warnings
+// are returned, formatted for the reply's Warnings.
+func admitJob(job *structs.Job) (warnings string, err error) {
 	if job == nil {
-		return structs.NewErrCoded(400, "Job must be specified")
+		return "", structs.NewErrCoded(400, "Job must be specified")
 	}
 	job.Canonicalize()
-	if err := job.Validate(); err != nil {
-		return structs.NewErrCoded(400, "Job validation failed: %s", err.Error())
+	problems, gaps := checkJob(job)
+	if len(problems) > 0 {
+		return "", structs.NewErrCoded(400, "Job validation failed: %s", (&structs.ValidationError{Errors: problems}).Error())
 	}
-	return nil
+	return gaps.WarningsText(), nil
+}
+
+// checkJob lists what is wrong with a canonicalized job (validation errors,
+// then refused features) and what it uses that Drover ignores.
+func checkJob(job *structs.Job) ([]string, unsupported.Gaps) {
+	var problems []string
+	if err := job.Validate(); err != nil {
+		if ve, ok := err.(*structs.ValidationError); ok {
+			problems = append(problems, ve.Errors...)
+		} else {
+			problems = append(problems, err.Error())
+		}
+	}
+	gaps := unsupported.Check(job, catalog.Builtin)
+	return append(problems, gaps.Refused...), gaps
 }
 
 // Register creates or updates a job and its evaluation.
@@ -30,9 +52,11 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
 		return err
 	}
-	if err := admitJob(args.Job); err != nil {
+	warnings, err := admitJob(args.Job)
+	if err != nil {
 		return err
 	}
+	reply.Warnings = warnings
 	job := args.Job
 	if args.Namespace != "" && job.Namespace != args.Namespace && args.Namespace != structs.DefaultNamespace {
 		return structs.NewErrCoded(400, "Job namespace %q does not match request namespace %q", job.Namespace, args.Namespace)
@@ -139,19 +163,18 @@ func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValid
 		return structs.NewErrCoded(400, "Job must be specified")
 	}
 	args.Job.Canonicalize()
-	reply.DriverConfigValidated = false
-	if err := args.Job.Validate(); err != nil {
-		if ve, ok := err.(*structs.ValidationError); ok {
-			reply.ValidationErrors = ve.Errors
-		} else {
-			reply.ValidationErrors = []string{err.Error()}
-		}
-		reply.Error = err.Error()
+	problems, gaps := checkJob(args.Job)
+	// Configs of the built-in drivers were checked against their schemas.
+	reply.DriverConfigValidated = true
+	if len(problems) > 0 {
+		reply.ValidationErrors = problems
+		reply.Error = (&structs.ValidationError{Errors: problems}).Error()
 	}
 	if errs := jobCountErrors(args.Job, j.srv.config.JobMaxCount); len(errs) > 0 {
 		reply.ValidationErrors = append(reply.ValidationErrors, errs...)
 		reply.Error = (&structs.ValidationError{Errors: reply.ValidationErrors}).Error()
 	}
+	reply.Warnings = gaps.WarningsText()
 	return nil
 }
 

@@ -17,12 +17,14 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if done, err := j.srv.forward("Job.Plan", args.Region, false, args, reply); done {
 		return err
 	}
-	if err := admitJob(args.Job); err != nil {
+	warnings, err := admitJob(args.Job)
+	if err != nil {
 		return err
 	}
 	if err := j.srv.checkJobLimits(args.Job); err != nil {
 		return err
 	}
+	reply.Warnings = warnings
 	job := args.Job
 	// A private copy: the candidate version is written into it only.
 	snap, err := j.srv.State().Scratch()

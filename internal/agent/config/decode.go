@@ -236,6 +236,11 @@ func (d *decoder) decodeValue(path string, fv reflect.Value, labels []*ast.Objec
 			return
 		}
 		label := keyString(labels[0])
+		if _, ok := d.origins[path+"."+label]; !ok {
+			// Where `plugin "docker" { ... }` was written, for errors
+			// about the block as a whole.
+			d.origins[path+"."+label] = Origin{File: d.file, Line: pos.Line}
+		}
 		if fv.IsNil() {
 			fv.Set(reflect.MakeMap(t))
 		}

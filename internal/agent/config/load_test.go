@@ -46,8 +46,8 @@ func checkFull(t *testing.T, c *Config) {
 	eq("client.host_volume", c.Client.HostVolumes, map[string]*HostVolumeConfig{
 		"data": {Path: "/srv/data", ReadOnly: true}, "logs": {Path: "/srv/logs"}})
 	eq("client.host_network", c.Client.HostNetworks, map[string]*HostNetworkConfig{"public": {CIDR: "203.0.113.0/24"}})
-	eq("plugin docker", c.Plugins["docker"].Config, map[string]any{
-		"allow_privileged": true, "volumes": map[string]any{"enabled": true}})
+	eq("plugin fake_device", c.Plugins["fake_device"].Config, map[string]any{
+		"vendor": "drover", "attributes": map[string]any{"memory": "8 GiB"}})
 	eq("raw_exec enabled", RawExecEnabled(c), true)
 	if len(c.Consuls) != 1 || c.Consuls[0].Address != "127.0.0.1:8500" || !*c.Consuls[0].ServerAutoJoin {
 		t.Errorf("consul = %#v", c.Consuls)

@@ -160,6 +160,13 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"telemetry short retention", "telemetry {\n in_memory_collection_interval = \"10s\"\n in_memory_retention_period = \"5s\"\n}", "in_memory_retention_period (5s) must be at least"},
 		{"heap floor off", "server { gc_heap_floor_mb = 0 }", ""},
 		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
+		{"plugin raw_exec", "plugin \"raw_exec\" {\n config { enabled = true }\n}", ""},
+		{"plugin fake_device", "plugin \"fake_device\" {\n config { count = 1 }\n}", ""},
+		{"plugin docker", "plugin \"docker\" {}", `plugin "docker" is not a task driver or device plugin built into Drover (built in: fake_device, mock_driver, raw_exec)`},
+		{"raw_exec option typo", "plugin \"raw_exec\" {\n config { enabeld = true }\n}", `plugin "raw_exec" config: unknown key "enabeld" (raw_exec's agent options: enabled)`},
+		{"raw_exec denied uids", "plugin \"raw_exec\" {\n config {\n enabled = true\n denied_host_uids = \"0\"\n }\n}", `plugin "raw_exec" config: denied_host_uids is not supported yet`},
+		{"fake_device bad count", "plugin \"fake_device\" {\n config { count = 0 }\n}", `plugin "fake_device" config: count must be a positive integer, got 0`},
+		{"plugin from plugin_dir", "plugin \"nomad-driver-podman\" {\n config { volumes { enabled = true } }\n}", `plugin "nomad-driver-podman" is not a task driver`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

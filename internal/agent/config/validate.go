@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-project/drover/internal/drivers/catalog"
 )
 
 // Validate checks the final, merged configuration: value ranges, required
@@ -67,6 +70,7 @@ func (c *Config) Validate() error {
 	if t := c.Telemetry; t != nil {
 		errs = append(errs, t.validate()...)
 	}
+	errs = append(errs, c.checkPlugins()...)
 	errs = append(errs, c.checkFeatureGates()...)
 	for _, err := range errs {
 		if e, ok := err.(*Error); ok {
@@ -258,6 +262,34 @@ func (t *Telemetry) validate() []error {
 	for _, r := range t.PrefixFilter {
 		if len(r) < 2 || (r[0] != '+' && r[0] != '-') {
 			bad("telemetry.prefix_filter", "telemetry.prefix_filter entry %q must be a metric prefix after + (allow) or - (block), e.g. \"+nomad.raft\"", r)
+		}
+	}
+	return errs
+}
+
+// checkPlugins refuses a `plugin "<name>"` block for a driver or device
+// plugin Drover does not have (Nomad would load it from plugin_dir or has it
+// built in, e.g. docker): its tasks would never run, and the block would
+// look like it configured something. A built-in plugin's config is checked
+// against the options it reads, so a typo is not silently ignored.
+func (c *Config) checkPlugins() []error {
+	names := make([]string, 0, len(c.Plugins))
+	for n := range c.Plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, n := range names {
+		if !catalog.IsPlugin(n) {
+			errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf(
+				"plugin %q is not a task driver or device plugin built into Drover (built in: %s); remove the block",
+				n, strings.Join(catalog.PluginNames(), ", "))})
+			continue
+		}
+		if p := c.Plugins[n]; p != nil {
+			if err := catalog.CheckPluginConfig(n, p.Config); err != nil {
+				errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf("plugin %q %v", n, err)})
+			}
 		}
 	}
 	return errs

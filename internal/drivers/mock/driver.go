@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -296,3 +298,36 @@ func integer(v any) (int, error) {
 }
 
 var _ drivers.Driver = (*Driver)(nil)
+
+// configKeys are the `config {}` keys StartTask reads (see the package doc).
+var configKeys = []string{"run_for", "exit_code", "exit_signal", "start_error", "stdout_string", "stderr_string"}
+
+// ValidateTaskConfig checks a task's `config {}` block as StartTask would
+// read it; the servers call it at registration.
+func ValidateTaskConfig(m map[string]any) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := m[k]
+		var err error
+		switch k {
+		case "run_for":
+			_, err = duration(v)
+		case "exit_code", "exit_signal":
+			_, err = integer(v)
+		case "start_error", "stdout_string", "stderr_string":
+			if _, ok := v.(string); !ok && v != nil {
+				err = fmt.Errorf("must be a string, got %T", v)
+			}
+		default:
+			return fmt.Errorf("config: unknown key %q (%s takes %s)", k, Name, strings.Join(configKeys, ", "))
+		}
+		if err != nil {
+			return fmt.Errorf("config: %s: %w", k, err)
+		}
+	}
+	return nil
+}

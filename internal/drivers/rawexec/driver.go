@@ -94,6 +94,30 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	}
 }
 
+// ValidatePluginConfig checks the agent's `plugin "raw_exec" { config {} }`.
+// Only `enabled` is read; Nomad's other options would be silently ignored,
+// and denied_host_uids/gids are a guarantee Drover cannot keep (every task
+// runs as the agent's user), so they are errors.
+func ValidatePluginConfig(m map[string]any) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch k {
+		case "enabled":
+		case "denied_host_uids", "denied_host_gids":
+			return fmt.Errorf("config: %s is not supported yet: raw_exec runs every task as the agent's user and cannot keep tasks off those IDs; remove it", k)
+		case "no_cgroups":
+			return fmt.Errorf("config: no_cgroups is not supported: raw_exec tracks each task in a cgroup when the host has one; remove it")
+		default:
+			return fmt.Errorf("config: unknown key %q (raw_exec's agent options: enabled)", k)
+		}
+	}
+	return nil
+}
+
 // taskConfig is the task's `config {}` block.
 type taskConfig struct {
 	Command    string
@@ -102,9 +126,24 @@ type taskConfig struct {
 	V1Override string
 }
 
+// ValidateTaskConfig checks a task's `config {}` block as StartTask would
+// read it: every key known and of the right type, `command` present. The
+// servers call it at registration so a typo is refused there, not when the
+// task first starts on a client.
+func ValidateTaskConfig(m map[string]any) error {
+	_, err := parseTaskConfig(m)
+	return err
+}
+
 func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 	tc := &taskConfig{}
-	for k, v := range m {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first bad key named is the same every time
+	for _, k := range keys {
+		v := m[k]
 		switch k {
 		case "command":
 			s, ok := v.(string)
@@ -149,8 +188,11 @@ func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 			default:
 				return nil, fmt.Errorf("config: cgroup_v1_override must be a map of controller to path, got %T", v)
 			}
+		case "oom_score_adj", "work_dir":
+			// Nomad's raw_exec has these; ours does not yet.
+			return nil, fmt.Errorf("config: %s is not supported by Drover's raw_exec yet (it takes command, args, cgroup_v2_override, cgroup_v1_override)", k)
 		default:
-			return nil, fmt.Errorf("config: unknown key %q", k)
+			return nil, fmt.Errorf("config: unknown key %q (raw_exec takes command, args, cgroup_v2_override, cgroup_v1_override)", k)
 		}
 	}
 	if strings.TrimSpace(tc.Command) == "" {

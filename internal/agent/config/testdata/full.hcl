@@ -78,11 +78,11 @@ client {
   }
 }
 
-plugin "docker" {
+plugin "fake_device" {
   config {
-    allow_privileged = true
-    volumes {
-      enabled = true
+    vendor = "drover"
+    attributes {
+      memory = "8 GiB"
     }
   }
 }

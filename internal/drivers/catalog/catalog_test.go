@@ -1,0 +1,44 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckTaskConfig(t *testing.T) {
+	for _, tc := range []struct {
+		driver  string
+		config  map[string]any
+		known   bool
+		wantErr string
+	}{
+		{"raw_exec", map[string]any{"command": "/bin/sleep", "args": []any{"60"}}, true, ""},
+		{"raw_exec", map[string]any{"command": "/bin/sleep", "oom_score_adj": 500.0}, true, `oom_score_adj is not supported by Drover's raw_exec yet`},
+		{"raw_exec", map[string]any{"comand": "/bin/sleep", "command": "x", "zz": 1}, true, `unknown key "comand"`}, // the first, sorted
+		{"raw_exec", map[string]any{}, true, `"command" is required`},
+		{"mock_driver", map[string]any{"run_for": "1s", "exit_code": 2.0, "stdout_string": "hi"}, true, ""},
+		{"mock_driver", map[string]any{"run_for": "soon"}, true, "run_for"},
+		{"mock_driver", map[string]any{"kill_after": "1s"}, true, `unknown key "kill_after"`},
+		{"docker", map[string]any{"image": "redis"}, false, ""},
+	} {
+		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
+		if known != tc.known {
+			t.Errorf("%s %v: known = %v, want %v", tc.driver, tc.config, known, tc.known)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s %v: unexpected error %v", tc.driver, tc.config, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s %v: error %v, want one containing %q", tc.driver, tc.config, err, tc.wantErr)
+		}
+	}
+}
+
+func TestPluginNames(t *testing.T) {
+	if got := strings.Join(PluginNames(), ","); got != "fake_device,mock_driver,raw_exec" {
+		t.Fatalf("PluginNames = %s", got)
+	}
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || IsPlugin("docker") || IsPlugin("exec") {
+		t.Fatal("IsPlugin disagrees with PluginNames")
+	}
+}

@@ -1,0 +1,493 @@
+// Package unsupported is the one table of jobspec features Drover accepts on
+// the wire but does not act on yet, and the check that walks a job against
+// it. It must never change the job it checks, nor depend on the engine's
+// state: a check is a pure function of the job and the driver catalog.
+package unsupported
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// This file is the one table of jobspec features Drover accepts on the wire
+// (they are api types, so nothing a user wrote is lost) but does not act on
+// yet. Each entry is refused (the registration fails with a 400 naming the
+// block and where it is) when running without it would be unsafe or would
+// silently break the task, and warned about otherwise (the job runs; the
+// response's Warnings, printed by `job run|plan|validate`, say what is
+// ignored). When a feature is built, delete its line.
+//
+// How the table was made: every field of api.Job, TaskGroup, Task, Resources,
+// NetworkResource, Port, Service and the blocks below them was looked up in
+// the engine (apiconv, scheduler, server, client, drivers). Fields the engine
+// honours are not listed: identity and placement fields, count, constraints,
+// affinities, spreads, datacenters, node_pool, priority, all_at_once, meta,
+// periodic, parameterized + dispatch_payload, restart, reschedule attempts
+// and interval, ephemeral_disk.size, group networks in host mode with
+// static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
+// kill_timeout, kill_signal, leader, lifecycle, logs, scaling min/max (job
+// scale), driver config (checked against the driver's schema below).
+//
+// Blocks that the api client's Canonicalize fills in for every job (update,
+// migrate, reschedule) only count as set when they differ from those
+// defaults: a user who never wrote them is not warned.
+
+// DriverCatalog is what the checks need to know about task drivers; the
+// server passes internal/drivers/catalog.Builtin.
+type DriverCatalog interface {
+	// CheckTaskConfig reports whether driver is built into Drover and, if
+	// it is, whether config is valid for it.
+	CheckTaskConfig(driver string, config map[string]any) (known bool, err error)
+}
+
+// Gaps is what Check found: refusals (the job must not be
+// registered) and warnings (it may, without those parts).
+type Gaps struct {
+	Refused  []string
+	Warnings []string
+}
+
+// WarningsText formats the warnings as a response's Warnings field: "1
+// warning:" or "N warnings:", a blank line, then one "* " line each. Empty
+// when there are none.
+func (g Gaps) WarningsText() string {
+	switch len(g.Warnings) {
+	case 0:
+		return ""
+	case 1:
+		return "1 warning:\n\n* " + g.Warnings[0]
+	}
+	return fmt.Sprintf("%d warnings:\n\n* %s", len(g.Warnings), strings.Join(g.Warnings, "\n* "))
+}
+
+// gap is one line of the table: a block (as written in a jobspec) and
+// whether and why it is refused or only warned about. used returns the
+// labels of the instances a job sets (`template "local/app.conf"`), or none.
+type gap[T any] struct {
+	block  string
+	refuse bool
+	reason string
+	used   func(T) []string
+}
+
+const (
+	gapRefuse = true
+	gapWarn   = false
+)
+
+type groupCtx struct {
+	job *structs.Job
+	tg  *structs.TaskGroup
+}
+
+type taskCtx struct {
+	job *structs.Job
+	tg  *structs.TaskGroup
+	t   *structs.Task
+}
+
+var jobGaps = []gap[*structs.Job]{
+	{"multiregion", gapRefuse, "the job would run in this region only", func(j *structs.Job) []string {
+		return when(j.Multiregion != nil, "multiregion")
+	}},
+	{"consul_namespace", gapWarn, "Drover has no Consul integration", func(j *structs.Job) []string {
+		return when(j.ConsulNamespace != "", "consul_namespace")
+	}},
+	{"vault_namespace", gapWarn, "Drover has no Vault integration", func(j *structs.Job) []string {
+		return when(j.VaultNamespace != "", "vault_namespace")
+	}},
+}
+
+var groupGaps = []gap[groupCtx]{
+	{"volume", gapRefuse, "tasks would run without the volume and write their data to the alloc dir, where it is lost", func(c groupCtx) []string {
+		return labels("volume", c.tg.Volumes)
+	}},
+	{"consul", gapRefuse, "Drover has no Consul integration; tasks would get no Consul token or configuration", func(c groupCtx) []string {
+		return when(c.tg.Consul != nil, "consul")
+	}},
+	{"network mode", gapRefuse, "tasks would share the host's network instead of getting their own", func(c groupCtx) []string {
+		var out []string
+		for i, n := range c.tg.Networks {
+			if n != nil && n.Mode != "" && n.Mode != "host" {
+				out = append(out, fmt.Sprintf("network[%d] mode %q", i, n.Mode))
+			}
+		}
+		return out
+	}},
+	{"host_network", gapRefuse, "the port would be bound on the node's default network, possibly a public one", func(c groupCtx) []string {
+		var out []string
+		for i, n := range c.tg.Networks {
+			if n == nil {
+				continue
+			}
+			for _, p := range append(append([]structs.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
+				if p.HostNetwork != "" && p.HostNetwork != "default" {
+					out = append(out, fmt.Sprintf("network[%d] port %q host_network %q", i, p.Label, p.HostNetwork))
+				}
+			}
+		}
+		return out
+	}},
+	{"network options", gapWarn, "only bridge networking uses them, and Drover runs tasks in the host's network", func(c groupCtx) []string {
+		var out []string
+		for i, n := range c.tg.Networks {
+			if n == nil {
+				continue
+			}
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"hostname", n.Hostname != ""}, {"dns", n.DNS != nil}, {"cni", n.CNI != nil}} {
+				if f.set {
+					out = append(out, fmt.Sprintf("network[%d] %s", i, f.name))
+				}
+			}
+		}
+		return out
+	}},
+	{"network addressing", gapWarn, "Drover picks the node's address itself and does not account bandwidth", func(c groupCtx) []string {
+		var out []string
+		for i, n := range c.tg.Networks {
+			if n == nil {
+				continue
+			}
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"device", n.Device != ""}, {"cidr", n.CIDR != ""}, {"ip", n.IP != ""}, {"mbits", n.MBits > 0}} {
+				if f.set {
+					out = append(out, fmt.Sprintf("network[%d] %s", i, f.name))
+				}
+			}
+		}
+		return out
+	}},
+	{"ignore_collision", gapWarn, "the port is still checked for collisions on the node", func(c groupCtx) []string {
+		var out []string
+		for i, n := range c.tg.Networks {
+			if n == nil {
+				continue
+			}
+			for _, p := range append(append([]structs.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
+				if p.IgnoreCollision {
+					out = append(out, fmt.Sprintf("network[%d] port %q ignore_collision", i, p.Label))
+				}
+			}
+		}
+		return out
+	}},
+	{"update", gapWarn, "Drover has no deployments yet, so a new version replaces every allocation at once, without canaries, health checks or auto_revert", func(c groupCtx) []string {
+		u := c.tg.Update
+		return when(u != nil && u.MaxParallel != nil && *u.MaxParallel > 0 && !isDefault(u, defaultUpdate()), "update")
+	}},
+	{"migrate", gapWarn, "a draining node's allocations are stopped and replaced without waiting for the new ones to be healthy", func(c groupCtx) []string {
+		return when(c.tg.Migrate != nil && !isDefault(c.tg.Migrate, defaultMigrate()), "migrate")
+	}},
+	{"reschedule delay", gapWarn, "a failed allocation eligible for rescheduling is replaced at once", func(c groupCtx) []string {
+		p := c.tg.ReschedulePolicy
+		if p == nil || (!p.Unlimited && p.Attempts <= 0) {
+			return nil
+		}
+		d := api.NewDefaultReschedulePolicy(c.job.Type)
+		return when(p.Delay != ptrVal(d.Delay) || p.DelayFunction != ptrVal(d.DelayFunction) || p.MaxDelay != ptrVal(d.MaxDelay),
+			"reschedule delay, delay_function or max_delay")
+	}},
+	{"disconnect", gapWarn, "allocations on a node that stops heartbeating are replaced as lost, as if lost_after were 0", func(c groupCtx) []string {
+		return when(c.tg.Disconnect != nil, "disconnect")
+	}},
+	{"max_client_disconnect", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { lost_after }", func(c groupCtx) []string {
+		return when(c.tg.MaxClientDisconnect != nil, "max_client_disconnect")
+	}},
+	{"stop_after_client_disconnect", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { stop_on_client_after }", func(c groupCtx) []string {
+		return when(c.tg.StopAfterClientDisconnect != nil, "stop_after_client_disconnect")
+	}},
+	{"prevent_reschedule_on_lost", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { replace }", func(c groupCtx) []string {
+		return when(c.tg.PreventRescheduleOnLost, "prevent_reschedule_on_lost")
+	}},
+	{"ephemeral_disk sticky/migrate", gapWarn, "a replacement allocation starts with an empty alloc dir", func(c groupCtx) []string {
+		d := c.tg.EphemeralDisk
+		return when(d != nil && (d.Sticky || d.Migrate), "ephemeral_disk sticky/migrate")
+	}},
+	{"shutdown_delay", gapWarn, "tasks are stopped without the delay", func(c groupCtx) []string {
+		return when(c.tg.ShutdownDelay != nil && *c.tg.ShutdownDelay > 0, "shutdown_delay")
+	}},
+	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
+		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")
+	}},
+	{"scaling policy", gapWarn, "Drover does not serve /v1/scaling/policies, so an autoscaler will not see it (min and max still bound job scale)", func(c groupCtx) []string {
+		return when(c.tg.Scaling != nil && len(c.tg.Scaling.Policy) > 0, "scaling policy")
+	}},
+}
+
+var taskGaps = []gap[taskCtx]{
+	{"template", gapRefuse, "the task would start without the files it renders", func(c taskCtx) []string {
+		var out []string
+		for _, t := range c.t.Templates {
+			if t != nil {
+				out = append(out, fmt.Sprintf("template %q", ptrVal(t.DestPath)))
+			}
+		}
+		return out
+	}},
+	{"artifact", gapRefuse, "the task would start without the files it downloads", func(c taskCtx) []string {
+		var out []string
+		for _, a := range c.t.Artifacts {
+			if a != nil {
+				out = append(out, fmt.Sprintf("artifact %q", ptrVal(a.GetterSource)))
+			}
+		}
+		return out
+	}},
+	{"volume_mount", gapRefuse, "the task would write to its own directory instead of the volume, and the data would be lost", func(c taskCtx) []string {
+		var out []string
+		for _, m := range c.t.VolumeMounts {
+			if m != nil {
+				out = append(out, fmt.Sprintf("volume_mount %q", ptrVal(m.Volume)))
+			}
+		}
+		return out
+	}},
+	{"vault", gapRefuse, "Drover has no Vault integration; the task would get no Vault token", func(c taskCtx) []string {
+		return when(c.t.Vault != nil, "vault")
+	}},
+	{"consul", gapRefuse, "Drover has no Consul integration; the task would get no Consul token or configuration", func(c taskCtx) []string {
+		return when(c.t.Consul != nil, "consul")
+	}},
+	{"secret", gapRefuse, "the task would start without its secrets", func(c taskCtx) []string {
+		var out []string
+		for _, s := range c.t.Secrets {
+			if s != nil {
+				out = append(out, fmt.Sprintf("secret %q", s.Name))
+			}
+		}
+		return out
+	}},
+	{"csi_plugin", gapRefuse, "Drover has no CSI support; the plugin would never be registered", func(c taskCtx) []string {
+		return when(c.t.CSIPluginConfig != nil, "csi_plugin")
+	}},
+	{"kind", gapRefuse, "Consul Connect tasks (proxies, gateways, native) are not built", func(c taskCtx) []string {
+		return when(c.t.Kind != "", fmt.Sprintf("kind %q", c.t.Kind))
+	}},
+	{"schedule", gapRefuse, "the task would run all the time, not only in its schedule", func(c taskCtx) []string {
+		return when(c.t.Schedule != nil, "schedule")
+	}},
+	{"user", gapRefuse, "Drover's drivers run every task as the agent's user, so the task would run with more privileges than asked", func(c taskCtx) []string {
+		return when(c.t.User != "", fmt.Sprintf("user %q", c.t.User))
+	}},
+	{"identity env/file", gapRefuse, "workload identity tokens are not given to tasks yet; the task would start without its token", func(c taskCtx) []string {
+		var out []string
+		for _, id := range identities(c.t) {
+			if id.Env || id.File {
+				out = append(out, identityLabel(id))
+			}
+		}
+		return out
+	}},
+	{"identity", gapWarn, "workload identity tokens are not issued to tasks yet", func(c taskCtx) []string {
+		var out []string
+		for _, id := range identities(c.t) {
+			if !id.Env && !id.File {
+				out = append(out, identityLabel(id))
+			}
+		}
+		return out
+	}},
+	{"resources.cores", gapRefuse, "Drover does not reserve whole cores; the task would share CPUs with others", func(c taskCtx) []string {
+		return when(c.t.Resources != nil && c.t.Resources.Cores > 0, "resources.cores")
+	}},
+	{"resources.numa", gapRefuse, "Drover does not place tasks by NUMA node", func(c taskCtx) []string {
+		r := c.t.Resources
+		return when(r != nil && r.NUMA != nil && r.NUMA.Affinity != "" && r.NUMA.Affinity != "none", "resources.numa")
+	}},
+	{"task network", gapRefuse, "task-level network asks are not placed, so the task would get no ports; declare the network in the group", func(c taskCtx) []string {
+		return when(c.t.Resources != nil && len(c.t.Resources.Networks) > 0, "resources.network")
+	}},
+	{"resources.disk/iops/secrets", gapWarn, "it is not reserved on the node (for disk, use the group's ephemeral_disk)", func(c taskCtx) []string {
+		r := c.t.Resources
+		if r == nil {
+			return nil
+		}
+		var out []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"resources.disk", r.DiskMB > 0}, {"resources.iops", r.IOPS > 0}, {"resources.secrets", r.SecretsMB > 0}} {
+			if f.set {
+				out = append(out, f.name)
+			}
+		}
+		return out
+	}},
+	{"shutdown_delay", gapWarn, "the task is stopped without the delay", func(c taskCtx) []string {
+		return when(c.t.ShutdownDelay > 0, "shutdown_delay")
+	}},
+	{"scaling", gapWarn, "vertical scaling policies are not acted on", func(c taskCtx) []string {
+		return when(len(c.t.ScalingPolicies) > 0, "scaling")
+	}},
+	{"action", gapWarn, "actions cannot be run: Drover has no action endpoint yet", func(c taskCtx) []string {
+		var out []string
+		for _, a := range c.t.Actions {
+			if a != nil {
+				out = append(out, fmt.Sprintf("action %q", a.Name))
+			}
+		}
+		return out
+	}},
+}
+
+// serviceGap says what happens to a service block (group or task level).
+func serviceGap(s *structs.Service) (label string, refused bool, reason string) {
+	label = fmt.Sprintf("service %q", s.Name)
+	if s.Connect != nil {
+		return label + " connect", gapRefuse, "Consul Connect (sidecars, gateways, mesh) is not built; the service would be unreachable through the mesh"
+	}
+	reason = "Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider \"nomad\")"
+	if s.Provider != "nomad" {
+		provider := s.Provider
+		if provider == "" {
+			provider = "consul" // Nomad's default
+		}
+		reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", provider)
+	}
+	if len(s.Checks) > 0 {
+		reason += ", and its checks do not run"
+	}
+	return label, gapWarn, reason
+}
+
+// Check walks a canonicalized job and reports every part of it that Drover
+// would not act on, each message naming where it is:
+//
+//	Task group "web", task "server": template "local/app.conf" is not supported by Drover yet: ...
+//
+// drivers may be nil (then driver names and configs are not checked).
+func Check(j *structs.Job, drivers DriverCatalog) Gaps {
+	var g Gaps
+	add := func(path, label string, refused bool, reason string) {
+		if refused {
+			g.Refused = append(g.Refused, fmt.Sprintf("%s: %s is not supported by Drover yet: %s", path, label, reason))
+		} else {
+			g.Warnings = append(g.Warnings, fmt.Sprintf("%s: %s is accepted but not acted on by Drover yet: %s", path, label, reason))
+		}
+	}
+	jp := fmt.Sprintf("Job %q", j.ID)
+	for _, r := range jobGaps {
+		for _, l := range r.used(j) {
+			add(jp, l, r.refuse, r.reason)
+		}
+	}
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		gp := fmt.Sprintf("Task group %q", tg.Name)
+		for _, r := range groupGaps {
+			for _, l := range r.used(groupCtx{j, tg}) {
+				add(gp, l, r.refuse, r.reason)
+			}
+		}
+		for _, s := range tg.Services {
+			if s != nil {
+				l, rf, why := serviceGap(s)
+				add(gp, l, rf, why)
+			}
+		}
+		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
+			tp := fmt.Sprintf("%s, task %q", gp, t.Name)
+			for _, r := range taskGaps {
+				for _, l := range r.used(taskCtx{j, tg, t}) {
+					add(tp, l, r.refuse, r.reason)
+				}
+			}
+			for _, s := range t.Services {
+				if s != nil {
+					l, rf, why := serviceGap(s)
+					add(tp, l, rf, why)
+				}
+			}
+			if drivers == nil || t.Driver == "" {
+				continue
+			}
+			switch known, err := drivers.CheckTaskConfig(t.Driver, t.Config); {
+			case !known:
+				g.Warnings = append(g.Warnings, fmt.Sprintf("%s: driver %q is not built into Drover, so no node can run this task (its config is not checked)", tp, t.Driver))
+			case err != nil:
+				g.Refused = append(g.Refused, fmt.Sprintf("%s: driver %q %s", tp, t.Driver, err))
+			}
+		}
+	}
+	return g
+}
+
+func when(cond bool, label string) []string {
+	if cond {
+		return []string{label}
+	}
+	return nil
+}
+
+func labels[V any](block string, m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %q", block, k))
+	}
+	return out
+}
+
+func identities(t *structs.Task) []*structs.WorkloadIdentity {
+	var out []*structs.WorkloadIdentity
+	if t.Identity != nil {
+		out = append(out, t.Identity)
+	}
+	for _, id := range t.Identities {
+		if id != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func identityLabel(id *structs.WorkloadIdentity) string {
+	if id.Name == "" {
+		return "identity"
+	}
+	return fmt.Sprintf("identity %q", id.Name)
+}
+
+func ptrVal[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// defaultUpdate and defaultMigrate are the blocks the api client's
+// Canonicalize gives a job that has none.
+func defaultUpdate() *structs.UpdateStrategy {
+	u := api.DefaultUpdateStrategy()
+	u.Canonicalize()
+	return u
+}
+
+func defaultMigrate() *structs.MigrateStrategy {
+	m := api.DefaultMigrateStrategy()
+	m.Canonicalize()
+	return m
+}
+
+func isDefault[T any](got, def *T) bool { return reflect.DeepEqual(got, def) }

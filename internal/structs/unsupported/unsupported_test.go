@@ -1,0 +1,206 @@
+package unsupported_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/apiconv"
+	"github.com/drover-project/drover/internal/drivers/catalog"
+	"github.com/drover-project/drover/internal/structs/unsupported"
+)
+
+// gapJob is a plain service job as a user submits it (not canonicalized):
+// nothing in it may be refused or warned about, even after the api client's
+// Canonicalize has filled update, migrate, reschedule and restart defaults.
+func gapJob(typ string) *api.Job {
+	task := api.NewTask("server", "raw_exec").SetConfig("command", "/bin/sleep").SetConfig("args", []any{"60"})
+	tg := api.NewTaskGroup("web", 2).AddTask(task)
+	tg.Networks = []*api.NetworkResource{{Mode: "host", DynamicPorts: []api.Port{{Label: "http"}}}}
+	j := &api.Job{ID: new("web"), Type: new(typ)}
+	return j.AddTaskGroup(tg)
+}
+
+func checkGaps(t *testing.T, j *api.Job) unsupported.Gaps {
+	t.Helper()
+	sj := apiconv.ApiJobToStructJob(j)
+	sj.Canonicalize()
+	if err := sj.Validate(); err != nil {
+		t.Fatalf("the test job itself is invalid: %v", err)
+	}
+	return unsupported.Check(sj, catalog.Builtin)
+}
+
+func TestCheck_PlainJobsHaveNoGaps(t *testing.T) {
+	for _, typ := range []string{"service", "batch", "system", "sysbatch"} {
+		j := gapJob(typ)
+		if typ == "system" || typ == "sysbatch" {
+			j.TaskGroups[0].Count = new(1)
+		}
+		g := checkGaps(t, j)
+		if len(g.Refused)+len(g.Warnings) != 0 {
+			t.Errorf("%s job: want no gaps, got refused %q, warnings %q", typ, g.Refused, g.Warnings)
+		}
+	}
+}
+
+func TestCheck_Decisions(t *testing.T) {
+	dur := func(d time.Duration) *time.Duration { return &d }
+	task := func(j *api.Job) *api.Task { return j.TaskGroups[0].Tasks[0] }
+	tg := func(j *api.Job) *api.TaskGroup { return j.TaskGroups[0] }
+	const tp = `Task group "web", task "server": `
+	const gp = `Task group "web": `
+	cases := []struct {
+		name    string
+		mutate  func(j *api.Job)
+		refused string // the message wanted among the refusals, or
+		warning string // among the warnings
+	}{
+		// Refused: running without them breaks the task or is unsafe.
+		{"template", func(j *api.Job) {
+			task(j).Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/app.conf")}}
+		}, tp + `template "local/app.conf" is not supported by Drover yet: the task would start without the files it renders`, ""},
+		{"artifact", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tgz")}}
+		}, tp + `artifact "https://example.com/app.tgz" is not supported`, ""},
+		{"group volume", func(j *api.Job) {
+			tg(j).Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
+		}, gp + `volume "data" is not supported`, ""},
+		{"volume_mount", func(j *api.Job) {
+			task(j).VolumeMounts = []*api.VolumeMount{{Volume: new("data"), Destination: new("/data")}}
+		}, tp + `volume_mount "data" is not supported`, ""},
+		{"vault", func(j *api.Job) { task(j).Vault = &api.Vault{Role: "app"} }, tp + `vault is not supported`, ""},
+		{"task consul", func(j *api.Job) { task(j).Consul = &api.Consul{} }, tp + `consul is not supported`, ""},
+		{"group consul", func(j *api.Job) { tg(j).Consul = &api.Consul{} }, gp + `consul is not supported`, ""},
+		{"csi_plugin", func(j *api.Job) {
+			task(j).CSIPluginConfig = &api.TaskCSIPluginConfig{ID: "ebs", Type: "node", MountDir: "/csi"}
+		}, tp + `csi_plugin is not supported`, ""},
+		{"secret", func(j *api.Job) {
+			task(j).Secrets = []*api.Secret{{Name: "db", Provider: "nomad", Path: "db"}}
+		}, tp + `secret "db" is not supported`, ""},
+		{"bridge network", func(j *api.Job) { tg(j).Networks[0].Mode = "bridge" }, gp + `network[0] mode "bridge" is not supported`, ""},
+		{"cni network", func(j *api.Job) { tg(j).Networks[0].Mode = "cni/mynet" }, gp + `network[0] mode "cni/mynet" is not supported`, ""},
+		{"no network", func(j *api.Job) { tg(j).Networks[0].Mode = "none" }, gp + `network[0] mode "none" is not supported`, ""},
+		{"host_network", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].HostNetwork = "private" },
+			gp + `network[0] port "http" host_network "private" is not supported`, ""},
+		{"task network", func(j *api.Job) {
+			task(j).Resources = &api.Resources{Networks: []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "x"}}}}}
+		}, tp + `resources.network is not supported`, ""},
+		{"cores", func(j *api.Job) { task(j).Resources = &api.Resources{Cores: new(2)} }, tp + `resources.cores is not supported`, ""},
+		{"numa", func(j *api.Job) {
+			task(j).Resources = &api.Resources{NUMA: &api.NUMAResource{Affinity: "require"}}
+		}, tp + `resources.numa is not supported`, ""},
+		{"user", func(j *api.Job) { task(j).User = "nobody" }, tp + `user "nobody" is not supported by Drover yet: Drover's drivers run every task as the agent's user`, ""},
+		{"identity file", func(j *api.Job) { task(j).Identity = &api.WorkloadIdentity{File: true} }, tp + `identity is not supported`, ""},
+		{"identities env", func(j *api.Job) {
+			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, Env: true}}
+		}, tp + `identity "aws" is not supported`, ""},
+		{"connect", func(j *api.Job) {
+			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Connect: &api.ConsulConnect{Native: true}}}
+		}, gp + `service "api" connect is not supported`, ""},
+		{"connect task kind", func(j *api.Job) { task(j).Kind = "connect-proxy:api" }, tp + `kind "connect-proxy:api" is not supported`, ""},
+		{"schedule", func(j *api.Job) {
+			task(j).Schedule = &api.TaskSchedule{Cron: &api.TaskScheduleCron{Start: "0 9 * * *", End: "0 17", Timezone: "UTC"}}
+		},
+			tp + `schedule is not supported`, ""},
+		{"multiregion", func(j *api.Job) { j.Multiregion = &api.Multiregion{} }, `Job "web": multiregion is not supported`, ""},
+		{"raw_exec unknown option", func(j *api.Job) { task(j).Config["oom_score_adj"] = 500 },
+			tp + `driver "raw_exec" config: oom_score_adj is not supported by Drover's raw_exec yet`, ""},
+		{"raw_exec typo", func(j *api.Job) { task(j).Config["comand"] = "/bin/true" },
+			tp + `driver "raw_exec" config: unknown key "comand"`, ""},
+		{"raw_exec without command", func(j *api.Job) { delete(task(j).Config, "command") },
+			tp + `driver "raw_exec" config: "command" is required`, ""},
+		{"raw_exec args of the wrong type", func(j *api.Job) { task(j).Config["args"] = "60" },
+			tp + `driver "raw_exec" config: args must be a list of strings`, ""},
+		{"mock_driver unknown option", func(j *api.Job) { task(j).Driver = "mock_driver"; task(j).Config = map[string]any{"kill_after": "1s"} },
+			tp + `driver "mock_driver" config: unknown key "kill_after"`, ""},
+
+		// Warned: the job runs, without them.
+		{"nomad service with check", func(j *api.Job) {
+			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Provider: "nomad",
+				Checks: []api.ServiceCheck{{Type: "http", Path: "/health", Interval: time.Second, Timeout: time.Second}}}}
+		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
+		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
+			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
+		{"update", func(j *api.Job) { j.Update = &api.UpdateStrategy{Canary: new(1), AutoPromote: new(true)} },
+			"", gp + `update is accepted but not acted on by Drover yet: Drover has no deployments yet`},
+		{"migrate", func(j *api.Job) { tg(j).Migrate = &api.MigrateStrategy{MaxParallel: new(3)} }, "", gp + `migrate is accepted but not acted on`},
+		{"reschedule delay", func(j *api.Job) { tg(j).ReschedulePolicy = &api.ReschedulePolicy{Delay: dur(time.Minute)} },
+			"", gp + `reschedule delay, delay_function or max_delay is accepted but not acted on`},
+		{"disconnect", func(j *api.Job) { tg(j).Disconnect = &api.DisconnectStrategy{LostAfter: dur(time.Hour)} }, "", gp + `disconnect is accepted`},
+		{"max_client_disconnect", func(j *api.Job) { tg(j).MaxClientDisconnect = dur(time.Hour) }, "", gp + `max_client_disconnect is accepted`},
+		{"stop_after_client_disconnect", func(j *api.Job) { tg(j).StopAfterClientDisconnect = dur(time.Hour) }, "", gp + `stop_after_client_disconnect is accepted`},
+		{"prevent_reschedule_on_lost", func(j *api.Job) { tg(j).PreventRescheduleOnLost = new(true) }, "", gp + `prevent_reschedule_on_lost is accepted`},
+		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
+		{"group shutdown_delay", func(j *api.Job) { tg(j).ShutdownDelay = dur(5 * time.Second) }, "", gp + `shutdown_delay is accepted`},
+		{"task shutdown_delay", func(j *api.Job) { task(j).ShutdownDelay = 5 * time.Second }, "", tp + `shutdown_delay is accepted`},
+		{"max_run_duration", func(j *api.Job) { tg(j).MaxRunDuration = dur(time.Hour) }, "", gp + `max_run_duration is accepted`},
+		{"autoscaler policy", func(j *api.Job) {
+			tg(j).Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(5)), Policy: map[string]any{"check": "cpu"}}
+		}, "", gp + `scaling policy is accepted`},
+		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
+		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
+		{"ignore_collision", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].IgnoreCollision = true }, "", gp + `network[0] port "http" ignore_collision is accepted`},
+		{"identity audience", func(j *api.Job) {
+			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}}}
+		}, "", tp + `identity "aws" is accepted but not acted on by Drover yet: workload identity tokens are not issued to tasks yet`},
+		{"task disk", func(j *api.Job) { task(j).Resources = &api.Resources{DiskMB: new(100)} }, "", tp + `resources.disk is accepted`},
+		{"action", func(j *api.Job) { task(j).Actions = []*api.Action{{Name: "dump", Command: "/bin/true"}} }, "", tp + `action "dump" is accepted`},
+		{"vertical scaling", func(j *api.Job) { task(j).ScalingPolicies = []*api.ScalingPolicy{{Type: "vertical_cpu"}} }, "", tp + `scaling is accepted`},
+		{"consul_namespace", func(j *api.Job) { j.ConsulNamespace = new("team") }, "", `Job "web": consul_namespace is accepted`},
+		{"driver not built", func(j *api.Job) { task(j).Driver = "docker"; task(j).Config = map[string]any{"image": "redis"} },
+			"", tp + `driver "docker" is not built into Drover, so no node can run this task`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := gapJob("service")
+			tc.mutate(j)
+			g := checkGaps(t, j)
+			want, got, other := tc.refused, g.Refused, g.Warnings
+			if want == "" {
+				want, got, other = tc.warning, g.Warnings, g.Refused
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+				t.Errorf("want exactly one message starting\n  %s\ngot %q", want, got)
+			}
+			if len(other) != 0 {
+				t.Errorf("want nothing else, got %q", other)
+			}
+		})
+	}
+}
+
+// A job that only restates the defaults is not warned about.
+func TestCheck_ExplicitDefaultsAreQuiet(t *testing.T) {
+	j := gapJob("service")
+	j.Update = api.DefaultUpdateStrategy()
+	j.TaskGroups[0].Migrate = api.DefaultMigrateStrategy()
+	j.TaskGroups[0].ReschedulePolicy = api.NewDefaultReschedulePolicy("service")
+	j.Update.MaxParallel = new(1)
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+	// max_parallel = 0 turns rolling updates off in Nomad too.
+	j = gapJob("service")
+	j.Update = &api.UpdateStrategy{MaxParallel: new(0), Canary: new(0)}
+	if g := checkGaps(t, j); len(g.Warnings) != 0 {
+		t.Errorf("update with max_parallel = 0: want no warning, got %q", g.Warnings)
+	}
+}
+
+func TestGapsWarningsText(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"a"}, "1 warning:\n\n* a"},
+		{[]string{"a", "b"}, "2 warnings:\n\n* a\n* b"},
+	} {
+		if got := (unsupported.Gaps{Warnings: tc.in}).WarningsText(); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
