@@ -39,7 +39,7 @@ func deepJobBody(id string, depth int) []byte {
 // bigJobBody is a register body of about size bytes.
 func bigJobBody(id string, size int) []byte {
 	job := rawExecJob(id, "batch", 1, "true")
-	job.TaskGroups[0].Tasks[0].Config["pad"] = strings.Repeat("x", size)
+	job.TaskGroups[0].Tasks[0].Meta = map[string]string{"pad": strings.Repeat("x", size)}
 	b, _ := json.Marshal(map[string]any{"Job": job})
 	return b
 }
@@ -143,7 +143,7 @@ func TestBadInputIsRefusedAndSurvivesKill(t *testing.T) {
 	if fmt.Sprint(after) != fmt.Sprint(good) {
 		t.Fatalf("jobs after kill -9 and restart: %v, want %v", after, good)
 	}
-	if j, _, err := b.client.Jobs().Info("good-4mb", nil); err != nil || len(j.TaskGroups[0].Tasks[0].Config["pad"].(string)) != 4<<20 {
+	if j, _, err := b.client.Jobs().Info("good-4mb", nil); err != nil || len(j.TaskGroups[0].Tasks[0].Meta["pad"]) != 4<<20 {
 		t.Fatalf("the 4 MB job did not come back whole: %v", err)
 	}
 	for _, log := range []string{a.out.String(), b.out.String()} {
