@@ -184,10 +184,11 @@ func parseMetaApply(args []string, unset string) (map[string]*string, error) {
 }
 
 // lookupNodeID resolves a node ID prefix to the full ID ("" stays "": the
-// agent's own node).
+// agent's own node). A full ID is taken as it is, so a client agent that
+// cannot reach its servers still answers for its own node.
 func lookupNodeID(client *api.Client, prefix string) (string, error) {
-	if prefix == "" {
-		return "", nil
+	if prefix == "" || len(prefix) == 36 {
+		return prefix, nil
 	}
 	if len(prefix) == 1 {
 		return "", fmt.Errorf("Node ID must contain at least two characters.")

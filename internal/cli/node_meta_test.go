@@ -17,6 +17,7 @@ type metaAgent struct {
 	mu      sync.Mutex
 	applied []api.NodeMetaApplyRequest
 	reads   []string // node_id of each read
+	lookups int      // node prefix lookups
 }
 
 func (m *metaAgent) server(t *testing.T) *httptest.Server {
@@ -25,6 +26,7 @@ func (m *metaAgent) server(t *testing.T) *httptest.Server {
 		defer m.mu.Unlock()
 		switch {
 		case r.URL.Path == "/v1/nodes":
+			m.lookups++
 			var stubs []*api.NodeListStub
 			if strings.HasPrefix(nodeID, r.URL.Query().Get("prefix")) {
 				stubs = append(stubs, &api.NodeListStub{ID: nodeID, Name: "node1"})
@@ -86,6 +88,10 @@ rack              = r1
 	}
 	if len(m.reads) != 2 || m.reads[0] != "" || m.reads[1] != nodeID {
 		t.Fatalf("reads asked for %q", m.reads)
+	}
+	// A full ID needs no lookup (the agent may not reach its servers).
+	if _, errb, code := run(t, srv, "node", "meta", "read", "-node-id", nodeID); code != 0 || m.lookups != 1 || m.reads[2] != nodeID {
+		t.Fatalf("full ID: code %d %q, %d lookups, reads %q", code, errb, m.lookups, m.reads)
 	}
 	if _, errb, code := run(t, srv, "node", "meta", "read", "-node-id", "ffff"); code != 1 || !strings.Contains(errb, `No node(s) with prefix "ffff" found`) {
 		t.Fatalf("unknown node: %d %q", code, errb)
