@@ -31,6 +31,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.client != nil {
 		cfg.FS = a.client
 		cfg.Stats = a.client
+		cfg.NodeMeta = a.client
 	}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}

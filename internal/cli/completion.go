@@ -63,6 +63,8 @@ var commandFlags = map[string]complete.Flags{
 	"alloc fs":                  boolFlags("stat", "verbose"),
 	"alloc stop":                boolFlags("detach", "verbose"),
 	"node status":               mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node meta read":            mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
+	"node meta apply":           complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
 	"operator raft list-peers":  boolFlags("json"),
 	"operator raft remove-peer": complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
 	"server members":            mergeFlags(boolFlags("verbose", "detailed", "json")),

@@ -26,6 +26,15 @@ type Client struct {
 
 	nodeMu sync.RWMutex
 	node   *structs.Node
+	// metaStatic is the configured node meta (with Nomad's defaults) and
+	// metaDynamic the meta set through the API (nil values unset keys);
+	// node.Meta is their merge. Both are guarded by nodeMu.
+	metaStatic  map[string]string
+	metaDynamic map[string]*string
+	// metaMu serialises meta updates; registerMu serialises Node.Register
+	// calls so that an older copy of the node never lands after a newer one.
+	metaMu     sync.Mutex
+	registerMu sync.Mutex
 
 	drivers map[string]drivers.Driver
 
@@ -112,6 +121,12 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.metaStatic, c.metaDynamic = staticNodeMeta(cfg.Meta), map[string]*string{}
+	if !cfg.DevMode {
+		if c.metaDynamic, err = loadNodeMeta(cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	c.node = c.buildNode(id, secret)
 	if nr := c.node.NodeResources; nr != nil {
 		c.host.TotalCompute = float64(nr.Cpu.CpuShares)
@@ -161,11 +176,8 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	}
 	n := &structs.Node{
 		ID: id, SecretID: secret, Name: name, Datacenter: cfg.Datacenter, NodeClass: cfg.NodeClass,
-		NodePool: cfg.NodePool, Meta: map[string]string{}, Status: structs.NodeStatusInit,
+		NodePool: cfg.NodePool, Meta: mergeNodeMeta(c.metaStatic, c.metaDynamic), Status: structs.NodeStatusInit,
 		SchedulingEligibility: structs.NodeSchedulingEligible,
-	}
-	for k, v := range cfg.Meta {
-		n.Meta[k] = v
 	}
 	var deny []string
 	if d := cfg.Options["fingerprint.denylist"]; d != "" {

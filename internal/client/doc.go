@@ -1,8 +1,10 @@
 // Package client is Drover's client agent: it fingerprints the node,
 // registers it with the servers and keeps it alive with heartbeats, pulls the
 // node's allocations with blocking queries, runs them through alloc runners,
-// pushes their observed state back in batches, and serves the allocation
-// filesystem and logs to the HTTP layer.
+// pushes their observed state back in batches, serves the allocation
+// filesystem and logs to the HTTP layer, and keeps the node's dynamic meta
+// (set through the API, persisted in its state dir, merged over the
+// configured meta).
 //
 // The client owns observed state only (ClientStatus, TaskStates, ...). It
 // must never change server-owned fields of an allocation, never talk to the

@@ -100,6 +100,8 @@ func (c *Client) retryRegister() (time.Duration, bool) {
 }
 
 func (c *Client) register() (time.Duration, error) {
+	c.registerMu.Lock()
+	defer c.registerMu.Unlock()
 	node := c.Node()
 	node.Status = structs.NodeStatusInit
 	node.StatusUpdatedAt = c.now().Unix()

@@ -30,10 +30,16 @@ func (s *server) localNode(id, what string) error {
 	if id == "" {
 		return nil
 	}
-	if s.cfg.Stats == nil {
+	var local string
+	switch {
+	case s.cfg.Stats != nil:
+		local = s.cfg.Stats.NodeID()
+	case s.cfg.NodeMeta != nil:
+		local = s.cfg.NodeMeta.NodeID()
+	default:
 		return structs.NewErrCoded(http.StatusBadRequest, "node_id %q is not this agent's client (it runs none): ask that node's agent for its %s", id, what)
 	}
-	if local := s.cfg.Stats.NodeID(); id != local {
+	if id != local {
 		return structs.NewErrCoded(http.StatusBadRequest, "node_id %q is not this agent's client (%s): ask that node's agent for its %s", id, local, what)
 	}
 	return nil

@@ -38,6 +38,16 @@ type ClientStats interface {
 	HostStats() (*api.HostStats, error)
 }
 
+// ClientNodeMeta is the local client's dynamic node metadata. It may be nil
+// when the agent runs no client.
+type ClientNodeMeta interface {
+	NodeID() string
+	NodeMeta() *api.NodeMetaResponse
+	// ApplyNodeMeta sets (non-nil) and unsets (nil) dynamic meta keys; bad
+	// keys are a coded 400.
+	ApplyNodeMeta(meta map[string]*string) (*api.NodeMetaResponse, error)
+}
+
 // AgentInfo is the agent data the wiring provides.
 type AgentInfo interface {
 	Self() map[string]any // "config", "member", "stats" as Nomad's /v1/agent/self
@@ -67,6 +77,7 @@ type Config struct {
 	RPC         RPCer
 	FS          ClientFS           // nil: the agent runs no client
 	Stats       ClientStats        // nil: the agent runs no client
+	NodeMeta    ClientNodeMeta     // nil: the agent runs no client
 	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
 	Agent       AgentInfo          // nil: agent endpoints answer 500
 	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
@@ -135,6 +146,7 @@ func (s *server) routes() []route {
 		{"/.well-known/jwks.json", s.jwksRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},
+		{"/v1/client/metadata", s.clientMetadataRequest},
 		{"/v1/client/fs/ls/", s.fsListRequest},
 		{"/v1/client/fs/stat/", s.fsStatRequest},
 		{"/v1/client/fs/cat/", s.fsCatRequest},
