@@ -27,6 +27,9 @@ func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "alloc client update"); err != nil {
 		return err
 	}
+	if err := checkEvals(req.Evals); err != nil {
+		return err
+	}
 	compactClientAllocs(req.Alloc)
 	st := f.State()
 	// Only allocations that became client-terminal free capacity.
