@@ -55,10 +55,13 @@ go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|st
 step "fuzz targets, ${FUZZTIME:-10s} each (their seed corpora ran with the unit tests)"
 # Go fuzzes one target of one package per invocation. Minimizing is off so
 # each target spends its time fuzzing; a crasher is written unminimized to
-# the package's testdata/fuzz/<target>/ and fails the step.
+# the package's testdata/fuzz/<target>/ and fails the step. Each run starts
+# from the checked-in seeds (an empty cache of generated inputs), so what
+# the step does is the same on every machine.
+fuzzcache=$(mktemp -d)
 fuzz() {
 	local pkg=$1 target=$2 out rc=0
-	out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" -fuzzminimizetime=0 "$pkg" 2>&1) || rc=$?
+	out=$(go test -v -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" -fuzzminimizetime=0 "$pkg" -args -test.fuzzcachedir="$fuzzcache/$target" 2>&1) || rc=$?
 	local last
 	last=$(echo "$out" | grep -E '^fuzz: elapsed: .*execs: ' | tail -1 || true)
 	if [ $rc -ne 0 ]; then
@@ -81,6 +84,7 @@ fuzz ./internal/rpc FuzzClientCodec
 fuzz ./internal/rpc FuzzListener
 fuzz ./internal/fsm FuzzApply
 fuzz ./internal/fsm FuzzRestore
+rm -rf "$fuzzcache"
 
 step "scale harness smoke run (no timing assertion)"
 # The line the scale issue names: one server process, 1,000 simulated nodes,
