@@ -1,9 +1,10 @@
 // Package msgpackframe reads one whole msgpack value from a stream into
 // memory, so that it can then be decoded from bytes.
 //
-// go-msgpack, decoding from an io.Reader, allocates the length a string,
-// binary or extension header claims before it reads the bytes: five bytes
-// (0xc9 and a 32-bit length) make it allocate 4 GiB, whatever follows. The
+// go-msgpack, decoding from an io.Reader, can allocate the length a header
+// claims before it reads the bytes (a timestamp extension it skips, at
+// least): six bytes (0xc9, a 32-bit length, the timestamp type) make it
+// allocate up to 4 GiB. The
 // RPC port and the snapshot restore read such streams. Read grows its
 // buffer only as the bytes arrive, so memory follows what the peer sent,
 // not what it claimed; decoding from the bytes then cannot over-allocate

@@ -30,7 +30,7 @@ func NewClientCodec(conn io.ReadWriteCloser) rpc.ClientCodec {
 // GoRpc codec: each header and each body one msgpack value, in turn. It
 // reads every value whole before decoding it from memory (msgpackframe):
 // go-msgpack decoding straight from the connection allocated whatever
-// length a header claimed, so five bytes from any peer of the RPC port
+// length a header claimed, so six bytes from any peer of the RPC port
 // made it allocate 4 GiB. net/rpc reads from one goroutine and serialises
 // writes, so the codec needs no lock of its own.
 type msgpackCodec struct {
