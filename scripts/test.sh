@@ -59,6 +59,7 @@ step "fuzz targets, ${FUZZTIME:-10s} each (their seed corpora ran with the unit 
 # from the checked-in seeds (an empty cache of generated inputs), so what
 # the step does is the same on every machine.
 fuzzcache=$(mktemp -d)
+trap 'rm -rf "$gendir" "$fuzzcache"' EXIT
 fuzz() {
 	local pkg=$1 target=$2 out rc=0
 	out=$(go test -v -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" -fuzzminimizetime=0 "$pkg" -args -test.fuzzcachedir="$fuzzcache/$target" 2>&1) || rc=$?
@@ -84,7 +85,6 @@ fuzz ./internal/rpc FuzzClientCodec
 fuzz ./internal/rpc FuzzListener
 fuzz ./internal/fsm FuzzApply
 fuzz ./internal/fsm FuzzRestore
-rm -rf "$fuzzcache"
 
 step "scale harness smoke run (no timing assertion)"
 # The line the scale issue names: one server process, 1,000 simulated nodes,
