@@ -52,6 +52,40 @@ step "go-immutable-radix fork (third_party, its own module): its tests with the 
 step "unit and integration tests"
 go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
 
+step "fuzz targets, ${FUZZTIME:-10s} each (their seed corpora ran with the unit tests)"
+# Go fuzzes one target of one package per invocation. Minimizing is off so
+# each target spends its time fuzzing; a crasher is written unminimized to
+# the package's testdata/fuzz/<target>/ and fails the step. Each run starts
+# from the checked-in seeds (an empty cache of generated inputs), so what
+# the step does is the same on every machine.
+fuzzcache=$(mktemp -d)
+trap 'rm -rf "$gendir" "$fuzzcache"' EXIT
+fuzz() {
+	local pkg=$1 target=$2 out rc=0
+	out=$(go test -v -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" -fuzzminimizetime=0 "$pkg" -args -test.fuzzcachedir="$fuzzcache/$target" 2>&1) || rc=$?
+	local last
+	last=$(echo "$out" | grep -E '^fuzz: elapsed: .*execs: ' | tail -1 || true)
+	if [ $rc -ne 0 ]; then
+		# go1.26's coordinator can report its own -fuzztime deadline as a
+		# failure (go.dev/issue/75804): no crasher, only that error.
+		if ! echo "$out" | grep -q 'Failing input written' && echo "$out" | grep -q 'context deadline exceeded'; then
+			echo "$target ($pkg): ${last#fuzz: } (ended by the fuzzer's own deadline race, not a crash)"
+			return 0
+		fi
+		echo "$out" | tail -40
+		echo "fuzz target $target in $pkg failed"
+		return 1
+	fi
+	echo "$target ($pkg): ${last#fuzz: }"
+}
+fuzz ./internal/agent/http FuzzJobDecode
+fuzz ./internal/jobspec FuzzParse
+fuzz ./internal/rpc FuzzServerCodec
+fuzz ./internal/rpc FuzzClientCodec
+fuzz ./internal/rpc FuzzListener
+fuzz ./internal/fsm FuzzApply
+fuzz ./internal/fsm FuzzRestore
+
 step "scale harness smoke run (no timing assertion)"
 # The line the scale issue names: one server process, 1,000 simulated nodes,
 # 10 jobs x 200. Only that it works is checked: every alloc placed and running.

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -25,6 +26,9 @@ func (f *FSM) applyEvalDelete(buf []byte, index uint64) error {
 func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) error {
 	var req structs.AllocUpdateRequest
 	if err := decode(buf, &req, "alloc client update"); err != nil {
+		return err
+	}
+	if err := checkEvals(req.Evals); err != nil {
 		return err
 	}
 	compactClientAllocs(req.Alloc)
@@ -62,6 +66,11 @@ func (f *FSM) applyPlanResultsBatch(buf []byte, index uint64) error {
 	var req structs.ApplyPlanResultsBatchRequest
 	if err := decode(buf, &req, "plan results batch"); err != nil {
 		return err
+	}
+	for i, p := range req.Plans {
+		if p == nil {
+			return fmt.Errorf("fsm: plan results batch entry at index %d: plan %d is empty", index, i)
+		}
 	}
 	// Status updates of evaluations whose plans committed in earlier
 	// entries: written first, so if they fail no plan of the entry is

@@ -45,6 +45,11 @@ func (f *FSM) registerJob(req *structs.JobRegisterRequest, index uint64) error {
 	if req.Job == nil {
 		return fmt.Errorf("fsm: job register without job")
 	}
+	if req.Eval != nil {
+		if err := checkEvals([]*structs.Evaluation{req.Eval}); err != nil {
+			return err
+		}
+	}
 	if err := f.State().UpsertJob(index, req.Submission, req.Job); err != nil {
 		return err
 	}
@@ -61,6 +66,11 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 	var req structs.JobDeregisterRequest
 	if err := decode(buf, &req, "job deregister"); err != nil {
 		return err
+	}
+	if req.Eval != nil {
+		if err := checkEvals([]*structs.Evaluation{req.Eval}); err != nil {
+			return err
+		}
 	}
 	ns := req.Namespace
 	if ns == "" {

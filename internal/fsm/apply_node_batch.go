@@ -12,6 +12,9 @@ func (f *FSM) applyNodeBatchStatus(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "node batch status update"); err != nil {
 		return err
 	}
+	if err := checkEvals(req.Evals); err != nil {
+		return err
+	}
 	st := f.State()
 	for _, u := range req.Updates {
 		if u == nil {

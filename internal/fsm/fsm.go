@@ -202,6 +202,18 @@ func decode(buf []byte, out any, what string) error {
 	return nil
 }
 
+// checkEvals refuses, before an entry writes anything, the evaluations
+// the store would refuse after the entry's other writes committed: a
+// failed entry must leave the state as it was.
+func checkEvals(evals []*structs.Evaluation) error {
+	for _, e := range evals {
+		if e == nil || e.ID == "" {
+			return fmt.Errorf("fsm: entry has an evaluation without an ID")
+		}
+	}
+	return nil
+}
+
 // upsertEvals writes evals and reports the stored versions to the sink.
 func (f *FSM) upsertEvals(index uint64, evals []*structs.Evaluation) error {
 	if len(evals) == 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/msgpackframe"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -40,9 +41,27 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// recordDecoder decodes a snapshot's values one at a time: each is read
+// whole into memory first (msgpackframe), so a length the stream claims
+// costs memory only as its bytes arrive.
+type recordDecoder struct {
+	r   *bufio.Reader
+	buf []byte
+	dec *codec.Decoder
+}
+
+func (d *recordDecoder) Decode(v any) error {
+	var err error
+	if d.buf, err = msgpackframe.Read(d.r, d.buf[:0]); err != nil {
+		return err
+	}
+	d.dec.ResetBytes(d.buf)
+	return d.dec.Decode(v)
+}
+
 func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
 	r := bufio.NewReader(rc)
-	dec := codec.NewDecoder(r, structs.MsgpackHandle)
+	dec := &recordDecoder{r: r, dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
 	var header SnapshotHeader
 	if err := dec.Decode(&header); err != nil {
 		return fmt.Errorf("fsm: snapshot header: %w", err)
@@ -65,7 +84,7 @@ func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
 	}
 }
 
-func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, compact *restoreCompactor) error {
+func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, compact *restoreCompactor) error {
 	wrap := func(err error) error {
 		if err != nil {
 			return fmt.Errorf("fsm: snapshot record %d: %w", t, err)

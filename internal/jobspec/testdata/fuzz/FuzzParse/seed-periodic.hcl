@@ -1,0 +1,3 @@
+go test fuzz v1
+string("job \"nightly\" {\n  id          = \"nightly-report\"\n  type        = \"batch\"\n  datacenters = [\"*\"]\n\n  periodic {\n    crons            = [\"0 2 * * *\"]\n    prohibit_overlap = true\n    time_zone        = \"Europe/Berlin\"\n  }\n\n  reschedule {\n    attempts  = 0\n    unlimited = false\n  }\n\n  group \"report\" {\n    task \"run\" {\n      driver = \"exec\"\n      config {\n        command = \"/usr/local/bin/report\"\n        args    = [\"--date\", \"yesterday\"]\n      }\n      logs {\n        max_files     = 3\n        max_file_size = 5\n      }\n    }\n  }\n}\n")
+string("")

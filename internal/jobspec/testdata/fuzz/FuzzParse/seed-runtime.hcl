@@ -1,0 +1,3 @@
+go test fuzz v1
+string("job \"rt\" {\n  constraint {\n    attribute = \"${meta.rack}\"\n    operator  = \"=\"\n    value     = \"r1\"\n  }\n\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/sh\"\n        args    = [\"-c\", \"echo ${NOMAD_ALLOC_INDEX} on ${node.unique.id}\"]\n      }\n      env {\n        KERNEL = \"${attr.kernel.name}\"\n        HOME2  = \"${env[\"HOME\"]}\"\n        GPU    = \"${device.model}\"\n        MIXED  = \"node-${node.datacenter}-${upper(\"x\")}\"\n      }\n      template {\n        data        = \"addr={{ env \\\"NOMAD_ADDR_http\\\" }}\"\n        destination = \"local/out.txt\"\n      }\n    }\n  }\n}\n")
+string("")
