@@ -56,84 +56,6 @@ func roundTrips(t *testing.T, f *FSM) {
 	}
 }
 
-// msgpackDepth is the deepest container nesting in b's msgpack values, read
-// as far as they parse.
-func msgpackDepth(b []byte) int {
-	var open []uint64 // items left in each open container
-	deepest := 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		i++
-		var items, skip uint64
-		be := func(n int) uint64 {
-			var v uint64
-			for k := 0; k < n && i+k < len(b); k++ {
-				v = v<<8 | uint64(b[i+k])
-			}
-			i += n
-			return v
-		}
-		switch {
-		case c >= 0x80 && c <= 0x8f:
-			items = uint64(c&0x0f) * 2
-		case c >= 0x90 && c <= 0x9f:
-			items = uint64(c & 0x0f)
-		case c >= 0xa0 && c <= 0xbf:
-			skip = uint64(c & 0x1f)
-		case c == 0xc4 || c == 0xd9:
-			skip = be(1)
-		case c == 0xc5 || c == 0xda:
-			skip = be(2)
-		case c == 0xc6 || c == 0xdb:
-			skip = be(4)
-		case c == 0xc7:
-			skip = be(1) + 1
-		case c == 0xc8:
-			skip = be(2) + 1
-		case c == 0xc9:
-			skip = be(4) + 1
-		case c == 0xca || c == 0xce || c == 0xd2:
-			skip = 4
-		case c == 0xcb || c == 0xcf || c == 0xd3:
-			skip = 8
-		case c == 0xcc || c == 0xd0:
-			skip = 1
-		case c == 0xcd || c == 0xd1:
-			skip = 2
-		case c >= 0xd4 && c <= 0xd8:
-			skip = 1 + 1<<(c-0xd4)
-		case c == 0xdc:
-			items = be(2)
-		case c == 0xdd:
-			items = be(4)
-		case c == 0xde:
-			items = be(2) * 2
-		case c == 0xdf:
-			items = be(4) * 2
-		}
-		if skip > uint64(len(b)) {
-			break
-		}
-		i += int(skip)
-		if len(open) > 0 {
-			open[len(open)-1]--
-		}
-		if items > 0 {
-			open = append(open, items)
-			deepest = max(deepest, len(open))
-		}
-		for len(open) > 0 && open[len(open)-1] == 0 {
-			open = open[:len(open)-1]
-		}
-	}
-	return deepest
-}
-
-// maxFuzzDepth bounds the nesting of fuzzed entries and snapshots. Deeper
-// values are issue #11 item 3 (poison entries, nesting depth limit), owned
-// by the poison-body branch: remove the bound once it is merged.
-const maxFuzzDepth = 200
-
 // FuzzApply applies an arbitrary entry on top of a state holding one of
 // everything.
 func FuzzApply(f *testing.F) {
@@ -143,9 +65,6 @@ func FuzzApply(f *testing.F) {
 	}
 	fuzzseed.Add(f, "ignorable-unknown", []byte{0x80 | 99, 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msgpackDepth(data) > maxFuzzDepth {
-			t.Skip("nesting deeper than maxFuzzDepth: issue #11 item 3, branch poison-body")
-		}
 		fs := stateAfter(t, scenario(t))
 		before := dump(t, fs.State())
 		resp := fs.Apply(&raft.Log{Index: fuzzIndex, Type: raft.LogCommand, Data: data})
@@ -173,9 +92,6 @@ func FuzzRestore(f *testing.F) {
 	// A record whose string claims 4 GiB.
 	fuzzseed.Add(f, "huge-length", append(append(hdr.Bytes(), byte(NamespaceSnapshot), 0x81, 0xa4, 'N', 'a', 'm', 'e'), 0xdb, 0xff, 0xff, 0xff, 0xff))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if msgpackDepth(data) > maxFuzzDepth {
-			t.Skip("nesting deeper than maxFuzzDepth: issue #11 item 3, branch poison-body")
-		}
 		fs := stateAfter(t, scenario(t)[:4])
 		old := fs.State()
 		var err error

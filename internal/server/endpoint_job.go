@@ -162,20 +162,26 @@ func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValid
 	if args.Job == nil {
 		return structs.NewErrCoded(400, "Job must be specified")
 	}
-	args.Job.Canonicalize()
-	problems, gaps := checkJob(args.Job)
+	validateJob(args.Job, j.srv.config.JobMaxCount, reply)
+	return nil
+}
+
+// validateJob canonicalizes job and answers what Job.Validate answers for
+// it under the group-count limit maxCount (negative: none).
+func validateJob(job *structs.Job, maxCount int, reply *structs.JobValidateResponse) {
+	job.Canonicalize()
+	problems, gaps := checkJob(job)
 	// Configs of the built-in drivers were checked against their schemas.
 	reply.DriverConfigValidated = true
 	if len(problems) > 0 {
 		reply.ValidationErrors = problems
 		reply.Error = (&structs.ValidationError{Errors: problems}).Error()
 	}
-	if errs := jobCountErrors(args.Job, j.srv.config.JobMaxCount); len(errs) > 0 {
+	if errs := jobCountErrors(job, maxCount); len(errs) > 0 {
 		reply.ValidationErrors = append(reply.ValidationErrors, errs...)
 		reply.Error = (&structs.ValidationError{Errors: reply.ValidationErrors}).Error()
 	}
 	reply.Warnings = gaps.WarningsText()
-	return nil
 }
 
 // Deregister stops a job, or purges it.

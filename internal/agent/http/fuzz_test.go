@@ -44,38 +44,6 @@ var fuzzRoutes = []struct {
 	{"parse", func(string) string { return "/v1/jobs/parse" }},
 }
 
-// maxFuzzJSONDepth bounds the nesting of the bodies fuzzed. Deeper bodies
-// (a task Config nested ~1,000 levels) decode and validate but fail to
-// decode from Raft: issue #11 item 3 (poison entries, JSON nesting depth
-// limit), owned by the poison-body branch. Remove this bound once the
-// server refuses such bodies with a 400 before proposing them.
-const maxFuzzJSONDepth = 200
-
-// jsonDepth is the deepest nesting of objects and arrays in b, strings
-// skipped; for any bytes, JSON or not.
-func jsonDepth(b []byte) int {
-	depth, max, inStr, esc := 0, 0, false, false
-	for _, c := range b {
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case inStr && c == '"':
-			inStr = false
-		case inStr:
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-			max = maxInt(max, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return max
-}
-
 func maxInt(a, b int) int {
 	if a > b {
 		return a
@@ -90,7 +58,7 @@ func admittingRPC(t *testing.T) *fakeRPC {
 	rpc := newFakeRPC()
 	rpc.handlers["Job.Register"] = func(args, reply any) error {
 		req := args.(*structs.JobRegisterRequest)
-		if err := droverserver.AdmitJob(req.Job); err != nil {
+		if _, err := droverserver.AdmitJob(req.Job); err != nil {
 			return err
 		}
 		if req.Job.Namespace != structs.DefaultNamespace {
@@ -100,10 +68,16 @@ func admittingRPC(t *testing.T) *fakeRPC {
 		return nil
 	}
 	rpc.handlers["Job.Plan"] = func(args, reply any) error {
-		return droverserver.AdmitJob(args.(*structs.JobPlanRequest).Job)
+		_, err := droverserver.AdmitJob(args.(*structs.JobPlanRequest).Job)
+		return err
 	}
 	rpc.handlers["Job.Validate"] = func(args, reply any) error {
-		return new(droverserver.Job).Validate(args.(*structs.JobValidateRequest), reply.(*structs.JobValidateResponse))
+		req := args.(*structs.JobValidateRequest)
+		if req.Job == nil {
+			return structs.NewErrCoded(400, "Job must be specified")
+		}
+		droverserver.ValidateJob(req.Job, reply.(*structs.JobValidateResponse))
+		return nil
 	}
 	return rpc
 }
@@ -188,9 +162,6 @@ func addJobSeeds(f *testing.F) {
 func FuzzJobDecode(f *testing.F) {
 	addJobSeeds(f)
 	f.Fuzz(func(t *testing.T, route byte, body []byte) {
-		if jsonDepth(body) > maxFuzzJSONDepth {
-			t.Skip("nesting deeper than maxFuzzJSONDepth: issue #11 item 3, branch poison-body")
-		}
 		r := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		var peek struct{ Job struct{ ID string } }
 		_ = json.Unmarshal(body, &peek)
