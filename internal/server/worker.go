@@ -29,8 +29,8 @@ import (
 type Worker struct {
 	srv  *Server
 	pool *workerPool
-	id  int
-	rpc func(method string, args, reply any) error
+	id   int
+	rpc  func(method string, args, reply any) error
 
 	// completions in flight; a send blocks once maxCompletions are.
 	inflight chan struct{}
