@@ -120,7 +120,7 @@ func DefaultConfig() *Config {
 		Datacenter:         "dc1",
 		BootstrapExpect:    1,
 		NumSchedulers:      runtime.NumCPU(),
-		EnabledSchedulers:  []string{"service", "batch", "system", "sysbatch"},
+		EnabledSchedulers:  []string{"service", "batch", "system", "sysbatch", "_core"}, // Nomad's; no _core evals run here
 		SchedulerAlgorithm: "binpack",
 		// Only system preemption is on by default, as in Nomad.
 		PreemptionSystemEnabled: true,
