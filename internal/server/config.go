@@ -56,6 +56,8 @@ type Config struct {
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server
 
+	// NumSchedulers and EnabledSchedulers are the worker pool's starting
+	// values; Server.SetSchedulerWorkerConfig changes them at runtime.
 	NumSchedulers      int
 	EnabledSchedulers  []string
 	SchedulerAlgorithm string

@@ -89,7 +89,7 @@ func newWorker(p *workerPool, id int) *Worker {
 // run dequeues and processes evaluations until the server shuts down or
 // the pool retires the worker (it finishes the evaluation it holds first).
 //
-// A worker dequeues only with a start permit (Server.startPermits, as many
+// A worker dequeues only with a start permit (workerPool.permits, as many
 // as scheduler slots), given back once it holds a slot or the dequeue came
 // back empty. Workers waiting for their plans' commits are many; without
 // the permits each idle one would take an evaluation from the broker and
