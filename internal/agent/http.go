@@ -28,6 +28,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
 		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate
 	}
+	if a.server != nil {
+		cfg.Schedulers = schedulerWorkers{srv: a.server}
+	}
 	if a.client != nil {
 		cfg.FS = a.client
 		cfg.Stats = a.client

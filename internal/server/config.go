@@ -56,6 +56,8 @@ type Config struct {
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server
 
+	// NumSchedulers and EnabledSchedulers are the worker pool's starting
+	// values; Server.SetSchedulerWorkerConfig changes them at runtime.
 	NumSchedulers      int
 	EnabledSchedulers  []string
 	SchedulerAlgorithm string
@@ -120,7 +122,7 @@ func DefaultConfig() *Config {
 		Datacenter:         "dc1",
 		BootstrapExpect:    1,
 		NumSchedulers:      runtime.NumCPU(),
-		EnabledSchedulers:  []string{"service", "batch", "system", "sysbatch"},
+		EnabledSchedulers:  []string{"service", "batch", "system", "sysbatch", "_core"}, // Nomad's; no _core evals run here
 		SchedulerAlgorithm: "binpack",
 		// Only system preemption is on by default, as in Nomad.
 		PreemptionSystemEnabled: true,

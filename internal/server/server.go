@@ -51,11 +51,9 @@ type Server struct {
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 
-	workers    []*Worker
-	schedSlots chan struct{} // one token per evaluation being computed
-	// startPermits bound the workers holding a dequeued evaluation that
-	// they have not started computing (worker.go, Worker.run).
-	startPermits chan struct{}
+	// workers are the scheduler workers and the slots and start permits
+	// that pace them, resizable at runtime (worker_pool.go).
+	workers *workerPool
 	// waitingPlaced counts the allocations in plans whose workers wait for
 	// the commit without a slot (worker.go, maxWaitingPlaced).
 	waitingPlaced atomic.Int64
@@ -146,24 +144,10 @@ func NewServer(cfg *Config) (*Server, error) {
 		defer s.wg.Done()
 		s.monitorLeadership()
 	}()
-	// NumSchedulers evaluations are computed at once (schedSlots); more
-	// workers than that run so that those waiting on the plan applier's
-	// commit do not leave the slots idle.
-	s.schedSlots = make(chan struct{}, cfg.NumSchedulers)
-	s.startPermits = make(chan struct{}, cfg.NumSchedulers)
-	workers := cfg.NumSchedulers * workersPerScheduler
-	if cfg.workers > 0 {
-		workers = cfg.workers
-	}
-	for i := 0; i < workers; i++ {
-		w := newWorker(s, i)
-		s.workers = append(s.workers, w)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			w.run()
-		}()
-	}
+	// NumSchedulers evaluations are computed at once (the pool's slots);
+	// more workers than that run so that those waiting on the plan
+	// applier's commit do not leave the slots idle.
+	s.workers = newWorkerPool(s, cfg.NumSchedulers, cfg.EnabledSchedulers)
 	s.allocBatch.start()
 	s.wg.Add(2)
 	go func() {
@@ -274,6 +258,9 @@ func (s *Server) Shutdown() error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		close(s.shutdownCh)
+		if s.workers != nil {
+			s.workers.close()
+		}
 		s.allocBatch.stop()
 		s.revokeLeadership()
 		if s.raft != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
@@ -26,15 +27,22 @@ import (
 // or re-run by the next leader. A deferred update is written first, in
 // order, if the scheduler calls the planner again after it.
 type Worker struct {
-	srv *Server
-	id  int
-	rpc func(method string, args, reply any) error
+	srv  *Server
+	pool *workerPool
+	id   int
+	rpc  func(method string, args, reply any) error
 
 	// completions in flight; a send blocks once maxCompletions are.
 	inflight chan struct{}
 
-	slot   semHold // a scheduler slot (Server.schedSlots)
-	permit semHold // a start permit (Server.startPermits)
+	slot   semHold // a scheduler slot (workerPool.slots)
+	permit semHold // a start permit (workerPool.permits)
+
+	// for /v1/agent/schedulers (worker_pool.go)
+	uuid     string
+	started  time.Time
+	workload atomic.Int32  // a workload* state
+	quit     chan struct{} // closed when the pool retires the worker
 
 	// set per evaluation
 	eval      *structs.Evaluation
@@ -67,18 +75,21 @@ const maxWaitingPlaced = 1024
 // in flight.
 const maxCompletions = 16
 
-func newWorker(s *Server, id int) *Worker {
-	w := &Worker{srv: s, id: id, rpc: s.RPC, inflight: make(chan struct{}, maxCompletions),
-		slot: semHold{sem: s.schedSlots}, permit: semHold{sem: s.startPermits}}
+func newWorker(p *workerPool, id int) *Worker {
+	s := p.srv
+	w := &Worker{srv: s, pool: p, id: id, rpc: s.RPC, inflight: make(chan struct{}, maxCompletions),
+		slot: semHold{sem: p.slots}, permit: semHold{sem: p.permits},
+		uuid: newID(), started: time.Now(), quit: make(chan struct{})}
 	if s.config.workerRPC != nil {
 		w.rpc = s.config.workerRPC
 	}
 	return w
 }
 
-// run dequeues and processes evaluations until the server shuts down.
+// run dequeues and processes evaluations until the server shuts down or
+// the pool retires the worker (it finishes the evaluation it holds first).
 //
-// A worker dequeues only with a start permit (Server.startPermits, as many
+// A worker dequeues only with a start permit (workerPool.permits, as many
 // as scheduler slots), given back once it holds a slot or the dequeue came
 // back empty. Workers waiting for their plans' commits are many; without
 // the permits each idle one would take an evaluation from the broker and
@@ -86,17 +97,21 @@ func newWorker(s *Server, id int) *Worker {
 // broker's priority order, with their nack timers running.
 func (w *Worker) run() {
 	backoff := 50 * time.Millisecond
-	for !w.srv.isShutdown() {
+	for !w.srv.isShutdown() && !w.retired() {
+		w.setWorkload(workloadWaitingToDequeue)
 		if !w.takePermit() {
 			return
 		}
 		var resp structs.EvalDequeueResponse
-		req := &structs.EvalDequeueRequest{Schedulers: w.srv.config.EnabledSchedulers, Timeout: 500 * time.Millisecond,
+		req := &structs.EvalDequeueRequest{Schedulers: w.pool.enabledSchedulers(), Timeout: 500 * time.Millisecond,
 			WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
 		if err := w.rpc("Eval.Dequeue", req, &resp); err != nil {
 			w.givePermit()
+			w.setWorkload(workloadBackoff)
 			select {
 			case <-w.srv.shutdownCh:
+				return
+			case <-w.quit:
 				return
 			case <-time.After(backoff):
 			}
@@ -114,43 +129,57 @@ func (w *Worker) run() {
 	}
 }
 
-// semHold is a worker's token in one of the server's counting semaphores
-// (a buffered channel: Server.schedSlots, Server.startPermits).
+// semHold is a worker's token in one of the pool's counting semaphores
+// (workerPool.slots, workerPool.permits).
 type semHold struct {
-	sem  chan struct{} // nil: no bound
+	sem  *resizableSem // nil: no bound
 	held bool
 }
 
-// take waits for a token unless one is held; false once shutdown closes.
-func (h *semHold) take(shutdown <-chan struct{}) bool {
+// take waits for a token unless one is held; false once a or b closes.
+func (h *semHold) take(a, b <-chan struct{}) bool {
 	if h.sem == nil || h.held {
 		return true
 	}
-	select {
-	case h.sem <- struct{}{}:
-		h.held = true
-		return true
-	case <-shutdown:
-		return false
-	}
+	h.held = h.sem.take(a, b)
+	return h.held
 }
 
 // give returns the token, if held.
 func (h *semHold) give() {
 	if h.held {
 		h.held = false
-		<-h.sem
+		h.sem.give()
 	}
 }
 
-// takePermit waits for a start permit; false once the server shuts down.
-func (w *Worker) takePermit() bool { return w.permit.take(w.srv.shutdownCh) }
+// retired reports whether the pool has retired the worker.
+func (w *Worker) retired() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Worker) setWorkload(state int32) { w.workload.Store(state) }
+
+// takePermit waits for a start permit; false once the server shuts down or
+// the worker is retired (it holds no evaluation then).
+func (w *Worker) takePermit() bool { return w.permit.take(w.srv.shutdownCh, w.quit) }
 
 // givePermit returns the start permit, if held.
 func (w *Worker) givePermit() { w.permit.give() }
 
-// acquire takes a scheduler slot; false once the server shuts down.
-func (w *Worker) acquire() bool { return w.slot.take(w.srv.shutdownCh) }
+// acquire takes a scheduler slot; false once the server shuts down. A
+// retired worker still takes one: it holds an evaluation to finish.
+func (w *Worker) acquire() bool {
+	w.setWorkload(workloadWaitingForSlot)
+	ok := w.slot.take(w.srv.shutdownCh, nil)
+	w.setWorkload(workloadScheduling)
+	return ok
+}
 
 // release gives the slot back, if held.
 func (w *Worker) release() { w.slot.give() }
@@ -177,9 +206,11 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 		w.ack(eval.ID, token, false)
 		return
 	}
+	w.setWorkload(workloadWaitingForRaft)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, waitIndex)
 	cancel()
+	w.setWorkload(workloadScheduling)
 	if err != nil {
 		w.release()
 		w.srv.logger.Warn("worker: state too far behind; nacking", "eval_id", eval.ID, "error", err)
@@ -282,6 +313,7 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 	var resp structs.PlanResponse
 	req := &structs.PlanRequest{Plan: plan, WriteRequest: structs.WriteRequest{Region: w.srv.config.Region}}
 	submit := func() error { return w.rpc("Plan.Submit", req, &resp) }
+	w.setWorkload(workloadSubmitting)
 	var err error
 	if n := int64(planSize(plan)); w.srv.waitingPlaced.Add(n) <= maxWaitingPlaced {
 		err = w.waitOff(submit)
@@ -289,6 +321,7 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 	} else {
 		w.srv.waitingPlaced.Add(-n)
 		err = submit()
+		w.setWorkload(workloadScheduling)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -307,7 +340,9 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 func (w *Worker) refresh(index uint64) (*state.StateSnapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	w.setWorkload(workloadWaitingForRaft)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, index)
+	w.setWorkload(workloadScheduling)
 	if err != nil {
 		return nil, err
 	}

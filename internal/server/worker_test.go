@@ -269,11 +269,11 @@ func TestWorker_PlanWaitFreesSchedulerSlot(t *testing.T) {
 	release := make(chan struct{})
 	var maxSlots atomic.Int32
 	s := heldPlansServer(t, func(*structs.Plan) bool { return true }, held, release, func(s *Server) {
-		if n := int32(len(s.schedSlots)); n > maxSlots.Load() {
+		if n := int32(s.workers.slots.inUse()); n > maxSlots.Load() {
 			maxSlots.Store(n)
 		}
 	})
-	if got := len(s.workers); got != workersPerScheduler {
+	if got := len(s.SchedulerWorkers()); got != workersPerScheduler {
 		t.Fatalf("%d workers for one scheduler slot, want %d", got, workersPerScheduler)
 	}
 	testNode(t, s, 8000, 8000)
@@ -350,8 +350,8 @@ func TestWorker_IdleWorkersLeaveEvalsInBroker(t *testing.T) {
 	held := make(chan struct{}, 1)
 	release := make(chan struct{})
 	s := heldPlansServer(t, func(p *structs.Plan) bool { return p.Job.ID == "big" }, held, release, nil)
-	if len(s.workers) < 8 {
-		t.Fatalf("%d workers: the test needs idle ones", len(s.workers))
+	if n := len(s.SchedulerWorkers()); n < 8 {
+		t.Fatalf("%d workers: the test needs idle ones", n)
 	}
 	testNode(t, s, 1_000_000, 1_000_000)
 	big := testJob("big", maxWaitingPlaced+1) // waits for its commit holding the slot

@@ -52,6 +52,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/operator/raft/configuration", ""},
 	{"PUT", "/v1/node/n1/purge", ""},
 	{"GET", "/v1/agent/monitor", ""},
+	{"GET", "/v1/agent/schedulers", ""},
+	{"PUT", "/v1/agent/schedulers/config", `{"num_schedulers":1,"enabled_schedulers":["service"]}`},
 	{"DELETE", "/v1/operator/raft/peer?id=p1", ""},
 	{"GET", "/v1/client/fs/ls/a1", ""},
 	{"GET", "/v1/client/fs/stat/a1?path=x", ""},

@@ -80,6 +80,7 @@ type Config struct {
 	NodeMeta    ClientNodeMeta     // nil: the agent runs no client
 	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
 	Agent       AgentInfo          // nil: agent endpoints answer 500
+	Schedulers  SchedulerWorkers   // nil: the agent runs no server
 	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
 	Auth        Authorizer         // nil: allow everything
 	Logger      hclog.Logger       // nil: discard
@@ -142,6 +143,8 @@ func (s *server) routes() []route {
 		{"/v1/agent/members", s.agentMembersRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
 		{"/v1/agent/monitor", s.agentMonitorRequest},
+		{"/v1/agent/schedulers", s.agentSchedulersRequest},
+		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
 		{"/v1/metrics", s.metricsRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
