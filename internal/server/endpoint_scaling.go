@@ -47,7 +47,7 @@ func (s *Scaling) ListPolicies(args *structs.ScalingPolicyListRequest, reply *st
 			out = append(out, structs.ScalingPolicyStub(p))
 		}
 		reply.Policies = out
-		reply.Index = maxIndex(st, "scaling_policy")
+		reply.Index = policyIndex(st)
 		return nil
 	})
 }
@@ -66,8 +66,18 @@ func (s *Scaling) GetPolicy(args *structs.ScalingPolicySpecificRequest, reply *s
 		if p != nil {
 			reply.Index = p.ModifyIndex
 		} else {
-			reply.Index = maxIndex(st, "scaling_policy")
+			reply.Index = policyIndex(st)
 		}
 		return nil
 	})
+}
+
+// policyIndex is the last write to the policies, at least 1: a blocking
+// query (an autoscaler's) waits on the index it was given, and 0 would not
+// block.
+func policyIndex(st *state.StateSnapshot) uint64 {
+	if idx := maxIndex(st, "scaling_policy"); idx > 0 {
+		return idx
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -161,5 +162,43 @@ func TestRegisterRefusesCountOutsideScalingBounds(t *testing.T) {
 	ps := listPolicies(t, s, structs.ScalingPolicyListRequest{Job: "defmin"})
 	if p := getPolicy(t, s, ps["horizontal"].ID); *p.Min != 3 || !*p.Enabled || p.Type != "horizontal" {
 		t.Fatalf("defaults: %+v", p)
+	}
+}
+
+// An autoscaler long-polls the list: a query at the current index returns
+// when a job write changes the policies, not before.
+func TestListPoliciesBlocksUntilAPolicyChanges(t *testing.T) {
+	s := testServer(t, nil)
+	var first structs.ScalingPolicyListResponse
+	if err := s.RPC("Scaling.ListPolicies", &structs.ScalingPolicyListRequest{}, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Index == 0 || len(first.Policies) != 0 {
+		t.Fatalf("empty list: index %d, %d policies", first.Index, len(first.Policies))
+	}
+	done := make(chan *structs.ScalingPolicyListResponse, 1)
+	go func() {
+		var resp structs.ScalingPolicyListResponse
+		req := &structs.ScalingPolicyListRequest{QueryOptions: structs.QueryOptions{MinQueryIndex: first.Index, MaxQueryTime: 10 * time.Second}}
+		if err := s.RPC("Scaling.ListPolicies", req, &resp); err != nil {
+			t.Error(err)
+		}
+		done <- &resp
+	}()
+	// A job without a policy does not wake it.
+	register(t, s, testJob("plain", 1))
+	select {
+	case r := <-done:
+		t.Fatalf("woke without a policy change: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	register(t, s, scalingJob("auto", 5))
+	select {
+	case r := <-done:
+		if len(r.Policies) != 2 || r.Index <= first.Index {
+			t.Fatalf("after the write: index %d, %+v", r.Index, r.Policies)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocking query did not return after the policy was written")
 	}
 }
