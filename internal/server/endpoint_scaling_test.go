@@ -202,3 +202,29 @@ func TestListPoliciesBlocksUntilAPolicyChanges(t *testing.T) {
 		t.Fatal("blocking query did not return after the policy was written")
 	}
 }
+
+// A dispatched child carries its parent's spec, policy IDs included; the
+// parent's policy stays the only one listed and is not rewritten.
+func TestDispatchedChildrenHaveNoPoliciesOfTheirOwn(t *testing.T) {
+	s := testServer(t, nil)
+	parent := scalingJob("proc", 5)
+	parent.Type = structs.JobTypeBatch
+	parent.TaskGroups[0].Tasks[0].ScalingPolicies = nil
+	parent.ParameterizedJob = &structs.ParameterizedJobConfig{}
+	register(t, s, parent)
+	before := listPolicies(t, s, structs.ScalingPolicyListRequest{})["horizontal"]
+	if before == nil {
+		t.Fatal("parameterized parent has no policy")
+	}
+	var resp structs.JobDispatchResponse
+	if err := s.RPC("Job.Dispatch", &structs.JobDispatchRequest{JobID: "proc"}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if child, _ := s.State().JobByID(nil, "default", resp.DispatchedJobID); child == nil || child.TaskGroups[0].Scaling == nil {
+		t.Fatalf("child %q has no scaling block to test with", resp.DispatchedJobID)
+	}
+	got := listPolicies(t, s, structs.ScalingPolicyListRequest{QueryOptions: structs.QueryOptions{Namespace: "*"}})
+	if len(got) != 1 || got["horizontal"].Target["Job"] != "proc" || got["horizontal"].ModifyIndex != before.ModifyIndex {
+		t.Fatalf("policies after dispatch: %+v", got["horizontal"])
+	}
+}
