@@ -567,6 +567,12 @@ func TestSnapshotRestore_RoundTrip(t *testing.T) {
 	if n == nil || n.SecretID != "s-n1" || n.LastAllocUpdateIndex != 4 { // set at registration (4); client updates need not move it
 		t.Fatalf("node fields lost in snapshot: %+v", n)
 	}
+	// A restored policy compares equal to the same spec arriving again
+	// through Raft: no rewrite, its ModifyIndex stays.
+	apply(t, dst, entry(t, 150, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: scaledJob()}))
+	if p, _ := dst.State().ScalingPolicyByID(nil, "pol-h"); p == nil || p.ModifyIndex != 22 {
+		t.Fatalf("policy rewritten by an identical spec after restore: %+v", p)
+	}
 	// The restored store keeps working.
 	apply(t, dst, entry(t, 200, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{testEval("e9", "web", "pending")}}))
 	if idx, _ := dst.State().Index("evals"); idx != 200 {
