@@ -152,7 +152,20 @@ func scenario(t *testing.T) []*raft.Log {
 				TaskGroup: "web", Name: "web.web[0]", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}}},
 			{AllocsStopped: []*structs.Allocation{{ID: "a2", DesiredStatus: structs.AllocDesiredStatusStop}}},
 		}}),
+		entry(t, 22, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: scaledJob()}),
 	}
+}
+
+// scaledJob has a group and a task scaling policy, their IDs and targets
+// set as the server sets them before the Raft entry.
+func scaledJob() *structs.Job {
+	job := testJob("scaled")
+	job.TaskGroups[0].Scaling = &structs.ScalingPolicy{ID: "pol-h", Type: structs.ScalingPolicyTypeHorizontal,
+		Min: new(int64(1)), Max: new(int64(4)), Enabled: new(true),
+		Policy: map[string]any{"cooldown": "1m", "check": map[string]any{"query": "avg", "weight": 2}}}
+	job.TaskGroups[0].Tasks[0].ScalingPolicies = []*structs.ScalingPolicy{{ID: "pol-v", Type: structs.ScalingPolicyTypeVerticalMem, Max: new(int64(512))}}
+	job.SetScalingTargets()
+	return job
 }
 
 func TestApply_AllMessageTypes(t *testing.T) {
@@ -218,7 +231,16 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if a2, _ := st.AllocByID(nil, "a2"); a2 == nil || a2.DesiredStatus != structs.AllocDesiredStatusStop || a2.CreateIndex != 21 || a2.Job == nil {
 		t.Errorf("batch alloc a2 = %+v", a2)
 	}
-	if idx, _ := st.LatestIndex(); idx != 21 {
+	if p, _ := st.ScalingPolicyByID(nil, "pol-h"); p == nil || p.CreateIndex != 22 || p.Target["Job"] != "scaled" || p.Policy["cooldown"] != "1m" {
+		t.Errorf("scaling policy pol-h = %+v", p)
+	}
+	if ps, _ := st.ScalingPoliciesByJob(nil, "default", "scaled"); len(ps) != 2 || ps[1].Target["Task"] != "t" {
+		t.Errorf("scaled job's policies = %+v", ps)
+	}
+	if ps, _ := st.ScalingPoliciesByJob(nil, "default", "web"); len(ps) != 0 {
+		t.Errorf("web has policies = %+v", ps)
+	}
+	if idx, _ := st.LatestIndex(); idx != 22 {
 		t.Errorf("LatestIndex = %d", idx)
 	}
 
@@ -428,6 +450,7 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 		"deployment":      func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
 		"namespaces":      func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
 		"scaling_event":   func() (memdb.ResultIterator, error) { return st.ScalingEvents(nil) },
+		"scaling_policy":  func() (memdb.ResultIterator, error) { return st.ScalingPolicies(nil) },
 		"periodic_launch": func() (memdb.ResultIterator, error) { return st.PeriodicLaunches(nil) },
 	}
 	for name, f := range iters {
@@ -461,7 +484,7 @@ func TestDeterminism(t *testing.T) {
 	if !reflect.DeepEqual(da, db) {
 		t.Fatal("same log produced different states")
 	}
-	for _, table := range []string{"index", "jobs", "job_version", "job_summary", "job_submission", "evals", "allocs", "nodes", "deployment", "namespaces", "root_keys", "cluster_meta"} {
+	for _, table := range []string{"index", "jobs", "job_version", "job_summary", "job_submission", "evals", "allocs", "nodes", "deployment", "namespaces", "root_keys", "cluster_meta", "scaling_policy"} {
 		if len(da[table]) == 0 {
 			t.Errorf("scenario leaves table %s empty: the test would not cover it", table)
 		}
@@ -543,6 +566,12 @@ func TestSnapshotRestore_RoundTrip(t *testing.T) {
 	n, _ := dst.State().NodeByID(nil, "n1")
 	if n == nil || n.SecretID != "s-n1" || n.LastAllocUpdateIndex != 4 { // set at registration (4); client updates need not move it
 		t.Fatalf("node fields lost in snapshot: %+v", n)
+	}
+	// A restored policy compares equal to the same spec arriving again
+	// through Raft: no rewrite, its ModifyIndex stays.
+	apply(t, dst, entry(t, 150, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: scaledJob()}))
+	if p, _ := dst.State().ScalingPolicyByID(nil, "pol-h"); p == nil || p.ModifyIndex != 22 {
+		t.Fatalf("policy rewritten by an identical spec after restore: %+v", p)
 	}
 	// The restored store keeps working.
 	apply(t, dst, entry(t, 200, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{testEval("e9", "web", "pending")}}))

@@ -167,6 +167,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.RootKeyRestore(v))
+	case ScalingPolicySnapshot:
+		v := new(structs.ScalingPolicy)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.ScalingPolicyRestore(v))
 	case ScalingEventSnapshot:
 		v := new(structs.JobScalingEvents)
 		if err := dec.Decode(v); err != nil {

@@ -31,6 +31,10 @@ const (
 	ClusterMetadataSnapshot SnapshotType = 11
 	ScalingEventSnapshot    SnapshotType = 12
 
+	// ScalingPolicySnapshot is 42, the number the scaling-policy work was
+	// given, so record types added in parallel from 13 up do not collide.
+	ScalingPolicySnapshot SnapshotType = 42
+
 	// PeriodicLaunchSnapshot starts at 100 so record types added in
 	// parallel branches below it never collide with it.
 	PeriodicLaunchSnapshot SnapshotType = 100
@@ -118,6 +122,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.Deployments(nil); return writeIter(DeploymentSnapshot, it, err) },
 		func() error { it, err := st.Namespaces(nil); return writeIter(NamespaceSnapshot, it, err) },
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
+		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)

@@ -21,11 +21,20 @@ type Job struct{ srv *Server }
 // fail the job with a 400 together with the validation errors; the warnings
 // are returned, formatted for the reply's Warnings.
 func admitJob(job *structs.Job) (warnings string, err error) {
+	return admitJobScaled(job, false)
+}
+
+// admitJobScaled is admitJob for a job scale: with policyOverride a group's
+// count may leave its scaling policy's [min, max], as Nomad allows.
+func admitJobScaled(job *structs.Job, policyOverride bool) (warnings string, err error) {
 	if job == nil {
 		return "", structs.NewErrCoded(400, "Job must be specified")
 	}
 	job.Canonicalize()
 	problems, gaps := checkJob(job)
+	if !policyOverride {
+		problems = append(problems, job.ScalingCountErrors()...)
+	}
 	if len(problems) > 0 {
 		return "", structs.NewErrCoded(400, "Job validation failed: %s", (&structs.ValidationError{Errors: problems}).Error())
 	}
@@ -52,7 +61,12 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
 		return err
 	}
-	warnings, err := admitJob(args.Job)
+	return j.register(args, reply, false)
+}
+
+// register is Register on the leader; policyOverride is a job scale's.
+func (j *Job) register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse, policyOverride bool) error {
+	warnings, err := admitJobScaled(args.Job, policyOverride)
 	if err != nil {
 		return err
 	}
@@ -86,6 +100,10 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if existing != nil && existing.Type != job.Type {
 		return structs.NewErrCoded(400, "cannot update job from type %q to %q", existing.Type, job.Type)
 	}
+	// Policy IDs are chosen here, before the Raft entry: a target that
+	// already had a policy keeps its ID, so an unchanged spec stays unchanged.
+	job.SetScalingTargets()
+	job.AssignScalingPolicyIDs(existing, newID)
 	if existing != nil && (args.PreserveCounts || args.PreserveResources) {
 		for _, tg := range job.TaskGroups {
 			prev := existing.LookupTaskGroup(tg.Name)
@@ -171,6 +189,7 @@ func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValid
 func validateJob(job *structs.Job, maxCount int, reply *structs.JobValidateResponse) {
 	job.Canonicalize()
 	problems, gaps := checkJob(job)
+	problems = append(problems, job.ScalingCountErrors()...)
 	// Configs of the built-in drivers were checked against their schemas.
 	reply.DriverConfigValidated = true
 	if len(problems) > 0 {

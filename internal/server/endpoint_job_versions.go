@@ -130,7 +130,7 @@ func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterRes
 		job.LookupTaskGroup(group).Count = int(*args.Count)
 		reg := &structs.JobRegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex,
 			WriteRequest: structs.WriteRequest{Region: args.Region, Namespace: ns}}
-		if err := j.Register(reg, reply); err != nil {
+		if err := j.register(reg, reply, args.PolicyOverride); err != nil {
 			return err
 		}
 		if reply.EvalID != "" {

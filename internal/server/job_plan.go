@@ -42,6 +42,8 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if existing != nil {
 		reply.JobModifyIndex = existing.JobModifyIndex
 	}
+	job.SetScalingTargets()
+	job.AssignScalingPolicyIDs(existing, newID)
 	// Write the candidate version into the private copy only.
 	idx := latest + 1
 	job.SubmitTime = time.Now().UnixNano()

@@ -204,6 +204,7 @@ func (s *Server) registerEndpoints() error {
 		"Namespace":  &Namespace{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
+		"Scaling":    &Scaling{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -157,6 +157,9 @@ func upsertJobTxn(txn *memdb.Txn, index uint64, sub *structs.JobSubmission, in *
 			return err
 		}
 	}
+	if err := syncScalingPolicies(txn, index, &j); err != nil {
+		return err
+	}
 	return bumpIndex(txn, index, tableJobs, tableJobVersion)
 }
 
@@ -221,6 +224,9 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 	}
 	if _, err := txn.DeleteAll(tableScalingEvent, "id", namespace, id); err != nil {
 		return fmt.Errorf("state: scaling events delete: %w", err)
+	}
+	if err := deleteScalingPolicies(txn, index, namespace, id); err != nil {
+		return err
 	}
 	if err := updateParentChildren(txn, index, job, job.Status, ""); err != nil {
 		return err

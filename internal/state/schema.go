@@ -25,6 +25,8 @@ const (
 
 	// tableScalingEvent keeps each job's recent scaling events per group.
 	tableScalingEvent = "scaling_event"
+	// tableScalingPolicy keeps the scaling policies of running jobs.
+	tableScalingPolicy = "scaling_policy"
 	// tablePeriodicLaunch keeps the last launch time of each periodic parent.
 	tablePeriodicLaunch = "periodic_launch"
 )
@@ -87,6 +89,9 @@ var (
 	submissionJob = func(s *structs.JobSubmission) string { return s.JobID }
 	scalingNS     = func(e *structs.JobScalingEvents) string { return e.Namespace }
 	scalingJob    = func(e *structs.JobScalingEvents) string { return e.JobID }
+	policyID      = func(p *structs.ScalingPolicy) string { return p.ID }
+	policyNS      = func(p *structs.ScalingPolicy) string { return p.Namespace }
+	policyJob     = func(p *structs.ScalingPolicy) string { return p.Target[structs.ScalingTargetJob] }
 	launchNS      = func(l *structs.PeriodicLaunch) string { return l.Namespace }
 	launchID      = func(l *structs.PeriodicLaunch) string { return l.ID }
 	namespaceName = func(n *structs.Namespace) string { return n.Name }
@@ -125,6 +130,13 @@ func schema() *memdb.DBSchema {
 		tableScalingEvent: {
 			Name:    tableScalingEvent,
 			Indexes: map[string]*memdb.IndexSchema{"id": nsIDIndex("id", nil, scalingNS, scalingJob)},
+		},
+		tableScalingPolicy: {
+			Name: tableScalingPolicy,
+			Indexes: map[string]*memdb.IndexSchema{
+				"id":  idIndex(policyID),
+				"job": nsIDIndex("job", policyID, policyNS, policyJob),
+			},
 		},
 		tablePeriodicLaunch: {
 			Name:    tablePeriodicLaunch,

@@ -27,6 +27,12 @@ var jobDiffSkip = map[string]bool{
 	"ModifyIndex": true, "JobModifyIndex": true, "NomadTokenID": true, "Payload": true,
 }
 
+// objectDiffSkip are fields of nested objects that the server sets: a
+// scaling policy's ID, namespace, target and indexes are not user edits.
+var objectDiffSkip = map[reflect.Type]map[string]bool{
+	reflect.TypeOf(ScalingPolicy{}): {"ID": true, "Namespace": true, "Target": true, "CreateIndex": true, "ModifyIndex": true},
+}
+
 var (
 	groupDiffSkip = map[string]bool{"Name": true, "Tasks": true}
 	taskDiffSkip  = map[string]bool{"Name": true}
@@ -356,7 +362,7 @@ func objectDiff(name string, a, b reflect.Value, withNone bool) *api.ObjectDiff 
 		return nil
 	}
 	o := &api.ObjectDiff{Name: name, Type: addDelType(!a.IsValid(), !b.IsValid())}
-	o.Fields, o.Objects = diffStruct(a, b, nil, true)
+	o.Fields, o.Objects = diffStruct(a, b, objectDiffSkip[typeOf(a, b)], true)
 	if o.Type == DiffTypeNone && changed(o.Fields, o.Objects) {
 		o.Type = DiffTypeEdited
 	}

@@ -85,6 +85,12 @@ func TestDiffJobs(t *testing.T) {
 		}, []string{"Edited job", "Edited group g", "Added task side"}},
 		{"group deleted", func(j *Job) { j.TaskGroups = nil },
 			[]string{"Edited job", "Deleted group g"}},
+		// The server's ID, namespace and target of a policy are not user edits.
+		{"scaling added", func(j *Job) {
+			max := int64(4)
+			j.TaskGroups[0].Scaling = &ScalingPolicy{ID: "p1", Namespace: "default", Type: "horizontal", Max: &max,
+				Target: map[string]string{"Job": "web", "Group": "g"}, CreateIndex: 3, ModifyIndex: 4}
+		}, []string{"Edited job", "Edited group g", "Added g:g/Scaling{}", `Added g:g/Scaling/Max ""->"4"`, `Added g:g/Scaling/Type ""->"horizontal"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,7 @@ func (j *Job) Canonicalize() {
 		if tg.ReschedulePolicy == nil {
 			tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
 		}
+		canonicalizeScaling(tg.Scaling, tg.Count, ScalingPolicyTypeHorizontal)
 		for _, t := range tg.Tasks {
 			if t.Resources == nil {
 				t.Resources = &Resources{CPU: 100, MemoryMB: 300}
@@ -50,6 +51,9 @@ func (j *Job) Canonicalize() {
 			}
 			if t.KillTimeout == 0 {
 				t.KillTimeout = 5 * time.Second
+			}
+			for _, p := range t.ScalingPolicies {
+				canonicalizeScaling(p, tg.Count, "")
 			}
 			if t.RestartPolicy == nil {
 				rp := *tg.RestartPolicy
@@ -169,6 +173,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 	if len(tg.Tasks) == 0 {
 		v.add("%s: Tasks: missing tasks for task group", prefix)
 	}
+	tg.validateScaling(prefix, v)
 	if tg.EphemeralDisk != nil && tg.EphemeralDisk.SizeMB < 0 {
 		v.add("%s: EphemeralDisk.SizeMB must not be negative", prefix)
 	}
@@ -220,6 +225,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 			continue
 		}
 		tp := fmt.Sprintf("%s, task %q", prefix, t.Name)
+		t.validateScaling(tp, v)
 		if t.Name == "" {
 			v.add("%s: Tasks[%d].Name: missing task name", prefix, ti)
 		} else if tasks[t.Name] {

@@ -39,6 +39,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/status/leader", ""},
 	{"GET", "/v1/status/peers", ""},
 	{"GET", "/v1/regions", ""},
+	{"GET", "/v1/scaling/policies", ""},
+	{"GET", "/v1/scaling/policy/p1", ""},
 	{"GET", "/v1/namespaces", ""},
 	{"GET", "/v1/namespace/default", ""},
 	{"GET", "/v1/agent/self", ""},

@@ -136,6 +136,8 @@ func (s *server) routes() []route {
 		{"/v1/regions", s.regionsRequest},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
+		{"/v1/scaling/policies", s.scalingPoliciesRequest},
+		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 

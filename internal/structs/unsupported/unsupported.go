@@ -31,8 +31,8 @@ import (
 // periodic, parameterized + dispatch_payload, restart, reschedule attempts
 // and interval, ephemeral_disk.size, group networks in host mode with
 // static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
-// kill_timeout, kill_signal, leader, lifecycle, logs, scaling min/max (job
-// scale), driver config (checked against the driver's schema below).
+// kill_timeout, kill_signal, leader, lifecycle, logs, group scaling (stored
+// and served as a policy; min/max bound job scale), driver config (checked against the driver's schema below).
 //
 // Blocks that the api client's Canonicalize fills in for every job (update,
 // migrate, reschedule) only count as set when they differ from those
@@ -220,9 +220,6 @@ var groupGaps = []gap[groupCtx]{
 	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
 		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")
 	}},
-	{"scaling policy", gapWarn, "Drover does not serve /v1/scaling/policies, so an autoscaler will not see it (min and max still bound job scale)", func(c groupCtx) []string {
-		return when(c.tg.Scaling != nil && len(c.tg.Scaling.Policy) > 0, "scaling policy")
-	}},
 }
 
 var taskGaps = []gap[taskCtx]{
@@ -327,7 +324,7 @@ var taskGaps = []gap[taskCtx]{
 	{"shutdown_delay", gapWarn, "the task is stopped without the delay", func(c taskCtx) []string {
 		return when(c.t.ShutdownDelay > 0, "shutdown_delay")
 	}},
-	{"scaling", gapWarn, "vertical scaling policies are not acted on", func(c taskCtx) []string {
+	{"scaling", gapWarn, "the policy is served at /v1/scaling/policies, but Drover has no recommendations API (Nomad Enterprise's dynamic application sizing), so no autoscaler can apply it", func(c taskCtx) []string {
 		return when(len(c.t.ScalingPolicies) > 0, "scaling")
 	}},
 	{"action", gapWarn, "actions cannot be run: Drover has no action endpoint yet", func(c taskCtx) []string {

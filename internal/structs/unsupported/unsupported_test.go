@@ -137,9 +137,6 @@ func TestCheck_Decisions(t *testing.T) {
 		{"group shutdown_delay", func(j *api.Job) { tg(j).ShutdownDelay = dur(5 * time.Second) }, "", gp + `shutdown_delay is accepted`},
 		{"task shutdown_delay", func(j *api.Job) { task(j).ShutdownDelay = 5 * time.Second }, "", tp + `shutdown_delay is accepted`},
 		{"max_run_duration", func(j *api.Job) { tg(j).MaxRunDuration = dur(time.Hour) }, "", gp + `max_run_duration is accepted`},
-		{"autoscaler policy", func(j *api.Job) {
-			tg(j).Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(5)), Policy: map[string]any{"check": "cpu"}}
-		}, "", gp + `scaling policy is accepted`},
 		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
 		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
 		{"ignore_collision", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].IgnoreCollision = true }, "", gp + `network[0] port "http" ignore_collision is accepted`},
@@ -148,7 +145,10 @@ func TestCheck_Decisions(t *testing.T) {
 		}, "", tp + `identity "aws" is accepted but not acted on by Drover yet: workload identity tokens are not issued to tasks yet`},
 		{"task disk", func(j *api.Job) { task(j).Resources = &api.Resources{DiskMB: new(100)} }, "", tp + `resources.disk is accepted`},
 		{"action", func(j *api.Job) { task(j).Actions = []*api.Action{{Name: "dump", Command: "/bin/true"}} }, "", tp + `action "dump" is accepted`},
-		{"vertical scaling", func(j *api.Job) { task(j).ScalingPolicies = []*api.ScalingPolicy{{Type: "vertical_cpu"}} }, "", tp + `scaling is accepted`},
+		{"vertical scaling", func(j *api.Job) {
+			task(j).ScalingPolicies = []*api.ScalingPolicy{{Type: "vertical_cpu", Max: new(int64(500))}}
+		},
+			"", tp + `scaling is accepted but not acted on by Drover yet: the policy is served at /v1/scaling/policies`},
 		{"consul_namespace", func(j *api.Job) { j.ConsulNamespace = new("team") }, "", `Job "web": consul_namespace is accepted`},
 		{"driver not built", func(j *api.Job) { task(j).Driver = "docker"; task(j).Config = map[string]any{"image": "redis"} },
 			"", tp + `driver "docker" is not built into Drover, so no node can run this task`},
@@ -181,6 +181,12 @@ func TestCheck_ExplicitDefaultsAreQuiet(t *testing.T) {
 	j.Update.MaxParallel = new(1)
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+	// A group scaling block is stored and served as a scaling policy.
+	j = gapJob("service")
+	j.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(5)), Policy: map[string]any{"check": "cpu"}}
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("group scaling policy: want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
 	// max_parallel = 0 turns rolling updates off in Nomad too.
 	j = gapJob("service")
