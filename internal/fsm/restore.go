@@ -160,6 +160,12 @@ func restoreRecord(dec *codec.Decoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.ClusterMetadataRestore(v))
+	case SchedulerConfigSnapshot:
+		v := new(structs.SchedulerConfiguration)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.SchedulerConfigRestore(v))
 	}
 	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
 }

@@ -186,7 +186,8 @@ func schema() *memdb.DBSchema {
 			Name:    tableRootKeys,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(rootKeyID)},
 		},
-		tableAllocSeq: allocSeqTable(),
+		tableAllocSeq:        allocSeqTable(),
+		tableSchedulerConfig: schedulerConfigTable(),
 		tableClusterMeta: {
 			Name: tableClusterMeta,
 			Indexes: map[string]*memdb.IndexSchema{
