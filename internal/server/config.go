@@ -56,16 +56,24 @@ type Config struct {
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server
 
-	NumSchedulers      int
-	EnabledSchedulers  []string
+	NumSchedulers     int
+	EnabledSchedulers []string
+	// The fields below up to PauseEvalBroker are the scheduler
+	// configuration the first leader stores when none is
+	// (server.default_scheduler_config); from then on the stored one,
+	// changed through /v1/operator/scheduler/configuration, is what the
+	// schedulers read (a server that has none yet uses these).
 	SchedulerAlgorithm string
 	// Preemption per job type (Nomad's scheduler config defaults: system
 	// on, the others off). The scheduler evicts allocations of jobs at
 	// least 10 priority points lower when a placement does not fit.
-	PreemptionSystemEnabled   bool
-	PreemptionSysBatchEnabled bool
-	PreemptionServiceEnabled  bool
-	PreemptionBatchEnabled    bool
+	PreemptionSystemEnabled       bool
+	PreemptionSysBatchEnabled     bool
+	PreemptionServiceEnabled      bool
+	PreemptionBatchEnabled        bool
+	MemoryOversubscriptionEnabled bool
+	RejectJobRegistration         bool
+	PauseEvalBroker               bool
 
 	MinHeartbeatTTL        time.Duration
 	MaxHeartbeatsPerSecond float64
@@ -103,13 +111,20 @@ type Config struct {
 	workers int
 }
 
-// preemptionEnabled is the per-job-type switch the schedulers read.
-func (c *Config) preemptionEnabled() map[string]bool {
-	return map[string]bool{
-		structs.JobTypeSystem:   c.PreemptionSystemEnabled,
-		structs.JobTypeSysBatch: c.PreemptionSysBatchEnabled,
-		structs.JobTypeService:  c.PreemptionServiceEnabled,
-		structs.JobTypeBatch:    c.PreemptionBatchEnabled,
+// bootstrapSchedulerConfig is the scheduler configuration the config
+// asks for, stored by the first leader when none is.
+func (c *Config) bootstrapSchedulerConfig() *structs.SchedulerConfiguration {
+	return &structs.SchedulerConfiguration{
+		SchedulerAlgorithm: c.SchedulerAlgorithm,
+		PreemptionConfig: structs.PreemptionConfig{
+			SystemSchedulerEnabled:   c.PreemptionSystemEnabled,
+			SysBatchSchedulerEnabled: c.PreemptionSysBatchEnabled,
+			BatchSchedulerEnabled:    c.PreemptionBatchEnabled,
+			ServiceSchedulerEnabled:  c.PreemptionServiceEnabled,
+		},
+		MemoryOversubscriptionEnabled: c.MemoryOversubscriptionEnabled,
+		RejectJobRegistration:         c.RejectJobRegistration,
+		PauseEvalBroker:               c.PauseEvalBroker,
 	}
 }
 

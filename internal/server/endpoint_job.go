@@ -52,6 +52,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.registrationsAllowed(); err != nil {
+		return err
+	}
 	warnings, err := admitJob(args.Job)
 	if err != nil {
 		return err

@@ -45,6 +45,9 @@ type Server struct {
 	rpcAddr   string // advertised RPC (and Raft) address
 
 	broker     *evalbroker.Broker
+	// brokerMu serialises turning the broker and blocked evals on and off
+	// for PauseEvalBroker with leadership changes.
+	brokerMu sync.Mutex
 	blocked    *blockedevals.BlockedEvals
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers

@@ -51,6 +51,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"PUT", "/v1/node/n1/purge", ""},
 	{"GET", "/v1/agent/monitor", ""},
 	{"DELETE", "/v1/operator/raft/peer?id=p1", ""},
+	{"GET", "/v1/operator/scheduler/configuration", ""},
+	{"PUT", "/v1/operator/scheduler/configuration?cas=3", `{"SchedulerAlgorithm":"spread"}`},
 	{"GET", "/v1/client/fs/ls/a1", ""},
 	{"GET", "/v1/client/fs/stat/a1?path=x", ""},
 	{"GET", "/v1/client/fs/cat/a1?path=x", ""},

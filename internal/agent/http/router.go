@@ -124,6 +124,7 @@ func (s *server) routes() []route {
 		{"/v1/regions", s.regionsRequest},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
+		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 
