@@ -44,10 +44,10 @@ type Server struct {
 	pool      *droverrpc.Pool
 	rpcAddr   string // advertised RPC (and Raft) address
 
-	broker     *evalbroker.Broker
+	broker *evalbroker.Broker
 	// brokerMu serialises turning the broker and blocked evals on and off
 	// for PauseEvalBroker with leadership changes.
-	brokerMu sync.Mutex
+	brokerMu   sync.Mutex
 	blocked    *blockedevals.BlockedEvals
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
