@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Setting the scheduler algorithm to spread through the operator API (here
+// with the CLI) changes where the next job's allocation lands, on the
+// running server without a restart: one server, two client agents; under
+// binpack two jobs share a node, after `operator scheduler set-config
+// -scheduler-algorithm=spread` the next one goes to the empty node.
+func TestSchedulerAlgorithmSpreadAtRuntime(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1},
+	})
+	srv.waitReady(false)
+	for i := 0; i < 2; i++ {
+		startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		})
+	}
+	var nodes []string
+	waitFor(t, 30*time.Second, "2 ready client nodes", func() bool {
+		list, _, err := srv.client.Nodes().List(nil)
+		nodes = nodes[:0]
+		for _, n := range list {
+			if err == nil && n.Status == "ready" {
+				nodes = append(nodes, n.ID)
+			}
+		}
+		return len(nodes) == 2
+	})
+
+	out, code := srv.cli(t.TempDir(), "operator", "scheduler", "get-config")
+	if code != 0 || !strings.Contains(out, "Scheduler Algorithm           = binpack") {
+		t.Fatalf("get-config (%d):\n%s", code, out)
+	}
+	place := func(id string) string {
+		t.Helper()
+		job := rawExecJob(id, "service", 1, "exec sleep 600")
+		job.TaskGroups[0].Tasks[0].Resources = &api.Resources{CPU: ptr(500), MemoryMB: ptr(256)}
+		if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+			t.Fatal(err)
+		}
+		var node string
+		waitFor(t, 30*time.Second, id+" placed", func() bool {
+			for _, a := range srv.allocsOf(id) {
+				if a.DesiredStatus == "run" {
+					node = a.NodeID
+					return true
+				}
+			}
+			return false
+		})
+		return node
+	}
+	first := place("bin1")
+	if second := place("bin2"); second != first {
+		t.Fatalf("binpack: second job on %s, first on %s", second, first)
+	}
+
+	out, code = srv.cli(t.TempDir(), "operator", "scheduler", "set-config", "-scheduler-algorithm=spread")
+	if code != 0 || !strings.Contains(out, "Scheduler configuration updated!") {
+		t.Fatalf("set-config (%d):\n%s", code, out)
+	}
+	cfg, _, err := srv.client.Operator().SchedulerGetConfiguration(nil)
+	if err != nil || cfg.SchedulerConfig.SchedulerAlgorithm != api.SchedulerAlgorithmSpread ||
+		!cfg.SchedulerConfig.PreemptionConfig.SystemSchedulerEnabled {
+		t.Fatalf("after set-config: %+v %v", cfg, err)
+	}
+	if third := place("spread1"); third == first {
+		t.Fatalf("spread: next job on %s with the other two, not on the empty node", third)
+	}
+
+	// A stale CAS write is refused and changes nothing.
+	stale := *cfg.SchedulerConfig
+	stale.SchedulerAlgorithm = api.SchedulerAlgorithmBinpack
+	stale.ModifyIndex--
+	resp, _, err := srv.client.Operator().SchedulerCASConfiguration(&stale, nil)
+	if err != nil || resp.Updated {
+		t.Fatalf("stale CAS: %+v %v", resp, err)
+	}
+}
