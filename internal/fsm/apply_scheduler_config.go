@@ -10,7 +10,7 @@ func (f *FSM) applySchedulerConfig(buf []byte, index uint64) any {
 	if err := decode(buf, &req, "scheduler config"); err != nil {
 		return err
 	}
-	ok, err := f.State().SchedulerSetConfig(index, &req.Config, req.CAS)
+	ok, err := f.State().SetSchedulerConfig(index, &req.Config, req.CAS)
 	if err != nil {
 		return err
 	}

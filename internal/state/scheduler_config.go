@@ -36,10 +36,10 @@ func (s *reader) SchedulerConfig(ws memdb.WatchSet) (*structs.SchedulerConfigura
 	return raw.(*structs.SchedulerConfiguration), nil
 }
 
-// SchedulerSetConfig stores cfg as the scheduler configuration. With cas,
+// SetSchedulerConfig stores cfg as the scheduler configuration. With cas,
 // it writes only when the stored ModifyIndex equals cfg.ModifyIndex (0: only
 // when none is stored) and reports whether it wrote.
-func (s *StateStore) SchedulerSetConfig(index uint64, cfg *structs.SchedulerConfiguration, cas bool) (bool, error) {
+func (s *StateStore) SetSchedulerConfig(index uint64, cfg *structs.SchedulerConfiguration, cas bool) (bool, error) {
 	if cfg == nil {
 		return false, fmt.Errorf("state: set scheduler config: missing configuration")
 	}
