@@ -85,4 +85,14 @@ func TestSchedulerAlgorithmSpreadAtRuntime(t *testing.T) {
 	if err != nil || resp.Updated {
 		t.Fatalf("stale CAS: %+v %v", resp, err)
 	}
+	// Bad input is a 400 naming what is wrong.
+	for _, bad := range []struct{ path, body, want string }{
+		{"/v1/operator/scheduler/configuration?cas=abc", `{"SchedulerAlgorithm":"spread"}`, "cas"},
+		{"/v1/operator/scheduler/configuration", `{"SchedulerAlgorithm":"random"}`, "SchedulerAlgorithm"},
+		{"/v1/operator/scheduler/configuration", `{"PauseEvalBroker":"yes"}`, "PauseEvalBroker"},
+	} {
+		if code, body := srv.put(bad.path, []byte(bad.body)); code != 400 || !strings.Contains(body, bad.want) {
+			t.Errorf("PUT %s %s: %d %q", bad.path, bad.body, code, body)
+		}
+	}
 }
