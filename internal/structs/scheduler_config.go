@@ -113,3 +113,17 @@ type SchedulerSetConfigurationResponse struct {
 	Updated bool
 	WriteMeta
 }
+
+// EvalOperatorDeleteRequest deletes evaluations by ID or by filter
+// (`DELETE /v1/evaluations`); only while the eval broker is paused.
+type EvalOperatorDeleteRequest struct {
+	EvalIDs []string
+	Filter  string
+	WriteRequest
+}
+
+// EvalOperatorDeleteResponse reports how many evaluations were deleted.
+type EvalOperatorDeleteResponse struct {
+	Count int
+	WriteMeta
+}

@@ -27,6 +27,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/allocation/a1", ""},
 	{"PUT", "/v1/allocation/a1/stop", ""},
 	{"GET", "/v1/evaluations", ""},
+	{"DELETE", "/v1/evaluations", `{"EvalIDs":["e1"]}`},
 	{"GET", "/v1/evaluation/e1", ""},
 	{"GET", "/v1/evaluation/e1/allocations", ""},
 	{"GET", "/v1/nodes", ""},
