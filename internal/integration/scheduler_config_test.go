@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,52 @@ func TestSchedulerAlgorithmSpreadAtRuntime(t *testing.T) {
 		if code, body := srv.put(bad.path, []byte(bad.body)); code != 400 || !strings.Contains(body, bad.want) {
 			t.Errorf("PUT %s %s: %d %q", bad.path, bad.body, code, body)
 		}
+	}
+}
+
+// A task's memory_max reaches it only while memory oversubscription is
+// enabled in the scheduler configuration (Nomad's default is off, and the
+// task is then limited to its memory): switched on through the API, the
+// next job's task sees NOMAD_MEMORY_MAX_LIMIT.
+func TestMemoryOversubscriptionAtRuntime(t *testing.T) {
+	a := devAgent(t)
+	maxLimit := func(id string) string {
+		t.Helper()
+		job := rawExecJob(id, "batch", 1, `echo "max=$NOMAD_MEMORY_MAX_LIMIT"`)
+		job.TaskGroups[0].Tasks[0].Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32), MemoryMaxMB: ptr(96)}
+		if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+			t.Fatal(err)
+		}
+		var alloc *api.Allocation
+		waitFor(t, 20*time.Second, id+" complete", func() bool {
+			stubs := a.allocsOf(id)
+			if len(stubs) != 1 || stubs[0].ClientStatus != "complete" {
+				return false
+			}
+			var err error
+			alloc, _, err = a.client.Allocations().Info(stubs[0].ID, nil)
+			return err == nil
+		})
+		r, err := a.client.AllocFS().Cat(alloc, "alloc/logs/t.stdout.0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
+		return strings.TrimSpace(string(b))
+	}
+	if got := maxLimit("off"); got != "max=" {
+		t.Fatalf("oversubscription off: task saw %q", got)
+	}
+	cfg, _, err := a.client.Operator().SchedulerGetConfiguration(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SchedulerConfig.MemoryOversubscriptionEnabled = true
+	if resp, _, err := a.client.Operator().SchedulerCASConfiguration(cfg.SchedulerConfig, nil); err != nil || !resp.Updated {
+		t.Fatalf("enable oversubscription: %+v %v", resp, err)
+	}
+	if got := maxLimit("on"); got != "max=96" {
+		t.Fatalf("oversubscription on: task saw %q", got)
 	}
 }
