@@ -37,9 +37,6 @@ func boolFlags(names ...string) complete.Flags {
 	return out
 }
 
-// predictBool completes a true/false flag value.
-var predictBool = complete.PredictSet("true", "false")
-
 // commandFlags are each command's own flags (the global ones are added).
 var commandFlags = map[string]complete.Flags{
 	"job run": mergeFlags(jobspecFlags, boolFlags("detach", "output", "verbose", "policy-override", "preserve-counts"),
@@ -60,28 +57,33 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":                   mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status":                  mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":                    mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":                      boolFlags("stat", "verbose"),
-	"alloc stop":                    boolFlags("detach", "verbose"),
-	"node status":                   mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
-	"operator raft list-peers":      boolFlags("json"),
-	"operator raft remove-peer":     complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
+	"eval status":               mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status":              mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":                mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":                  boolFlags("stat", "verbose"),
+	"alloc stop":                boolFlags("detach", "verbose"),
+	"node status":               mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"operator raft list-peers":  boolFlags("json"),
+	"operator raft remove-peer": complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
+	"server members":            mergeFlags(boolFlags("verbose", "detailed", "json")),
+	"agent-info":                outputFlags,
+	"status":                    boolFlags("verbose"),
+	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
+		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
+		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
+
+	// Scheduler configuration.
 	"operator scheduler get-config": outputFlags,
-	"operator scheduler set-config": complete.Flags{
+	"operator scheduler set-config": {
 		"-check-index": complete.PredictAnything, "-scheduler-algorithm": complete.PredictSet("binpack", "spread"),
 		"-memory-oversubscription": predictBool, "-reject-job-registration": predictBool, "-pause-eval-broker": predictBool,
 		"-preempt-batch-scheduler": predictBool, "-preempt-service-scheduler": predictBool,
 		"-preempt-sysbatch-scheduler": predictBool, "-preempt-system-scheduler": predictBool,
 	},
-	"server members": mergeFlags(boolFlags("verbose", "detailed", "json")),
-	"agent-info":     outputFlags,
-	"status":         boolFlags("verbose"),
-	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
-		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
-		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
 }
+
+// predictBool completes a true/false flag value.
+var predictBool = complete.PredictSet("true", "false")
 
 // commandArgs predicts each command's positional argument.
 func commandArgs(name string, m *Meta) complete.Predictor {
