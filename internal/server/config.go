@@ -56,21 +56,22 @@ type Config struct {
 	// empty and BootstrapExpect <= 1 the server bootstraps alone.
 	Peers []raft.Server
 
-	NumSchedulers     int
-	EnabledSchedulers []string
-	// The fields below up to PauseEvalBroker are the scheduler
-	// configuration the first leader stores when none is
-	// (server.default_scheduler_config); from then on the stored one,
-	// changed through /v1/operator/scheduler/configuration, is what the
-	// schedulers read (a server that has none yet uses these).
+	NumSchedulers      int
+	EnabledSchedulers  []string
 	SchedulerAlgorithm string
 	// Preemption per job type (Nomad's scheduler config defaults: system
 	// on, the others off). The scheduler evicts allocations of jobs at
 	// least 10 priority points lower when a placement does not fit.
-	PreemptionSystemEnabled       bool
-	PreemptionSysBatchEnabled     bool
-	PreemptionServiceEnabled      bool
-	PreemptionBatchEnabled        bool
+	PreemptionSystemEnabled   bool
+	PreemptionSysBatchEnabled bool
+	PreemptionServiceEnabled  bool
+	PreemptionBatchEnabled    bool
+
+	// SchedulerAlgorithm, the Preemption fields and these three are the
+	// scheduler configuration the first leader stores when none is
+	// (server.default_scheduler_config); from then on the stored one,
+	// changed through /v1/operator/scheduler/configuration, is what the
+	// schedulers read (a server that has none stored yet uses these).
 	MemoryOversubscriptionEnabled bool
 	RejectJobRegistration         bool
 	PauseEvalBroker               bool

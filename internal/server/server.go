@@ -44,15 +44,16 @@ type Server struct {
 	pool      *droverrpc.Pool
 	rpcAddr   string // advertised RPC (and Raft) address
 
-	broker *evalbroker.Broker
-	// brokerMu serialises turning the broker and blocked evals on and off
-	// for PauseEvalBroker with leadership changes.
-	brokerMu   sync.Mutex
+	broker     *evalbroker.Broker
 	blocked    *blockedevals.BlockedEvals
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
+
+	// brokerMu serialises turning the broker and blocked evals on and off
+	// for PauseEvalBroker with leadership changes.
+	brokerMu sync.Mutex
 
 	workers    []*Worker
 	schedSlots chan struct{} // one token per evaluation being computed
