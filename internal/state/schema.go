@@ -186,8 +186,7 @@ func schema() *memdb.DBSchema {
 			Name:    tableRootKeys,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(rootKeyID)},
 		},
-		tableAllocSeq:        allocSeqTable(),
-		tableSchedulerConfig: schedulerConfigTable(),
+		tableAllocSeq: allocSeqTable(),
 		tableClusterMeta: {
 			Name: tableClusterMeta,
 			Indexes: map[string]*memdb.IndexSchema{
@@ -198,5 +197,6 @@ func schema() *memdb.DBSchema {
 				},
 			},
 		},
+		tableSchedulerConfig: schedulerConfigTable(),
 	}}
 }
