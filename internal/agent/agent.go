@@ -205,8 +205,21 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 			sc.JobMaxCount = -1 // job_max_count = 0 turns the limit off
 		}
 	}
-	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
-		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
+	if d := s.DefaultSchedulerConfig; d != nil {
+		// Stored by the first leader when the cluster has no scheduler
+		// configuration yet; the operator API changes it from then on.
+		if d.SchedulerAlgorithm != "" {
+			sc.SchedulerAlgorithm = d.SchedulerAlgorithm
+		}
+		sc.MemoryOversubscriptionEnabled = d.MemoryOversubscriptionEnabled
+		sc.RejectJobRegistration = d.RejectJobRegistration
+		sc.PauseEvalBroker = d.PauseEvalBroker
+		if p := d.PreemptionConfig; p != nil {
+			setBool(&sc.PreemptionSystemEnabled, p.SystemSchedulerEnabled)
+			setBool(&sc.PreemptionSysBatchEnabled, p.SysBatchSchedulerEnabled)
+			setBool(&sc.PreemptionBatchEnabled, p.BatchSchedulerEnabled)
+			setBool(&sc.PreemptionServiceEnabled, p.ServiceSchedulerEnabled)
+		}
 	}
 	return sc, nil
 }
@@ -279,4 +292,11 @@ func (a *Agent) Shutdown() error {
 		}
 	})
 	return err
+}
+
+// setBool sets *dst from an optional config value.
+func setBool(dst *bool, v *bool) {
+	if v != nil {
+		*dst = *v
+	}
 }

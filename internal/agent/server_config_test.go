@@ -85,3 +85,37 @@ func TestServerConfig_JobMaxCount(t *testing.T) {
 		t.Fatalf("negative job_max_count: %v", err)
 	}
 }
+
+// server.default_scheduler_config reaches the server as the configuration
+// its first leader stores; unset keys keep Nomad's defaults.
+func TestServerConfig_DefaultSchedulerConfig(t *testing.T) {
+	parsed, err := config.Parse("server.hcl", []byte(`
+server {
+  enabled = true
+  default_scheduler_config {
+    scheduler_algorithm             = "spread"
+    memory_oversubscription_enabled = true
+    pause_eval_broker               = true
+    preemption_config {
+      service_scheduler_enabled = true
+      system_scheduler_enabled  = false
+    }
+  }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Merge(config.DefaultConfig(), parsed)
+	if err := c.NormalizeAddrs(); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := serverConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.SchedulerAlgorithm != "spread" || !sc.MemoryOversubscriptionEnabled || !sc.PauseEvalBroker || sc.RejectJobRegistration ||
+		!sc.PreemptionServiceEnabled || sc.PreemptionSystemEnabled || sc.PreemptionBatchEnabled || sc.PreemptionSysBatchEnabled {
+		t.Fatalf("server config: %+v", sc)
+	}
+}

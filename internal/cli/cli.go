@@ -104,6 +104,12 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
 		"job periodic":              f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
 		"job periodic force":        f(&JobPeriodicForceCommand{Meta: m}),
+
+		// Scheduler configuration (a block of its own keeps the alignment above).
+		"operator scheduler":            f(&GroupCommand{Meta: m, Name: "operator scheduler", Synopsis_: "Provides access to the scheduler configuration"}),
+		"operator scheduler get-config": f(&OperatorSchedulerGetConfigCommand{Meta: m}),
+		"operator scheduler set-config": f(&OperatorSchedulerSetConfigCommand{Meta: m}),
+
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),
 		"stop":     f(&JobStopCommand{Meta: m}),

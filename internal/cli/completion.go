@@ -73,7 +73,19 @@ var commandFlags = map[string]complete.Flags{
 	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
 		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
 		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
+
+	// Scheduler configuration.
+	"operator scheduler get-config": outputFlags,
+	"operator scheduler set-config": {
+		"-check-index": complete.PredictAnything, "-scheduler-algorithm": complete.PredictSet("binpack", "spread"),
+		"-memory-oversubscription": predictBool, "-reject-job-registration": predictBool, "-pause-eval-broker": predictBool,
+		"-preempt-batch-scheduler": predictBool, "-preempt-service-scheduler": predictBool,
+		"-preempt-sysbatch-scheduler": predictBool, "-preempt-system-scheduler": predictBool,
+	},
 }
+
+// predictBool completes a true/false flag value.
+var predictBool = complete.PredictSet("true", "false")
 
 // commandArgs predicts each command's positional argument.
 func commandArgs(name string, m *Meta) complete.Predictor {

@@ -144,6 +144,12 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyRootKeyUpsert(buf, index)
 	case structs.ClusterMetadataRequestType:
 		err = f.applyClusterMetadata(buf, index)
+	case structs.SchedulerConfigRequestType:
+		res := f.applySchedulerConfig(buf, index)
+		if err, ok := res.(error); ok {
+			return f.failed(msgType, index, err)
+		}
+		return res
 	case structs.JobStabilityRequestType:
 		err = f.applyJobStability(buf, index)
 	case structs.ScalingEventRegisterRequestType:

@@ -185,6 +185,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.ClusterMetadataRestore(v))
+	case SchedulerConfigSnapshot:
+		v := new(structs.SchedulerConfiguration)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.SchedulerConfigRestore(v))
 	}
 	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
 }

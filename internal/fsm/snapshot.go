@@ -38,6 +38,10 @@ const (
 	// PeriodicLaunchSnapshot starts at 100 so record types added in
 	// parallel branches below it never collide with it.
 	PeriodicLaunchSnapshot SnapshotType = 100
+
+	// SchedulerConfigSnapshot takes its Raft message type's number, clear
+	// of the types other branches append.
+	SchedulerConfigSnapshot SnapshotType = 30
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -142,6 +146,13 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 				return err
 			}
 			return write(ClusterMetadataSnapshot, meta)
+		},
+		func() error {
+			c, err := st.SchedulerConfig(nil)
+			if err != nil || c == nil {
+				return err
+			}
+			return write(SchedulerConfigSnapshot, c)
 		},
 	}
 	for _, step := range steps {

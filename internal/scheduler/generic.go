@@ -31,6 +31,7 @@ type GenericScheduler struct {
 	algorithm string
 	batch     bool
 	preempt   bool
+	oversub   bool
 	explain   *feasible.Explain
 	stack     *feasible.Stack
 }
@@ -43,6 +44,7 @@ func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *
 	return &GenericScheduler{
 		evalRun:   newEvalRun(cfg, "generic_sched", state, planner),
 		preempt:   cfg.PreemptionEnabled[jobType],
+		oversub:   cfg.MemoryOversubscription,
 		algorithm: cfg.Algorithm,
 		batch:     batch,
 		explain:   cfg.Explain,
@@ -105,6 +107,7 @@ func (s *GenericScheduler) process() (bool, error) {
 	}
 	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
 	s.stack.SetPreemption(s.preempt)
+	s.stack.SetMemoryOversubscription(s.oversub)
 	if job != nil && !job.Stop {
 		nodes, err := s.readyNodes(job)
 		if err != nil {

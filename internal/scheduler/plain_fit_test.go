@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -24,7 +25,13 @@ func TestServicePortlessGroupFillsNodes(t *testing.T) {
 	job.TaskGroups[0].Networks = nil
 	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 1000, MemoryMB: 256, MemoryMaxMB: 512}
 	h.State.UpsertJob(job)
-	process(t, h, mockEval(job))
+	sched, err := NewScheduler(structs.JobTypeService, Config{Clock: func() time.Time { return testNow }, MemoryOversubscription: true}, h.State, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Process(mockEval(job)); err != nil {
+		t.Fatal(err)
+	}
 
 	perNode := map[string]int{}
 	for _, a := range liveAllocs(h, "web") {
@@ -76,5 +83,39 @@ func TestServicePortsRecordedInNetworks(t *testing.T) {
 			len(nw.ReservedPorts) != 1 || nw.ReservedPorts[0].Value != 9000 || nw.IP != "10.0.0.1" {
 			t.Fatalf("%s: ports %+v, network %+v", a.Name, sh.Ports, nw)
 		}
+	}
+}
+
+// memory_max is granted only with memory oversubscription enabled in the
+// scheduler configuration; without it tasks get their memory alone (as
+// Nomad drops MemoryMaxMB at placement), with or without devices.
+func TestMemoryMaxOnlyWithOversubscription(t *testing.T) {
+	for _, oversub := range []bool{false, true} {
+		t.Run(fmt.Sprint("oversubscription=", oversub), func(t *testing.T) {
+			h := NewHarness()
+			h.State.UpsertNode(mockNode("n1"))
+			job := mockJob("web", 1)
+			job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 256, MemoryMaxMB: 1024}
+			h.State.UpsertJob(job)
+			sched, err := NewScheduler(structs.JobTypeService, Config{Clock: func() time.Time { return testNow }, MemoryOversubscription: oversub}, h.State, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sched.Process(mockEval(job)); err != nil {
+				t.Fatal(err)
+			}
+			allocs := liveAllocs(h, "web")
+			if len(allocs) != 1 {
+				t.Fatalf("placed %d", len(allocs))
+			}
+			tr := allocs[0].AllocatedResources.Tasks["server"]
+			want := int64(0)
+			if oversub {
+				want = 1024
+			}
+			if tr.Memory.MemoryMB != 256 || tr.Memory.MemoryMaxMB != want {
+				t.Fatalf("granted memory %d max %d, want 256 max %d", tr.Memory.MemoryMB, tr.Memory.MemoryMaxMB, want)
+			}
+		})
 	}
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// DefaultPreemptionEnabled(); a non-nil map is taken as is (absent
 	// types are off).
 	PreemptionEnabled map[string]bool
+	// MemoryOversubscription grants tasks their memory_max; when off they
+	// get their memory only (the scheduler configuration's
+	// MemoryOversubscriptionEnabled).
+	MemoryOversubscription bool
 	// Explain, when set, collects why nodes were filtered and how they
 	// ranked (dry-run plans only; nil costs nothing).
 	Explain *feasible.Explain

@@ -23,13 +23,21 @@ const (
 type SystemScheduler struct {
 	evalRun
 	sysbatch bool
+	preempt  bool
+	oversub  bool
 	stack    *feasible.SystemStack
 }
 
 func newSystemScheduler(cfg Config, state State, planner Planner, sysbatch bool) *SystemScheduler {
+	jobType := structs.JobTypeSystem
+	if sysbatch {
+		jobType = structs.JobTypeSysBatch
+	}
 	return &SystemScheduler{
 		evalRun:  newEvalRun(cfg, "system_sched", state, planner),
 		sysbatch: sysbatch,
+		preempt:  cfg.PreemptionEnabled[jobType],
+		oversub:  cfg.MemoryOversubscription,
 	}
 }
 
@@ -70,6 +78,8 @@ func (s *SystemScheduler) process() (bool, error) {
 	}
 	job := s.job
 	s.stack = feasible.NewSystemStack(s.ctx)
+	s.stack.SetPreemption(s.preempt)
+	s.stack.SetMemoryOversubscription(s.oversub)
 	if job != nil && !job.Stop {
 		s.stack.SetJob(job)
 	}
@@ -206,6 +216,10 @@ func (s *SystemScheduler) place(tg *structs.TaskGroup, name string, node *struct
 	}
 	if prev != nil {
 		alloc.PreviousAllocation = prev.ID
+	}
+	for _, victim := range option.Preempted {
+		s.plan.AppendPreemptedAlloc(victim, alloc.ID)
+		alloc.PreemptedAllocations = append(alloc.PreemptedAllocations, victim.ID)
 	}
 	s.plan.AppendAlloc(alloc)
 	return true, false

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -319,5 +320,53 @@ func TestSystemPartialCommitRetries(t *testing.T) {
 	}
 	if e := lastEval(t, h); e.Status != "complete" || e.QueuedAllocations["web"] != 0 {
 		t.Fatalf("eval = %s queued=%v", e.Status, e.QueuedAllocations)
+	}
+}
+
+// System preemption follows the scheduler configuration (on by default,
+// as in Nomad): a high-priority system job evicts a low-priority service
+// allocation from a full node when it is enabled, and is left unplaced
+// when it is not.
+func TestSystemPreemptionFollowsConfig(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(fmt.Sprint("enabled=", enabled), func(t *testing.T) {
+			h := NewHarness()
+			h.State.UpsertNode(mockNode("n1")) // 3900 MHz usable
+			low := mockJob("low", 1)
+			low.Priority = 20
+			low.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 3500, MemoryMB: 256}
+			h.State.UpsertJob(low)
+			process(t, h, mockEval(low))
+			if len(liveAllocs(h, "low")) != 1 {
+				t.Fatal("setup: low job not placed")
+			}
+
+			sys := mockSystemJob("sys", structs.JobTypeSystem)
+			sys.Priority = 90
+			sys.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 1000, MemoryMB: 256}
+			h.State.UpsertJob(sys)
+			preempt := DefaultPreemptionEnabled()
+			preempt[structs.JobTypeSystem] = enabled
+			s, err := NewScheduler(structs.JobTypeSystem, Config{Clock: func() time.Time { return testNow }, PreemptionEnabled: preempt}, h.State, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Process(mockEval(sys)); err != nil {
+				t.Fatal(err)
+			}
+			placed := liveAllocs(h, "sys")
+			if !enabled {
+				if len(placed) != 0 || len(liveAllocs(h, "low")) != 1 {
+					t.Fatalf("preemption off: sys placed %d, low live %d", len(placed), len(liveAllocs(h, "low")))
+				}
+				return
+			}
+			if len(placed) != 1 || len(placed[0].PreemptedAllocations) != 1 {
+				t.Fatalf("sys placed %d (preempted %v), want 1 evicting the low alloc", len(placed), placed)
+			}
+			if len(liveAllocs(h, "low")) != 0 {
+				t.Fatal("low alloc still live after preemption")
+			}
+		})
 	}
 }

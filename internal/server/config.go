@@ -69,6 +69,15 @@ type Config struct {
 	PreemptionServiceEnabled  bool
 	PreemptionBatchEnabled    bool
 
+	// SchedulerAlgorithm, the Preemption fields and these three are the
+	// scheduler configuration the first leader stores when none is
+	// (server.default_scheduler_config); from then on the stored one,
+	// changed through /v1/operator/scheduler/configuration, is what the
+	// schedulers read (a server that has none stored yet uses these).
+	MemoryOversubscriptionEnabled bool
+	RejectJobRegistration         bool
+	PauseEvalBroker               bool
+
 	MinHeartbeatTTL        time.Duration
 	MaxHeartbeatsPerSecond float64
 	HeartbeatGrace         time.Duration
@@ -105,13 +114,20 @@ type Config struct {
 	workers int
 }
 
-// preemptionEnabled is the per-job-type switch the schedulers read.
-func (c *Config) preemptionEnabled() map[string]bool {
-	return map[string]bool{
-		structs.JobTypeSystem:   c.PreemptionSystemEnabled,
-		structs.JobTypeSysBatch: c.PreemptionSysBatchEnabled,
-		structs.JobTypeService:  c.PreemptionServiceEnabled,
-		structs.JobTypeBatch:    c.PreemptionBatchEnabled,
+// bootstrapSchedulerConfig is the scheduler configuration the config
+// asks for, stored by the first leader when none is.
+func (c *Config) bootstrapSchedulerConfig() *structs.SchedulerConfiguration {
+	return &structs.SchedulerConfiguration{
+		SchedulerAlgorithm: c.SchedulerAlgorithm,
+		PreemptionConfig: structs.PreemptionConfig{
+			SystemSchedulerEnabled:   c.PreemptionSystemEnabled,
+			SysBatchSchedulerEnabled: c.PreemptionSysBatchEnabled,
+			BatchSchedulerEnabled:    c.PreemptionBatchEnabled,
+			ServiceSchedulerEnabled:  c.PreemptionServiceEnabled,
+		},
+		MemoryOversubscriptionEnabled: c.MemoryOversubscriptionEnabled,
+		RejectJobRegistration:         c.RejectJobRegistration,
+		PauseEvalBroker:               c.PauseEvalBroker,
 	}
 }
 

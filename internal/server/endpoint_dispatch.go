@@ -13,6 +13,9 @@ func (j *Job) Dispatch(args *structs.JobDispatchRequest, reply *structs.JobDispa
 	if done, err := j.srv.forward("Job.Dispatch", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.registrationsAllowed(); err != nil {
+		return err
+	}
 	if args.JobID == "" {
 		return structs.NewErrCoded(400, "missing parameterized job ID")
 	}

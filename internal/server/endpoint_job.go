@@ -61,6 +61,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.registrationsAllowed(); err != nil {
+		return err
+	}
 	return j.register(args, reply, false)
 }
 

@@ -82,6 +82,9 @@ func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterRes
 	if done, err := j.srv.forward("Job.Scale", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.registrationsAllowed(); err != nil {
+		return err
+	}
 	ns := namespaceOf(args.Namespace)
 	group := args.Target["Group"]
 	if group == "" {

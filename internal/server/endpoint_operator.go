@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -89,4 +91,54 @@ func (o *Operator) removePeer(match func(raft.Server) bool, what string, empty b
 	}
 	o.srv.logger.Warn("removing Raft peer", "id", target.ID, "address", target.Address)
 	return o.srv.raft.RemoveServer(target.ID, f.Index(), 10*time.Second).Error()
+}
+
+// SchedulerGetConfiguration returns the stored scheduler configuration
+// (the bootstrap one before the first leader stored it).
+func (o *Operator) SchedulerGetConfiguration(args *structs.GenericRequest, reply *structs.SchedulerConfigurationResponse) error {
+	if done, err := o.srv.forward("Operator.SchedulerGetConfiguration", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return o.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
+		c, err := st.SchedulerConfig(ws)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			c = o.srv.config.bootstrapSchedulerConfig()
+		} else {
+			cp := *c
+			c = &cp
+		}
+		if c.SchedulerAlgorithm == "" {
+			c.SchedulerAlgorithm = structs.SchedulerAlgorithmBinpack
+		}
+		reply.SchedulerConfig = c
+		reply.Index = maxIndex(st, "scheduler_config")
+		return nil
+	})
+}
+
+// SchedulerSetConfiguration stores a new scheduler configuration through
+// Raft. With args.CAS it is written only if the stored ModifyIndex is
+// args.Config.ModifyIndex; reply.Updated says whether it was.
+func (o *Operator) SchedulerSetConfiguration(args *structs.SchedulerSetConfigRequest, reply *structs.SchedulerSetConfigurationResponse) error {
+	if done, err := o.srv.forward("Operator.SchedulerSetConfiguration", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := args.Config.Validate(); err != nil {
+		return err
+	}
+	if args.Config.SchedulerAlgorithm == "" {
+		args.Config.SchedulerAlgorithm = structs.SchedulerAlgorithmBinpack
+	}
+	resp, index, err := o.srv.raftApply(structs.SchedulerConfigRequestType, args)
+	if err != nil {
+		return err
+	}
+	updated, _ := resp.(bool)
+	reply.Updated = updated
+	reply.Index = index
+	o.srv.logger.Info("scheduler configuration written", "updated", updated, "config", args.Config.String())
+	return nil
 }

@@ -62,9 +62,8 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		explain = feasible.NewExplain()
 	}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		sched, err := scheduler.NewScheduler(job.Type, scheduler.Config{Logger: j.srv.logger.Named("plan"),
-			Clock: time.Now, Algorithm: j.srv.config.SchedulerAlgorithm,
-			PreemptionEnabled: j.srv.config.preemptionEnabled(), Explain: explain}, snap, planner)
+		sched, err := scheduler.NewScheduler(job.Type, j.srv.schedulerOptions(scheduler.Config{Logger: j.srv.logger.Named("plan"),
+			Clock: time.Now, Explain: explain}, snap), snap, planner)
 		if err != nil {
 			return err
 		}

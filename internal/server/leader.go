@@ -93,10 +93,16 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.logger.Info("cluster leadership acquired")
 
 	s.planQueue.SetEnabled(true)
-	s.broker.SetEnabled(true)
-	s.blocked.SetEnabled(true)
+	// The scheduler configuration first: the operator may have paused the
+	// eval broker (PauseEvalBroker), which then stays off.
+	if !s.ensureSchedulerConfig().PauseEvalBroker {
+		s.brokerMu.Lock()
+		s.broker.SetEnabled(true)
+		s.blocked.SetEnabled(true)
+		s.restoreEvals()
+		s.brokerMu.Unlock()
+	}
 	s.heartbeats.SetEnabled(true)
-	s.restoreEvals()
 	s.initializeHeartbeatTimers()
 
 	s.isLeader.Store(true)
@@ -109,6 +115,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.periodicUnblockFailed(stopCh)
 	go s.initializeKeyring(stopCh, gen)
 	go s.emitLeaderStats(stopCh)
+	go s.watchSchedulerConfig(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
@@ -124,8 +131,10 @@ func (s *Server) revokeLeadership() {
 	s.logger.Info("cluster leadership lost")
 	s.periodic.SetEnabled(false)
 	s.heartbeats.SetEnabled(false)
+	s.brokerMu.Lock()
 	s.blocked.SetEnabled(false)
 	s.broker.SetEnabled(false)
+	s.brokerMu.Unlock()
 	s.planQueue.SetEnabled(false)
 }
 

@@ -51,6 +51,10 @@ type Server struct {
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 
+	// brokerMu serialises turning the broker and blocked evals on and off
+	// for PauseEvalBroker with leadership changes.
+	brokerMu sync.Mutex
+
 	// workers are the scheduler workers and the slots and start permits
 	// that pace them, resizable at runtime (worker_pool.go).
 	workers *workerPool

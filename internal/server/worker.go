@@ -222,7 +222,7 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 	defer func() { w.eval, w.token, w.deferred = nil, "", nil }()
 
 	start := time.Now()
-	sched, err := scheduler.NewScheduler(eval.Type, w.schedConfig(), snap, w)
+	sched, err := scheduler.NewScheduler(eval.Type, w.srv.schedulerOptions(w.schedConfig(), snap), snap, w)
 	if err == nil {
 		err = sched.Process(eval)
 	}
@@ -273,8 +273,7 @@ func (w *Worker) flush() error {
 }
 
 func (w *Worker) schedConfig() scheduler.Config {
-	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Algorithm: w.srv.config.SchedulerAlgorithm,
-		PreemptionEnabled: w.srv.config.preemptionEnabled(), Superseded: w.srv.jobSuperseded}
+	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Superseded: w.srv.jobSuperseded}
 }
 
 // jobSuperseded reports whether job, as a scheduler's snapshot has it, is

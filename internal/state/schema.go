@@ -209,5 +209,6 @@ func schema() *memdb.DBSchema {
 				},
 			},
 		},
+		tableSchedulerConfig: schedulerConfigTable(),
 	}}
 }

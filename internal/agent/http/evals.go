@@ -3,11 +3,17 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// /v1/evaluations: list evaluations (job and status filters).
+// /v1/evaluations: GET lists evaluations (job and status filters);
+// DELETE deletes some, by ID or filter, while the eval broker is paused.
 func (s *server) evalsRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method == http.MethodDelete {
+		return s.evalsDelete(w, r)
+	}
 	if r.Method != http.MethodGet {
 		return nil, errInvalidMethod
 	}
@@ -67,4 +73,20 @@ func (s *server) evalSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 		return nil, structs.ErrUnknownEvaluation
 	}
 	return reply.Eval, nil
+}
+
+// evalsDelete is DELETE /v1/evaluations with a body of EvalIDs or Filter.
+func (s *server) evalsDelete(w http.ResponseWriter, r *http.Request) (any, error) {
+	var body api.EvalDeleteRequest
+	if err := decodeBody(r, &body, false); err != nil {
+		return nil, err
+	}
+	args := structs.EvalOperatorDeleteRequest{EvalIDs: body.EvalIDs, Filter: body.Filter}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.EvalOperatorDeleteResponse
+	if err := s.cfg.RPC.RPC("Eval.Delete", &args, &reply); err != nil {
+		return nil, err
+	}
+	setIndex(w, reply.Index)
+	return &api.EvalDeleteResponse{Count: reply.Count}, nil
 }

@@ -138,6 +138,7 @@ func (s *server) routes() []route {
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
+		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 

@@ -58,7 +58,7 @@ func TestBinPack_PlainFitMatchesIndexed(t *testing.T) {
 			{Name: "b", Resources: &structs.Resources{CPU: 500, MemoryMB: 100}},
 			{Name: "c"},
 		}}
-	b := &BinPackIterator{ctx: ctx, tg: tg}
+	b := &BinPackIterator{ctx: ctx, tg: tg, oversub: true}
 	ask := b.groupAsk()
 	if !ask.plain {
 		t.Fatal("a group without networks and devices is not plain")

@@ -132,6 +132,9 @@ type BinPackIterator struct {
 	// priority points below priority when the group does not fit.
 	evict    bool
 	priority int
+	// oversub grants tasks their memory_max (the scheduler configuration's
+	// memory oversubscription); off, they get their memory only.
+	oversub bool
 
 	// ask describes tg (recomputed when tg changes): groups that ask for
 	// no network and no device fit by arithmetic alone.
@@ -162,22 +165,24 @@ func (b *BinPackIterator) groupAsk() *groupAsk {
 		}
 	}
 	a.plain = len(b.tg.Networks) == 0 && !a.devices
-	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
+	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg, b.oversub), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
 	a.need = ar.Comparable()
 	b.ask = a
 	return &b.ask
 }
 
 // plainTaskResources is what each task of a group without device asks
-// receives.
-func plainTaskResources(tg *structs.TaskGroup) map[string]*structs.AllocatedTaskResources {
+// receives (memory_max only with memory oversubscription).
+func plainTaskResources(tg *structs.TaskGroup, oversub bool) map[string]*structs.AllocatedTaskResources {
 	tasks := make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))
 	for _, t := range tg.Tasks {
 		tr := &structs.AllocatedTaskResources{}
 		if r := t.Resources; r != nil {
 			tr.Cpu.CpuShares = int64(r.CPU)
 			tr.Memory.MemoryMB = int64(r.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+			if oversub {
+				tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+			}
 		}
 		tasks[t.Name] = tr
 	}
@@ -192,7 +197,7 @@ func (b *BinPackIterator) complete(opt *RankedNode) {
 		return
 	}
 	if opt.plainTasks {
-		opt.TaskResources = plainTaskResources(b.tg)
+		opt.TaskResources = plainTaskResources(b.tg, b.oversub)
 		opt.plainTasks = false
 	}
 	if opt.offers != nil {
@@ -367,7 +372,9 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 			if r := t.Resources; r != nil {
 				tr.Cpu.CpuShares = int64(r.CPU)
 				tr.Memory.MemoryMB = int64(r.MemoryMB)
-				tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				if b.oversub {
+					tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				}
 				for _, da := range r.Devices {
 					if devs == nil {
 						devs = newDeviceAllocator(b.ctx, n, proposed)

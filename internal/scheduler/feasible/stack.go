@@ -107,6 +107,10 @@ func CountByDatacenter(nodes []*structs.Node) map[string]int {
 // enables it per job type).
 func (s *Stack) SetPreemption(enabled bool) { s.binpack.evict = enabled }
 
+// SetMemoryOversubscription grants tasks their memory_max when enabled
+// (the scheduler configuration's MemoryOversubscriptionEnabled).
+func (s *Stack) SetMemoryOversubscription(enabled bool) { s.binpack.oversub = enabled }
+
 // SetJob sets the job being placed.
 func (s *Stack) SetJob(job *structs.Job) {
 	s.job = job

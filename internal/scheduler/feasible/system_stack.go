@@ -25,9 +25,17 @@ func NewSystemStack(ctx *Context) *SystemStack {
 	return s
 }
 
+// SetPreemption lets a placement evict allocations of jobs at least 10
+// priority points lower when it does not fit otherwise.
+func (s *SystemStack) SetPreemption(enabled bool) { s.binpack.evict = enabled }
+
+// SetMemoryOversubscription grants tasks their memory_max when enabled.
+func (s *SystemStack) SetMemoryOversubscription(enabled bool) { s.binpack.oversub = enabled }
+
 // SetJob sets the job being placed.
 func (s *SystemStack) SetJob(job *structs.Job) {
 	s.feas.SetJob(job)
+	s.binpack.priority = job.Priority
 	s.distinct.SetJob(job)
 	s.pool = job.NodePool
 	if s.pool == "" {
