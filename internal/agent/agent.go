@@ -205,6 +205,12 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 			sc.JobMaxCount = -1 // job_max_count = 0 turns the limit off
 		}
 	}
+	if s.EventBufferSize != nil {
+		sc.EventBufferSize = *s.EventBufferSize
+	}
+	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
+		sc.DisableEventBroker = true
+	}
 	if s.DefaultSchedulerConfig != nil && s.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
 		sc.SchedulerAlgorithm = s.DefaultSchedulerConfig.SchedulerAlgorithm
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/jobspec"
 )
 
@@ -27,6 +28,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	}
 	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
 		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate
+	}
+	if a.server != nil && a.server.Events() != nil {
+		cfg.Events = serverEvents{a.server.Events()}
 	}
 	if a.client != nil {
 		cfg.FS = a.client
@@ -45,6 +49,14 @@ func (a *Agent) startHTTP(prom http.Handler) {
 			a.logger.Error("HTTP server stopped", "error", err)
 		}
 	}()
+}
+
+// serverEvents serves /v1/event/stream from this server's own broker: each
+// server applies every entry, so no request is forwarded.
+type serverEvents struct{ b *events.Broker }
+
+func (e serverEvents) SubscribeEvents(req *events.Request) (httpapi.EventSubscription, error) {
+	return e.b.Subscribe(req), nil
 }
 
 // parseJob backs /v1/jobs/parse: the agent parses HCL for non-Go clients.

@@ -68,6 +68,7 @@ type Config struct {
 	FS          ClientFS           // nil: the agent runs no client
 	Stats       ClientStats        // nil: the agent runs no client
 	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
+	Events      EventStreamer      // nil: /v1/event/stream answers 501
 	Agent       AgentInfo          // nil: agent endpoints answer 500
 	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
 	Auth        Authorizer         // nil: allow everything
@@ -132,6 +133,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/health", s.agentHealthRequest},
 		{"/v1/agent/monitor", s.agentMonitorRequest},
 		{"/v1/metrics", s.metricsRequest},
+		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},

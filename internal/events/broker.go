@@ -1,0 +1,212 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// DefaultBufferSize is the number of entries' batches the ring keeps
+// (Nomad's server.event_buffer_size).
+const DefaultBufferSize = 100
+
+// ErrClosed ends every subscription when the broker is closed (the server
+// shuts down).
+var ErrClosed = errors.New("event stream closed: the server is shutting down")
+
+// FellBehindError ends a subscription whose reader fell so far behind that
+// the ring overwrote the next batch it had to read.
+type FellBehindError struct {
+	Next uint64 // the index to resubscribe from (the batch after the last one read)
+	Size int
+}
+
+func (e *FellBehindError) Error() string {
+	return fmt.Sprintf("event stream subscriber fell behind: the server keeps the last %d entries (server.event_buffer_size) and this reader's next one (index %d) was dropped; resubscribe with index=%d",
+		e.Size, e.Next, e.Next)
+}
+
+// batch is what one Raft entry changed. Its events are built on first read.
+type batch struct {
+	index   uint64
+	typ     string
+	changes []memdb.Change
+
+	once   sync.Once
+	events []*Event
+}
+
+func (b *batch) build() []*Event {
+	b.once.Do(func() {
+		out := make([]*Event, 0, len(b.changes))
+		for i := range b.changes {
+			if e := fromChange(b.typ, b.index, &b.changes[i]); e != nil {
+				out = append(out, e)
+			}
+		}
+		b.events = out
+		b.changes = nil // the events hold what is needed
+	})
+	return b.events
+}
+
+// Broker keeps the last batches of events in a ring and serves
+// subscriptions over it. Publish never blocks on a subscriber.
+type Broker struct {
+	mu     sync.Mutex
+	ring   []*batch
+	next   uint64        // sequence number of the next batch; ring[seq%len]
+	notify chan struct{} // closed and replaced at every Publish
+	closed bool
+}
+
+// NewBroker returns a broker keeping size batches (at least 1).
+func NewBroker(size int) *Broker {
+	if size < 1 {
+		size = 1
+	}
+	return &Broker{ring: make([]*batch, size), notify: make(chan struct{})}
+}
+
+// Publish records the changes one Raft entry committed at index. Only the
+// changes to tables with events are kept (copied: the caller may reuse its
+// slice); an entry of a type without events, or that changed none of
+// those tables, publishes nothing. Safe to call from the FSM: one short
+// lock, no waiting.
+func (b *Broker) Publish(index uint64, msgType structs.MessageType, changes memdb.Changes) {
+	typ, ok := msgTypeEvents[msgType]
+	if !ok || len(changes) == 0 {
+		return
+	}
+	n := 0
+	for i := range changes {
+		if _, ok := tableTopics[changes[i].Table]; ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	kept := make([]memdb.Change, 0, n)
+	for i := range changes {
+		if _, ok := tableTopics[changes[i].Table]; ok {
+			kept = append(kept, changes[i])
+		}
+	}
+	bt := &batch{index: index, typ: typ, changes: kept}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.ring[b.next%uint64(len(b.ring))] = bt
+	b.next++
+	ch := b.notify
+	b.notify = make(chan struct{})
+	b.mu.Unlock()
+	close(ch)
+}
+
+// Close ends every subscription with ErrClosed.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	close(b.notify)
+}
+
+// Len is the number of batches the ring holds now.
+func (b *Broker) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next < uint64(len(b.ring)) {
+		return int(b.next)
+	}
+	return len(b.ring)
+}
+
+// oldestLocked is the sequence number of the oldest batch still held.
+func (b *Broker) oldestLocked() uint64 {
+	if size := uint64(len(b.ring)); b.next > size {
+		return b.next - size
+	}
+	return 0
+}
+
+// Subscribe starts a subscription at the oldest buffered batch whose index
+// is at least req.Index (index 0: the oldest buffered batch). Batches
+// already dropped from the ring are skipped silently, as Nomad does; a
+// later index than any buffered starts with the next entry.
+func (b *Broker) Subscribe(req *Request) *Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seq := b.oldestLocked()
+	for ; seq < b.next; seq++ {
+		if b.ring[seq%uint64(len(b.ring))].index >= req.Index {
+			break
+		}
+	}
+	return &Subscription{b: b, req: req, seq: seq}
+}
+
+// Subscription reads the ring from its own cursor.
+type Subscription struct {
+	b    *Broker
+	req  *Request
+	seq  uint64 // the next batch to read
+	last uint64 // index of the last batch read
+}
+
+// Next returns the next batch's events that match the subscription, with
+// the batch's index; it waits for one until ctx is done. It returns a
+// *FellBehindError when the ring dropped the next batch before it was
+// read, ErrClosed when the broker closed, or ctx's error.
+func (s *Subscription) Next(ctx context.Context) (uint64, []*Event, error) {
+	for {
+		b := s.b
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return 0, nil, ErrClosed
+		}
+		if s.seq < b.oldestLocked() {
+			b.mu.Unlock()
+			next := s.req.Index
+			if s.last > 0 {
+				next = s.last + 1
+			}
+			return 0, nil, &FellBehindError{Next: next, Size: len(b.ring)}
+		}
+		if s.seq == b.next {
+			ch := b.notify
+			b.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return 0, nil, ctx.Err()
+			}
+		}
+		bt := b.ring[s.seq%uint64(len(b.ring))]
+		b.mu.Unlock()
+		s.seq++
+		s.last = bt.index
+		var out []*Event
+		for _, e := range bt.build() {
+			if s.req.Matches(e) {
+				out = append(out, e)
+			}
+		}
+		if len(out) > 0 {
+			return bt.index, out, nil
+		}
+	}
+}
