@@ -73,29 +73,33 @@ func NewBroker(size int) *Broker {
 	return &Broker{ring: make([]*batch, size), notify: make(chan struct{})}
 }
 
-// Publish records the changes one Raft entry committed at index. Only the
-// changes to tables with events are kept (copied: the caller may reuse its
-// slice); an entry of a type without events, or that changed none of
-// those tables, publishes nothing. Safe to call from the FSM: one short
-// lock, no waiting.
-func (b *Broker) Publish(index uint64, msgType structs.MessageType, changes memdb.Changes) {
+// Publish records the changes one Raft entry committed at index (one list
+// per transaction, in commit order). Only the changes to tables with
+// events are kept (copied: the caller may reuse its lists); an entry of a
+// type without events, or that changed none of those tables, publishes
+// nothing. Safe to call from the FSM: one short lock, no waiting.
+func (b *Broker) Publish(index uint64, msgType structs.MessageType, changes []memdb.Changes) {
 	typ, ok := msgTypeEvents[msgType]
-	if !ok || len(changes) == 0 {
+	if !ok {
 		return
 	}
 	n := 0
-	for i := range changes {
-		if _, ok := tableTopics[changes[i].Table]; ok {
-			n++
+	for _, cs := range changes {
+		for i := range cs {
+			if _, ok := tableTopics[cs[i].Table]; ok {
+				n++
+			}
 		}
 	}
 	if n == 0 {
 		return
 	}
 	kept := make([]memdb.Change, 0, n)
-	for i := range changes {
-		if _, ok := tableTopics[changes[i].Table]; ok {
-			kept = append(kept, changes[i])
+	for _, cs := range changes {
+		for i := range cs {
+			if _, ok := tableTopics[cs[i].Table]; ok {
+				kept = append(kept, cs[i])
+			}
 		}
 	}
 	bt := &batch{index: index, typ: typ, changes: kept}

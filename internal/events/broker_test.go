@@ -37,7 +37,7 @@ func all() *Request { return &Request{Namespace: "*", Topics: map[string][]strin
 func TestBrokerOrderAndResume(t *testing.T) {
 	b := NewBroker(10)
 	for i := uint64(1); i <= 5; i++ {
-		b.Publish(i*10, structs.JobRegisterRequestType, memdb.Changes{jobChange("j", "default"), evalChange("e", "j")})
+		b.Publish(i*10, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("j", "default"), evalChange("e", "j")}})
 	}
 	s := b.Subscribe(all())
 	for i := uint64(1); i <= 5; i++ {
@@ -57,7 +57,7 @@ func TestBrokerOrderAndResume(t *testing.T) {
 	r = all()
 	r.Index = 1000
 	s = b.Subscribe(r)
-	go b.Publish(1000, structs.EvalUpdateRequestType, memdb.Changes{evalChange("e2", "j")})
+	go b.Publish(1000, structs.EvalUpdateRequestType, []memdb.Changes{{evalChange("e2", "j")}})
 	if idx, evs, err := next(t, s); err != nil || idx != 1000 || evs[0].Key != "e2" {
 		t.Fatalf("live: %d %v %v", idx, evs, err)
 	}
@@ -67,8 +67,8 @@ func TestBrokerOrderAndResume(t *testing.T) {
 // publish nothing.
 func TestBrokerSkipsEntriesWithoutEvents(t *testing.T) {
 	b := NewBroker(10)
-	b.Publish(1, structs.RootKeyUpsertRequestType, memdb.Changes{jobChange("j", "default")})
-	b.Publish(2, structs.JobRegisterRequestType, memdb.Changes{{Table: "job_summary", After: 1}})
+	b.Publish(1, structs.RootKeyUpsertRequestType, []memdb.Changes{{jobChange("j", "default")}})
+	b.Publish(2, structs.JobRegisterRequestType, []memdb.Changes{{{Table: "job_summary", After: 1}}})
 	if b.Len() != 0 {
 		t.Fatalf("ring holds %d batches, want 0", b.Len())
 	}
@@ -78,13 +78,13 @@ func TestBrokerSkipsEntriesWithoutEvents(t *testing.T) {
 // never waited for it.
 func TestBrokerSlowSubscriberFallsBehind(t *testing.T) {
 	b := NewBroker(3)
-	b.Publish(1, structs.JobRegisterRequestType, memdb.Changes{jobChange("a", "default")})
+	b.Publish(1, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("a", "default")}})
 	s := b.Subscribe(all())
 	if idx, _, err := next(t, s); err != nil || idx != 1 {
 		t.Fatal(idx, err)
 	}
 	for i := uint64(2); i <= 10; i++ {
-		b.Publish(i, structs.JobRegisterRequestType, memdb.Changes{jobChange("a", "default")})
+		b.Publish(i, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("a", "default")}})
 	}
 	_, _, err := next(t, s)
 	var fb *FellBehindError
@@ -144,11 +144,11 @@ func TestRequestFilters(t *testing.T) {
 // Frames are Nomad's JSON; payloads hide node secrets and alloc jobs.
 func TestFramePayloads(t *testing.T) {
 	b := NewBroker(4)
-	b.Publish(7, structs.ApplyPlanResultsRequestType, memdb.Changes{
+	b.Publish(7, structs.ApplyPlanResultsRequestType, []memdb.Changes{{
 		{Table: "allocs", After: &structs.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: &structs.Job{ID: "web"}}},
 		{Table: "nodes", After: &structs.Node{ID: "n1", SecretID: "s3cret"}},
 		{Table: "jobs", Before: &structs.Job{ID: "old", Namespace: "default"}},
-	})
+	}})
 	idx, evs, err := next(t, b.Subscribe(all()))
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ type EventSink interface {
 // MUST NOT block and must not take a snapshot of the store. The changes'
 // objects are the stored ones: never modified.
 type EventPublisher interface {
-	Publish(index uint64, msgType structs.MessageType, changes memdb.Changes)
+	Publish(index uint64, msgType structs.MessageType, changes []memdb.Changes)
 }
 
 // Config configures an FSM. Logger, Sink and Events may be nil.

@@ -9,18 +9,21 @@ import (
 // entryChanges gathers the changes every write transaction of the entry
 // being applied committed, for the event stream (internal/events): the FSM
 // turns collection on at the start of an entry and takes the changes at
-// its end. The changes are memdb's own list (computed anyway for the node
-// watch), so collecting costs an append per transaction.
+// its end. The changes are memdb's own lists (computed anyway for the node
+// watch), kept as they are: collecting costs one append per transaction.
 type entryChanges struct {
 	mu      sync.Mutex
 	on      bool
-	changes memdb.Changes
+	changes []memdb.Changes // one per committed transaction
 }
 
 func (c *entryChanges) add(cs memdb.Changes) {
+	if len(cs) == 0 {
+		return
+	}
 	c.mu.Lock()
 	if c.on {
-		c.changes = append(c.changes, cs...)
+		c.changes = append(c.changes, cs)
 	}
 	c.mu.Unlock()
 }
@@ -39,9 +42,9 @@ func (s *StateStore) CollectEntryChanges() {
 }
 
 // TakeEntryChanges stops collecting and returns what was committed since
-// CollectEntryChanges, in commit order. The objects are the stored ones:
-// read them, never change them.
-func (s *StateStore) TakeEntryChanges() memdb.Changes {
+// CollectEntryChanges: each transaction's changes, in commit order. The
+// objects are the stored ones: read them, never change them.
+func (s *StateStore) TakeEntryChanges() []memdb.Changes {
 	c := s.db.entry
 	if c == nil {
 		return nil

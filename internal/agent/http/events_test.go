@@ -28,10 +28,10 @@ func newEventsEnv(t *testing.T, size int) (*testEnv, *events.Broker) {
 }
 
 func publishJob(b *events.Broker, index uint64, id string) {
-	b.Publish(index, structs.JobRegisterRequestType, memdb.Changes{
+	b.Publish(index, structs.JobRegisterRequestType, []memdb.Changes{{
 		{Table: "jobs", After: &structs.Job{ID: id, Namespace: "default", Type: "service"}},
 		{Table: "evals", After: &structs.Evaluation{ID: "e-" + id, Namespace: "default", JobID: id}},
-	})
+	}})
 }
 
 func TestEventStreamRejectsBadQueries(t *testing.T) {
@@ -127,8 +127,8 @@ func TestEventStreamSlowReaderDropped(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 	start := time.Now()
 	for i := uint64(1); i <= 40; i++ {
-		b.Publish(i, structs.NodeRegisterRequestType, memdb.Changes{
-			{Table: "nodes", After: &structs.Node{ID: "n1", Attributes: map[string]string{"pad": big}}}})
+		b.Publish(i, structs.NodeRegisterRequestType, []memdb.Changes{{
+			{Table: "nodes", After: &structs.Node{ID: "n1", Attributes: map[string]string{"pad": big}}}}})
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("publishing took %v: it waited for the reader", d)
