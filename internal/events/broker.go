@@ -63,6 +63,8 @@ type Broker struct {
 	next   uint64        // sequence number of the next batch; ring[seq%len]
 	notify chan struct{} // closed and replaced at every Publish
 	closed bool
+	// evicted is the index of the newest batch the ring has overwritten.
+	evicted uint64
 }
 
 // NewBroker returns a broker keeping size batches (at least 1).
@@ -108,7 +110,11 @@ func (b *Broker) Publish(index uint64, msgType structs.MessageType, changes []me
 		b.mu.Unlock()
 		return
 	}
-	b.ring[b.next%uint64(len(b.ring))] = bt
+	slot := b.next % uint64(len(b.ring))
+	if old := b.ring[slot]; old != nil {
+		b.evicted = old.index
+	}
+	b.ring[slot] = bt
 	b.next++
 	ch := b.notify
 	b.notify = make(chan struct{})
@@ -159,6 +165,23 @@ func (b *Broker) Subscribe(req *Request) *Subscription {
 		}
 	}
 	return &Subscription{b: b, req: req, seq: seq}
+}
+
+// Resume subscribes from req.Index as a continuation of a stream that has
+// read every batch before it (a poll of a forwarded stream): when a batch
+// at or after req.Index has already left the ring, it returns a
+// *FellBehindError instead of skipping it.
+func (b *Broker) Resume(req *Request) (*Subscription, error) {
+	b.mu.Lock()
+	evicted := b.evicted
+	b.mu.Unlock()
+	if req.Index > 0 && evicted >= req.Index {
+		return nil, &FellBehindError{Next: req.Index, Size: len(b.ring)}
+	}
+	s := b.Subscribe(req)
+	// Between the check and Subscribe the ring may have moved on: the
+	// subscription's own check reports it at the first Next.
+	return s, nil
 }
 
 // Subscription reads the ring from its own cursor.

@@ -191,3 +191,42 @@ func TestFramePayloads(t *testing.T) {
 		t.Fatalf("deleted job not marked: %s", line)
 	}
 }
+
+// A forwarded stream is a chain of polls: each continues after the last
+// batch the previous one went through (matching or not), so batches the
+// reader did not ask for may leave the ring without ending it; one it
+// had still to read ends it.
+func TestPollContinues(t *testing.T) {
+	b := NewBroker(3)
+	web := &Request{Namespace: "default", Topics: map[string][]string{"Job": {"web"}}}
+	b.Publish(1, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("web", "default")}})
+	var r PollResponse
+	if err := b.Poll(&PollRequest{Req: *web, Wait: time.Millisecond}, &r); err != nil || len(r.Frames) != 1 || r.Last != 1 {
+		t.Fatalf("first poll: %+v %v", r, err)
+	}
+	// Ten entries nobody asked for pass through and out of the ring.
+	for i := uint64(2); i <= 11; i++ {
+		b.Publish(i, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("api", "default")}})
+	}
+	// The poll that continues after 1 did not go through 2..8 (they left
+	// the ring): it cannot know it missed nothing.
+	next := *web
+	next.Index = r.Last + 1
+	r = PollResponse{}
+	if err := b.Poll(&PollRequest{Req: next, Continue: true, Wait: time.Millisecond}, &r); err != nil || !strings.Contains(r.Err, "fell behind") {
+		t.Fatalf("continuing past evicted batches: %+v %v", r, err)
+	}
+	// A poll that went through 9..11 continues at 12 even though none
+	// matched.
+	next.Index = 9
+	r = PollResponse{}
+	if err := b.Poll(&PollRequest{Req: next, Continue: true, Wait: time.Millisecond}, &r); err != nil || r.Err != "" || len(r.Frames) != 0 || r.Last != 11 {
+		t.Fatalf("poll over unmatched batches: %+v %v", r, err)
+	}
+	next.Index = r.Last + 1
+	go b.Publish(12, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("web", "default")}})
+	r = PollResponse{}
+	if err := b.Poll(&PollRequest{Req: next, Continue: true, Wait: 5 * time.Second}, &r); err != nil || r.Err != "" || len(r.Frames) != 1 || r.Last != 12 {
+		t.Fatalf("live poll: %+v %v", r, err)
+	}
+}

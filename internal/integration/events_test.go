@@ -162,3 +162,59 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 	}
 	t.Logf("%d events up to index %d; disconnected after index %d", len(sub), refLast, last)
 }
+
+// A client-only agent serves /v1/event/stream by forwarding to its server:
+// its reader sees the same events, once each, in order.
+func TestEventStreamThroughClientOnlyAgent(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server":    map[string]any{"bootstrap_expect": 1},
+		"log_level": "ERROR",
+	})
+	srv.waitReady(false)
+	cli := startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"log_level": "ERROR",
+	})
+	waitFor(t, 20*time.Second, "client agent's HTTP API", func() bool {
+		_, err := cli.client.Agent().Self()
+		return err == nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := cli.client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicJob: {"*"}}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := 0; i < n; i++ {
+		if _, _, err := srv.client.Jobs().Register(rawExecJob(fmt.Sprintf("fw-%02d", i), "batch", 1, "true"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	var last uint64
+	deadline := time.After(60 * time.Second)
+	for len(seen) < n {
+		select {
+		case f := <-ch:
+			if f == nil || f.Err != nil {
+				t.Fatalf("stream ended: %v", f)
+			}
+			if f.Index <= last {
+				t.Fatalf("frame %d after %d", f.Index, last)
+			}
+			last = f.Index
+			for _, e := range f.Events {
+				if e.Type == "JobRegistered" {
+					seen[e.Key]++
+				}
+			}
+		case <-deadline:
+			t.Fatalf("saw %d of %d registrations", len(seen), n)
+		}
+	}
+	for k, c := range seen {
+		if c != 1 {
+			t.Fatalf("%s registered %d times in the stream", k, c)
+		}
+	}
+}

@@ -232,6 +232,7 @@ func (s *Server) registerEndpoints() error {
 		"Namespace":  &Namespace{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
+		"Event":      &Event{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {
