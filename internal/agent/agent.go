@@ -16,6 +16,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics/compat"
 
 	"github.com/drover-project/drover/internal/agent/config"
+	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/heapfloor"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
@@ -37,6 +38,7 @@ type Agent struct {
 
 	httpLn  net.Listener
 	httpSrv *http.Server
+	httpAPI *httpapi.Handler
 	inmem   *metrics.InmemSink
 	// inmemSince is when inmem was created: its first interval is partial.
 	inmemSince time.Time
@@ -267,6 +269,11 @@ func (a *Agent) Shutdown() error {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr
 			}
+		}
+		if a.server != nil && a.server.Events() != nil && a.httpAPI != nil {
+			// Event streams end with a last line, not a cut connection.
+			a.server.Events().Close()
+			a.httpAPI.DrainEventStreams(time.Second)
 		}
 		if a.httpSrv != nil {
 			a.httpSrv.Close()

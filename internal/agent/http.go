@@ -43,7 +43,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}
 	}
-	var h http.Handler = httpapi.NewHandler(cfg)
+	api := httpapi.NewHandler(cfg)
+	a.httpAPI = api
+	var h http.Handler = api
 	if a.config.EnableDebug {
 		h = withPprof(h)
 	}

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,6 +217,44 @@ func TestEventStreamThroughClientOnlyAgent(t *testing.T) {
 	for k, c := range seen {
 		if c != 1 {
 			t.Fatalf("%s registered %d times in the stream", k, c)
+		}
+	}
+}
+
+// When the server stops, a reader's stream ends cleanly: the official
+// client reports io.EOF (as Nomad's TestEvent_Stream expects), not a cut
+// connection.
+func TestEventStreamEndsWithEOFOnShutdown(t *testing.T) {
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{"log_level": "ERROR", "client": map[string]any{"enabled": false}})
+	a.waitReady(false)
+	if _, _, err := a.client.Jobs().Register(rawExecJob("eof", "service", 1, "true"), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := a.client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicEvaluation: {}}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := <-ch; f == nil || f.Err != nil || len(f.Events) == 0 || f.Events[0].Topic != "Evaluation" {
+		t.Fatalf("first frame: %+v", f)
+	}
+	go a.stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case f, ok := <-ch:
+			if !ok {
+				t.Fatal("stream closed without an error")
+			}
+			if f.Err != nil {
+				if !errors.Is(f.Err, io.EOF) {
+					t.Fatalf("stream ended with %v, want io.EOF", f.Err)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("stream did not end")
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -91,6 +92,29 @@ func (allowAll) Authorize(*http.Request, string) error { return nil }
 type server struct {
 	cfg Config
 	log hclog.Logger
+
+	// streams counts the event streams being served (DrainEventStreams).
+	streams sync.WaitGroup
+}
+
+// Handler is the HTTP API handler.
+type Handler struct {
+	http.Handler
+	s *server
+}
+
+// DrainEventStreams waits up to d for the event streams being served to
+// end (the agent closes the event broker first, so each ends with a last
+// line instead of a cut connection); it reports whether all did.
+func (h *Handler) DrainEventStreams(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { h.s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // route is one registered path. Patterns ending in "/" are prefixes whose
@@ -147,7 +171,7 @@ func (s *server) routes() []route {
 }
 
 // NewHandler returns the HTTP API v1 handler. Unknown paths answer 404.
-func NewHandler(cfg Config) http.Handler {
+func NewHandler(cfg Config) *Handler {
 	if cfg.Auth == nil {
 		cfg.Auth = allowAll{}
 	}
@@ -165,5 +189,5 @@ func NewHandler(cfg Config) http.Handler {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.wrap(rt.handler))
 	}
-	return mux
+	return &Handler{Handler: mux, s: s}
 }
