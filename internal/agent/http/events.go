@@ -24,8 +24,9 @@ type EventSubscription interface {
 	NextFrame(ctx context.Context) ([]byte, error)
 }
 
-var (
-	// eventHeartbeat is how often an idle stream sends {} (tests shorten it).
+const (
+	// eventHeartbeat is how often an idle stream sends {}
+	// (Config.EventHeartbeat overrides it in tests).
 	eventHeartbeat = 10 * time.Second
 	// eventWriteTimeout bounds one write: a reader that stops reading is
 	// disconnected after it, freeing its handler (the FSM never waits for
@@ -35,7 +36,7 @@ var (
 
 // /v1/event/stream?index=&topic=&namespace=: the server's events as
 // newline-delimited JSON, one {"Index","Events"} line per Raft entry,
-// {} every eventHeartbeat while idle. A reader that falls behind the
+// {} every 10 s while idle. A reader that falls behind the
 // server's buffer gets a last {"Error": ...} line naming the index to
 // resume from, and the stream ends.
 func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -72,8 +73,12 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		return nil, nil
 	}
 	ctx := r.Context()
+	heartbeat := s.cfg.EventHeartbeat
+	if heartbeat <= 0 {
+		heartbeat = eventHeartbeat
+	}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, eventHeartbeat)
+		wctx, cancel := context.WithTimeout(ctx, heartbeat)
 		frame, err := sub.NextFrame(wctx)
 		cancel()
 		switch {

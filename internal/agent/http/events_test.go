@@ -95,10 +95,9 @@ func TestEventStreamWithGoClient(t *testing.T) {
 }
 
 func TestEventStreamHeartbeat(t *testing.T) {
-	old := eventHeartbeat
-	eventHeartbeat = 20 * time.Millisecond
-	defer func() { eventHeartbeat = old }()
-	env, _ := newEventsEnv(t, 10)
+	b := events.NewBroker(10)
+	t.Cleanup(b.Close)
+	env := newEnv(t, func(c *Config) { c.Events, c.EventHeartbeat = brokerEvents{b}, 20*time.Millisecond })
 	resp, err := http.Get(env.srv.URL + "/v1/event/stream")
 	if err != nil {
 		t.Fatal(err)

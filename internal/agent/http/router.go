@@ -65,16 +65,19 @@ type Authorizer interface {
 
 // Config wires the handler to the rest of the agent.
 type Config struct {
-	RPC         RPCer
-	FS          ClientFS           // nil: the agent runs no client
-	Stats       ClientStats        // nil: the agent runs no client
-	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
-	Events      EventStreamer      // nil: /v1/event/stream answers 501
-	Agent       AgentInfo          // nil: agent endpoints answer 500
-	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
-	Auth        Authorizer         // nil: allow everything
-	Logger      hclog.Logger       // nil: discard
-	MetricsSink *metrics.InmemSink // nil: a private empty sink
+	RPC     RPCer
+	FS      ClientFS      // nil: the agent runs no client
+	Stats   ClientStats   // nil: the agent runs no client
+	Monitor LogMonitor    // nil: /v1/agent/monitor answers 501
+	Events  EventStreamer // nil: /v1/event/stream answers 501
+	// EventHeartbeat is how often an idle event stream sends {}; 0 means
+	// 10 s (tests shorten it).
+	EventHeartbeat time.Duration
+	Agent          AgentInfo          // nil: agent endpoints answer 500
+	ParseJob       JobParser          // nil: /v1/jobs/parse answers 501
+	Auth           Authorizer         // nil: allow everything
+	Logger         hclog.Logger       // nil: discard
+	MetricsSink    *metrics.InmemSink // nil: a private empty sink
 	// MetricsSince is when MetricsSink was created (see metricsSummary).
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415
