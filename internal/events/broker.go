@@ -39,6 +39,16 @@ type batch struct {
 
 	once   sync.Once
 	events []*Event
+
+	// full is the frame of every event of the batch, built once for all
+	// the readers that take the whole batch (topic=*, every namespace).
+	fullOnce sync.Once
+	full     []byte
+}
+
+func (b *batch) fullFrame() []byte {
+	b.fullOnce.Do(func() { b.full = Frame(b.index, b.build()) })
+	return b.full
 }
 
 func (b *batch) build() []*Event {
@@ -197,12 +207,33 @@ type Subscription struct {
 // *FellBehindError when the ring dropped the next batch before it was
 // read, ErrClosed when the broker closed, or ctx's error.
 func (s *Subscription) Next(ctx context.Context) (uint64, []*Event, error) {
+	bt, evs, err := s.next(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return bt.index, evs, nil
+}
+
+// NextFrame is Next as the frame line the HTTP stream writes. A reader
+// that takes a whole batch shares the batch's one frame (read-only).
+func (s *Subscription) NextFrame(ctx context.Context) ([]byte, error) {
+	bt, evs, err := s.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == len(bt.events) {
+		return bt.fullFrame(), nil
+	}
+	return Frame(bt.index, evs), nil
+}
+
+func (s *Subscription) next(ctx context.Context) (*batch, []*Event, error) {
 	for {
 		b := s.b
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
-			return 0, nil, ErrClosed
+			return nil, nil, ErrClosed
 		}
 		if s.seq < b.oldestLocked() {
 			b.mu.Unlock()
@@ -210,7 +241,7 @@ func (s *Subscription) Next(ctx context.Context) (uint64, []*Event, error) {
 			if s.last > 0 {
 				next = s.last + 1
 			}
-			return 0, nil, &FellBehindError{Next: next, Size: len(b.ring)}
+			return nil, nil, &FellBehindError{Next: next, Size: len(b.ring)}
 		}
 		if s.seq == b.next {
 			ch := b.notify
@@ -219,21 +250,29 @@ func (s *Subscription) Next(ctx context.Context) (uint64, []*Event, error) {
 			case <-ch:
 				continue
 			case <-ctx.Done():
-				return 0, nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 		}
 		bt := b.ring[s.seq%uint64(len(b.ring))]
 		b.mu.Unlock()
 		s.seq++
 		s.last = bt.index
+		all := bt.build()
 		var out []*Event
-		for _, e := range bt.build() {
-			if s.req.Matches(e) {
-				out = append(out, e)
+		for i, e := range all {
+			if !s.req.Matches(e) {
+				continue
 			}
+			if out == nil {
+				if i == 0 && s.req.matchesAll(all) {
+					return bt, all, nil
+				}
+				out = make([]*Event, 0, len(all)-i)
+			}
+			out = append(out, e)
 		}
 		if len(out) > 0 {
-			return bt.index, out, nil
+			return bt, out, nil
 		}
 	}
 }

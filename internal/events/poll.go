@@ -56,7 +56,7 @@ func (b *Broker) Poll(args *PollRequest, reply *PollResponse) error {
 	defer func() { reply.Last = sub.last }()
 	size := 0
 	for size < pollBytes {
-		index, evs, err := sub.Next(ctx)
+		f, err := sub.NextFrame(ctx)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return nil
@@ -66,7 +66,6 @@ func (b *Broker) Poll(args *PollRequest, reply *PollResponse) error {
 			}
 			return nil
 		}
-		f := Frame(index, evs)
 		reply.Frames = append(reply.Frames, f)
 		size += len(f)
 		// After the first frame, take only what is already buffered.

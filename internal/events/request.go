@@ -1,7 +1,6 @@
 package events
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -65,6 +64,16 @@ func (r *Request) Matches(e *Event) bool {
 	return keysMatch(r.Topics[TopicAll], e) || keysMatch(r.Topics[e.Topic], e)
 }
 
+// matchesAll reports whether every one of evs matches.
+func (r *Request) matchesAll(evs []*Event) bool {
+	for _, e := range evs {
+		if !r.Matches(e) {
+			return false
+		}
+	}
+	return true
+}
+
 func keysMatch(keys []string, e *Event) bool {
 	for _, k := range keys {
 		if k == "*" || k == e.Key {
@@ -99,13 +108,4 @@ func Frame(index uint64, evs []*Event) []byte {
 	}
 	b = append(b, "]}\n"...)
 	return b
-}
-
-// NextFrame is Next encoded as the frame line the HTTP stream writes.
-func (s *Subscription) NextFrame(ctx context.Context) ([]byte, error) {
-	index, evs, err := s.Next(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return Frame(index, evs), nil
 }
