@@ -230,3 +230,20 @@ func TestPollContinues(t *testing.T) {
 		t.Fatalf("live poll: %+v %v", r, err)
 	}
 }
+
+// Readers of whole batches share one frame per batch; a filtered reader
+// gets a frame of its events only.
+func TestNextFrameSharedForWholeBatches(t *testing.T) {
+	b := NewBroker(4)
+	b.Publish(3, structs.JobRegisterRequestType, []memdb.Changes{{jobChange("web", "default"), evalChange("e1", "web")}})
+	ctx := context.Background()
+	f1, err1 := b.Subscribe(all()).NextFrame(ctx)
+	f2, err2 := b.Subscribe(&Request{Namespace: "default", Topics: map[string][]string{"*": {"*"}}}).NextFrame(ctx)
+	if err1 != nil || err2 != nil || &f1[0] != &f2[0] {
+		t.Fatalf("whole-batch readers got separate frames (%v %v)", err1, err2)
+	}
+	f3, err := b.Subscribe(&Request{Namespace: "default", Topics: map[string][]string{"Evaluation": {"*"}}}).NextFrame(ctx)
+	if err != nil || strings.Contains(string(f3), `"Topic":"Job"`) || !strings.Contains(string(f3), `"Key":"e1"`) {
+		t.Fatalf("filtered frame %s (%v)", f3, err)
+	}
+}
