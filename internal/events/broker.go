@@ -31,7 +31,8 @@ func (e *FellBehindError) Error() string {
 		e.Size, e.Next, e.Next)
 }
 
-// batch is what one Raft entry changed. Its events are built on first read.
+// batch is what one Raft entry changed. Its events and its frame are
+// built on first read, once for every reader.
 type batch struct {
 	index   uint64
 	typ     string
@@ -39,18 +40,12 @@ type batch struct {
 
 	once   sync.Once
 	events []*Event
-
-	// full is the frame of every event of the batch, built once for all
-	// the readers that take the whole batch (topic=*, every namespace).
-	fullOnce sync.Once
-	full     []byte
+	// full is the frame of all the events; each event's JSON is a slice
+	// of it, so the batch holds one encoding of each event.
+	full []byte
 }
 
-func (b *batch) fullFrame() []byte {
-	b.fullOnce.Do(func() { b.full = Frame(b.index, b.build()) })
-	return b.full
-}
-
+// build returns the batch's events, encoded.
 func (b *batch) build() []*Event {
 	b.once.Do(func() {
 		out := make([]*Event, 0, len(b.changes))
@@ -59,10 +54,27 @@ func (b *batch) build() []*Event {
 				out = append(out, e)
 			}
 		}
-		b.events = out
 		b.changes = nil // the events hold what is needed
+		encs := make([][]byte, len(out))
+		for i, e := range out {
+			encs[i] = e.encode()
+		}
+		b.full = frame(b.index, encs)
+		// Point each event at its bytes in the frame: after the prefix,
+		// the encodings follow one another, separated by commas.
+		off := len(framePrefix(b.index))
+		for i, e := range out {
+			e.json = b.full[off : off+len(encs[i]) : off+len(encs[i])]
+			off += len(encs[i]) + 1
+		}
+		b.events = out
 	})
 	return b.events
+}
+
+func (b *batch) fullFrame() []byte {
+	b.build()
+	return b.full
 }
 
 // Broker keeps the last batches of events in a ring and serves

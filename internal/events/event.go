@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/json"
-	"sync"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -79,8 +78,9 @@ type Event struct {
 	obj     any  // the stored object (never mutated)
 	deleted bool // the object was removed by this entry
 
-	once sync.Once
-	json []byte // encoded on first read
+	// json is the event's encoding: a slice of its batch's frame, set
+	// once when the batch is first read (batch.encode), never after.
+	json []byte
 }
 
 // wireEvent is the JSON shape of an Event.
@@ -120,20 +120,25 @@ func (e *Event) Payload() map[string]any {
 	return map[string]any{}
 }
 
-// JSON is the event encoded as Nomad's JSON, computed once.
+// JSON is the event encoded as Nomad's JSON: shared with its batch's
+// frame once the batch was read, else encoded now.
 func (e *Event) JSON() []byte {
-	e.once.Do(func() {
-		b, err := json.Marshal(wireEvent{Topic: e.Topic, Type: e.Type, Key: e.Key, Namespace: e.Namespace,
-			FilterKeys: e.FilterKeys, Index: e.Index, Payload: e.Payload()})
-		if err != nil {
-			// Not expected (the same objects encode for every GET); keep
-			// the event's identity so the reader still sees it happen.
-			b, _ = json.Marshal(wireEvent{Topic: e.Topic, Type: e.Type, Key: e.Key, Namespace: e.Namespace,
-				FilterKeys: e.FilterKeys, Index: e.Index, Payload: map[string]any{"Error": err.Error()}})
-		}
-		e.json = b
-	})
-	return e.json
+	if e.json != nil {
+		return e.json
+	}
+	return e.encode()
+}
+
+func (e *Event) encode() []byte {
+	b, err := json.Marshal(wireEvent{Topic: e.Topic, Type: e.Type, Key: e.Key, Namespace: e.Namespace,
+		FilterKeys: e.FilterKeys, Index: e.Index, Payload: e.Payload()})
+	if err != nil {
+		// Not expected (the same objects encode for every GET); keep
+		// the event's identity so the reader still sees it happen.
+		b, _ = json.Marshal(wireEvent{Topic: e.Topic, Type: e.Type, Key: e.Key, Namespace: e.Namespace,
+			FilterKeys: e.FilterKeys, Index: e.Index, Payload: map[string]any{"Error": err.Error()}})
+	}
+	return b
 }
 
 // fromChange builds the event of one change, or nil for a table without

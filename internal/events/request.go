@@ -89,23 +89,32 @@ func keysMatch(keys []string, e *Event) bool {
 }
 
 // Frame is the newline-terminated JSON line of one batch's events:
-// {"Index":n,"Events":[...]}. Each event is encoded once and shared by
-// every subscriber.
+// {"Index":n,"Events":[...]}.
 func Frame(index uint64, evs []*Event) []byte {
+	encs := make([][]byte, len(evs))
+	for i, e := range evs {
+		encs[i] = e.JSON()
+	}
+	return frame(index, encs)
+}
+
+func framePrefix(index uint64) []byte {
+	b := append([]byte(`{"Index":`), strconv.AppendUint(nil, index, 10)...)
+	return append(b, `,"Events":[`...)
+}
+
+func frame(index uint64, encs [][]byte) []byte {
 	n := 32
-	for _, e := range evs {
-		n += len(e.JSON()) + 1
+	for _, e := range encs {
+		n += len(e) + 1
 	}
 	b := make([]byte, 0, n)
-	b = append(b, `{"Index":`...)
-	b = strconv.AppendUint(b, index, 10)
-	b = append(b, `,"Events":[`...)
-	for i, e := range evs {
+	b = append(b, framePrefix(index)...)
+	for i, e := range encs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, e.JSON()...)
+		b = append(b, e...)
 	}
-	b = append(b, "]}\n"...)
-	return b
+	return append(b, "]}\n"...)
 }
