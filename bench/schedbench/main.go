@@ -28,6 +28,7 @@ func main() {
 	flag.DurationVar(&o.ProfileSeconds, "profile-time", 20*time.Second, "length of the -cpuprofile")
 	flag.StringVar(&o.HeapProfile, "heapprofile", "", "save the server's heap profile, taken once every allocation is placed, to this file; starts the server with enable_debug")
 	flag.StringVar(&o.SelfProfile, "selfprofile", "", "save this process's CPU profile (the node simulator's work) from the first submit to the end of the run to this file")
+	flag.IntVar(&o.EventSubscribers, "event-subscribers", 0, "read /v1/event/stream (every topic and namespace) with this many readers during the run")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	verbose := flag.Bool("v", false, "log progress to stderr")
 	flag.Parse()

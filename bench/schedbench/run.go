@@ -29,6 +29,7 @@ type options struct {
 	ProfileSeconds     time.Duration // length of the CPU profile
 	HeapProfile        string        // save the server's heap profile, taken once all are placed, here
 	SelfProfile        string        // save this process's (nodesim's) CPU profile, first submit -> end of run, here
+	EventSubscribers   int           // readers of /v1/event/stream during the run
 	Logf               func(string, ...any)
 }
 
@@ -59,6 +60,11 @@ type result struct {
 	NodesimRPCErrors  int64   `json:"nodesim_rpc_errors"`
 	NodesimPulls      int64   `json:"nodesim_pulls"` // Node.GetClientAllocs answers from first submit to all running
 	NodesimUpdates    int64   `json:"nodesim_updates"`
+	EventSubscribers  int     `json:"event_subscribers,omitempty"`
+	EventFrames       int64   `json:"event_frames,omitempty"` // frames read by all subscribers
+	EventMB           float64 `json:"event_mb,omitempty"`
+	EventDrops        int64   `json:"event_drops,omitempty"`  // readers the server dropped (they resumed)
+	EventErrors       int64   `json:"event_errors,omitempty"` // readers that failed otherwise
 	Error             string  `json:"error,omitempty"`
 }
 
@@ -163,6 +169,11 @@ func run(ctx context.Context, o options) (res result, err error) {
 			return res, err
 		}
 		defer stop()
+	}
+	if o.EventSubscribers > 0 {
+		res.EventSubscribers = o.EventSubscribers
+		er := startEventReaders(ctx, httpAddr, o.EventSubscribers)
+		defer er.stop(&res)
 	}
 	start := time.Now()
 	prof.startCPU(ctx)

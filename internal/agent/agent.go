@@ -16,6 +16,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics/compat"
 
 	"github.com/drover-project/drover/internal/agent/config"
+	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/heapfloor"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
@@ -37,6 +38,7 @@ type Agent struct {
 
 	httpLn  net.Listener
 	httpSrv *http.Server
+	httpAPI *httpapi.Handler
 	inmem   *metrics.InmemSink
 	// inmemSince is when inmem was created: its first interval is partial.
 	inmemSince time.Time
@@ -205,6 +207,12 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 			sc.JobMaxCount = -1 // job_max_count = 0 turns the limit off
 		}
 	}
+	if s.EventBufferSize != nil {
+		sc.EventBufferSize = *s.EventBufferSize
+	}
+	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
+		sc.DisableEventBroker = true
+	}
 	if d := s.DefaultSchedulerConfig; d != nil {
 		// Stored by the first leader when the cluster has no scheduler
 		// configuration yet; the operator API changes it from then on.
@@ -274,6 +282,11 @@ func (a *Agent) Shutdown() error {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr
 			}
+		}
+		if a.server != nil && a.server.Events() != nil && a.httpAPI != nil {
+			// Event streams end with a last line, not a cut connection.
+			a.server.Events().Close()
+			a.httpAPI.DrainEventStreams(time.Second)
 		}
 		if a.httpSrv != nil {
 			a.httpSrv.Close()

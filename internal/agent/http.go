@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/pprof"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/jobspec"
 )
 
@@ -31,6 +33,12 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.server != nil {
 		cfg.Schedulers = schedulerWorkers{srv: a.server}
 	}
+	switch {
+	case a.server != nil && a.server.Events() != nil:
+		cfg.Events = serverEvents{a.server.Events()}
+	case a.server == nil && len(a.servers) > 0:
+		cfg.Events = forwardedEvents{a}
+	}
 	if a.client != nil {
 		cfg.FS = a.client
 		cfg.Stats = a.client
@@ -39,7 +47,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}
 	}
-	var h http.Handler = httpapi.NewHandler(cfg)
+	api := httpapi.NewHandler(cfg)
+	a.httpAPI = api
+	var h http.Handler = api
 	if a.config.EnableDebug {
 		h = withPprof(h)
 	}
@@ -49,6 +59,60 @@ func (a *Agent) startHTTP(prom http.Handler) {
 			a.logger.Error("HTTP server stopped", "error", err)
 		}
 	}()
+}
+
+// serverEvents serves /v1/event/stream from this server's own broker: each
+// server applies every entry, so no request is forwarded.
+type serverEvents struct{ b *events.Broker }
+
+func (e serverEvents) SubscribeEvents(req *events.Request) (httpapi.EventSubscription, error) {
+	return e.b.Subscribe(req), nil
+}
+
+// forwardedEvents serves /v1/event/stream on a client-only agent: a chain
+// of bounded long polls (Event.Poll) to a server, each continuing where
+// the last left off, so the reader sees the server's stream unchanged.
+type forwardedEvents struct{ a *Agent }
+
+func (f forwardedEvents) SubscribeEvents(req *events.Request) (httpapi.EventSubscription, error) {
+	return &forwardedSub{a: f.a, req: *req}, nil
+}
+
+type forwardedSub struct {
+	a       *Agent
+	req     events.Request // Index: where the next poll starts
+	started bool           // a poll went through the stream up to req.Index-1
+	frames  [][]byte       // received, not yet handed out
+}
+
+func (s *forwardedSub) NextFrame(ctx context.Context) ([]byte, error) {
+	for len(s.frames) == 0 {
+		wait := events.MaxPollWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if wait <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		var reply events.PollResponse
+		args := &events.PollRequest{Req: s.req, Continue: s.started, Wait: wait}
+		if err := s.a.RPC("Event.Poll", args, &reply); err != nil {
+			return nil, err
+		}
+		if reply.Err != "" {
+			return nil, errors.New(reply.Err)
+		}
+		if reply.Last > 0 {
+			s.req.Index, s.started = reply.Last+1, true
+		}
+		s.frames = reply.Frames
+	}
+	f := s.frames[0]
+	s.frames = s.frames[1:]
+	return f, nil
 }
 
 // parseJob backs /v1/jobs/parse: the agent parses HCL for non-Go clients.

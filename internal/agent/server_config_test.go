@@ -119,3 +119,43 @@ server {
 		t.Fatalf("server config: %+v", sc)
 	}
 }
+
+// server.event_buffer_size and enable_event_broker reach the server; a
+// size outside 1..1,000,000 is a configuration error naming the key.
+func TestServerConfig_EventBroker(t *testing.T) {
+	for _, tc := range []struct {
+		src      string
+		size     int
+		disabled bool
+	}{
+		{`server { enabled = true }`, 100, false},
+		{`server { enabled = true` + "\n" + `event_buffer_size = 5000 }`, 5000, false},
+		{`server { enabled = true` + "\n" + `enable_event_broker = false }`, 100, true},
+	} {
+		parsed, err := config.Parse("server.hcl", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := config.Merge(config.DefaultConfig(), parsed)
+		if err := c.NormalizeAddrs(); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := serverConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.EventBufferSize != tc.size || sc.DisableEventBroker != tc.disabled {
+			t.Errorf("%s: size %d disabled %v, want %d %v", tc.src, sc.EventBufferSize, sc.DisableEventBroker, tc.size, tc.disabled)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "1000001"} {
+		parsed, err := config.Parse("server.hcl", []byte("data_dir = \"/srv/d\"\nserver {\n  enabled = true\n  event_buffer_size = "+bad+"\n}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = config.Merge(config.DefaultConfig(), parsed).Validate()
+		if err == nil || !strings.Contains(err.Error(), "server.event_buffer_size must be between 1 and 1000000") {
+			t.Fatalf("event_buffer_size = %s: %v", bad, err)
+		}
+	}
+}

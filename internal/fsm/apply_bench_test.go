@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -36,7 +38,12 @@ type benchCluster struct {
 
 func newBenchCluster(b *testing.B) *benchCluster {
 	b.Helper()
-	f, err := New(Config{})
+	return newBenchClusterWith(b, Config{})
+}
+
+func newBenchClusterWith(b *testing.B, cfg Config) *benchCluster {
+	b.Helper()
+	f, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,25 +195,33 @@ func (c *benchCluster) clientEntry(b *testing.B, r int) *raft.Log {
 // the entries added, per placement (what the store keeps of each);
 // cpu-ns/op the process's CPU time while applying.
 func BenchmarkApplyPlanResults(b *testing.B) {
-	b.Run("apply", func(b *testing.B) {
-		c := newBenchCluster(b)
-		before := liveHeap()
-		var cpu int64
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			b.StopTimer()
-			l := c.planEntry(b)
-			b.StartTimer()
-			cpu0 := cpuTime(b)
-			c.applyLog(b, l)
-			cpu += cpuTime(b) - cpu0
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
-		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-		b.ReportMetric(float64(int64(liveHeap())-int64(before))/float64(b.N*benchPlanSize), "heapB/alloc")
-		runtime.KeepAlive(c)
+	b.Run("apply", func(b *testing.B) { benchApplyPlans(b, Config{}) })
+	// With the event stream's broker (no reader): what publishing costs
+	// the FSM.
+	b.Run("apply-events", func(b *testing.B) {
+		benchApplyPlans(b, Config{Events: events.NewBroker(events.DefaultBufferSize)})
+	})
+	// With a reader encoding every event in the background (its CPU is
+	// the process's, so cpu-ns/op includes it).
+	b.Run("apply-events-reader", func(b *testing.B) {
+		br := events.NewBroker(events.DefaultBufferSize)
+		sub := br.Subscribe(&events.Request{Namespace: "*", Topics: map[string][]string{"*": {"*"}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				if _, err := sub.NextFrame(ctx); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					sub = br.Subscribe(&events.Request{Namespace: "*", Topics: map[string][]string{"*": {"*"}}})
+				}
+			}
+		}()
+		benchApplyPlans(b, Config{Events: br})
+		cancel()
+		<-done
 	})
 	b.Run("compact", func(b *testing.B) {
 		c := &benchCluster{byNode: make([][]string, benchNodes), job: &structs.Job{ID: "bench-job"}}
@@ -231,6 +246,27 @@ func BenchmarkApplyPlanResults(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
 	})
+}
+
+func benchApplyPlans(b *testing.B, cfg Config) {
+	c := newBenchClusterWith(b, cfg)
+	before := liveHeap()
+	var cpu int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		l := c.planEntry(b)
+		b.StartTimer()
+		cpu0 := cpuTime(b)
+		c.applyLog(b, l)
+		cpu += cpuTime(b) - cpu0
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPlanSize), "ns/alloc")
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(int64(liveHeap())-int64(before))/float64(b.N*benchPlanSize), "heapB/alloc")
+	runtime.KeepAlive(c)
 }
 
 // cpuTime is the process's user+system CPU time in nanoseconds (GC

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -30,10 +32,20 @@ type EventSink interface {
 	JobDeleted(namespace, id string)
 }
 
-// Config configures an FSM. Logger and Sink may be nil.
+// EventPublisher receives what each entry changed in the store, for the
+// event stream (internal/events.Broker). Publish is called once per entry
+// that changed something, after its writes and before the entry ends; it
+// MUST NOT block and must not take a snapshot of the store. The changes'
+// objects are the stored ones: never modified.
+type EventPublisher interface {
+	Publish(index uint64, msgType structs.MessageType, changes []memdb.Changes)
+}
+
+// Config configures an FSM. Logger, Sink and Events may be nil.
 type Config struct {
 	Logger hclog.Logger
 	Sink   EventSink
+	Events EventPublisher
 }
 
 // FSM applies Raft log entries to a state store.
@@ -41,6 +53,7 @@ type FSM struct {
 	logger hclog.Logger
 	state  atomic.Pointer[state.StateStore]
 	sink   atomic.Pointer[sinkHolder]
+	events EventPublisher // nil: no event stream
 
 	// nodeStrs maps the IDs of stored nodes that placements were made on
 	// or scored to the nodes' own ID and name strings (see nodeStrings),
@@ -65,7 +78,7 @@ func New(cfg Config) (*FSM, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	f := &FSM{logger: logger.Named("fsm")}
+	f := &FSM{logger: logger.Named("fsm"), events: cfg.Events}
 	f.state.Store(st)
 	f.SetSink(cfg.Sink)
 	return f, nil
@@ -105,7 +118,21 @@ func (f *FSM) Apply(l *raft.Log) any {
 	st := f.State()
 	st.BeginEntry(index)
 	defer st.EndEntry()
+	if f.events != nil && events.Publishes(msgType) {
+		// Other entries are not collected at all: their apply stays as
+		// cheap as without a stream.
+		st.CollectEntryChanges()
+		defer func() {
+			if cs := st.TakeEntryChanges(); len(cs) > 0 {
+				f.events.Publish(index, msgType, cs)
+			}
+		}()
+	}
+	return f.apply(msgType, ignoreUnknown, buf, index)
+}
 
+// apply decodes and applies the entry's body.
+func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte, index uint64) any {
 	var err error
 	switch msgType {
 	case structs.NodeRegisterRequestType:

@@ -100,6 +100,14 @@ type Config struct {
 	// (server.job_max_source_size); 0 means DefaultJobMaxSourceSize.
 	JobMaxSourceSize int64
 
+	// EventBufferSize is how many Raft entries' event batches the event
+	// stream keeps for subscribers to read or resume from
+	// (server.event_buffer_size; 0 means events.DefaultBufferSize).
+	// DisableEventBroker turns the stream off
+	// (server.enable_event_broker = false).
+	EventBufferSize    int
+	DisableEventBroker bool
+
 	// StatsInterval is how often the leader publishes its queue gauges
 	// (telemetry.collection_interval; 0 means one second).
 	StatsInterval time.Duration

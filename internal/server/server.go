@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
@@ -45,6 +46,7 @@ type Server struct {
 	rpcAddr   string // advertised RPC (and Raft) address
 
 	broker     *evalbroker.Broker
+	events     *events.Broker // nil when the event stream is disabled
 	blocked    *blockedevals.BlockedEvals
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
@@ -122,7 +124,17 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 
-	f, err := fsm.New(fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}})
+	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}}
+	if !cfg.DisableEventBroker {
+		size := cfg.EventBufferSize
+		if size <= 0 {
+			size = events.DefaultBufferSize
+		}
+		// Every server has its own: each applies every entry.
+		s.events = events.NewBroker(size)
+		fcfg.Events = s.events
+	}
+	f, err := fsm.New(fcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +221,7 @@ func (s *Server) registerEndpoints() error {
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
+		"Event":      &Event{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {
@@ -226,6 +239,10 @@ func (s *Server) RPC(method string, args, reply any) error {
 
 // State returns the current state store.
 func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// Events is the server's event stream broker; nil when
+// server.enable_event_broker is false.
+func (s *Server) Events() *events.Broker { return s.events }
 
 // IsLeader reports whether this server leads and runs the leader services.
 func (s *Server) IsLeader() bool { return s.isLeader.Load() }
@@ -265,6 +282,9 @@ func (s *Server) Shutdown() error {
 		close(s.shutdownCh)
 		if s.workers != nil {
 			s.workers.close()
+		}
+		if s.events != nil {
+			s.events.Close()
 		}
 		s.allocBatch.stop()
 		s.revokeLeadership()

@@ -17,6 +17,7 @@ type txnDB struct {
 	*memdb.MemDB
 	watch *nodeWatch      // nil on snapshots
 	memo  *nodeAllocsMemo // checks that alloc writes are numbered
+	entry *entryChanges   // the entry's changes for the event stream; nil on snapshots
 	// readOnly is set on snapshots: a write transaction there is a bug
 	// (StateSnapshot has no write method; this catches a read method that
 	// writes).
@@ -36,6 +37,9 @@ func (d txnDB) Txn(write bool) *memdb.Txn {
 		txn.Defer(func() {
 			cs := d.watch.changesOf(txn)
 			d.watch.committed(cs)
+			if d.entry != nil {
+				d.entry.add(cs)
+			}
 			if d.memo != nil && allocsUnnumbered(cs) {
 				d.memo.unnumbered(readAllocSeq(d.MemDB.Txn(false)))
 			}

@@ -12,7 +12,7 @@ import (
 func TestSnapshotHasOnlyReadMethods(t *testing.T) {
 	store := reflect.TypeOf(&StateStore{})
 	snap := reflect.TypeOf(&StateSnapshot{})
-	writePrefixes := []string{"Upsert", "Update", "Delete", "Set", "Restore", "Abandon(", "Scratch", "Snapshot", "NodePull", "BeginEntry(", "EndEntry(", "EntryWaiters("}
+	writePrefixes := []string{"Upsert", "Update", "Delete", "Set", "Restore", "Abandon(", "Scratch", "Snapshot", "NodePull", "BeginEntry(", "EndEntry(", "EntryWaiters(", "CollectEntryChanges(", "TakeEntryChanges("}
 	for i := 0; i < snap.NumMethod(); i++ {
 		name := snap.Method(i).Name
 		for _, p := range writePrefixes {

@@ -69,7 +69,7 @@ func NewStateStore() (*StateStore, error) {
 		return nil, fmt.Errorf("state: building schema: %w", err)
 	}
 	memo := &nodeAllocsMemo{}
-	s := &StateStore{reader{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo}, abandon: &abandonCh{ch: make(chan struct{})},
+	s := &StateStore{reader{db: txnDB{MemDB: db, watch: newNodeWatch(), memo: memo, entry: &entryChanges{}}, abandon: &abandonCh{ch: make(chan struct{})},
 		ready: &readyMemo{}, nodeAllocs: memo}, &entryGate{}}
 	txn := db.Txn(true)
 	defer txn.Abort()

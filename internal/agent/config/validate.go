@@ -17,6 +17,10 @@ import (
 // Validate checks the final, merged configuration: value ranges, required
 // settings, and the feature gates of features.go. All problems are returned
 // together (errors.Join of *Error); nil means the agent may start.
+// maxEventBufferSize bounds server.event_buffer_size: the ring is
+// allocated at start, and each entry kept holds its changed objects.
+const maxEventBufferSize = 1_000_000
+
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -131,6 +135,9 @@ func (s *ServerConfig) validate() []error {
 	}
 	if s.JobMaxCount != nil && *s.JobMaxCount < 0 {
 		bad("server.job_max_count", "server.job_max_count must not be negative, got %d (0 turns the limit off)", *s.JobMaxCount)
+	}
+	if n := s.EventBufferSize; n != nil && (*n < 1 || *n > maxEventBufferSize) {
+		bad("server.event_buffer_size", "server.event_buffer_size must be between 1 and %d entries, got %d (enable_event_broker = false turns the event stream off)", maxEventBufferSize, *n)
 	}
 	for _, sch := range s.EnabledSchedulers {
 		switch sch {

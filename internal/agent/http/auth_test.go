@@ -66,6 +66,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/fs/readat/a1?path=x&offset=0&limit=1", ""},
 	{"GET", "/v1/client/fs/stream/a1?path=x&follow=false", ""},
 	{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout", ""},
+	{"GET", "/v1/event/stream?topic=Job:web", ""},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -74,17 +75,21 @@ type Authorizer interface {
 
 // Config wires the handler to the rest of the agent.
 type Config struct {
-	RPC         RPCer
-	FS          ClientFS           // nil: the agent runs no client
-	Stats       ClientStats        // nil: the agent runs no client
-	NodeMeta    ClientNodeMeta     // nil: the agent runs no client
-	Monitor     LogMonitor         // nil: /v1/agent/monitor answers 501
-	Agent       AgentInfo          // nil: agent endpoints answer 500
-	Schedulers  SchedulerWorkers   // nil: the agent runs no server
-	ParseJob    JobParser          // nil: /v1/jobs/parse answers 501
-	Auth        Authorizer         // nil: allow everything
-	Logger      hclog.Logger       // nil: discard
-	MetricsSink *metrics.InmemSink // nil: a private empty sink
+	RPC        RPCer
+	FS         ClientFS         // nil: the agent runs no client
+	Stats      ClientStats      // nil: the agent runs no client
+	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
+	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
+	Agent      AgentInfo        // nil: agent endpoints answer 500
+	Schedulers SchedulerWorkers // nil: the agent runs no server
+	Events     EventStreamer    // nil: /v1/event/stream answers 501
+	// EventHeartbeat is how often an idle event stream sends {}; 0 means
+	// 10 s (tests shorten it).
+	EventHeartbeat time.Duration
+	ParseJob       JobParser          // nil: /v1/jobs/parse answers 501
+	Auth           Authorizer         // nil: allow everything
+	Logger         hclog.Logger       // nil: discard
+	MetricsSink    *metrics.InmemSink // nil: a private empty sink
 	// MetricsSince is when MetricsSink was created (see metricsSummary).
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415
@@ -102,6 +107,29 @@ func (allowAll) Authorize(*http.Request, string) error { return nil }
 type server struct {
 	cfg Config
 	log hclog.Logger
+
+	// streams counts the event streams being served (DrainEventStreams).
+	streams sync.WaitGroup
+}
+
+// Handler is the HTTP API handler.
+type Handler struct {
+	http.Handler
+	s *server
+}
+
+// DrainEventStreams waits up to d for the event streams being served to
+// end (the agent closes the event broker first, so each ends with a last
+// line instead of a cut connection); it reports whether all did.
+func (h *Handler) DrainEventStreams(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { h.s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // route is one registered path. Patterns ending in "/" are prefixes whose
@@ -149,6 +177,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
 		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
 		{"/v1/metrics", s.metricsRequest},
+		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},
@@ -163,7 +192,7 @@ func (s *server) routes() []route {
 }
 
 // NewHandler returns the HTTP API v1 handler. Unknown paths answer 404.
-func NewHandler(cfg Config) http.Handler {
+func NewHandler(cfg Config) *Handler {
 	if cfg.Auth == nil {
 		cfg.Auth = allowAll{}
 	}
@@ -181,5 +210,5 @@ func NewHandler(cfg Config) http.Handler {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.wrap(rt.handler))
 	}
-	return mux
+	return &Handler{Handler: mux, s: s}
 }

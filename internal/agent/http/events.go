@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// EventStreamer subscribes to a server's event stream. Nil in Config when
+// this agent has none (a client-only agent, or enable_event_broker =
+// false).
+type EventStreamer interface {
+	SubscribeEvents(req *events.Request) (EventSubscription, error)
+}
+
+// EventSubscription yields the stream's frame lines ({"Index":n,"Events":
+// [...]}\n) until ctx is done or the subscription ends (an error).
+type EventSubscription interface {
+	NextFrame(ctx context.Context) ([]byte, error)
+}
+
+const (
+	// eventHeartbeat is how often an idle stream sends {}
+	// (Config.EventHeartbeat overrides it in tests).
+	eventHeartbeat = 10 * time.Second
+	// eventWriteTimeout bounds one write: a reader that stops reading is
+	// disconnected after it, freeing its handler (the FSM never waits for
+	// a reader in any case).
+	eventWriteTimeout = 10 * time.Second
+)
+
+// /v1/event/stream?index=&topic=&namespace=: the server's events as
+// newline-delimited JSON, one {"Index","Events"} line per Raft entry,
+// {} every 10 s while idle. A reader that falls behind the
+// server's buffer gets a last {"Error": ...} line naming the index to
+// resume from, and the stream ends.
+func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	req, err := events.ParseQuery(r.URL.Query())
+	if err != nil {
+		return nil, structs.NewErrCoded(http.StatusBadRequest, "%s", err.Error())
+	}
+	if s.cfg.Events == nil {
+		if s.cfg.Agent != nil && !s.cfg.Agent.IsServer() {
+			return nil, structs.NewErrCoded(http.StatusNotImplemented, "this agent runs no server: ask a server agent's HTTP API for /v1/event/stream")
+		}
+		return nil, structs.NewErrCoded(http.StatusNotImplemented, "the event stream is disabled on this server (server.enable_event_broker = false)")
+	}
+	s.streams.Add(1)
+	defer s.streams.Done()
+	sub, err := s.cfg.Events.SubscribeEvents(req)
+	if err != nil {
+		return nil, err
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := rc.Flush(); err != nil {
+		return nil, nil
+	}
+	ctx := r.Context()
+	heartbeat := s.cfg.EventHeartbeat
+	if heartbeat <= 0 {
+		heartbeat = eventHeartbeat
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, heartbeat)
+		frame, err := sub.NextFrame(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			if write(frame) != nil {
+				return nil, nil
+			}
+		case ctx.Err() != nil:
+			return nil, nil // the reader went away
+		case errors.Is(err, context.DeadlineExceeded):
+			if write([]byte("{}\n")) != nil {
+				return nil, nil
+			}
+		default:
+			var fb *events.FellBehindError
+			if errors.As(err, &fb) {
+				s.log.Warn("event stream reader dropped: it fell behind the buffer", "remote", r.RemoteAddr, "resume_index", fb.Next)
+			}
+			b, _ := json.Marshal(map[string]string{"Error": err.Error()})
+			_ = write(append(b, '\n'))
+			return nil, nil
+		}
+	}
+}
