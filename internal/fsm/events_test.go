@@ -55,6 +55,7 @@ func TestApply_PublishesEventsAtEntryIndex(t *testing.T) {
 		"15 Job:JobRegistered:batch",
 		"16 Job:JobDeregistered:batch",
 		"21 Allocation:PlanResult:a2",
+		"22 Job:JobRegistered:scaled",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
