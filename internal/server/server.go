@@ -17,6 +17,7 @@ import (
 	"github.com/drover-project/drover/internal/fsm"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
+	"github.com/drover-project/drover/internal/server/deploywatch"
 	"github.com/drover-project/drover/internal/server/evalbroker"
 	"github.com/drover-project/drover/internal/server/heartbeat"
 	"github.com/drover-project/drover/internal/server/periodic"
@@ -52,6 +53,8 @@ type Server struct {
 	heartbeats *heartbeat.Timers
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
+	// deployWatcher is the leader-only deployment watcher.
+	deployWatcher *deploywatch.Watcher
 
 	// brokerMu serialises turning the broker and blocked evals on and off
 	// for PauseEvalBroker with leadership changes.
@@ -123,6 +126,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.evalUpdates = newEvalUpdateBatcher(s)
 	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
+	s.deployWatcher = s.newDeploymentWatcher()
 
 	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}}
 	if !cfg.DisableEventBroker {
