@@ -60,6 +60,7 @@ func (r *run) watchDeployment(ctx context.Context, id string) {
 			return
 		}
 		dec := decide(v)
+		r.w.passes.Add(1)
 		if err := r.act(snap, v, dec, logger); err != nil {
 			if ctx.Err() != nil {
 				return

@@ -73,6 +73,8 @@ type Watcher struct {
 	done    chan struct{}
 	// watched is the number of deployments being watched (tests, stats).
 	watched atomic.Int64
+	// passes counts the deployment passes made (tests).
+	passes atomic.Int64
 }
 
 // New returns a disabled watcher.
