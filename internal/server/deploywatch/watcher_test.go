@@ -13,7 +13,7 @@ import (
 )
 
 // fakeApplier records the watcher's writes and applies them to the state
-// store the way the FSM would, so the watcher sees its own effects.
+// store with the FSM's state methods, so the watcher sees its own effects.
 type fakeApplier struct {
 	h *harness
 
@@ -27,52 +27,19 @@ type fakeApplier struct {
 func (f *fakeApplier) UpdateDeploymentStatus(req *structs.DeploymentStatusUpdateRequest) (uint64, error) {
 	defer f.record(func() { f.statuses = append(f.statuses, req) })
 	idx := f.h.next()
-	st := f.h.store
-	d, _ := st.DeploymentByID(nil, req.DeploymentUpdate.DeploymentID)
-	c := *d
-	c.Status, c.StatusDescription = req.DeploymentUpdate.Status, req.DeploymentUpdate.StatusDescription
-	if err := st.UpsertDeployment(idx, &c); err != nil {
-		return 0, err
-	}
-	if req.Job != nil {
-		if err := st.UpsertJob(idx, nil, req.Job); err != nil {
-			return 0, err
-		}
-	}
-	return idx, st.UpsertEvals(idx, []*structs.Evaluation{req.Eval})
+	return idx, f.h.store.UpdateDeploymentStatus(idx, req)
 }
 
 func (f *fakeApplier) PromoteDeployment(req *structs.ApplyDeploymentPromoteRequest) (uint64, error) {
 	defer f.record(func() { f.promotes = append(f.promotes, req) })
 	idx := f.h.next()
-	st := f.h.store
-	d, _ := st.DeploymentByID(nil, req.DeploymentID)
-	c := *d
-	c.TaskGroups = map[string]*structs.DeploymentState{}
-	for name, g := range d.TaskGroups {
-		g2 := *g
-		g2.Promoted = g.DesiredCanaries > 0
-		c.TaskGroups[name] = &g2
-	}
-	if err := st.UpsertDeployment(idx, &c); err != nil {
-		return 0, err
-	}
-	return idx, st.UpsertEvals(idx, []*structs.Evaluation{req.Eval})
+	return idx, f.h.store.UpdateDeploymentPromotion(idx, req)
 }
 
 func (f *fakeApplier) UpdateAllocDesiredTransition(req *structs.AllocUpdateDesiredTransitionRequest) (uint64, error) {
 	defer f.record(func() { f.desired = append(f.desired, req) })
 	idx := f.h.next()
-	st := f.h.store
-	for id, dt := range req.Allocs {
-		a, _ := st.AllocByID(nil, id)
-		c := *a
-		c.DesiredTransition = *dt
-		if err := st.UpsertAllocs(idx, []*structs.Allocation{&c}); err != nil {
-			return 0, err
-		}
-	}
-	return idx, st.UpsertEvals(idx, req.Evals)
+	return idx, f.h.store.UpdateAllocsDesiredTransitions(idx, req.Allocs, req.Evals)
 }
 
 func (f *fakeApplier) UpsertEvals(evals []*structs.Evaluation) (uint64, error) {
