@@ -210,6 +210,9 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.EventBufferSize != nil {
 		sc.EventBufferSize = *s.EventBufferSize
 	}
+	if s.DeploymentQueryRateLimit > 0 {
+		sc.DeploymentQueryRateLimit = s.DeploymentQueryRateLimit
+	}
 	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
 		sc.DisableEventBroker = true
 	}

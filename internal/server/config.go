@@ -108,6 +108,12 @@ type Config struct {
 	EventBufferSize    int
 	DisableEventBroker bool
 
+	// DeploymentQueryRateLimit is how many state queries per second the
+	// deployment watcher makes at most, all deployments together
+	// (server.deploy_query_rate_limit; 0 means
+	// deploywatch.DefaultQueryRate, 100).
+	DeploymentQueryRateLimit float64
+
 	// StatsInterval is how often the leader publishes its queue gauges
 	// (telemetry.collection_interval; 0 means one second).
 	StatsInterval time.Duration

@@ -10,9 +10,10 @@ import (
 // through this server's Raft.
 func (s *Server) newDeploymentWatcher() *deploywatch.Watcher {
 	return deploywatch.New(deploywatch.Config{
-		State:   func() *state.StateStore { return s.State() },
-		Applier: deployApplier{s},
-		Logger:  s.logger.Named("deployment_watcher"),
+		State:     func() *state.StateStore { return s.State() },
+		Applier:   deployApplier{s},
+		Logger:    s.logger.Named("deployment_watcher"),
+		QueryRate: s.config.DeploymentQueryRateLimit,
 	})
 }
 

@@ -139,6 +139,9 @@ func (s *ServerConfig) validate() []error {
 	if n := s.EventBufferSize; n != nil && (*n < 1 || *n > maxEventBufferSize) {
 		bad("server.event_buffer_size", "server.event_buffer_size must be between 1 and %d entries, got %d (enable_event_broker = false turns the event stream off)", maxEventBufferSize, *n)
 	}
+	if s.DeploymentQueryRateLimit < 0 {
+		bad("server.deploy_query_rate_limit", "server.deploy_query_rate_limit must be greater than 0 (queries per second), got %v", s.DeploymentQueryRateLimit)
+	}
 	for _, sch := range s.EnabledSchedulers {
 		switch sch {
 		case "service", "batch", "system", "sysbatch", "_core":
