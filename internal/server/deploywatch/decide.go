@@ -147,7 +147,7 @@ func shouldAutoPromote(d *structs.Deployment, allocs []*structs.Allocation) bool
 	}
 	healthy := make(map[string]bool, len(allocs))
 	for _, a := range allocs {
-		if a.DeploymentStatus != nil && isSet(a.DeploymentStatus.Healthy) {
+		if !a.TerminalStatus() && a.DeploymentStatus != nil && isSet(a.DeploymentStatus.Healthy) {
 			healthy[a.ID] = true
 		}
 	}
@@ -222,10 +222,15 @@ func rollbackTarget(versions []*structs.Job, d *structs.Deployment) *structs.Job
 
 // latestEvalIndex is the state index the job's newest evaluation was (or
 // will be) computed at: allocations whose health changed after it have not
-// been seen by the scheduler yet.
-func latestEvalIndex(evals []*structs.Evaluation) uint64 {
+// been seen by the scheduler yet. Evaluations that will not run soon (a
+// blocked one waits for capacity, a delayed one for its time) do not count:
+// they must not hold the rollout back.
+func latestEvalIndex(evals []*structs.Evaluation, now time.Time) uint64 {
 	var newest *structs.Evaluation
 	for _, e := range evals {
+		if e.Status == structs.EvalStatusBlocked || e.WaitUntil.After(now) {
+			continue
+		}
 		if newest == nil || e.CreateIndex > newest.CreateIndex {
 			newest = e
 		}

@@ -162,6 +162,14 @@ func TestDecide(t *testing.T) {
 			view{d: dep("paused", map[string]*structs.DeploymentState{"g": canaries(true, 2, "c1", "c2")}),
 				job: unlimited, allocs: []*structs.Allocation{alloc("c1", bptr(true), 5), alloc("c2", bptr(true), 5)}, latestEval: 10, now: t0},
 			decision{}},
+		{"no promotion while a healthy canary has stopped",
+			view{d: dep("running", map[string]*structs.DeploymentState{"g": canaries(true, 2, "c1", "c2")}),
+				job: unlimited, allocs: []*structs.Allocation{alloc("c1", bptr(true), 5), func() *structs.Allocation {
+					a := alloc("c2", bptr(true), 5)
+					a.DesiredStatus = structs.AllocDesiredStatusStop
+					return a
+				}()}, latestEval: 10, now: t0},
+			decision{}},
 		{"no promotion twice",
 			view{d: dep("running", map[string]*structs.DeploymentState{"g": group(func(st *structs.DeploymentState) {
 				st.DesiredCanaries, st.AutoPromote, st.Promoted, st.PlacedCanaries, st.HealthyAllocs = 2, true, true, []string{"c1", "c2"}, 3
@@ -195,14 +203,24 @@ func TestRollbackTarget(t *testing.T) {
 
 func TestLatestEvalIndex(t *testing.T) {
 	evals := []*structs.Evaluation{{CreateIndex: 5, SnapshotIndex: 7}, {CreateIndex: 9}, {CreateIndex: 3, SnapshotIndex: 30}}
-	if got := latestEvalIndex(evals); got != 9 {
+	if got := latestEvalIndex(evals, t0); got != 9 {
 		t.Fatalf("pending newest eval: got %d, want its CreateIndex 9", got)
 	}
 	evals[1].SnapshotIndex = 12
-	if got := latestEvalIndex(evals); got != 12 {
+	if got := latestEvalIndex(evals, t0); got != 12 {
 		t.Fatalf("processed newest eval: got %d, want its SnapshotIndex 12", got)
 	}
-	if got := latestEvalIndex(nil); got != 0 {
+	if got := latestEvalIndex(nil, t0); got != 0 {
 		t.Fatalf("no evals: got %d", got)
+	}
+	// A newer blocked eval, or one delayed past now, does not hide a
+	// health change from the watcher.
+	delayed := append(evals, &structs.Evaluation{CreateIndex: 50, Status: structs.EvalStatusBlocked},
+		&structs.Evaluation{CreateIndex: 60, Status: structs.EvalStatusPending, WaitUntil: t0.Add(time.Minute)})
+	if got := latestEvalIndex(delayed, t0); got != 12 {
+		t.Fatalf("with blocked and delayed evals: got %d, want 12", got)
+	}
+	if got := latestEvalIndex(delayed, t0.Add(2*time.Minute)); got != 60 {
+		t.Fatalf("once the delayed eval is due: got %d, want 60", got)
 	}
 }

@@ -121,7 +121,7 @@ func readView(snap *state.StateSnapshot, ws memdb.WatchSet, id string, now time.
 	if err != nil {
 		return v, err
 	}
-	v.latestEval = latestEvalIndex(evals)
+	v.latestEval = latestEvalIndex(evals, now)
 	return v, nil
 }
 
@@ -182,6 +182,7 @@ func failRequest(snap *state.StateSnapshot, v view, dec decision, now time.Time)
 			rollback = target.Copy()
 			// A new version of the old spec: it has to prove itself again.
 			rollback.Stable = false
+			rollback.SubmitTime = now.UnixNano()
 		}
 	}
 	return &structs.DeploymentStatusUpdateRequest{
