@@ -8,8 +8,9 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// Status descriptions of the deployments the watcher fails. The first two
-// are the strings Nomad's users and tools see.
+// Status descriptions of the deployments the watcher fails, worded as
+// Nomad's (and as the Deployment endpoints word them): users and tools
+// match on them.
 const (
 	DescFailedAllocs     = "Failed due to unhealthy allocations"
 	DescProgressDeadline = "Failed due to progress deadline"
@@ -18,15 +19,15 @@ const (
 // descRollback, descNoRollbackTarget and descRollbackSameSpec extend a
 // failure description with what happened to the job.
 func descRollback(base string, version uint64) string {
-	return fmt.Sprintf("%s; reverting to stable job version %d", base, version)
+	return fmt.Sprintf("%s - rolling back to job version %d", base, version)
 }
 
 func descNoRollbackTarget(base string) string {
-	return base + "; no stable job version to revert to"
+	return base + " - no stable job version to auto revert to"
 }
 
 func descRollbackSameSpec(base string, version uint64) string {
-	return fmt.Sprintf("%s; not reverting: stable job version %d has the current specification", base, version)
+	return fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", base, version)
 }
 
 // view is what one pass over a deployment reads from state.
@@ -205,12 +206,12 @@ func rescheduleExhausted(a *structs.Allocation, current *structs.Job, now time.T
 	return n >= p.Attempts
 }
 
-// rollbackTarget returns the latest stable version of the job older than the
-// deployment's, or nil.
-func rollbackTarget(versions []*structs.Job, d *structs.Deployment) *structs.Job {
+// rollbackTarget returns the latest stable version of the job's current
+// incarnation (current's CreateIndex) older than the deployment's, or nil.
+func rollbackTarget(versions []*structs.Job, d *structs.Deployment, current *structs.Job) *structs.Job {
 	var best *structs.Job
 	for _, j := range versions {
-		if j == nil || !j.Stable || j.Version >= d.JobVersion {
+		if j == nil || !j.Stable || j.Version >= d.JobVersion || j.CreateIndex != current.CreateIndex {
 			continue
 		}
 		if best == nil || j.Version > best.Version {

@@ -191,13 +191,23 @@ func TestDecide(t *testing.T) {
 }
 
 func TestRollbackTarget(t *testing.T) {
-	v := func(n uint64, stable bool) *structs.Job { return &structs.Job{ID: "web", Version: n, Stable: stable} }
+	v := func(n uint64, stable bool) *structs.Job {
+		return &structs.Job{ID: "web", Version: n, Stable: stable, CreateIndex: 7}
+	}
+	cur := v(5, false)
 	d := &structs.Deployment{JobVersion: 4}
-	if got := rollbackTarget([]*structs.Job{v(5, true), v(4, true), v(3, false), v(2, true), v(1, true)}, d); got == nil || got.Version != 2 {
+	if got := rollbackTarget([]*structs.Job{v(5, true), v(4, true), v(3, false), v(2, true), v(1, true)}, d, cur); got == nil || got.Version != 2 {
 		t.Fatalf("target = %+v, want version 2 (latest stable older than the deployment's)", got)
 	}
-	if got := rollbackTarget([]*structs.Job{v(4, true), v(3, false)}, d); got != nil {
+	if got := rollbackTarget([]*structs.Job{v(4, true), v(3, false)}, d, cur); got != nil {
 		t.Fatalf("target = %+v, want none", got)
+	}
+	// A stable version of an earlier incarnation of the job (purged and
+	// registered again) is no target.
+	old := v(2, true)
+	old.CreateIndex = 3
+	if got := rollbackTarget([]*structs.Job{v(3, false), old}, d, cur); got != nil {
+		t.Fatalf("target = %+v from another incarnation, want none", got)
 	}
 }
 

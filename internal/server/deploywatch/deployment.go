@@ -108,6 +108,9 @@ func readView(snap *state.StateSnapshot, ws memdb.WatchSet, id string, now time.
 	if v.job, err = snap.JobByID(nil, d.Namespace, d.JobID); err != nil {
 		return v, err
 	}
+	if v.job != nil && d.JobCreateIndex != 0 && v.job.CreateIndex != d.JobCreateIndex {
+		v.job = nil // purged and registered again: not this deployment's job
+	}
 	all, err := snap.AllocsByJob(ws, d.Namespace, d.JobID, true)
 	if err != nil {
 		return v, err
@@ -172,7 +175,7 @@ func failRequest(snap *state.StateSnapshot, v view, dec decision, now time.Time)
 			return nil, err
 		}
 		sort.Slice(versions, func(i, j int) bool { return versions[i].Version > versions[j].Version })
-		switch target := rollbackTarget(versions, d); {
+		switch target := rollbackTarget(versions, d, v.job); {
 		case target == nil:
 			desc = descNoRollbackTarget(desc)
 		case !target.SpecChanged(v.job):
@@ -181,7 +184,7 @@ func failRequest(snap *state.StateSnapshot, v view, dec decision, now time.Time)
 			desc = descRollback(desc, target.Version)
 			rollback = target.Copy()
 			// A new version of the old spec: it has to prove itself again.
-			rollback.Stable = false
+			rollback.Stable, rollback.VersionTag = false, nil
 			rollback.SubmitTime = now.UnixNano()
 		}
 	}

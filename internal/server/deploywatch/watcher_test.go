@@ -234,7 +234,7 @@ func TestWatcher_UnhealthyWithoutDeadlineFailsAndRevertsToStable(t *testing.T) {
 
 	waitFor(t, "the deployment failed", func() bool { return h.dep(d.ID).Status == structs.DeploymentStatusFailed })
 	got := h.dep(d.ID)
-	if want := DescFailedAllocs + "; reverting to stable job version 0"; got.StatusDescription != want {
+	if want := DescFailedAllocs + " - rolling back to job version 0"; got.StatusDescription != want {
 		t.Fatalf("description %q, want %q", got.StatusDescription, want)
 	}
 	h.app.mu.Lock()
