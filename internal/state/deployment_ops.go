@@ -41,8 +41,10 @@ func (s *StateStore) UpdateDeploymentStatus(index uint64, req *structs.Deploymen
 	return nil
 }
 
-// setDeploymentStatus sets an existing deployment's status; unlike a plan's
-// updates (applyDeploymentUpdate), an unknown deployment is an error.
+// setDeploymentStatus sets an active deployment's status; unlike a plan's
+// updates (applyDeploymentUpdate), an unknown or terminal deployment is an
+// error: two writers racing (an operator failing a deployment while the
+// watcher fails it too) cannot both apply, nor roll back twice.
 func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStatusUpdate, jobs jobKeys) error {
 	raw, err := txn.First(tableDeployment, "id", u.DeploymentID)
 	if err != nil {
@@ -50,6 +52,9 @@ func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStat
 	}
 	if raw == nil {
 		return fmt.Errorf("deployment %q does not exist", u.DeploymentID)
+	}
+	if d := raw.(*structs.Deployment); !d.Active() {
+		return fmt.Errorf("deployment %q has terminal status %q", d.ID, d.Status)
 	}
 	return applyDeploymentUpdate(txn, index, u, jobs)
 }
