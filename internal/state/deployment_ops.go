@@ -195,9 +195,9 @@ func promoteSelector(req *structs.DeploymentPromoteRequest) func(string) bool {
 }
 
 // promotableCanaries returns the canaries req promotes: the live healthy
-// canaries of the selected groups. A selected group with canaries must have
-// at least its desired number of them healthy; a group without canaries is
-// skipped; nothing to promote at all is an error, as is a terminal
+// canaries of the selected groups. A selected group that wants canaries must
+// have at least its desired number of them placed and healthy; a group
+// without canaries is skipped; nothing to promote at all is an error, as is a terminal
 // deployment. The errors name each group that is not ready.
 func promotableCanaries(txn *memdb.Txn, d *structs.Deployment, req *structs.DeploymentPromoteRequest) ([]*structs.Allocation, error) {
 	if !d.Active() {
@@ -213,7 +213,7 @@ func promotableCanaries(txn *memdb.Txn, d *structs.Deployment, req *structs.Depl
 	var promotable []*structs.Allocation
 	for _, g := range groups {
 		st := d.TaskGroups[g]
-		if st == nil || !selected(g) || st.DesiredCanaries == 0 || len(st.PlacedCanaries) == 0 {
+		if st == nil || !selected(g) || st.DesiredCanaries == 0 {
 			continue
 		}
 		var healthy []*structs.Allocation
