@@ -247,10 +247,19 @@ func TestDeploymentEntries_RefusalsWriteNothing(t *testing.T) {
 		})
 	}
 
-	// A terminal deployment takes no health and no promotion.
+	// A terminal deployment takes no health, no promotion and no other
+	// status (a second fail racing the first cannot roll back again).
 	f := base()
 	apply(t, f, entry(t, 4, structs.DeploymentStatusUpdateRequestType, &structs.DeploymentStatusUpdateRequest{
 		DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: "d1", Status: structs.DeploymentStatusCancelled}}))
+	if resp := f.Apply(entry(t, 5, structs.DeploymentStatusUpdateRequestType, &structs.DeploymentStatusUpdateRequest{
+		DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: "d1", Status: structs.DeploymentStatusFailed},
+		Job:              testJob("web")})); resp == nil || !strings.Contains(fmt.Sprint(resp), `has terminal status "cancelled"`) {
+		t.Fatalf("status of a cancelled deployment: %v", resp)
+	}
+	if j, _ := f.State().JobByID(nil, "default", "web"); j.Version != 0 {
+		t.Fatalf("refused rollback registered version %d", j.Version)
+	}
 	if resp := f.Apply(entry(t, 5, structs.DeploymentAllocHealthRequestType, &structs.ApplyDeploymentAllocHealthRequest{
 		DeploymentAllocHealthRequest: structs.DeploymentAllocHealthRequest{DeploymentID: "d1", HealthyAllocationIDs: []string{"c1"}}})); resp == nil ||
 		!strings.Contains(fmt.Sprint(resp), "terminal") {

@@ -87,15 +87,6 @@ func setHealth(t *testing.T, s *Server, healthy bool, ids ...string) {
 	}
 }
 
-func deploymentOf(t *testing.T, s *Server, id string) *structs.Deployment {
-	t.Helper()
-	d, err := s.State().DeploymentByID(nil, id)
-	if err != nil || d == nil {
-		t.Fatalf("deployment %s: %v", id, err)
-	}
-	return d
-}
-
 // watcherEvals returns the job's evaluations the watcher created for d.
 func watcherEvals(t *testing.T, s *Server, jobID, deploymentID string) []*structs.Evaluation {
 	t.Helper()

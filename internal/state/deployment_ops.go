@@ -41,8 +41,10 @@ func (s *StateStore) UpdateDeploymentStatus(index uint64, req *structs.Deploymen
 	return nil
 }
 
-// setDeploymentStatus sets an existing deployment's status; unlike a plan's
-// updates (applyDeploymentUpdate), an unknown deployment is an error.
+// setDeploymentStatus sets an active deployment's status; unlike a plan's
+// updates (applyDeploymentUpdate), an unknown or terminal deployment is an
+// error: two writers racing (an operator failing a deployment while the
+// watcher fails it too) cannot both apply, nor roll back twice.
 func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStatusUpdate, jobs jobKeys) error {
 	raw, err := txn.First(tableDeployment, "id", u.DeploymentID)
 	if err != nil {
@@ -50,6 +52,9 @@ func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStat
 	}
 	if raw == nil {
 		return fmt.Errorf("deployment %q does not exist", u.DeploymentID)
+	}
+	if d := raw.(*structs.Deployment); !d.Active() {
+		return fmt.Errorf("deployment %q has terminal status %q", d.ID, d.Status)
 	}
 	return applyDeploymentUpdate(txn, index, u, jobs)
 }
@@ -190,9 +195,9 @@ func promoteSelector(req *structs.DeploymentPromoteRequest) func(string) bool {
 }
 
 // promotableCanaries returns the canaries req promotes: the live healthy
-// canaries of the selected groups. A selected group with canaries must have
-// at least its desired number of them healthy; a group without canaries is
-// skipped; nothing to promote at all is an error, as is a terminal
+// canaries of the selected groups. A selected group that wants canaries must
+// have at least its desired number of them placed and healthy; a group
+// without canaries is skipped; nothing to promote at all is an error, as is a terminal
 // deployment. The errors name each group that is not ready.
 func promotableCanaries(txn *memdb.Txn, d *structs.Deployment, req *structs.DeploymentPromoteRequest) ([]*structs.Allocation, error) {
 	if !d.Active() {
@@ -208,7 +213,7 @@ func promotableCanaries(txn *memdb.Txn, d *structs.Deployment, req *structs.Depl
 	var promotable []*structs.Allocation
 	for _, g := range groups {
 		st := d.TaskGroups[g]
-		if st == nil || !selected(g) || st.DesiredCanaries == 0 || len(st.PlacedCanaries) == 0 {
+		if st == nil || !selected(g) || st.DesiredCanaries == 0 {
 			continue
 		}
 		var healthy []*structs.Allocation

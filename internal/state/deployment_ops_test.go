@@ -113,6 +113,11 @@ func TestCheckDeploymentPromotion(t *testing.T) {
 	d, _ := s.DeploymentByID(nil, "d1")
 	d = copyDeployment(d)
 	d.TaskGroups["web"].DesiredCanaries = 1
+	// A canary not placed yet is not ready either.
+	if err := s.CheckDeploymentPromotion(d, &structs.DeploymentPromoteRequest{DeploymentID: "d1", All: true}); err == nil ||
+		err.Error() != `Task group "web" has 0/1 healthy allocations` {
+		t.Fatalf("check before placement = %v", err)
+	}
 	d.TaskGroups["web"].PlacedCanaries = []string{"c1"}
 	must(t, s.UpsertPlanResults(3, &structs.ApplyPlanResultsRequest{Job: job, Deployment: d, Alloc: []*structs.Allocation{c}}))
 	d, _ = s.DeploymentByID(nil, "d1")
