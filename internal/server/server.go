@@ -17,8 +17,8 @@ import (
 	"github.com/drover-project/drover/internal/fsm"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
-	"github.com/drover-project/drover/internal/server/evalbroker"
 	"github.com/drover-project/drover/internal/server/drainer"
+	"github.com/drover-project/drover/internal/server/evalbroker"
 	"github.com/drover-project/drover/internal/server/heartbeat"
 	"github.com/drover-project/drover/internal/server/periodic"
 	"github.com/drover-project/drover/internal/server/planqueue"
@@ -52,7 +52,7 @@ type Server struct {
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
 	// drainer moves allocations off draining nodes while this server leads.
-	drainer *drainer.Drainer
+	drainer    *drainer.Drainer
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 
