@@ -104,6 +104,7 @@ func updateNodeDrainTxn(txn *memdb.Txn, index uint64, nodeID string, u *structs.
 	if event != nil {
 		n.Events = appendEvent(ex.Events, event, index)
 	}
+	n.Drain = n.DrainStrategy != nil
 	n.StatusUpdatedAt = at.Unix()
 	n.ModifyIndex = index
 	if err := txn.Insert(tableNodes, &n); err != nil {
