@@ -90,6 +90,8 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"alloc logs":                f(&AllocLogsCommand{Meta: m}),
 		"node":                      f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
 		"node status":               f(&NodeStatusCommand{Meta: m}),
+		"node drain":                f(&NodeDrainCommand{Meta: m}),
+		"node eligibility":          f(&NodeEligibilityCommand{Meta: m}),
 		"node meta":                 f(&GroupCommand{Meta: m, Name: "node meta", Synopsis_: "Interact with node metadata"}),
 		"node meta read":            f(&NodeMetaReadCommand{Meta: m}),
 		"node meta apply":           f(&NodeMetaApplyCommand{Meta: m}),

@@ -57,12 +57,15 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":               mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status":              mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":                mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":                  boolFlags("stat", "verbose"),
-	"alloc stop":                boolFlags("detach", "verbose"),
-	"node status":               mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"eval status":  mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status": mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":   mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":     boolFlags("stat", "verbose"),
+	"alloc stop":   boolFlags("detach", "verbose"),
+	"node status":  mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),
+		complete.Flags{"-deadline": complete.PredictAnything, "-m": complete.PredictAnything, "-meta": complete.PredictAnything}),
+	"node eligibility":          boolFlags("enable", "disable", "self"),
 	"node meta read":            mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
 	"node meta apply":           complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
 	"operator raft list-peers":  boolFlags("json"),
@@ -99,7 +102,7 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "allocs")
 	case "eval status":
 		return idPredictor(m.Client, "evals")
-	case "node status":
+	case "node status", "node drain", "node eligibility":
 		return idPredictor(m.Client, "nodes")
 	}
 	return complete.PredictNothing

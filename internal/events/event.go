@@ -46,6 +46,7 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.NodeBatchUpdateStatusRequestType:        TypeNodeEvent,
 	structs.NodeUpdateEligibilityRequestType:        TypeNodeEligibility,
 	structs.NodeUpdateDrainRequestType:              TypeNodeDrain,
+	structs.BatchNodeUpdateDrainRequestType:         TypeNodeDrain,
 	structs.JobRegisterRequestType:                  TypeJobRegistered,
 	structs.JobRegisterBatchRequestType:             TypeJobRegistered,
 	structs.JobDeregisterRequestType:                TypeJobDeregistered,

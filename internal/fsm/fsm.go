@@ -145,6 +145,10 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyNodeBatchStatus(buf, index)
 	case structs.NodeUpdateEligibilityRequestType:
 		err = f.applyNodeEligibility(buf, index)
+	case structs.NodeUpdateDrainRequestType:
+		err = f.applyNodeDrain(buf, index)
+	case structs.BatchNodeUpdateDrainRequestType:
+		err = f.applyNodeBatchDrain(buf, index)
 	case structs.JobRegisterRequestType:
 		err = f.applyJobRegister(buf, index)
 	case structs.JobRegisterBatchRequestType:

@@ -120,6 +120,11 @@ func upsertDeploymentTxn(txn *memdb.Txn, index uint64, in *structs.Deployment) e
 	if err := txn.Insert(tableDeployment, d); err != nil {
 		return fmt.Errorf("state: deployment insert: %w", err)
 	}
+	if d.Status == structs.DeploymentStatusSuccessful {
+		if err := markDeploymentStable(txn, index, d); err != nil {
+			return err
+		}
+	}
 	return bumpIndex(txn, index, tableDeployment)
 }
 

@@ -25,6 +25,9 @@ type Node struct {
 	ComputedClass         string
 	CgroupParent          string
 	DrainStrategy         *DrainStrategy
+	// Drain mirrors DrainStrategy != nil (Nomad's older field, still in
+	// its JSON); the state store keeps it in step.
+	Drain                 bool
 	SchedulingEligibility string
 	Status                string
 	StatusDescription     string
@@ -59,8 +62,6 @@ func (n *Node) CheckNetwork() {
 	n.netErr, n.netChecked = nodeNetworkErr(n), true
 }
 
-// Drain reports whether a drain strategy is set (JSON compat field).
-func (n *Node) Drain() bool { return n.DrainStrategy != nil }
 
 // Ready reports whether the node may receive placements.
 func (n *Node) Ready() bool {

@@ -34,6 +34,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/node/n1", ""},
 	{"GET", "/v1/node/n1/allocations", ""},
 	{"PUT", "/v1/node/n1/eligibility", `{"Eligibility":"eligible"}`},
+	{"PUT", "/v1/node/n1/drain", `{"DrainSpec":{"Deadline":1000000000}}`},
 	{"GET", "/v1/deployments", ""},
 	{"GET", "/v1/deployment/d1", ""},
 	{"GET", "/v1/deployment/allocations/d1", ""},
