@@ -111,7 +111,7 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
 }
 
 type helper interface{ Help() string }

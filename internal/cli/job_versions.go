@@ -162,7 +162,7 @@ func (c *JobRevertCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
 }
 
 // JobScaleCommand is `job scale`.
@@ -236,5 +236,5 @@ func (c *JobScaleCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
 }
