@@ -30,24 +30,33 @@ const (
 	TypeJobRegistered      = "JobRegistered"
 	TypeJobDeregistered    = "JobDeregistered"
 	TypePlanResult         = "PlanResult"
+
+	TypeDeploymentUpdate              = "DeploymentStatusUpdate"
+	TypeDeploymentPromotion           = "DeploymentPromotion"
+	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
+	TypeAllocationUpdateDesiredStatus = "AllocationUpdateDesiredStatus"
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
 // other entry (job summaries, keys, namespaces, GC deletes) publishes none.
 var msgTypeEvents = map[structs.MessageType]string{
-	structs.NodeRegisterRequestType:          TypeNodeRegistration,
-	structs.NodeDeregisterRequestType:        TypeNodeDeregistration,
-	structs.NodeUpdateStatusRequestType:      TypeNodeEvent,
-	structs.NodeBatchUpdateStatusRequestType: TypeNodeEvent,
-	structs.NodeUpdateEligibilityRequestType: TypeNodeEligibility,
-	structs.NodeUpdateDrainRequestType:       TypeNodeDrain,
-	structs.JobRegisterRequestType:           TypeJobRegistered,
-	structs.JobRegisterBatchRequestType:      TypeJobRegistered,
-	structs.JobDeregisterRequestType:         TypeJobDeregistered,
-	structs.EvalUpdateRequestType:            TypeEvalUpdated,
-	structs.AllocClientUpdateRequestType:     TypeAllocUpdated,
-	structs.ApplyPlanResultsRequestType:      TypePlanResult,
-	structs.ApplyPlanResultsBatchRequestType: TypePlanResult,
+	structs.NodeRegisterRequestType:                 TypeNodeRegistration,
+	structs.NodeDeregisterRequestType:               TypeNodeDeregistration,
+	structs.NodeUpdateStatusRequestType:             TypeNodeEvent,
+	structs.NodeBatchUpdateStatusRequestType:        TypeNodeEvent,
+	structs.NodeUpdateEligibilityRequestType:        TypeNodeEligibility,
+	structs.NodeUpdateDrainRequestType:              TypeNodeDrain,
+	structs.JobRegisterRequestType:                  TypeJobRegistered,
+	structs.JobRegisterBatchRequestType:             TypeJobRegistered,
+	structs.JobDeregisterRequestType:                TypeJobDeregistered,
+	structs.EvalUpdateRequestType:                   TypeEvalUpdated,
+	structs.AllocClientUpdateRequestType:            TypeAllocUpdated,
+	structs.ApplyPlanResultsRequestType:             TypePlanResult,
+	structs.ApplyPlanResultsBatchRequestType:        TypePlanResult,
+	structs.DeploymentStatusUpdateRequestType:       TypeDeploymentUpdate,
+	structs.DeploymentPromoteRequestType:            TypeDeploymentPromotion,
+	structs.DeploymentAllocHealthRequestType:        TypeDeploymentAllocHealth,
+	structs.AllocUpdateDesiredTransitionRequestType: TypeAllocationUpdateDesiredStatus,
 }
 
 // tableTopics maps the state tables that carry events to their topic.

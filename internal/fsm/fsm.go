@@ -183,6 +183,14 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyScalingEvent(buf, index)
 	case structs.JobVersionTagRequestType:
 		err = f.applyJobVersionTag(buf, index)
+	case structs.DeploymentStatusUpdateRequestType:
+		err = f.applyDeploymentStatusUpdate(buf, index)
+	case structs.DeploymentPromoteRequestType:
+		err = f.applyDeploymentPromotion(buf, index)
+	case structs.DeploymentAllocHealthRequestType:
+		err = f.applyDeploymentAllocHealth(buf, index)
+	case structs.AllocUpdateDesiredTransitionRequestType:
+		err = f.applyAllocDesiredTransition(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

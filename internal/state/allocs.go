@@ -284,7 +284,10 @@ func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *s
 		a.CreateIndex = ex.CreateIndex
 		a.TaskStates = ex.TaskStates
 		a.NetworkStatus = ex.NetworkStatus
-		if ex.DeploymentStatus != nil {
+		// The client owns health: a scheduler's copy may predate it. An
+		// allocation moved into another deployment (an in-place update)
+		// starts that one without health.
+		if ex.DeploymentStatus != nil && ex.DeploymentID == a.DeploymentID {
 			a.DeploymentStatus = ex.DeploymentStatus
 		}
 		if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {

@@ -158,6 +158,8 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		})
 	case "submission":
 		return s.jobSubmission(w, r, id)
+	case "promote":
+		return s.jobPromote(w, r, id)
 	}
 	return nil, errNotFound
 }
