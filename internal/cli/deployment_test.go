@@ -434,3 +434,44 @@ func TestDeploymentMonitorRedrawsInPlace(t *testing.T) {
 		t.Errorf("81 columns on a 40-column screen and a short line: %d lines, want 4", n)
 	}
 }
+
+func TestDeploymentStatusMonitor(t *testing.T) {
+	routes := jobRunRoutes(deployID,
+		deployment("running", "Deployment is running", 1, 0, 0),
+		deployment("failed", "Failed due to progress deadline", 1, 0, 0))
+	routes["GET /v1/deployments"] = one([]*api.Deployment{deployment("running", "Deployment is running", 1, 0, 0)})
+	f := &seqFake{routes: routes}
+	srv := f.server(t)
+	out, _, code := run(t, srv, "deployment", "status", "-monitor", "-wait", "1s", "06ca")
+	if code != 1 || !strings.HasPrefix(out, `==> 2025-01-02T03:04:05Z: Monitoring deployment "06ca68a2"`) ||
+		!strings.Contains(out, `Task Group "cache": Desired 3, Placed 1, Healthy 0, Unhealthy 0`) ||
+		!strings.Contains(out, `==> 2025-01-02T03:04:05Z: Deployment "06ca68a2" failed`) {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+	if _, errb, code := run(t, srv, "deployment", "status", "-monitor", "-wait", "0s", "06ca"); code != 1 || !strings.Contains(errb, "Invalid -wait 0s") {
+		t.Fatalf("-wait 0: code %d %q", code, errb)
+	}
+}
+
+// job scale and deployment resume follow the deployment after their
+// evaluation; deployment pause and job stop do not.
+func TestScaleAndResumeFollowDeployment(t *testing.T) {
+	routes := jobRunRoutes(deployID, deployment("successful", "Deployment completed successfully", 3, 3, 0))
+	routes["GET /v1/job/example"] = one(sampleJob())
+	routes["PUT /v1/job/example/scale"] = one(&api.JobRegisterResponse{EvalID: evalID})
+	routes["GET /v1/deployments"] = one([]*api.Deployment{deployment("paused", "Deployment is paused", 1, 1, 0)})
+	routes["PUT /v1/deployment/pause/"+deployID] = one(&api.DeploymentUpdateResponse{EvalID: evalID})
+	routes["DELETE /v1/job/example"] = one(&api.JobDeregisterResponse{EvalID: evalID})
+	f := &seqFake{routes: routes}
+	srv := f.server(t)
+	for _, args := range [][]string{{"job", "scale", "example", "3"}, {"deployment", "resume", "06ca"}} {
+		out, errb, code := run(t, srv, args...)
+		if code != 0 || !strings.Contains(out, `Monitoring deployment "06ca68a2"`) || !strings.Contains(out, `Deployment "06ca68a2" successful`) {
+			t.Errorf("%v: code %d %s\n%s", args, code, errb, out)
+		}
+	}
+	out, _, code := run(t, srv, "job", "stop", "-yes", "example")
+	if code != 0 || strings.Contains(out, "Monitoring deployment") {
+		t.Errorf("job stop: code %d\n%s", code, out)
+	}
+}
