@@ -57,6 +57,7 @@ func (m *deploymentMonitor) follow(id string) int {
 	if next == nil {
 		return 1
 	}
+	m.ui.Output("")
 	m.ui.Info(fmt.Sprintf("==> %s: Monitoring the rollback: deployment %q of job version %d", ts(), shortID(next.ID, m.verbose), next.JobVersion))
 	m.followOne(next.ID)
 	return 1

@@ -475,3 +475,35 @@ func TestScaleAndResumeFollowDeployment(t *testing.T) {
 		t.Errorf("job stop: code %d\n%s", code, out)
 	}
 }
+
+// An evaluation that does not carry its job modify index (a new job's
+// registration) is matched through the register response's.
+func TestJobRunMatchesDeploymentByRegisterResponse(t *testing.T) {
+	routes := jobRunRoutes("", deployment("successful", "Deployment completed successfully", 3, 3, 0))
+	routes["PUT /v1/jobs"] = one(&api.JobRegisterResponse{EvalID: evalID, JobModifyIndex: 7})
+	routes["GET /v1/evaluation/"+evalID] = one(&api.Evaluation{ID: evalID, JobID: "example", Type: "service", Namespace: "default", Status: "complete"})
+	routes["GET /v1/job/example/deployment"] = one(deployment("successful", "Deployment completed successfully", 3, 3, 0))
+	f := &seqFake{routes: routes}
+	out, _, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 0 || !strings.Contains(out, `Monitoring deployment "06ca68a2"`) {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+}
+
+// An allocation the evaluation updated in place (created before it) is
+// "modified", a new one "created", a stopped one not listed.
+func TestEvalMonitorTellsModifiedFromCreated(t *testing.T) {
+	routes := jobRunRoutes("")
+	routes["GET /v1/evaluation/"+evalID] = one(&api.Evaluation{ID: evalID, JobID: "example", Type: "batch", Status: "complete", CreateIndex: 20})
+	routes["GET /v1/evaluation/"+evalID+"/allocations"] = one([]*api.AllocationListStub{
+		{ID: "aaaaaaaa-0000-4000-8000-000000000001", NodeID: nodeID, TaskGroup: "g", Name: "x.g[0]", CreateIndex: 5, DesiredStatus: "run"},
+		{ID: "bbbbbbbb-0000-4000-8000-000000000002", NodeID: nodeID, TaskGroup: "g", Name: "x.g[1]", CreateIndex: 21, DesiredStatus: "run"},
+		{ID: "cccccccc-0000-4000-8000-000000000003", NodeID: nodeID, TaskGroup: "g", Name: "x.g[2]", CreateIndex: 21, DesiredStatus: "stop"},
+	})
+	f := &seqFake{routes: routes}
+	out, _, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 0 || !strings.Contains(out, `Allocation "aaaaaaaa" modified: node "171a583b", group "g"`) ||
+		!strings.Contains(out, `Allocation "bbbbbbbb" created: node "171a583b", group "g"`) || strings.Contains(out, "cccccccc") {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+}

@@ -111,7 +111,9 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }
 
 type helper interface{ Help() string }

@@ -162,7 +162,9 @@ func (c *JobRevertCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }
 
 // JobScaleCommand is `job scale`.
@@ -236,5 +238,7 @@ func (c *JobScaleCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return c.evalMonitor(client, verbose, true).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }

@@ -22,6 +22,9 @@ type monitor struct {
 	// deployments, when set, follows the deployment the evaluation worked
 	// on once it completes (job run, revert, scale, promote, resume).
 	deployments *deploymentMonitor
+	// jobModifyIndex is the registration's job modify index (from the
+	// register response), for evaluations that do not carry theirs.
+	jobModifyIndex uint64
 }
 
 // evalMonitor builds the evaluation monitor of a command; withDeployment
@@ -67,8 +70,17 @@ func (m *monitor) monitor(evalID string) int {
 					continue
 				}
 				seenAllocs[a.ID] = true
-				m.ui.Output(fmt.Sprintf("    %s: Allocation %q created: node %q, group %q", ts(),
-					shortID(a.ID, m.verbose), shortID(a.NodeID, m.verbose), a.TaskGroup))
+				// An allocation older than the evaluation was updated in
+				// place (same ID, tasks kept running); a new one is created.
+				verb := "created"
+				switch {
+				case a.CreateIndex != 0 && a.CreateIndex < eval.CreateIndex:
+					verb = "modified"
+				case a.DesiredStatus != "" && a.DesiredStatus != "run":
+					continue
+				}
+				m.ui.Output(fmt.Sprintf("    %s: Allocation %q %s: node %q, group %q", ts(),
+					shortID(a.ID, m.verbose), verb, shortID(a.NodeID, m.verbose), a.TaskGroup))
 			}
 		}
 		if eval.Status != lastStatus {
@@ -107,14 +119,18 @@ func (m *monitor) deploymentOf(eval *api.Evaluation) string {
 	if eval.DeploymentID != "" {
 		return eval.DeploymentID
 	}
-	if eval.Type != "service" || eval.JobID == "" || eval.JobModifyIndex == 0 {
+	modified := eval.JobModifyIndex
+	if modified == 0 {
+		modified = m.jobModifyIndex
+	}
+	if eval.Type != "service" || eval.JobID == "" || modified == 0 {
 		return ""
 	}
 	d, _, err := m.client.Jobs().LatestDeployment(eval.JobID, &api.QueryOptions{Namespace: eval.Namespace})
 	if err != nil || d == nil || d.ID == "" {
 		return ""
 	}
-	if d.JobSpecModifyIndex == eval.JobModifyIndex || d.JobModifyIndex == eval.JobModifyIndex {
+	if d.JobSpecModifyIndex == modified || d.JobModifyIndex == modified {
 		return d.ID
 	}
 	return ""
