@@ -111,7 +111,7 @@ func (c *JobRevertCommand) Help() string {
 Usage: `+BinaryName+` job revert [options] <job> <version|tag>
 
   Registers an earlier version of a job (by number or by version tag) as its
-  newest version and monitors the resulting evaluation.
+  newest version and monitors the resulting evaluation, then its deployment.
 
 Revert Options:
 
@@ -176,8 +176,8 @@ func (c *JobScaleCommand) Help() string {
 Usage: `+BinaryName+` job scale [options] <job> [<group>] <count>
 
   Sets the count of a task group, registering a new job version, and
-  monitors the resulting evaluation. The group may be left out when the job
-  has only one.
+  monitors the resulting evaluation, then its deployment. The group may be
+  left out when the job has only one.
 
 Scale Options:
 
