@@ -21,10 +21,12 @@ type deploymentMonitor struct {
 	out     io.Writer // the raw stdout the redraws are written to
 	client  *api.Client
 	verbose bool
-	// tty selects redrawing in place; width (columns, 0 unknown) tells how
-	// many screen lines a long line takes, so a redraw erases all of it.
-	tty   bool
-	width func() int
+	// tty selects redrawing in place; size (columns and rows, 0 unknown)
+	// tells how many screen lines a long line takes, so a redraw erases all
+	// of it, and whether the block fits on the screen at all: one taller
+	// than the screen cannot be erased, so the monitor appends lines instead.
+	tty  bool
+	size func() (cols, rows int)
 	// wait is how long one blocking query waits for a change, so also the
 	// refresh period of the timestamp on a terminal.
 	wait time.Duration
@@ -36,10 +38,10 @@ type deploymentMonitor struct {
 // deploymentMonitor builds the monitor for this command's stdout.
 func (m *Meta) deploymentMonitor(client *api.Client, verbose bool) *deploymentMonitor {
 	out := m.writer()
-	tty, _ := terminalWidth(out)
+	tty, _, _ := terminalSize(out)
 	return &deploymentMonitor{
 		ui: m.Ui, out: out, client: client, verbose: verbose, tty: tty,
-		width:        func() int { _, w := terminalWidth(out); return w },
+		size:         func() (int, int) { _, c, r := terminalSize(out); return c, r },
 		wait:         2 * time.Second,
 		rollbackWait: 30 * time.Second,
 	}
@@ -124,7 +126,14 @@ func (m *deploymentMonitor) followOne(id string) (*api.Deployment, int) {
 		}
 		if m.tty {
 			head := fmt.Sprintf("  Deployment %q in progress...", shortID(d.ID, m.verbose))
-			drawn = m.redraw(drawn, head+"\n\n"+indent(ts()+"\n"+m.block(d, allocs), "    "))
+			text := head + "\n\n" + indent(ts()+"\n"+m.block(d, allocs), "    ")
+			if cols, rows := m.screen(); rows > 0 && screenLines(text, cols) >= rows {
+				m.tty = false // too tall to redraw: lines from now on
+				m.ui.Output("")
+				m.printChanges(nil, d)
+			} else {
+				drawn = m.redraw(drawn, text)
+			}
 		} else {
 			m.printChanges(last, d)
 		}
@@ -198,11 +207,16 @@ func (m *deploymentMonitor) redraw(prev int, text string) int {
 	b.WriteString(text)
 	b.WriteByte('\n')
 	io.WriteString(m.out, b.String())
-	width := 0
-	if m.width != nil {
-		width = m.width()
+	cols, _ := m.screen()
+	return screenLines(text, cols)
+}
+
+// screen is the terminal's size, 0 when unknown.
+func (m *deploymentMonitor) screen() (cols, rows int) {
+	if m.size == nil {
+		return 0, 0
 	}
-	return screenLines(text, width)
+	return m.size()
 }
 
 // screenLines counts the lines text takes on a screen width columns wide

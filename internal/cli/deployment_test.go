@@ -408,7 +408,7 @@ func TestDeploymentMonitorRedrawsInPlace(t *testing.T) {
 	var buf bytes.Buffer
 	const width = 40
 	m := &deploymentMonitor{ui: &mcli.BasicUi{Writer: &buf, ErrorWriter: &buf}, out: &buf, client: client, tty: true,
-		width: func() int { return width }, wait: time.Second, rollbackWait: time.Second}
+		size: func() (int, int) { return width, 50 }, wait: time.Second, rollbackWait: time.Second}
 	if code := m.follow(deployID); code != 0 {
 		t.Fatalf("code %d\n%s", code, buf.String())
 	}
@@ -505,5 +505,33 @@ func TestEvalMonitorTellsModifiedFromCreated(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `Allocation "aaaaaaaa" modified: node "171a583b", group "g"`) ||
 		!strings.Contains(out, `Allocation "bbbbbbbb" created: node "171a583b", group "g"`) || strings.Contains(out, "cccccccc") {
 		t.Fatalf("code %d\n%s", code, out)
+	}
+}
+
+// A block taller than the terminal cannot be erased by moving the cursor
+// up: the monitor appends lines instead of redrawing.
+func TestDeploymentMonitorTooTallForScreenAppendsLines(t *testing.T) {
+	f := &seqFake{routes: jobRunRoutes(deployID,
+		deployment("running", "Deployment is running", 1, 0, 0),
+		deployment("running", "Deployment is running", 3, 1, 0),
+		deployment("successful", "Deployment completed successfully", 3, 3, 0))}
+	srv := f.server(t)
+	cfg := api.DefaultConfig()
+	cfg.Address = srv.URL
+	client, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	m := &deploymentMonitor{ui: &mcli.BasicUi{Writer: &buf, ErrorWriter: &buf}, out: &buf, client: client, tty: true,
+		size: func() (int, int) { return 80, 8 }, wait: time.Second, rollbackWait: time.Second}
+	if code := m.follow(deployID); code != 0 {
+		t.Fatalf("code %d\n%s", code, buf.String())
+	}
+	out := buf.String()
+	if strings.Contains(out, "\x1b[") || !strings.Contains(out, `Task Group "cache": Desired 3, Placed 1, Healthy 0, Unhealthy 0`) ||
+		!strings.Contains(out, `Task Group "cache": Desired 3, Placed 3, Healthy 1, Unhealthy 0`) ||
+		!strings.Contains(out, `Deployment "06ca68a2" successful`) {
+		t.Fatalf("output:\n%q", out)
 	}
 }

@@ -4,6 +4,6 @@ package cli
 
 import "io"
 
-// terminalWidth: without a portable size query, every output is treated as
+// terminalSize: without a portable size query, every output is treated as
 // plain (appended lines, no redraws).
-func terminalWidth(io.Writer) (bool, int) { return false, 0 }
+func terminalSize(io.Writer) (ok bool, cols, rows int) { return false, 0, 0 }
