@@ -106,12 +106,12 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale",
 		"job dispatch", "job periodic force", "status", "job promote", "job deployments":
 		return idPredictor(m.Client, "jobs")
+	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
+		return idPredictor(m.Client, "deployments")
 	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
 		return idPredictor(m.Client, "allocs")
 	case "eval status":
 		return idPredictor(m.Client, "evals")
-	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
-		return idPredictor(m.Client, "deployments")
 	case "node status":
 		return idPredictor(m.Client, "nodes")
 	}
