@@ -112,6 +112,18 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator scheduler get-config": f(&OperatorSchedulerGetConfigCommand{Meta: m}),
 		"operator scheduler set-config": f(&OperatorSchedulerSetConfigCommand{Meta: m}),
 
+		// Deployments.
+		"deployment":         f(&GroupCommand{Meta: m, Name: "deployment", Synopsis_: "Interact with deployments"}),
+		"deployment list":    f(&DeploymentListCommand{Meta: m}),
+		"deployment status":  f(&DeploymentStatusCommand{Meta: m}),
+		"deployment promote": f(&DeploymentPromoteCommand{Meta: m}),
+		"deployment fail":    f(&DeploymentFailCommand{Meta: m}),
+		"deployment pause":   f(&DeploymentPauseCommand{Meta: m}),
+		"deployment resume":  f(&DeploymentResumeCommand{Meta: m}),
+		"deployment unblock": f(&DeploymentUnblockCommand{Meta: m}),
+		"job promote":        f(&JobPromoteCommand{Meta: m}),
+		"job deployments":    f(&JobDeploymentsCommand{Meta: m}),
+
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),
 		"stop":     f(&JobStopCommand{Meta: m}),

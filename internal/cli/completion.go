@@ -77,6 +77,17 @@ var commandFlags = map[string]complete.Flags{
 		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
 		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
 
+	// Deployments.
+	"deployment list":    mergeFlags(outputFlags, boolFlags("verbose")),
+	"deployment status":  mergeFlags(outputFlags, boolFlags("verbose", "monitor"), complete.Flags{"-wait": complete.PredictAnything}),
+	"deployment promote": mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-group": complete.PredictAnything}),
+	"deployment fail":    boolFlags("detach", "verbose"),
+	"deployment pause":   boolFlags("verbose"),
+	"deployment resume":  boolFlags("detach", "verbose"),
+	"deployment unblock": boolFlags("detach", "verbose"),
+	"job promote":        mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-group": complete.PredictAnything}),
+	"job deployments":    mergeFlags(outputFlags, boolFlags("latest", "all", "verbose")),
+
 	// Scheduler configuration.
 	"operator scheduler get-config": outputFlags,
 	"operator scheduler set-config": {
@@ -96,8 +107,10 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 	case "job run", "run", "job plan", "plan", "job validate", "validate":
 		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.nomad"), complete.PredictFiles("*.json"))
 	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale",
-		"job dispatch", "job periodic force", "status":
+		"job dispatch", "job periodic force", "status", "job promote", "job deployments":
 		return idPredictor(m.Client, "jobs")
+	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
+		return idPredictor(m.Client, "deployments")
 	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
 		return idPredictor(m.Client, "allocs")
 	case "eval status":
@@ -108,9 +121,10 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 	return complete.PredictNothing
 }
 
-// idPredictor completes IDs of kind (jobs, allocs, evals, nodes) by asking
-// the agent for the typed prefix (?prefix=, one cheap request). An agent that
-// cannot be reached predicts nothing: completion must never print errors.
+// idPredictor completes IDs of kind (jobs, allocs, evals, nodes, deployments)
+// by asking the agent for the typed prefix (?prefix=, one cheap request). An
+// agent that cannot be reached predicts nothing: completion must never print
+// errors.
 func idPredictor(newClient func() (*api.Client, error), kind string) complete.Predictor {
 	return complete.PredictFunc(func(a complete.Args) []string {
 		client, err := newClient()
@@ -143,6 +157,14 @@ func idPredictor(newClient func() (*api.Client, error), kind string) complete.Pr
 			}
 			for _, e := range evals {
 				ids = append(ids, e.ID)
+			}
+		case "deployments":
+			ds, _, err := client.Deployments().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, d := range ds {
+				ids = append(ids, d.ID)
 			}
 		case "nodes":
 			stubs, _, err := client.Nodes().PrefixList(prefix)
