@@ -210,6 +210,8 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.EventBufferSize != nil {
 		sc.EventBufferSize = *s.EventBufferSize
 	}
+	sc.GC = server.GCConfig{Interval: s.JobGCInterval, JobThreshold: s.JobGCThreshold, EvalThreshold: s.EvalGCThreshold,
+		BatchEvalThreshold: s.BatchEvalGCThreshold, DeploymentThreshold: s.DeploymentGCThreshold, NodeThreshold: s.NodeGCThreshold}
 	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
 		sc.DisableEventBroker = true
 	}

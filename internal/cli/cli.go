@@ -82,6 +82,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"eval":                      f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
 		"eval list":                 f(&EvalListCommand{Meta: m}),
 		"eval status":               f(&EvalStatusCommand{Meta: m}),
+		"eval delete":               f(&EvalDeleteCommand{Meta: m}),
 		"alloc fs":                  f(&AllocFSCommand{Meta: m}),
 		"alloc stop":                f(&AllocStopCommand{Meta: m}),
 		"agent-info":                f(&AgentInfoCommand{Meta: m}),
@@ -109,6 +110,12 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator scheduler":            f(&GroupCommand{Meta: m, Name: "operator scheduler", Synopsis_: "Provides access to the scheduler configuration"}),
 		"operator scheduler get-config": f(&OperatorSchedulerGetConfigCommand{Meta: m}),
 		"operator scheduler set-config": f(&OperatorSchedulerSetConfigCommand{Meta: m}),
+
+		// Garbage collection and summary repair.
+		"system":                     f(&GroupCommand{Meta: m, Name: "system", Synopsis_: "Interact with the system API"}),
+		"system gc":                  f(&SystemGCCommand{Meta: m}),
+		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
+		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
 
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),

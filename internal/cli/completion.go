@@ -57,19 +57,22 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":               mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status":              mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":                mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":                  boolFlags("stat", "verbose"),
-	"alloc stop":                boolFlags("detach", "verbose"),
-	"node status":               mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
-	"node meta read":            mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
-	"node meta apply":           complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
-	"operator raft list-peers":  boolFlags("json"),
-	"operator raft remove-peer": complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
-	"server members":            mergeFlags(boolFlags("verbose", "detailed", "json")),
-	"agent-info":                outputFlags,
-	"status":                    boolFlags("verbose"),
+	"eval status":                mergeFlags(outputFlags, boolFlags("verbose")),
+	"eval delete":                mergeFlags(boolFlags("yes"), complete.Flags{"-filter": complete.PredictAnything}),
+	"system gc":                  {},
+	"system reconcile summaries": {},
+	"alloc status":               mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":                 mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":                   boolFlags("stat", "verbose"),
+	"alloc stop":                 boolFlags("detach", "verbose"),
+	"node status":                mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node meta read":             mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
+	"node meta apply":            complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
+	"operator raft list-peers":   boolFlags("json"),
+	"operator raft remove-peer":  complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
+	"server members":             mergeFlags(boolFlags("verbose", "detailed", "json")),
+	"agent-info":                 outputFlags,
+	"status":                     boolFlags("verbose"),
 	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
 		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
 		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
@@ -97,7 +100,7 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "jobs")
 	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
 		return idPredictor(m.Client, "allocs")
-	case "eval status":
+	case "eval status", "eval delete":
 		return idPredictor(m.Client, "evals")
 	case "node status":
 		return idPredictor(m.Client, "nodes")

@@ -237,7 +237,8 @@ func (c *Client) Node() *structs.Node {
 // sync. Idempotent.
 func (c *Client) Start() {
 	c.startOnce.Do(func() {
-		c.wg.Add(3)
+		c.wg.Add(4)
+		go func() { defer c.wg.Done(); c.runGC() }()
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()
