@@ -13,11 +13,13 @@ import (
 // server witnesses the same pairs; entries without it (written by tests or
 // by an older raft) are not witnessed.
 //
-// One pair is kept per Granularity at most. When the table holds
-// TimeTableMaxEntries pairs, every second pair of its older half is dropped:
-// recent history stays exact to the granularity and older history keeps a
-// precision proportional to its age, so any age can be answered from a
-// bounded table (1,024 pairs, 16 KiB). It is persisted in FSM snapshots.
+// One pair is kept per Granularity at most, plus one for the newest entry.
+// Beyond TimeTableMaxEntries
+// pairs, the pair whose loss costs the least precision relative to its age
+// is dropped: recent history stays exact to the granularity and older
+// history keeps a precision proportional to its age, so any age can be
+// answered from a bounded table (1,024 pairs, 16 KiB). It is persisted in
+// FSM snapshots.
 //
 // Answers err on the young side: NearestIndex(t) is the newest index known
 // to have been appended at or before t, so everything at or below it is at
@@ -49,8 +51,9 @@ func NewTimeTable(granularity time.Duration) *TimeTable {
 	return &TimeTable{granularity: granularity}
 }
 
-// Witness records that index was appended at t, unless the newest pair is
-// less than a granularity older or t does not move the table forward.
+// Witness records that index was appended at t. The newest pair always
+// follows the newest entry (so the last writes before a quiet spell age
+// like the others); the pairs before it are at least a granularity apart.
 func (tt *TimeTable) Witness(index uint64, t time.Time) {
 	if t.IsZero() {
 		return
@@ -58,11 +61,13 @@ func (tt *TimeTable) Witness(index uint64, t time.Time) {
 	ns := t.UnixNano()
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
-	if n := len(tt.entries); n > 0 {
-		last := tt.entries[n-1]
-		if index <= last.Index || ns < last.Time+int64(tt.granularity) {
-			return
-		}
+	n := len(tt.entries)
+	if n > 0 && (index <= tt.entries[n-1].Index || ns < tt.entries[n-1].Time) {
+		return
+	}
+	if n >= 2 && ns-tt.entries[n-2].Time < int64(tt.granularity) {
+		tt.entries[n-1] = TimeTableEntry{Index: index, Time: ns}
+		return
 	}
 	tt.entries = append(tt.entries, TimeTableEntry{Index: index, Time: ns})
 	if len(tt.entries) > TimeTableMaxEntries {
@@ -70,18 +75,29 @@ func (tt *TimeTable) Witness(index uint64, t time.Time) {
 	}
 }
 
-// thinLocked drops every second pair of the older half (keeping the
-// oldest, which anchors the table's reach).
+// thinLocked drops the one pair whose removal costs the least precision
+// relative to age: the one whose neighbours are closest together compared
+// with how old the older neighbour is. The pairs thus stay spaced about
+// evenly on a logarithmic scale of age (1,024 pairs keep a year within
+// about 2 % of its age); the oldest and newest stay.
 func (tt *TimeTable) thinLocked() {
-	half := len(tt.entries) / 2
-	out := make([]TimeTableEntry, 0, len(tt.entries))
-	for i, e := range tt.entries {
-		if i < half && i%2 == 1 {
+	e := tt.entries
+	now := e[len(e)-1].Time
+	best, bestCost := -1, 0.0
+	for i := 1; i < len(e)-1; i++ {
+		age := float64(now - e[i-1].Time)
+		if age <= 0 {
 			continue
 		}
-		out = append(out, e)
+		cost := float64(e[i+1].Time-e[i-1].Time) / age
+		if best < 0 || cost < bestCost {
+			best, bestCost = i, cost
+		}
 	}
-	tt.entries = out
+	if best < 0 {
+		best = 1
+	}
+	tt.entries = append(e[:best], e[best+1:]...)
 }
 
 // NearestIndex returns the newest witnessed index appended at or before t,
@@ -114,10 +130,10 @@ func (tt *TimeTable) restore(entries []TimeTableEntry) {
 		}
 		out = append(out, e)
 	}
-	if len(out) > TimeTableMaxEntries {
-		out = out[len(out)-TimeTableMaxEntries:]
-	}
 	tt.mu.Lock()
 	tt.entries = out
+	for len(tt.entries) > TimeTableMaxEntries {
+		tt.thinLocked()
+	}
 	tt.mu.Unlock()
 }

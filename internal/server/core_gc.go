@@ -88,16 +88,9 @@ func (s *Server) runCoreGC(stopCh chan struct{}) {
 
 // gcCutoffs turns the thresholds into Raft indexes through the time table.
 func (s *Server) gcCutoffs(now time.Time) coregc.Cutoffs {
-	tt := s.fsm.TimeTable()
 	g := s.config.GC
-	return coregc.Cutoffs{
-		Eval:       tt.NearestIndex(now.Add(-g.EvalThreshold)),
-		BatchEval:  tt.NearestIndex(now.Add(-g.BatchEvalThreshold)),
-		Job:        tt.NearestIndex(now.Add(-g.JobThreshold)),
-		Deployment: tt.NearestIndex(now.Add(-g.DeploymentThreshold)),
-		Node:       tt.NearestIndex(now.Add(-g.NodeThreshold)),
-		Now:        now,
-	}
+	return coregc.CutoffsAt(s.fsm.TimeTable(), coregc.Thresholds{Eval: g.EvalThreshold, BatchEval: g.BatchEvalThreshold,
+		Job: g.JobThreshold, Deployment: g.DeploymentThreshold, Node: g.NodeThreshold}, now)
 }
 
 // coreGC runs one collection (force: every threshold ignored) and commits

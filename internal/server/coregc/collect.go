@@ -419,3 +419,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// IndexClock maps a wall-clock time to the newest Raft index appended at
+// or before it (fsm.TimeTable).
+type IndexClock interface {
+	NearestIndex(t time.Time) uint64
+}
+
+// Thresholds are the ages each kind of object must reach after its last
+// change before it is collected.
+type Thresholds struct {
+	Eval, BatchEval, Job, Deployment, Node time.Duration
+}
+
+// CutoffsAt turns thresholds into cutoffs at time now.
+func CutoffsAt(clock IndexClock, th Thresholds, now time.Time) Cutoffs {
+	return Cutoffs{
+		Eval:       clock.NearestIndex(now.Add(-th.Eval)),
+		BatchEval:  clock.NearestIndex(now.Add(-th.BatchEval)),
+		Job:        clock.NearestIndex(now.Add(-th.Job)),
+		Deployment: clock.NearestIndex(now.Add(-th.Deployment)),
+		Node:       clock.NearestIndex(now.Add(-th.Node)),
+		Now:        now,
+	}
+}
