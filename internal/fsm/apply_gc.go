@@ -52,5 +52,5 @@ func (f *FSM) applyReconcileSummaries(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "reconcile job summaries"); err != nil {
 		return err
 	}
-	return f.State().ReconcileJobSummaries(index)
+	return f.State().UpdateJobSummariesFromAllocs(index)
 }

@@ -115,11 +115,11 @@ func (s *StateStore) DeleteNodesGC(index uint64, ids []string) ([]string, error)
 	return deleted, nil
 }
 
-// ReconcileJobSummaries recounts every job's summary from its allocations
+// UpdateJobSummariesFromAllocs recounts every job's summary from its allocations
 // of the job's current incarnation (queued counts are kept: they come from
 // evaluations) and every parent's children counts from its children's
 // statuses. Only summaries that differ are written.
-func (s *StateStore) ReconcileJobSummaries(index uint64) error {
+func (s *StateStore) UpdateJobSummariesFromAllocs(index uint64) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	iter, err := txn.Get(tableJobs, "id")
