@@ -54,5 +54,6 @@ func (s *server) evalsCountRequest(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	setMeta(w, &reply.QueryMeta)
-	return &api.EvalCountResponse{Count: reply.Count}, nil
+	return &api.EvalCountResponse{Count: reply.Count, QueryMeta: api.QueryMeta{LastIndex: reply.Index,
+		KnownLeader: reply.KnownLeader}}, nil
 }
