@@ -103,6 +103,9 @@ func (s *StateStore) DeleteNodesGC(index uint64, ids []string) ([]string, error)
 		if err := txn.Delete(tableNodes, n); err != nil {
 			return nil, fmt.Errorf("state: node delete: %w", err)
 		}
+		if _, err := txn.DeleteAll(tableIndex, "id", nodeAllocsDeletedKey(id)); err != nil {
+			return nil, fmt.Errorf("state: index delete: %w", err)
+		}
 		deleted = append(deleted, id)
 	}
 	if len(deleted) == 0 {
