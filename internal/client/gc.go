@@ -221,9 +221,12 @@ func (c *Client) CollectAlloc(allocID string) error {
 	return nil
 }
 
-// fsUsage returns the used percentage of the file system holding dir, of
-// its blocks and of its inodes (0 when it reports none).
-func fsUsage(dir string) (disk, inodes float64, err error) {
+// fsUsage reads the alloc dir's file system usage (tests replace it).
+var fsUsage = statfsUsage
+
+// statfsUsage returns the used percentage of the file system holding dir,
+// of its blocks and of its inodes (0 when it reports none).
+func statfsUsage(dir string) (disk, inodes float64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, 0, err

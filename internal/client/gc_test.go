@@ -3,6 +3,7 @@ package client
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,4 +118,59 @@ func TestClientGC_ServerCollectedRemovesAllocDir(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Past gc_disk_usage_threshold (or the inode one), finished allocations
+// go oldest first until usage is back under it; running ones never.
+func TestClientGC_DiskThreshold(t *testing.T) {
+	var mu sync.Mutex
+	over := false
+	var tc *testClient
+	var done []*structs.Allocation
+	destroyed := 0
+	// Over the threshold, each finished allocation collected frees 10 points.
+	fsUsage = func(string) (float64, float64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			return 50, 10, nil
+		}
+		n := 0
+		for _, a := range done {
+			if !allocDirExists(tc, a.ID) {
+				n++
+			}
+		}
+		destroyed = n
+		return 95 - 10*float64(n), 10, nil
+	}
+	t.Cleanup(func() { fsUsage = statfsUsage })
+	tc = newTestClient(t, func(c *Config) { c.GC = GCConfig{Interval: 20 * time.Millisecond, DiskUsageThreshold: 80} })
+	tc.waitReady(t)
+	for i := 0; i < 3; i++ {
+		a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1ms"}))
+		tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+		mu.Lock()
+		done = append(done, a)
+		mu.Unlock()
+	}
+	running := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	tc.waitServerStatus(t, running.ID, structs.AllocClientStatusRunning)
+	if !allocDirExists(tc, done[0].ID) {
+		t.Fatal("collected under the threshold")
+	}
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if allocDirExists(tc, done[0].ID) || allocDirExists(tc, done[1].ID) {
+			return testutil.Errorf("the two oldest finished allocs not collected")
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !allocDirExists(tc, done[2].ID) || !allocDirExists(tc, running.ID) || destroyed != 2 {
+		t.Fatalf("collected past the threshold or a running alloc (%d destroyed)", destroyed)
+	}
 }
