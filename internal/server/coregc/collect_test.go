@@ -102,7 +102,15 @@ func (h *harness) runJob(j *structs.Job, node string, count int, clientStatus st
 		ids = append(ids, id)
 		allocs = append(allocs, &structs.Allocation{ID: id, Namespace: "default", EvalID: ev.ID, NodeID: node, JobID: j.ID,
 			TaskGroup: "g", Name: fmt.Sprintf("%s.g[%d]", j.ID, i), DesiredStatus: structs.AllocDesiredStatusRun,
-			ClientStatus: structs.AllocClientStatusPending, Job: stored})
+			ClientStatus: structs.AllocClientStatusPending, Job: stored,
+			// What the scheduler writes with every placement.
+			AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+				"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 100}, Memory: structs.AllocatedMemoryResources{MemoryMB: 64}}}},
+			Metrics: &structs.AllocMetric{NodesEvaluated: 5, NodesInPool: 5, NodePool: "default",
+				NodesAvailable: map[string]int{"dc1": 5}, AllocationTime: time.Millisecond,
+				ScoreMetaData: []*structs.NodeScoreMeta{{NodeID: node, Scores: map[string]float64{"binpack": 0.2 + float64(i%7)/10,
+					"job-anti-affinity": 0}, NormScore: 0.3}}},
+		})
 	}
 	for start := 0; start < len(allocs); start += 1000 {
 		h.apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: stored,
@@ -119,7 +127,15 @@ func (h *harness) report(node string, ids []string, clientStatus string) {
 	for start := 0; start < len(ids); start += 1000 {
 		var upd []*structs.Allocation
 		for _, id := range ids[start:min(start+1000, len(ids))] {
-			upd = append(upd, &structs.Allocation{ID: id, NodeID: node, ClientStatus: clientStatus})
+			// What a client reports: the task's state with its events.
+			at := time.Unix(1_700_000_000, 0).UTC()
+			upd = append(upd, &structs.Allocation{ID: id, NodeID: node, ClientStatus: clientStatus,
+				TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateDead, StartedAt: at, FinishedAt: at.Add(time.Second),
+					Events: []*structs.TaskEvent{
+						{Type: structs.TaskReceived, Time: at.UnixNano(), DisplayMessage: "Task received by client"},
+						{Type: structs.TaskStarted, Time: at.UnixNano() + 1, DisplayMessage: "Task started by client"},
+						{Type: structs.TaskTerminated, Time: at.UnixNano() + 2, DisplayMessage: "Exit Code: 0", Details: map[string]string{"exit_code": "0"}},
+					}}}})
 		}
 		h.apply(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: upd})
 	}
@@ -205,8 +221,8 @@ func TestCollect_TenThousandFinishedBatchAllocs(t *testing.T) {
 		t.Fatal("the stopped job's versions were collected while its allocation runs")
 	}
 	after := heapMB()
-	t.Logf("state heap: %.1f MB empty, %.1f MB with %d finished allocs and %d evals, %.1f MB after GC (collection and its %d entries: %s)",
-		before, filled, jobs*per, jobs, after, len(coregc.Entries(res, 0)), took)
+	t.Logf("state heap: %.1f MB empty, %.1f MB with %d finished allocs, %d evals and %d batch jobs, %.1f MB after GC (collection and its %d entries: %s)",
+		before, filled, jobs*per, jobs, jobs, after, len(coregc.Entries(res, 0)), took)
 	if grown := filled - before; after-before > grown/5 {
 		t.Fatalf("heap after GC %.1f MB kept more than a fifth of the %.1f MB the fill added", after, grown)
 	}
