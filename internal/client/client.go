@@ -237,11 +237,12 @@ func (c *Client) Node() *structs.Node {
 // sync. Idempotent.
 func (c *Client) Start() {
 	c.startOnce.Do(func() {
-		c.wg.Add(4)
-		go func() { defer c.wg.Done(); c.runGC() }()
+		c.wg.Add(3)
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.runGC() }() // gc.go
 		if c.cfg.StatsInterval > 0 {
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.emitStats() }()
