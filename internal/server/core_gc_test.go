@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,18 +10,20 @@ import (
 
 // reportAllocs tells the servers, as the node's client would, that allocs
 // reached status.
-func reportAllocs(t *testing.T, s *Server, allocs []*structs.Allocation, status string) {
+func reportAllocs(t testing.TB, s *Server, allocs []*structs.Allocation, status string) {
 	t.Helper()
-	var upd []*structs.Allocation
+	byNode := map[string][]*structs.Allocation{}
 	for _, a := range allocs {
-		upd = append(upd, &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: status})
+		byNode[a.NodeID] = append(byNode[a.NodeID], &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: status})
 	}
-	var ur structs.GenericResponse
-	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: upd}, &ur); err != nil {
-		t.Fatal(err)
+	for _, upd := range byNode {
+		var ur structs.GenericResponse
+		if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: upd}, &ur); err != nil {
+			t.Fatal(err)
+		}
 	}
-	waitFor(t, 10*time.Second, "alloc updates applied", func() bool {
-		for _, a := range upd {
+	waitFor(t, 20*time.Second, "alloc updates applied", func() bool {
+		for _, a := range allocs {
 			got, _ := s.State().AllocByID(nil, a.ID)
 			if got == nil || got.ClientStatus != status {
 				return false
@@ -244,4 +247,51 @@ func TestCoreGC_SurvivesLeaderChange(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// BenchmarkCoreGC_TenThousandThroughRaft: 10,000 finished batch
+// allocations, placed by the scheduler and reported by their clients, leave
+// the servers through Raft once past the thresholds, in entries of at most
+// coregc.MaxIDsPerEntry IDs. Reports the time from the last report to an
+// empty state.
+//
+//	go test -run '^$' -bench CoreGC_TenThousand -benchtime 1x ./internal/server
+func BenchmarkCoreGC_TenThousandThroughRaft(b *testing.B) {
+	for n := 0; n < b.N; n++ {
+		s := testServer(b, func(c *Config) {
+			c.GC = GCConfig{Interval: 100 * time.Millisecond, JobThreshold: time.Second, EvalThreshold: time.Second,
+				BatchEvalThreshold: time.Second, DeploymentThreshold: time.Second, NodeThreshold: time.Hour,
+				TimeGranularity: 10 * time.Millisecond}
+		})
+		for i := 0; i < 10; i++ {
+			testNode(b, s, 200000, 1<<20)
+		}
+		const jobs, per = 10, 1000
+		for i := 0; i < jobs; i++ {
+			j := batchJob(fmt.Sprintf("b%02d", i), per)
+			j.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 10}
+			var resp structs.JobRegisterResponse
+			if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: j}, &resp); err != nil {
+				b.Fatal(err)
+			}
+			waitFor(b, 60*time.Second, "placement", func() bool {
+				ev, _ := s.State().EvalByID(nil, resp.EvalID)
+				return ev != nil && ev.TerminalStatus()
+			})
+			allocs, _ := s.State().AllocsByJob(nil, "default", j.ID, false)
+			if len(allocs) != per {
+				b.Fatalf("job %s placed %d allocs", j.ID, len(allocs))
+			}
+			reportAllocs(b, s, allocs, structs.AllocClientStatusComplete)
+		}
+		start := time.Now()
+		waitFor(b, 120*time.Second, "10,000 allocations, their evaluations and jobs collected", func() bool {
+			a, _ := s.State().Allocs(nil)
+			e, _ := s.State().Evals(nil)
+			j, _ := s.State().Jobs(nil)
+			return a.Next() == nil && e.Next() == nil && j.Next() == nil
+		})
+		b.ReportMetric(time.Since(start).Seconds(), "s-to-empty")
+		s.Shutdown()
+	}
 }
