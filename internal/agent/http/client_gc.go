@@ -52,5 +52,8 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 	if s.cfg.GC == nil {
 		return nil, errNoClient
 	}
+	// An empty body, as Nomad's: Nodes().GcAlloc reads none. (The official
+	// client's Allocations().GC expects a body on the same path, so it
+	// reports an error after a successful collection, against Nomad too.)
 	return nil, s.cfg.GC.CollectAlloc(parts[0])
 }
