@@ -28,7 +28,8 @@ type GCConfig struct {
 	// InodeUsageThreshold: the same for inodes (gc_inode_usage_threshold, 70).
 	InodeUsageThreshold float64
 	// MaxAllocs is how many allocations (running or finished) the client
-	// keeps before removing finished ones, oldest first (gc_max_allocs, 50).
+	// keeps before removing finished ones, oldest first (gc_max_allocs, 50);
+	// checked every second, not only every Interval.
 	MaxAllocs int
 	// ParallelDestroys bounds the allocations destroyed at once
 	// (gc_parallel_destroys, 2).
@@ -62,17 +63,33 @@ func (g *GCConfig) fill() {
 	}
 }
 
-// runGC collects on every interval until shutdown.
+// gcCountCheck is how often the allocation count is checked against
+// MaxAllocs between full passes (a count is one map length under a read
+// lock), so a burst of new allocations makes room within a second, as
+// Nomad does before running them.
+const gcCountCheck = time.Second
+
+// runGC collects on every interval until shutdown, and between intervals
+// whenever the node holds more than MaxAllocs allocations.
 func (c *Client) runGC() {
 	cfg := c.gcConfig()
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
+	full := time.NewTicker(cfg.Interval)
+	defer full.Stop()
+	count := time.NewTicker(min(gcCountCheck, cfg.Interval))
+	defer count.Stop()
 	for {
 		select {
 		case <-c.shutdownCh:
 			return
-		case <-t.C:
+		case <-full.C:
 			c.gcPass(cfg)
+		case <-count.C:
+			c.allocMu.RLock()
+			over := len(c.allocs) > cfg.MaxAllocs
+			c.allocMu.RUnlock()
+			if over {
+				c.gcPass(cfg)
+			}
 		}
 	}
 }

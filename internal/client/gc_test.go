@@ -174,3 +174,20 @@ func TestClientGC_DiskThreshold(t *testing.T) {
 		t.Fatalf("collected past the threshold or a running alloc (%d destroyed)", destroyed)
 	}
 }
+
+// gc_max_allocs is enforced within about a second of new allocations
+// arriving, not only at gc_interval.
+func TestClientGC_MaxAllocsBetweenIntervals(t *testing.T) {
+	tc := newTestClient(t, func(c *Config) { c.GC = GCConfig{Interval: time.Hour, MaxAllocs: 1} })
+	tc.waitReady(t)
+	first := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "1ms"}))
+	tc.waitServerStatus(t, first.ID, structs.AllocClientStatusComplete)
+	second := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	tc.waitServerStatus(t, second.ID, structs.AllocClientStatusRunning)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if allocDirExists(tc, first.ID) {
+			return testutil.Errorf("finished alloc kept past gc_max_allocs")
+		}
+		return nil
+	})
+}
