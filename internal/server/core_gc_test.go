@@ -295,3 +295,30 @@ func BenchmarkCoreGC_TenThousandThroughRaft(b *testing.B) {
 		s.Shutdown()
 	}
 }
+
+// PUT /v1/system/gc on a follower is run by the leader.
+func TestCoreGC_ForceFromFollower(t *testing.T) {
+	servers := testCluster(t, 3)
+	var l *Server
+	waitFor(t, 10*time.Second, "leader", func() bool { l = currentLeader(servers); return l != nil && l.IsLeader() })
+	var f *Server
+	for _, s := range servers {
+		if s != l {
+			f = s
+		}
+	}
+	testNode(t, l, 8000, 8192)
+	evalDone(t, l, register(t, l, batchJob("once", 1)).EvalID)
+	reportAllocs(t, l, allocsOf(t, l, "once"), structs.AllocClientStatusComplete)
+	var reply structs.SystemGCResponse
+	if err := f.RPC("System.GarbageCollect", &structs.SystemGCRequest{}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if reply.Jobs != 1 || reply.Allocs != 1 {
+		t.Fatalf("forced collection through a follower: %+v", reply)
+	}
+	waitFor(t, 10*time.Second, "purge replicated", func() bool {
+		j, _ := f.State().JobByID(nil, "default", "once")
+		return j == nil
+	})
+}
