@@ -67,6 +67,9 @@ func (r *Result) Empty() bool {
 // Collect decides what may be removed from snap.
 func Collect(snap *state.StateSnapshot, cut Cutoffs) (*Result, error) {
 	c := &collector{snap: snap, cut: cut, res: &Result{}, goneJobs: map[structs.NamespacedID]bool{}}
+	if cut.Eval == 0 && cut.BatchEval == 0 && cut.Job == 0 && cut.Deployment == 0 && cut.Node == 0 {
+		return c.res, nil // nothing is old enough yet (no Raft index is)
+	}
 	if err := c.jobsAndEvals(); err != nil {
 		return nil, err
 	}
