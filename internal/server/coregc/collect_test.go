@@ -353,3 +353,25 @@ func TestEntries_BoundedAndOrdered(t *testing.T) {
 		t.Fatalf("entries %q, want %q", got, want)
 	}
 }
+
+// Allocations whose evaluation an operator deleted (DELETE
+// /v1/evaluations) are still collected once old enough; running ones stay.
+func TestCollect_OrphanedAllocs(t *testing.T) {
+	h := newHarness(t)
+	h.apply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: &structs.Node{ID: "n1", SecretID: "s1", Name: "n1", Datacenter: "dc1", Status: structs.NodeStatusReady}})
+	ids := h.runJob(job("svc", structs.JobTypeService, 2), "n1", 2, structs.AllocClientStatusRunning)
+	h.report("n1", ids[:1], structs.AllocClientStatusComplete)
+	h.apply(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: []string{"e-svc"}})
+	h.idle(30 * time.Minute)
+	if res := h.collect(nomadDefaults, false); len(res.Allocs) != 0 {
+		t.Fatalf("collected %v before eval_gc_threshold", res.Allocs)
+	}
+	h.idle(time.Hour)
+	res := h.collect(nomadDefaults, false)
+	if fmt.Sprint(res.Allocs) != fmt.Sprint(ids[:1]) {
+		t.Fatalf("collected %v, want the finished orphan %v only", res.Allocs, ids[:1])
+	}
+	if a, _ := h.f.State().AllocByID(nil, ids[1]); a == nil {
+		t.Fatal("the running orphan was collected")
+	}
+}
