@@ -82,6 +82,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"eval":                      f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
 		"eval list":                 f(&EvalListCommand{Meta: m}),
 		"eval status":               f(&EvalStatusCommand{Meta: m}),
+		"eval delete":               f(&EvalDeleteCommand{Meta: m}),
 		"alloc fs":                  f(&AllocFSCommand{Meta: m}),
 		"alloc stop":                f(&AllocStopCommand{Meta: m}),
 		"agent-info":                f(&AgentInfoCommand{Meta: m}),
@@ -123,6 +124,11 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"deployment unblock": f(&DeploymentUnblockCommand{Meta: m}),
 		"job promote":        f(&JobPromoteCommand{Meta: m}),
 		"job deployments":    f(&JobDeploymentsCommand{Meta: m}),
+		// Garbage collection and summary repair.
+		"system":                     f(&GroupCommand{Meta: m, Name: "system", Synopsis_: "Interact with the system API"}),
+		"system gc":                  f(&SystemGCCommand{Meta: m}),
+		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
+		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
 
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),

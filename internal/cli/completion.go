@@ -87,6 +87,10 @@ var commandFlags = map[string]complete.Flags{
 	"deployment unblock": boolFlags("detach", "verbose"),
 	"job promote":        mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-group": complete.PredictAnything}),
 	"job deployments":    mergeFlags(outputFlags, boolFlags("latest", "all", "verbose")),
+	// Garbage collection and evaluation deletion.
+	"eval delete":                mergeFlags(boolFlags("yes"), complete.Flags{"-filter": complete.PredictAnything}),
+	"system gc":                  {},
+	"system reconcile summaries": {},
 
 	// Scheduler configuration.
 	"operator scheduler get-config": outputFlags,
@@ -113,7 +117,7 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "deployments")
 	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
 		return idPredictor(m.Client, "allocs")
-	case "eval status":
+	case "eval status", "eval delete":
 		return idPredictor(m.Client, "evals")
 	case "node status", "node drain", "node eligibility":
 		return idPredictor(m.Client, "nodes")

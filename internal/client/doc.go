@@ -4,7 +4,9 @@
 // pushes their observed state back in batches, serves the allocation
 // filesystem and logs to the HTTP layer, and keeps the node's dynamic meta
 // (set through the API, persisted in its state dir, merged over the
-// configured meta).
+// configured meta). It garbage collects finished allocations (runner and
+// alloc dir) past gc_max_allocs or the disk thresholds, on request, and when
+// the servers collect them (gc.go).
 //
 // The client owns observed state only (ClientStatus, TaskStates, ...). It
 // must never change server-owned fields of an allocation, never talk to the

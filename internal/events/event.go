@@ -38,10 +38,12 @@ const (
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
-// other entry (job summaries, keys, namespaces, GC deletes) publishes none.
+// other entry (job summaries, keys, namespaces, eval, alloc and deployment GC
+// deletes) publishes none.
 var msgTypeEvents = map[structs.MessageType]string{
 	structs.NodeRegisterRequestType:                 TypeNodeRegistration,
 	structs.NodeDeregisterRequestType:               TypeNodeDeregistration,
+	structs.NodeBatchDeregisterRequestType:          TypeNodeDeregistration,
 	structs.NodeUpdateStatusRequestType:             TypeNodeEvent,
 	structs.NodeBatchUpdateStatusRequestType:        TypeNodeEvent,
 	structs.NodeUpdateEligibilityRequestType:        TypeNodeEligibility,
@@ -50,6 +52,7 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.JobRegisterRequestType:                  TypeJobRegistered,
 	structs.JobRegisterBatchRequestType:             TypeJobRegistered,
 	structs.JobDeregisterRequestType:                TypeJobDeregistered,
+	structs.JobBatchDeregisterRequestType:           TypeJobDeregistered,
 	structs.EvalUpdateRequestType:                   TypeEvalUpdated,
 	structs.AllocClientUpdateRequestType:            TypeAllocUpdated,
 	structs.ApplyPlanResultsRequestType:             TypePlanResult,

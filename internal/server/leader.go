@@ -120,6 +120,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.emitLeaderStats(stopCh)
 	go s.watchSchedulerConfig(stopCh)
 	go s.drainer.Run(stopCh)
+	go s.runCoreGC(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)

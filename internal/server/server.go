@@ -85,6 +85,8 @@ type Server struct {
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
 	jobRegs                *jobRegisterBatcher
+	// coreGCMu runs one garbage collection at a time (core_gc.go).
+	coreGCMu sync.Mutex
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -132,7 +134,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.deployWatcher = s.newDeploymentWatcher()
 	s.drainer = drainer.New(s.State, drainRaft{s}, s.logger.Named("drainer"))
 
-	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}}
+	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}, TimeTableGranularity: cfg.GC.TimeGranularity}
 	if !cfg.DisableEventBroker {
 		size := cfg.EventBufferSize
 		if size <= 0 {
@@ -230,6 +232,7 @@ func (s *Server) registerEndpoints() error {
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
 		"Event":      &Event{s},
+		"System":     &System{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

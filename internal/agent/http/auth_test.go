@@ -74,6 +74,11 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/fs/stream/a1?path=x&follow=false", ""},
 	{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout", ""},
 	{"GET", "/v1/event/stream?topic=Job:web", ""},
+	{"GET", "/v1/evaluations/count", ""},
+	{"PUT", "/v1/system/gc", ""},
+	{"PUT", "/v1/system/reconcile/summaries", ""},
+	{"PUT", "/v1/client/gc?node_id=n1", ""},
+	{"PUT", "/v1/client/allocation/a1/gc", ""},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {
