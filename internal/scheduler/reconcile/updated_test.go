@@ -166,7 +166,9 @@ func TestTasksUpdated(t *testing.T) {
 		{"group shutdown_delay", func(j *structs.Job) { d := time.Minute; group(j).ShutdownDelay = &d }, ""},
 		{"task shutdown_delay", func(j *structs.Job) { task(j).ShutdownDelay = time.Minute }, ""},
 		{"max_run_duration", func(j *structs.Job) { d := time.Hour; group(j).MaxRunDuration = &d }, ""},
-		{"scaling", func(j *structs.Job) { group(j).Scaling = &structs.ScalingPolicy{Min: new(int64(1)), Max: new(int64(10))} }, ""},
+		{"scaling", func(j *structs.Job) {
+			group(j).Scaling = &structs.ScalingPolicy{Min: new(int64(1)), Max: new(int64(10))}
+		}, ""},
 		{"kill_timeout", func(j *structs.Job) { task(j).KillTimeout = time.Minute }, ""},
 		{"kill_signal", func(j *structs.Job) { task(j).KillSignal = "SIGTERM" }, ""},
 		{"service tags", func(j *structs.Job) { task(j).Services[0].Tags = []string{"b"} }, ""},
@@ -211,7 +213,9 @@ func TestTasksUpdated(t *testing.T) {
 		{"log config nil vs empty", func(j *structs.Job) { group(j).Tasks[1].LogConfig = &structs.LogConfig{} }, ""},
 		{"vault nil vs empty", func(j *structs.Job) { group(j).Tasks[1].Vault = &structs.Vault{} }, ""},
 		{"cni args removed", func(j *structs.Job) { group(j).Networks[0].CNI = &structs.CNIConfig{} }, "group network cni changed"},
-		{"cni nil vs empty args", func(j *structs.Job) { group(j).Networks[0].DNS = &structs.DNSConfig{Servers: []string{"1.1.1.1"}, Options: []string{}} }, ""},
+		{"cni nil vs empty args", func(j *structs.Job) {
+			group(j).Networks[0].DNS = &structs.DNSConfig{Servers: []string{"1.1.1.1"}, Options: []string{}}
+		}, ""},
 		{"job meta moved to group", func(j *structs.Job) {
 			j.Meta = nil
 			group(j).Meta["owner"] = "team-a"
