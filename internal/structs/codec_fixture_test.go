@@ -12,8 +12,13 @@ import (
 // encoding deterministic, as Go ranges over maps in random order),
 // interfaces holding a string. Types already being filled further up are
 // left zero, so recursive types terminate.
-func fill(v any, mapLen int) {
-	f := &filler{mapLen: mapLen, open: map[reflect.Type]bool{}}
+func fill(v any, mapLen int) { fillSkipping(v, mapLen, nil) }
+
+// fillSkipping is fill leaving the fields named in skip ("Type.Field")
+// zero: they take no number from the counter, so the other fields get the
+// values they had before those fields existed.
+func fillSkipping(v any, mapLen int, skip map[string]bool) {
+	f := &filler{mapLen: mapLen, open: map[reflect.Type]bool{}, skip: skip}
 	f.value(reflect.ValueOf(v).Elem())
 }
 
@@ -21,6 +26,7 @@ type filler struct {
 	n      int
 	mapLen int
 	open   map[reflect.Type]bool
+	skip   map[string]bool
 }
 
 func (f *filler) next() int { f.n++; return f.n }
@@ -83,7 +89,7 @@ func (f *filler) value(v reflect.Value) {
 	case reflect.Struct:
 		f.open[t] = true
 		for i := range t.NumField() {
-			if t.Field(i).IsExported() {
+			if t.Field(i).IsExported() && !f.skip[t.Name()+"."+t.Field(i).Name] {
 				f.value(v.Field(i))
 			}
 		}
@@ -96,7 +102,16 @@ func (f *filler) value(v reflect.Value) {
 // and the client's alloc pull. NodeClientAllocsResponse's changed
 // allocations are sent without their placement metrics (alloc_wire.go), so
 // its fixture has none.
-func codecFixtures(mapLen int) map[string]any {
+func codecFixtures(mapLen int) map[string]any { return codecFixturesSkipping(mapLen, nil) }
+
+// addedSinceGolden are fields added to fixture types after
+// testdata/codec was written: the golden test leaves them zero, so the
+// bodies written by the old encoder still check every other field.
+var addedSinceGolden = map[string]bool{
+	"RescheduleEvent.Delay": true,
+}
+
+func codecFixturesSkipping(mapLen int, skip map[string]bool) map[string]any {
 	out := map[string]any{
 		"Allocation":                   &Allocation{},
 		"Job":                          &Job{},
@@ -113,7 +128,7 @@ func codecFixtures(mapLen int) map[string]any {
 		"EvalUpdateRequest":            &EvalUpdateRequest{},
 	}
 	for _, v := range out {
-		fill(v, mapLen)
+		fillSkipping(v, mapLen, skip)
 	}
 	for _, a := range out["NodeClientAllocsResponse"].(*NodeClientAllocsResponse).Changed {
 		a.Metrics = nil

@@ -981,12 +981,7 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 						if x.RescheduleTracker == nil {
 							r.EncodeNil()
 						} else {
-							if false {
-							} else if yyxt75 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt75 != nil {
-								z.EncExtension(x.RescheduleTracker, yyxt75)
-							} else {
-								z.EncFallback(x.RescheduleTracker)
-							}
+							x.RescheduleTracker.CodecEncodeSelf(e)
 						}
 					} else {
 						r.EncodeNil()
@@ -1007,12 +1002,7 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 						if x.RescheduleTracker == nil {
 							r.EncodeNil()
 						} else {
-							if false {
-							} else if yyxt76 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt76 != nil {
-								z.EncExtension(x.RescheduleTracker, yyxt76)
-							} else {
-								z.EncFallback(x.RescheduleTracker)
-							}
+							x.RescheduleTracker.CodecEncodeSelf(e)
 						}
 					}
 				}
@@ -1501,15 +1491,10 @@ func (x *Allocation) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 				}
 			} else {
 				if x.RescheduleTracker == nil {
-					x.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+					x.RescheduleTracker = new(RescheduleTracker)
 				}
 
-				if false {
-				} else if yyxt31 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt31 != nil {
-					z.DecExtension(x.RescheduleTracker, yyxt31)
-				} else {
-					z.DecFallback(x.RescheduleTracker, false)
-				}
+				x.RescheduleTracker.CodecDecodeSelf(d)
 			}
 		case "NetworkStatus":
 			if r.TryDecodeAsNil() {
@@ -1522,8 +1507,8 @@ func (x *Allocation) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 				}
 
 				if false {
-				} else if yyxt33 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt33 != nil {
-					z.DecExtension(x.NetworkStatus, yyxt33)
+				} else if yyxt32 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt32 != nil {
+					z.DecExtension(x.NetworkStatus, yyxt32)
 				} else {
 					z.DecFallback(x.NetworkStatus, false)
 				}
@@ -1584,16 +1569,16 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj42 int
-	var yyb42 bool
-	var yyhl42 bool = l >= 0
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	var yyj41 int
+	var yyb41 bool
+	var yyhl41 bool = l >= 0
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1603,13 +1588,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1619,13 +1604,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1635,13 +1620,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.EvalID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1651,13 +1636,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1667,13 +1652,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1683,13 +1668,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeName = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1699,13 +1684,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1721,13 +1706,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Job.CodecDecodeSelf(d)
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1737,13 +1722,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.TaskGroup = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1759,13 +1744,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.AllocatedResources.CodecDecodeSelf(d)
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1781,13 +1766,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Metrics.CodecDecodeSelf(d)
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1797,13 +1782,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredStatus = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1813,13 +1798,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredDescription = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1829,13 +1814,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredTransition.CodecDecodeSelf(d)
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1845,13 +1830,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientStatus = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1861,13 +1846,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientDescription = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1880,13 +1865,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
 		}
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1899,13 +1884,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoAllocState((*[]*AllocState)(&x.AllocStates), d)
 		}
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1915,13 +1900,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DeploymentID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1936,19 +1921,19 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 
 		if false {
-		} else if yyxt65 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt65 != nil {
-			z.DecExtension(x.DeploymentStatus, yyxt65)
+		} else if yyxt64 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt64 != nil {
+			z.DecExtension(x.DeploymentStatus, yyxt64)
 		} else {
 			z.DecFallback(x.DeploymentStatus, false)
 		}
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1958,13 +1943,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.FollowupEvalID = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1974,13 +1959,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.PreviousAllocation = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1990,13 +1975,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NextAllocation = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2007,23 +1992,18 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 	} else {
 		if x.RescheduleTracker == nil {
-			x.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+			x.RescheduleTracker = new(RescheduleTracker)
 		}
 
-		if false {
-		} else if yyxt70 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt70 != nil {
-			z.DecExtension(x.RescheduleTracker, yyxt70)
-		} else {
-			z.DecFallback(x.RescheduleTracker, false)
-		}
+		x.RescheduleTracker.CodecDecodeSelf(d)
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2038,19 +2018,19 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 
 		if false {
-		} else if yyxt72 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt72 != nil {
-			z.DecExtension(x.NetworkStatus, yyxt72)
+		} else if yyxt70 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt70 != nil {
+			z.DecExtension(x.NetworkStatus, yyxt70)
 		} else {
 			z.DecFallback(x.NetworkStatus, false)
 		}
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2063,13 +2043,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.PreemptedAllocations), d)
 		}
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2079,13 +2059,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.PreemptedByAllocation = (string)(r.DecodeString())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2095,13 +2075,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2111,13 +2091,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2127,13 +2107,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.AllocModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2143,13 +2123,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
-	yyj42++
-	if yyhl42 {
-		yyb42 = yyj42 > l
+	yyj41++
+	if yyhl41 {
+		yyb41 = yyj41 > l
 	} else {
-		yyb42 = r.CheckBreak()
+		yyb41 = r.CheckBreak()
 	}
-	if yyb42 {
+	if yyb41 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -2160,17 +2140,17 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.ModifyTime = (int64)(r.DecodeInt64())
 	}
 	for {
-		yyj42++
-		if yyhl42 {
-			yyb42 = yyj42 > l
+		yyj41++
+		if yyhl41 {
+			yyb41 = yyj41 > l
 		} else {
-			yyb42 = r.CheckBreak()
+			yyb41 = r.CheckBreak()
 		}
-		if yyb42 {
+		if yyb41 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj42-1, "")
+		z.DecStructFieldNotFound(yyj41-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -6810,12 +6790,7 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 					if x.RescheduleTracker == nil {
 						r.EncodeNil()
 					} else {
-						if false {
-						} else if yyxt58 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt58 != nil {
-							z.EncExtension(x.RescheduleTracker, yyxt58)
-						} else {
-							z.EncFallback(x.RescheduleTracker)
-						}
+						x.RescheduleTracker.CodecEncodeSelf(e)
 					}
 				}
 			} else {
@@ -6832,12 +6807,7 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 					if x.RescheduleTracker == nil {
 						r.EncodeNil()
 					} else {
-						if false {
-						} else if yyxt59 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt59 != nil {
-							z.EncExtension(x.RescheduleTracker, yyxt59)
-						} else {
-							z.EncFallback(x.RescheduleTracker)
-						}
+						x.RescheduleTracker.CodecEncodeSelf(e)
 					}
 				}
 			}
@@ -7163,15 +7133,10 @@ func (x *AllocListStub) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 				}
 			} else {
 				if x.RescheduleTracker == nil {
-					x.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+					x.RescheduleTracker = new(RescheduleTracker)
 				}
 
-				if false {
-				} else if yyxt25 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt25 != nil {
-					z.DecExtension(x.RescheduleTracker, yyxt25)
-				} else {
-					z.DecFallback(x.RescheduleTracker, false)
-				}
+				x.RescheduleTracker.CodecDecodeSelf(d)
 			}
 		case "PreemptedAllocations":
 			if r.TryDecodeAsNil() {
@@ -7223,16 +7188,16 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj33 int
-	var yyb33 bool
-	var yyhl33 bool = l >= 0
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	var yyj32 int
+	var yyb32 bool
+	var yyhl32 bool = l >= 0
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7242,13 +7207,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7258,13 +7223,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.EvalID = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7274,13 +7239,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7290,13 +7255,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7306,13 +7271,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeID = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7322,13 +7287,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeName = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7338,13 +7303,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobID = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7354,13 +7319,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobType = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7370,13 +7335,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobVersion = (uint64)(r.DecodeUint64())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7386,13 +7351,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.TaskGroup = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7408,13 +7373,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.AllocatedResources.CodecDecodeSelf(d)
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7424,13 +7389,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredStatus = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7440,13 +7405,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredDescription = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7456,13 +7421,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientStatus = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7472,13 +7437,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientDescription = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7491,13 +7456,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
 		}
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7512,19 +7477,19 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 
 		if false {
-		} else if yyxt52 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt52 != nil {
-			z.DecExtension(x.DeploymentStatus, yyxt52)
+		} else if yyxt51 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt51 != nil {
+			z.DecExtension(x.DeploymentStatus, yyxt51)
 		} else {
 			z.DecFallback(x.DeploymentStatus, false)
 		}
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7534,13 +7499,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.FollowupEvalID = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7551,23 +7516,18 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 	} else {
 		if x.RescheduleTracker == nil {
-			x.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+			x.RescheduleTracker = new(RescheduleTracker)
 		}
 
-		if false {
-		} else if yyxt55 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt55 != nil {
-			z.DecExtension(x.RescheduleTracker, yyxt55)
-		} else {
-			z.DecFallback(x.RescheduleTracker, false)
-		}
+		x.RescheduleTracker.CodecDecodeSelf(d)
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7580,13 +7540,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.PreemptedAllocations), d)
 		}
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7596,13 +7556,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.PreemptedByAllocation = (string)(r.DecodeString())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7612,13 +7572,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7628,13 +7588,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7644,13 +7604,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
-	yyj33++
-	if yyhl33 {
-		yyb33 = yyj33 > l
+	yyj32++
+	if yyhl32 {
+		yyb32 = yyj32 > l
 	} else {
-		yyb33 = r.CheckBreak()
+		yyb32 = r.CheckBreak()
 	}
-	if yyb33 {
+	if yyb32 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7661,17 +7621,17 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.ModifyTime = (int64)(r.DecodeInt64())
 	}
 	for {
-		yyj33++
-		if yyhl33 {
-			yyb33 = yyj33 > l
+		yyj32++
+		if yyhl32 {
+			yyb32 = yyj32 > l
 		} else {
-			yyb33 = r.CheckBreak()
+			yyb32 = r.CheckBreak()
 		}
-		if yyb33 {
+		if yyb32 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj33-1, "")
+		z.DecStructFieldNotFound(yyj32-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -10695,12 +10655,7 @@ func (x *allocWire) CodecEncodeSelf(e *codec1978.Encoder) {
 						if x.RescheduleTracker == nil {
 							r.EncodeNil()
 						} else {
-							if false {
-							} else if yyxt69 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt69 != nil {
-								z.EncExtension(x.RescheduleTracker, yyxt69)
-							} else {
-								z.EncFallback(x.RescheduleTracker)
-							}
+							x.RescheduleTracker.CodecEncodeSelf(e)
 						}
 					} else {
 						r.EncodeNil()
@@ -10721,12 +10676,7 @@ func (x *allocWire) CodecEncodeSelf(e *codec1978.Encoder) {
 						if x.RescheduleTracker == nil {
 							r.EncodeNil()
 						} else {
-							if false {
-							} else if yyxt70 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt70 != nil {
-								z.EncExtension(x.RescheduleTracker, yyxt70)
-							} else {
-								z.EncFallback(x.RescheduleTracker)
-							}
+							x.RescheduleTracker.CodecEncodeSelf(e)
 						}
 					}
 				}
@@ -11489,15 +11439,10 @@ func (x *allocWire) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					x.Allocation = new(Allocation)
 				}
 				if x.Allocation.RescheduleTracker == nil {
-					x.Allocation.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+					x.Allocation.RescheduleTracker = new(RescheduleTracker)
 				}
 
-				if false {
-				} else if yyxt29 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt29 != nil {
-					z.DecExtension(x.RescheduleTracker, yyxt29)
-				} else {
-					z.DecFallback(x.RescheduleTracker, false)
-				}
+				x.RescheduleTracker.CodecDecodeSelf(d)
 			}
 		case "NetworkStatus":
 			if r.TryDecodeAsNil() {
@@ -11513,8 +11458,8 @@ func (x *allocWire) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 				}
 
 				if false {
-				} else if yyxt31 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt31 != nil {
-					z.DecExtension(x.NetworkStatus, yyxt31)
+				} else if yyxt30 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt30 != nil {
+					z.DecExtension(x.NetworkStatus, yyxt30)
 				} else {
 					z.DecFallback(x.NetworkStatus, false)
 				}
@@ -11635,16 +11580,16 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj44 int
-	var yyb44 bool
-	var yyhl44 bool = l >= 0
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	var yyj43 int
+	var yyb43 bool
+	var yyhl43 bool = l >= 0
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11660,13 +11605,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11682,13 +11627,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11704,13 +11649,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.EvalID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11726,13 +11671,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11748,13 +11693,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.NodeID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11770,13 +11715,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.NodeName = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11792,13 +11737,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.JobID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11814,13 +11759,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.TaskGroup = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11839,13 +11784,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.AllocatedResources.CodecDecodeSelf(d)
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11861,13 +11806,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DesiredStatus = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11883,13 +11828,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DesiredDescription = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11905,13 +11850,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DesiredTransition.CodecDecodeSelf(d)
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11927,13 +11872,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ClientStatus = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11949,13 +11894,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ClientDescription = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11974,13 +11919,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11999,13 +11944,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoAllocState((*[]*AllocState)(&x.AllocStates), d)
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12021,13 +11966,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DeploymentID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12045,19 +11990,19 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 
 		if false {
-		} else if yyxt65 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt65 != nil {
-			z.DecExtension(x.DeploymentStatus, yyxt65)
+		} else if yyxt64 := z.Extension(z.I2Rtid(x.DeploymentStatus)); yyxt64 != nil {
+			z.DecExtension(x.DeploymentStatus, yyxt64)
 		} else {
 			z.DecFallback(x.DeploymentStatus, false)
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12073,13 +12018,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.FollowupEvalID = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12095,13 +12040,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.PreviousAllocation = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12117,13 +12062,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.NextAllocation = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12137,23 +12082,18 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			x.Allocation = new(Allocation)
 		}
 		if x.Allocation.RescheduleTracker == nil {
-			x.Allocation.RescheduleTracker = new(pkg1_api.RescheduleTracker)
+			x.Allocation.RescheduleTracker = new(RescheduleTracker)
 		}
 
-		if false {
-		} else if yyxt70 := z.Extension(z.I2Rtid(x.RescheduleTracker)); yyxt70 != nil {
-			z.DecExtension(x.RescheduleTracker, yyxt70)
-		} else {
-			z.DecFallback(x.RescheduleTracker, false)
-		}
+		x.RescheduleTracker.CodecDecodeSelf(d)
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12171,19 +12111,19 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 
 		if false {
-		} else if yyxt72 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt72 != nil {
-			z.DecExtension(x.NetworkStatus, yyxt72)
+		} else if yyxt70 := z.Extension(z.I2Rtid(x.NetworkStatus)); yyxt70 != nil {
+			z.DecExtension(x.NetworkStatus, yyxt70)
 		} else {
 			z.DecFallback(x.NetworkStatus, false)
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12202,13 +12142,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.PreemptedAllocations), d)
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12224,13 +12164,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.PreemptedByAllocation = (string)(r.DecodeString())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12246,13 +12186,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12268,13 +12208,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12290,13 +12230,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.AllocModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12312,13 +12252,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12334,13 +12274,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ModifyTime = (int64)(r.DecodeInt64())
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12353,13 +12293,13 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			x.Job = z.DecRaw()
 		}
 	}
-	yyj44++
-	if yyhl44 {
-		yyb44 = yyj44 > l
+	yyj43++
+	if yyhl43 {
+		yyb43 = yyj43 > l
 	} else {
-		yyb44 = r.CheckBreak()
+		yyb43 = r.CheckBreak()
 	}
-	if yyb44 {
+	if yyb43 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -12373,17 +12313,17 @@ func (x *allocWire) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 	}
 	for {
-		yyj44++
-		if yyhl44 {
-			yyb44 = yyj44 > l
+		yyj43++
+		if yyhl43 {
+			yyb43 = yyj43 > l
 		} else {
-			yyb44 = r.CheckBreak()
+			yyb43 = r.CheckBreak()
 		}
-		if yyb44 {
+		if yyb43 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj44-1, "")
+		z.DecStructFieldNotFound(yyj43-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -54911,6 +54851,564 @@ func (x *NodeExplain) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	r.ReadArrayEnd()
 }
 
+func (x *RescheduleTracker) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(2)
+			} else {
+				r.WriteMapStart(2)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Events == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoRescheduleEvent(([]*RescheduleEvent)(x.Events), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Events\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Events`)
+				}
+				r.WriteMapElemValue()
+				if x.Events == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoRescheduleEvent(([]*RescheduleEvent)(x.Events), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.LastReschedule)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.LastReschedule))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"LastReschedule\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `LastReschedule`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.LastReschedule)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.LastReschedule))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *RescheduleTracker) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *RescheduleTracker) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := r.DecodeStringAsBytes()
+		r.ReadMapElemValue()
+		switch string(yys3) {
+		case "Events":
+			if r.TryDecodeAsNil() {
+				x.Events = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoRescheduleEvent((*[]*RescheduleEvent)(&x.Events), d)
+				}
+			}
+		case "LastReschedule":
+			if r.TryDecodeAsNil() {
+				x.LastReschedule = ""
+			} else {
+				x.LastReschedule = (string)(r.DecodeString())
+			}
+		default:
+			z.DecStructFieldNotFound(-1, string(yys3))
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *RescheduleTracker) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj7 int
+	var yyb7 bool
+	var yyhl7 bool = l >= 0
+	yyj7++
+	if yyhl7 {
+		yyb7 = yyj7 > l
+	} else {
+		yyb7 = r.CheckBreak()
+	}
+	if yyb7 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Events = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoRescheduleEvent((*[]*RescheduleEvent)(&x.Events), d)
+		}
+	}
+	yyj7++
+	if yyhl7 {
+		yyb7 = yyj7 > l
+	} else {
+		yyb7 = r.CheckBreak()
+	}
+	if yyb7 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.LastReschedule = ""
+	} else {
+		x.LastReschedule = (string)(r.DecodeString())
+	}
+	for {
+		yyj7++
+		if yyhl7 {
+			yyb7 = yyj7 > l
+		} else {
+			yyb7 = r.CheckBreak()
+		}
+		if yyb7 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj7-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
+func (x *RescheduleEvent) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [4]bool{     // should field at this index be written?
+				x.RescheduleTime != 0, // RescheduleTime
+				x.PrevAllocID != "",   // PrevAllocID
+				x.PrevNodeID != "",    // PrevNodeID
+				x.Delay != 0,          // Delay
+			}
+			_ = yyq2
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(4)
+			} else {
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[0] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.RescheduleTime))
+					}
+				} else {
+					r.EncodeInt(0)
+				}
+			} else {
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"RescheduleTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `RescheduleTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.RescheduleTime))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[1] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PrevAllocID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PrevAllocID))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"PrevAllocID\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `PrevAllocID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PrevAllocID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PrevAllocID))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[2] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PrevNodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PrevNodeID))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"PrevNodeID\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `PrevNodeID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PrevNodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PrevNodeID))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[3] {
+					if false {
+					} else if yyxt13 := z.Extension(z.I2Rtid(x.Delay)); yyxt13 != nil {
+						z.EncExtension(x.Delay, yyxt13)
+					} else {
+						r.EncodeInt(int64(x.Delay))
+					}
+				} else {
+					r.EncodeInt(0)
+				}
+			} else {
+				if yyq2[3] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Delay\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Delay`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if yyxt14 := z.Extension(z.I2Rtid(x.Delay)); yyxt14 != nil {
+						z.EncExtension(x.Delay, yyxt14)
+					} else {
+						r.EncodeInt(int64(x.Delay))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *RescheduleEvent) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *RescheduleEvent) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := r.DecodeStringAsBytes()
+		r.ReadMapElemValue()
+		switch string(yys3) {
+		case "RescheduleTime":
+			if r.TryDecodeAsNil() {
+				x.RescheduleTime = 0
+			} else {
+				x.RescheduleTime = (int64)(r.DecodeInt64())
+			}
+		case "PrevAllocID":
+			if r.TryDecodeAsNil() {
+				x.PrevAllocID = ""
+			} else {
+				x.PrevAllocID = (string)(r.DecodeString())
+			}
+		case "PrevNodeID":
+			if r.TryDecodeAsNil() {
+				x.PrevNodeID = ""
+			} else {
+				x.PrevNodeID = (string)(r.DecodeString())
+			}
+		case "Delay":
+			if r.TryDecodeAsNil() {
+				x.Delay = 0
+			} else {
+				if false {
+				} else if yyxt8 := z.Extension(z.I2Rtid(x.Delay)); yyxt8 != nil {
+					z.DecExtension(x.Delay, yyxt8)
+				} else {
+					x.Delay = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		default:
+			z.DecStructFieldNotFound(-1, string(yys3))
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *RescheduleEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj9 int
+	var yyb9 bool
+	var yyhl9 bool = l >= 0
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.RescheduleTime = 0
+	} else {
+		x.RescheduleTime = (int64)(r.DecodeInt64())
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.PrevAllocID = ""
+	} else {
+		x.PrevAllocID = (string)(r.DecodeString())
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.PrevNodeID = ""
+	} else {
+		x.PrevNodeID = (string)(r.DecodeString())
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Delay = 0
+	} else {
+		if false {
+		} else if yyxt14 := z.Extension(z.I2Rtid(x.Delay)); yyxt14 != nil {
+			z.DecExtension(x.Delay, yyxt14)
+		} else {
+			x.Delay = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	for {
+		yyj9++
+		if yyhl9 {
+			yyb9 = yyj9 > l
+		} else {
+			yyb9 = r.CheckBreak()
+		}
+		if yyb9 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj9-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
 func (x *Resources) CodecEncodeSelf(e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -95176,6 +95674,106 @@ func (x codecSelfer1978) decSlicePtrtoNodeExplain(v *[]*NodeExplain, d *codec197
 			yyc1 = true
 		} else if yyj1 == 0 && yyv1 == nil {
 			yyv1 = make([]*NodeExplain, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSlicePtrtoRescheduleEvent(v []*RescheduleEvent, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			yyv1.CodecEncodeSelf(e)
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSlicePtrtoRescheduleEvent(v *[]*RescheduleEvent, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = []*RescheduleEvent{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([]*RescheduleEvent, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([]*RescheduleEvent, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if yyv1[yyj1] == nil {
+						yyv1[yyj1] = new(RescheduleEvent)
+					}
+					yyv1[yyj1].CodecDecodeSelf(d)
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([]*RescheduleEvent, 0)
 			yyc1 = true
 		}
 	}
