@@ -183,6 +183,8 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyScalingEvent(buf, index)
 	case structs.JobVersionTagRequestType:
 		err = f.applyJobVersionTag(buf, index)
+	case structs.JobRestartRequestType:
+		err = f.applyJobRestart(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

@@ -42,6 +42,9 @@ const (
 	// SchedulerConfigSnapshot takes its Raft message type's number, clear
 	// of the types other branches append.
 	SchedulerConfigSnapshot SnapshotType = 30
+
+	// JobRestartSnapshot takes its Raft message type's number (111).
+	JobRestartSnapshot SnapshotType = 111
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -128,6 +131,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
+		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

@@ -116,6 +116,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.initializeKeyring(stopCh, gen)
 	go s.emitLeaderStats(stopCh)
 	go s.watchSchedulerConfig(stopCh)
+	go s.runJobRestarts(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)

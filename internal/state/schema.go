@@ -210,5 +210,6 @@ func schema() *memdb.DBSchema {
 			},
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
+		tableJobRestart:      jobRestartTable(),
 	}}
 }

@@ -1,0 +1,183 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// pidsOf reads the PIDs the task appended to local/pids at each start.
+func (a *agent) pidsOf(allocID string) []int {
+	a.t.Helper()
+	resp, err := http.Get(a.url("/v1/client/fs/cat/" + allocID + "?path=t/local/pids"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// `job restart -batch-size 1` on three raw_exec allocations restarts their
+// tasks in place one allocation at a time: same allocation IDs, a new PID
+// each, the old process gone, one restart counted per task, never two
+// allocations down at once, and the CLI follows it to the end.
+func TestJobRestartRollsInPlace(t *testing.T) {
+	a := devAgent(t)
+	job := rawExecJob("roll", "service", 3, `echo $$ >> "$NOMAD_TASK_DIR/pids"; exec sleep 600`)
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	waitFor(t, 30*time.Second, "3 running allocations with a PID each", func() bool {
+		ids = ids[:0]
+		for _, s := range a.allocsOf("roll") {
+			if s.ClientStatus == "running" && len(a.pidsOf(s.ID)) == 1 {
+				ids = append(ids, s.ID)
+			}
+		}
+		return len(ids) == 3
+	})
+	before := map[string]int{}
+	for _, id := range ids {
+		before[id] = a.pidsOf(id)[0]
+	}
+
+	// Sample the allocations while the restart runs: at most one may have
+	// its task not running.
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	maxDown, samples := 0, 0
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			down := 0
+			for _, id := range ids {
+				al, _, err := a.client.Allocations().Info(id, nil)
+				if err != nil {
+					continue
+				}
+				if ts := al.TaskStates["t"]; ts == nil || ts.State != "running" {
+					down++
+				}
+			}
+			mu.Lock()
+			maxDown, samples = max(maxDown, down), samples+1
+			mu.Unlock()
+		}
+	}()
+	out, code := a.cli(t.TempDir(), "job", "restart", "-batch-size", "1", "-batch-wait", "500ms", "-yes", "roll")
+	close(stop)
+	wg.Wait()
+	if code != 0 || !strings.Contains(out, "Finished job restart") || strings.Count(out, "is running again") != 3 {
+		t.Fatalf("job restart (%d):\n%s", code, out)
+	}
+	if maxDown > 1 || samples < 5 {
+		t.Fatalf("%d allocations were down at once (%d samples)", maxDown, samples)
+	}
+
+	// The record says the same: three batches, each after the last.
+	resp, err := http.Get(a.url("/v1/job/roll/restart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Status string
+		Batch  int
+		Allocs []struct {
+			AllocID, Status    string
+			Batch              int
+			StartTime, EndTime int64
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	if rec.Status != "complete" || rec.Batch != 3 || len(rec.Allocs) != 3 {
+		t.Fatalf("record: %+v", rec)
+	}
+	for i := 1; i < 3; i++ {
+		if rec.Allocs[i].StartTime < rec.Allocs[i-1].EndTime {
+			t.Fatalf("allocation %d started before %d came back: %+v", i, i-1, rec.Allocs)
+		}
+	}
+
+	now := a.allocsOf("roll")
+	live := 0
+	for _, s := range now {
+		if s.ClientStatus == "running" {
+			live++
+		}
+	}
+	if live != 3 {
+		t.Fatalf("%d running allocations after the restart", live)
+	}
+	for _, id := range ids {
+		pids := a.pidsOf(id)
+		if len(pids) != 2 || pids[0] != before[id] || pids[1] == pids[0] {
+			t.Fatalf("alloc %s PIDs %v (before %d)", id, pids, before[id])
+		}
+		if pidAlive(pids[0]) || !pidAlive(pids[1]) {
+			t.Fatalf("alloc %s: old PID alive %v, new PID alive %v", id, pidAlive(pids[0]), pidAlive(pids[1]))
+		}
+		al, _, err := a.client.Allocations().Info(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := al.TaskStates["t"]
+		if ts.Restarts != 1 || !hasEvent(ts.Events, "Restart Signaled") {
+			t.Fatalf("alloc %s: restarts %d, events %v", id, ts.Restarts, eventTypes(ts.Events))
+		}
+	}
+
+	// A second restart while none runs is fine; bad input is a clear 400.
+	req, _ := http.NewRequest("PUT", a.url("/v1/job/roll/restart"), strings.NewReader(`{"BatchSize":"0%"}`))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "BatchSize") {
+		t.Fatalf("bad batch size: %d %s", resp.StatusCode, b)
+	}
+}
+
+func hasEvent(evs []*api.TaskEvent, typ string) bool {
+	for _, e := range evs {
+		if e.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func eventTypes(evs []*api.TaskEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
