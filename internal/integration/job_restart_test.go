@@ -181,3 +181,44 @@ func eventTypes(evs []*api.TaskEvent) []string {
 	}
 	return out
 }
+
+// `job restart -reschedule` replaces the allocations one at a time through
+// the scheduler: new allocation IDs with the same names, the old ones
+// stopped, the count kept.
+func TestJobRestartReschedules(t *testing.T) {
+	a := devAgent(t)
+	if _, _, err := a.client.Jobs().Register(rawExecJob("resched", "service", 2, "exec sleep 600"), nil); err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]string{} // name -> ID
+	waitFor(t, 30*time.Second, "2 running allocations", func() bool {
+		clear(old)
+		for _, s := range a.allocsOf("resched") {
+			if s.ClientStatus == "running" {
+				old[s.Name] = s.ID
+			}
+		}
+		return len(old) == 2
+	})
+	out, code := a.cli(t.TempDir(), "job", "restart", "-reschedule", "-yes", "resched")
+	if code != 0 || strings.Count(out, "replaced by") != 2 || !strings.Contains(out, "Finished job restart") {
+		t.Fatalf("job restart -reschedule (%d):\n%s", code, out)
+	}
+	running := map[string]string{}
+	for _, s := range a.allocsOf("resched") {
+		switch {
+		case s.ClientStatus == "running" && s.DesiredStatus == "run":
+			running[s.Name] = s.ID
+		case old[s.Name] == s.ID && s.DesiredStatus != "stop":
+			t.Fatalf("old allocation %s not stopped: %s/%s", s.ID, s.DesiredStatus, s.ClientStatus)
+		}
+	}
+	if len(running) != 2 {
+		t.Fatalf("running after the restart: %v", running)
+	}
+	for name, id := range running {
+		if old[name] == "" || old[name] == id {
+			t.Fatalf("%s: %s was not replaced (before %s)", name, id, old[name])
+		}
+	}
+}
