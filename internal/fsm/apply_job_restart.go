@@ -5,8 +5,9 @@ import (
 )
 
 // applyJobRestart stores a rolling restart's step: its record, what it asks
-// of allocations (an in-place restart request, or a stop the scheduler
-// replaces) and its evaluations. Allocations that are gone or already
+// of allocations (an in-place restart request, or a migrate transition: the
+// scheduler stops the allocation and places its replacement in one plan)
+// and its evaluations. Allocations that are gone or already
 // stopped by the server are skipped: the leader sees that on its next look.
 func (f *FSM) applyJobRestart(buf []byte, index uint64) error {
 	var req structs.JobRestartRequest
@@ -34,11 +35,9 @@ func (f *FSM) applyJobRestart(buf []byte, index uint64) error {
 			c.ModifyTime = req.Restart.ModifyTime
 		}
 		switch {
-		case w.Stop:
-			c.DesiredStatus = structs.AllocDesiredStatusStop
-			c.DesiredDescription = "alloc was rescheduled by a job restart"
+		case w.Replace:
 			t := true
-			c.DesiredTransition.Reschedule = &t
+			c.DesiredTransition.Migrate = &t
 		case w.Restart != nil:
 			r := *w.Restart
 			r.Tasks = append([]string(nil), w.Restart.Tasks...)

@@ -9,7 +9,7 @@ import (
 )
 
 // A restart step writes its record, the allocations' restart request or
-// stop and its eval in one entry; the record survives a snapshot, and a
+// migrate transition and its eval in one entry; the record survives a snapshot, and a
 // purge of the job forgets it.
 func TestApply_JobRestart(t *testing.T) {
 	f := newFSM(t, nil)
@@ -29,8 +29,8 @@ func TestApply_JobRestart(t *testing.T) {
 	apply(t, f, entry(t, 4, structs.JobRestartRequestType, &structs.JobRestartRequest{Restart: r,
 		AllocWrites: []*structs.JobRestartAllocUpdate{
 			{AllocID: "a1", Restart: &structs.AllocRestartRequest{Index: 1, Tasks: []string{"t"}}},
-			{AllocID: "a2", Stop: true},
-			{AllocID: "gone", Stop: true},
+			{AllocID: "a2", Replace: true},
+			{AllocID: "gone", Replace: true},
 		},
 		Evals: []*structs.Evaluation{testEval("e1", "web", structs.EvalStatusPending)}}))
 
@@ -39,7 +39,7 @@ func TestApply_JobRestart(t *testing.T) {
 		t.Fatalf("a1 = %+v", a1)
 	}
 	a2, _ := st.AllocByID(nil, "a2")
-	if a2.DesiredStatus != "stop" || a2.DesiredTransition.Reschedule == nil || a2.RestartRequest != nil {
+	if a2.DesiredStatus != "run" || a2.DesiredTransition.Migrate == nil || !*a2.DesiredTransition.Migrate || a2.RestartRequest != nil {
 		t.Fatalf("a2 = %+v", a2)
 	}
 	if a3, _ := st.AllocByID(nil, "a3"); a3.ModifyIndex != 3 {

@@ -41,6 +41,8 @@ func (a *agent) pidsOf(allocID string) []int {
 func TestJobRestartRollsInPlace(t *testing.T) {
 	a := devAgent(t)
 	job := rawExecJob("roll", "service", 3, `echo $$ >> "$NOMAD_TASK_DIR/pids"; exec sleep 600`)
+	// An allocation counts as back once its tasks ran min_healthy_time.
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MinHealthyTime: ptr(time.Second)}
 	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +120,12 @@ func TestJobRestartRollsInPlace(t *testing.T) {
 	if rec.Status != "complete" || rec.Batch != 3 || len(rec.Allocs) != 3 {
 		t.Fatalf("record: %+v", rec)
 	}
-	for i := 1; i < 3; i++ {
-		if rec.Allocs[i].StartTime < rec.Allocs[i-1].EndTime {
+	for i := range rec.Allocs {
+		if i > 0 && rec.Allocs[i].StartTime < rec.Allocs[i-1].EndTime {
 			t.Fatalf("allocation %d started before %d came back: %+v", i, i-1, rec.Allocs)
+		}
+		if took := time.Duration(rec.Allocs[i].EndTime - rec.Allocs[i].StartTime); took < time.Second {
+			t.Fatalf("allocation %d counted back after %s, before min_healthy_time", i, took)
 		}
 	}
 
@@ -183,8 +188,9 @@ func eventTypes(evs []*api.TaskEvent) []string {
 }
 
 // `job restart -reschedule` replaces the allocations one at a time through
-// the scheduler: new allocation IDs with the same names, the old ones
-// stopped, the count kept.
+// the scheduler (a migrate transition: stop and replacement in one plan):
+// new allocation IDs with the same names, linked to the old ones, which are
+// stopped; the count kept.
 func TestJobRestartReschedules(t *testing.T) {
 	a := devAgent(t)
 	if _, _, err := a.client.Jobs().Register(rawExecJob("resched", "service", 2, "exec sleep 600"), nil); err != nil {
@@ -219,6 +225,13 @@ func TestJobRestartReschedules(t *testing.T) {
 	for name, id := range running {
 		if old[name] == "" || old[name] == id {
 			t.Fatalf("%s: %s was not replaced (before %s)", name, id, old[name])
+		}
+		al, _, err := a.client.Allocations().Info(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if al.PreviousAllocation != old[name] {
+			t.Fatalf("%s: replacement %s follows %q, want %s", name, id, al.PreviousAllocation, old[name])
 		}
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 // JobRestartRequestType carries JobRestartRequest: a rolling restart's
 // record together with what it asks of allocations in the same step (an
-// in-place restart request, or a stop that the scheduler replaces) and the
-// evaluations that go with it.
+// in-place restart request, or a migrate transition the scheduler carries
+// out) and the evaluations that go with it.
 const JobRestartRequestType MessageType = 111
 
 // Rolling restart statuses.
@@ -146,7 +146,7 @@ type JobRestartAlloc struct {
 	// Batch is the 1-based batch the allocation was restarted in.
 	Batch int
 	// RequestIndex is the AllocRestartRequest.Index written on the
-	// allocation (in place), or the Raft index of the stop (Reschedule).
+	// allocation (in place; 0 with Reschedule).
 	RequestIndex uint64
 	// ReplacementID is the allocation that replaced it (Reschedule).
 	ReplacementID string
@@ -186,11 +186,13 @@ func (r *JobRestart) Counts() map[string]int {
 }
 
 // JobRestartAllocUpdate is what a restart step writes on one allocation:
-// an in-place restart request, or a stop the scheduler replaces.
+// an in-place restart request, or (Replace) a migrate transition that the
+// scheduler carries out by stopping it and placing its replacement in one
+// plan.
 type JobRestartAllocUpdate struct {
 	AllocID string
 	Restart *AllocRestartRequest
-	Stop    bool
+	Replace bool
 }
 
 // JobRestartRequest is the Raft entry of a restart step: the restart's new

@@ -33146,19 +33146,19 @@ func (x *JobRestartAllocUpdate) CodecEncodeSelf(e *codec1978.Encoder) {
 				r.WriteArrayElem()
 				if false {
 				} else {
-					r.EncodeBool(bool(x.Stop))
+					r.EncodeBool(bool(x.Replace))
 				}
 			} else {
 				r.WriteMapElemKey()
 				if z.IsJSONHandle() {
-					z.WriteStr("\"Stop\"")
+					z.WriteStr("\"Replace\"")
 				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Stop`)
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Replace`)
 				}
 				r.WriteMapElemValue()
 				if false {
 				} else {
-					r.EncodeBool(bool(x.Stop))
+					r.EncodeBool(bool(x.Replace))
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -33236,11 +33236,11 @@ func (x *JobRestartAllocUpdate) codecDecodeSelfFromMap(l int, d *codec1978.Decod
 
 				x.Restart.CodecDecodeSelf(d)
 			}
-		case "Stop":
+		case "Replace":
 			if r.TryDecodeAsNil() {
-				x.Stop = false
+				x.Replace = false
 			} else {
-				x.Stop = (bool)(r.DecodeBool())
+				x.Replace = (bool)(r.DecodeBool())
 			}
 		default:
 			z.DecStructFieldNotFound(-1, string(yys3))
@@ -33306,9 +33306,9 @@ func (x *JobRestartAllocUpdate) codecDecodeSelfFromArray(l int, d *codec1978.Dec
 	}
 	r.ReadArrayElem()
 	if r.TryDecodeAsNil() {
-		x.Stop = false
+		x.Replace = false
 	} else {
-		x.Stop = (bool)(r.DecodeBool())
+		x.Replace = (bool)(r.DecodeBool())
 	}
 	for {
 		yyj7++

@@ -33,7 +33,7 @@ type Input struct {
 type Output struct {
 	Restart *structs.JobRestart
 	Writes  []*structs.JobRestartAllocUpdate
-	// Eval asks for an evaluation of the job (allocations were stopped for
+	// Eval asks for an evaluation of the job (allocations were marked for
 	// the scheduler to replace).
 	Eval bool
 	// WakeAt is when Step wants to look again at the latest, even if
@@ -236,7 +236,7 @@ func Step(in Input) Output {
 		}
 		ra.Status, ra.Batch, ra.StartTime = structs.JobRestartAllocRestarting, r.Batch, now.UnixNano()
 		if r.JobSpec.Reschedule {
-			out.Writes = append(out.Writes, &structs.JobRestartAllocUpdate{AllocID: a.ID, Stop: true})
+			out.Writes = append(out.Writes, &structs.JobRestartAllocUpdate{AllocID: a.ID, Replace: true})
 			out.Eval = true
 		} else {
 			idx := uint64(1)
@@ -349,11 +349,22 @@ func checkInPlace(ra *structs.JobRestartAlloc, a *structs.Allocation, job *struc
 	return true, "", time.Time{}
 }
 
-// checkReplaced: the stopped allocation's replacement (same name, created
-// after it) runs, and is healthy when its deployment tracks health.
+// checkReplaced: the allocation's replacement (its NextAllocation, else
+// one with the same name created after it) runs, and is healthy when its
+// deployment tracks health.
 func checkReplaced(ra *structs.JobRestartAlloc, old *structs.Allocation, allocs []*structs.Allocation) (done bool, errMsg string) {
 	var repl *structs.Allocation
+	if old != nil && old.NextAllocation != "" {
+		for _, a := range allocs {
+			if a.ID == old.NextAllocation {
+				repl = a
+			}
+		}
+	}
 	for _, a := range allocs {
+		if old != nil && old.NextAllocation != "" {
+			break // linked: only that one counts
+		}
 		if a.ID == ra.AllocID || a.Name != ra.Name || a.TaskGroup != ra.TaskGroup || a.ServerTerminalStatus() {
 			continue
 		}

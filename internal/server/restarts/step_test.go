@@ -54,8 +54,9 @@ func (w *world) list() []*structs.Allocation {
 func (w *world) apply(out Output) {
 	for _, wr := range out.Writes {
 		a := *w.allocs[wr.AllocID]
-		if wr.Stop {
-			a.DesiredStatus = "stop"
+		if wr.Replace {
+			t := true
+			a.DesiredTransition.Migrate = &t
 		} else {
 			r := *wr.Restart
 			a.RestartRequest = &r
@@ -265,7 +266,7 @@ func TestStepReschedule(t *testing.T) {
 		t.Fatal("reschedule lists tasks")
 	}
 	r, out := step(w, r, t0)
-	if len(out.Writes) != 1 || !out.Writes[0].Stop || !out.Eval {
+	if len(out.Writes) != 1 || !out.Writes[0].Replace || !out.Eval {
 		t.Fatalf("writes %+v eval %v", out.Writes, out.Eval)
 	}
 	repl := ralloc(0)
