@@ -48,6 +48,9 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.AllocClientUpdateRequestType:     TypeAllocUpdated,
 	structs.ApplyPlanResultsRequestType:      TypePlanResult,
 	structs.ApplyPlanResultsBatchRequestType: TypePlanResult,
+	// A rolling restart's step changes allocations (restart request or
+	// migrate transition) and may create an eval.
+	structs.JobRestartRequestType: TypeAllocUpdated,
 }
 
 // tableTopics maps the state tables that carry events to their topic.

@@ -2,9 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 	"reflect"
+	"sort"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -12,7 +17,11 @@ import (
 // migrate transition and its eval in one entry; the record survives a snapshot, and a
 // purge of the job forgets it.
 func TestApply_JobRestart(t *testing.T) {
-	f := newFSM(t, nil)
+	b := events.NewBroker(100)
+	f, err := New(Config{Events: b})
+	if err != nil {
+		t.Fatal(err)
+	}
 	apply(t, f, entry(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode("n1")}))
 	apply(t, f, entry(t, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("web")}))
 	st := f.State()
@@ -33,6 +42,20 @@ func TestApply_JobRestart(t *testing.T) {
 			{AllocID: "gone", Replace: true},
 		},
 		Evals: []*structs.Evaluation{testEval("e1", "web", structs.EvalStatusPending)}}))
+
+	// Event stream readers see the allocations change and the eval.
+	sub := b.Subscribe(&events.Request{Namespace: "*", Topics: map[string][]string{"*": {"*"}}, Index: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	idx, evs, err := sub.Next(ctx)
+	cancel()
+	var seen []string
+	for _, e := range evs {
+		seen = append(seen, e.Topic+":"+e.Type+":"+e.Key)
+	}
+	sort.Strings(seen)
+	if err != nil || idx != 4 || strings.Join(seen, " ") != "Allocation:AllocationUpdated:a1 Allocation:AllocationUpdated:a2 Evaluation:AllocationUpdated:e1" {
+		t.Fatalf("events at %d: %v (%v)", idx, seen, err)
+	}
 
 	a1, _ := st.AllocByID(nil, "a1")
 	if a1.RestartRequest == nil || a1.RestartRequest.Index != 1 || a1.AllocModifyIndex != 4 || a1.ClientStatus != "running" {
