@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,5 +234,54 @@ func TestJobRestartReschedules(t *testing.T) {
 		if al.PreviousAllocation != old[name] {
 			t.Fatalf("%s: replacement %s follows %q, want %s", name, id, al.PreviousAllocation, old[name])
 		}
+	}
+}
+
+// -batch-wait ask: the servers pause the restart after each batch and the
+// CLI asks; "y" resumes it, and the restart ends only after every batch.
+func TestJobRestartAsksBetweenBatches(t *testing.T) {
+	a := devAgent(t)
+	job := rawExecJob("ask", "service", 2, "exec sleep 600")
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MinHealthyTime: ptr(100 * time.Millisecond)}
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "2 running allocations", func() bool {
+		n := 0
+		for _, s := range a.allocsOf("ask") {
+			if s.ClientStatus == "running" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	cmd := exec.Command(droverBin, "job", "restart", "-batch-wait", "ask", "-yes", "ask")
+	cmd.Env = append(cmd.Environ(), "NOMAD_ADDR="+a.url(""))
+	cmd.Stdin = strings.NewReader("y\n")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil || strings.Count(out, "resume to restart the next batch. Continue? [y/N]") != 1 ||
+		!strings.Contains(out, "Finished job restart: restarted 2 allocations in 2 batches") {
+		t.Fatalf("job restart -batch-wait ask (%v):\n%s", err, out)
+	}
+
+	// Answering no cancels it: nothing after the first batch is restarted.
+	cmd = exec.Command(droverBin, "job", "restart", "-batch-wait", "ask", "-yes", "ask")
+	cmd.Env = append(cmd.Environ(), "NOMAD_ADDR="+a.url(""))
+	cmd.Stdin = strings.NewReader("n\n")
+	b, err = cmd.CombinedOutput()
+	if out = string(b); err == nil || !strings.Contains(out, "Job restart canceled") {
+		t.Fatalf("answered no (%v):\n%s", err, out)
+	}
+	restarts := 0
+	for _, s := range a.allocsOf("ask") {
+		al, _, err := a.client.Allocations().Info(s.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		restarts += int(al.TaskStates["t"].Restarts)
+	}
+	if restarts != 3 {
+		t.Fatalf("%d task restarts in all, want 2 + 1", restarts)
 	}
 }
