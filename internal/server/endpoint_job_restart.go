@@ -32,10 +32,9 @@ func (j *Job) Restart(args *structs.JobRestartStartRequest, reply *structs.JobRe
 	if job.Stop {
 		return structs.NewErrCoded(400, "job %q is stopped", args.JobID)
 	}
-	if job.Type == structs.JobTypeBatch || job.Type == structs.JobTypeSysBatch {
-		if args.Spec.Reschedule {
-			return structs.NewErrCoded(400, "Reschedule: %s jobs cannot be rescheduled by a restart", job.Type)
-		}
+	if args.Spec.Reschedule && (job.Type == structs.JobTypeSystem || job.Type == structs.JobTypeSysBatch) {
+		// As Nomad: a system job's allocations are bound to their nodes.
+		return structs.NewErrCoded(400, "Reschedule: jobs of type %q cannot be rescheduled", job.Type)
 	}
 	if cur, err := st.JobRestartByJob(nil, ns, args.JobID); err != nil {
 		return err

@@ -223,3 +223,32 @@ func TestJobRestartCancel(t *testing.T) {
 		t.Fatalf("%d allocations restarted, want the 2 of the batches before the cancel", n)
 	}
 }
+
+// Bad requests are 4xx naming what is wrong.
+func TestJobRestartRefusals(t *testing.T) {
+	s := testServer(t, nil)
+	sys := testJob("sys", 1)
+	sys.Type = structs.JobTypeSystem
+	for _, j := range []*structs.Job{testJob("web", 1), sys} {
+		if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: j}, &structs.JobRegisterResponse{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		job  string
+		spec structs.JobRestartSpec
+		want string
+	}{
+		{"nope", structs.JobRestartSpec{}, "404"},
+		{"sys", structs.JobRestartSpec{Reschedule: true}, `Reschedule: jobs of type "system" cannot be rescheduled`},
+		{"web", structs.JobRestartSpec{Group: "other"}, `Group: job "web" has no group "other"`},
+		{"web", structs.JobRestartSpec{OnError: "maybe"}, "OnError"},
+		{"web", structs.JobRestartSpec{}, "has no running allocations to restart"}, // nothing placed: no node
+	} {
+		var resp structs.JobRestartResponse
+		err := s.RPC("Job.Restart", &structs.JobRestartStartRequest{JobID: tc.job, Spec: tc.spec}, &resp)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %+v: %v, want %q", tc.job, tc.spec, err, tc.want)
+		}
+	}
+}
