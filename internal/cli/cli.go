@@ -72,6 +72,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job history":               f(&JobHistoryCommand{Meta: m}),
 		"job revert":                f(&JobRevertCommand{Meta: m}),
 		"job scale":                 f(&JobScaleCommand{Meta: m}),
+		"job restart":               f(&JobRestartCommand{Meta: m}),
 		"job scaling-events":        f(&JobScalingEventsCommand{Meta: m}),
 		"scaling":                   f(&GroupCommand{Meta: m, Name: "scaling", Synopsis_: "Interact with scaling policies and events"}),
 		"scaling policy":            f(&GroupCommand{Meta: m, Name: "scaling policy", Synopsis_: "Interact with scaling policies"}),

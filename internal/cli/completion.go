@@ -49,6 +49,9 @@ var commandFlags = map[string]complete.Flags{
 	"job stop":     boolFlags("purge", "detach", "yes", "verbose"),
 	"job revert":   boolFlags("detach", "verbose"),
 	"job scale":    boolFlags("detach", "verbose"),
+	"job restart": mergeFlags(boolFlags("all-tasks", "reschedule", "yes", "verbose"), complete.Flags{
+		"-batch-size": complete.PredictAnything, "-batch-wait": complete.PredictAnything, "-group": complete.PredictAnything,
+		"-task": complete.PredictAnything, "-on-error": complete.PredictSet("ask", "fail")}),
 	"job dispatch": mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-meta": complete.PredictAnything,
 		"-id-prefix-template": complete.PredictAnything, "-idempotency-token": complete.PredictAnything, "-priority": complete.PredictAnything}),
 	"job periodic force": boolFlags("detach", "verbose"),
@@ -110,7 +113,7 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 	switch name {
 	case "job run", "run", "job plan", "plan", "job validate", "validate":
 		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.nomad"), complete.PredictFiles("*.json"))
-	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale",
+	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale", "job restart",
 		"job dispatch", "job periodic force", "status", "job promote", "job deployments":
 		return idPredictor(m.Client, "jobs")
 	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":

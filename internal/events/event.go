@@ -61,6 +61,9 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.DeploymentPromoteRequestType:            TypeDeploymentPromotion,
 	structs.DeploymentAllocHealthRequestType:        TypeDeploymentAllocHealth,
 	structs.AllocUpdateDesiredTransitionRequestType: TypeAllocationUpdateDesiredStatus,
+	// A rolling restart's step changes allocations (restart request or
+	// migrate transition) and may create an eval.
+	structs.JobRestartRequestType: TypeAllocUpdated,
 }
 
 // tableTopics maps the state tables that carry events to their topic.

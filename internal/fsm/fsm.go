@@ -213,6 +213,8 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyNodeBatchDeregister(buf, index)
 	case structs.ReconcileJobSummariesRequestType:
 		err = f.applyReconcileSummaries(buf, index)
+	case structs.JobRestartRequestType:
+		err = f.applyJobRestart(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

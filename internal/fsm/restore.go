@@ -169,6 +169,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.PeriodicLaunchRestore(v))
+	case JobRestartSnapshot:
+		v := new(structs.JobRestart)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobRestartRestore(v))
 	case RootKeySnapshot:
 		v := new(structs.RootKey)
 		if err := dec.Decode(v); err != nil {

@@ -46,6 +46,8 @@ const (
 	// TimeTableSnapshot is the index->time table (timetable.go), one
 	// record holding every pair; clear of the numbers other branches take.
 	TimeTableSnapshot SnapshotType = 116
+	// JobRestartSnapshot takes its Raft message type's number (111).
+	JobRestartSnapshot SnapshotType = 111
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -133,6 +135,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
+		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

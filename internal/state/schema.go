@@ -219,5 +219,6 @@ func schema() *memdb.DBSchema {
 			},
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
+		tableJobRestart:      jobRestartTable(),
 	}}
 }

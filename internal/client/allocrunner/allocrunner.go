@@ -99,6 +99,8 @@ type AllocRunner struct {
 	reportMu sync.Mutex
 	changeCh chan struct{}
 
+	restartIndex uint64 // last in-place restart request handled (restart.go); under mu
+
 	killOnce sync.Once
 	killCh   chan struct{}
 	waitCh   chan struct{}
@@ -127,6 +129,9 @@ func New(cfg Config) (*AllocRunner, error) {
 		changeCh: make(chan struct{}, 1),
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
+	}
+	if rr := cfg.Alloc.RestartRequest; rr != nil {
+		ar.restartIndex = rr.Index // asked before this runner existed: not for it
 	}
 	if cfg.NewAllocDir != nil {
 		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)

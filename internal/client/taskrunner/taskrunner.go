@@ -76,6 +76,11 @@ type TaskRunner struct {
 
 	waitCh chan struct{}
 
+	// restartCh carries an in-place restart request (user_restart.go);
+	// userRestart marks that the last run ended because of one.
+	restartCh   chan struct{}
+	userRestart bool
+
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
 }
@@ -100,6 +105,8 @@ func New(cfg Config) *TaskRunner {
 		alloc:  cfg.Alloc,
 		killCh: make(chan struct{}),
 		waitCh: make(chan struct{}),
+
+		restartCh: make(chan struct{}, 1),
 	}
 	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
 	return tr
@@ -320,6 +327,9 @@ func (tr *TaskRunner) Run() {
 			tr.setState(structs.TaskStateDead, ev)
 			return
 		}
+		if tr.takeUserRestart() {
+			continue // restarted on request: not counted against the policy
+		}
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
@@ -375,6 +385,7 @@ func (tr *TaskRunner) jobType() string {
 // how it ended. On a start failure it returns the error instead.
 func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error) {
 	tc := tr.taskConfig(stdout, stderr)
+	tr.drainRestart()
 	if _, err := tr.cfg.Driver.StartTask(tc); err != nil {
 		ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
 		ev.DriverError = err.Error()
@@ -410,6 +421,9 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
+		res = <-waitCh
+	case <-tr.restartCh:
+		tr.stopForRestart()
 		res = <-waitCh
 	}
 	if res == nil {
