@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/drover-project/drover/internal/structs"
 )
 
