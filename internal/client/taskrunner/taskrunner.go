@@ -320,6 +320,7 @@ func (tr *TaskRunner) Run() {
 			tr.setState(structs.TaskStateDead, ev)
 			return
 		}
+		tracker.setPolicy(tr.restartPolicy())
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
@@ -352,14 +353,25 @@ func (tr *TaskRunner) Run() {
 	}
 }
 
+// restartPolicy is the task's restart policy in the newest copy of the
+// allocation's job (an in-place update may change it), else in the job the
+// task started with.
 func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
+	tr.mu.Lock()
+	alloc := tr.alloc
+	tr.mu.Unlock()
+	if alloc.Job != nil {
+		if tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup); tg != nil {
+			if t := tg.LookupTask(tr.cfg.Task.Name); t != nil && t.RestartPolicy != nil {
+				return t.RestartPolicy
+			}
+			if tg.RestartPolicy != nil {
+				return tg.RestartPolicy
+			}
+		}
+	}
 	if tr.cfg.Task.RestartPolicy != nil {
 		return tr.cfg.Task.RestartPolicy
-	}
-	if tr.cfg.Alloc.Job != nil {
-		if tg := tr.cfg.Alloc.Job.LookupTaskGroup(tr.cfg.Alloc.TaskGroup); tg != nil {
-			return tg.RestartPolicy
-		}
 	}
 	return nil
 }
