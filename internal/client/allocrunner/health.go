@@ -207,11 +207,19 @@ func (h *healthWatcher) taskChanged() {
 // observe takes the server's copy of the allocation: the first copy, or one
 // for another deployment than the one judged, starts a new judgement (when
 // the group's update block asks the client for one and the servers do not
-// already hold a health for it); the same deployment again changes nothing.
+// already hold a health for it). A copy of the same deployment ends a
+// judgement still running if the servers hold a health this client did not
+// send (decided before the client restarted, or set by an operator);
+// otherwise it changes nothing.
 func (h *healthWatcher) observe(a *structs.Allocation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	serverHealth := a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil
 	if h.begun && a.DeploymentID == h.deploymentID {
+		if serverHealth && h.result == nil && h.stop != nil {
+			close(h.stop)
+			h.stop = nil
+		}
 		return
 	}
 	h.begun = true
@@ -222,7 +230,7 @@ func (h *healthWatcher) observe(a *structs.Allocation) {
 	h.deploymentID = a.DeploymentID
 	h.result = nil
 	p, ok := healthPolicyFor(a)
-	if !ok || a.ServerTerminalStatus() || (a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil) {
+	if !ok || a.ServerTerminalStatus() || serverHealth {
 		return
 	}
 	stop := make(chan struct{})

@@ -313,3 +313,30 @@ func TestHealth_InPlaceUpdateIntoNewDeploymentJudgesAgain(t *testing.T) {
 		t.Fatalf("runner still on job version %d index %d", got.Job.Version, got.AllocModifyIndex)
 	}
 }
+
+// When the servers already hold health for the deployment (an operator set
+// it, or this client decided it before it restarted), the client stops
+// judging and never overrides it, even when a task fails afterwards.
+func TestHealth_ServerHealthEndsJudgement(t *testing.T) {
+	d := mock.New()
+	alloc := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "300ms", "exit_code": 1}))
+	ar, rec := newRunner(t, alloc, d)
+	waitStatus(t, rec, structs.AllocClientStatusRunning)
+	healthy := true
+	set := *alloc
+	set.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now()}
+	ar.Update(&set)
+	waitStatus(t, rec, structs.AllocClientStatusFailed)
+	if u := rec.anyHealth(); u != nil {
+		t.Fatalf("client sent %+v over the servers' health", u.DeploymentStatus)
+	}
+	// Started already holding health: nothing is judged either.
+	d2 := mock.New()
+	alloc2 := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "100ms", "exit_code": 1}))
+	alloc2.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy}
+	_, rec2 := newRunner(t, alloc2, d2)
+	waitStatus(t, rec2, structs.AllocClientStatusFailed)
+	if u := rec2.anyHealth(); u != nil {
+		t.Fatalf("client sent %+v over the servers' health", u.DeploymentStatus)
+	}
+}
