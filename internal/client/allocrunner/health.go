@@ -173,9 +173,9 @@ func deadlineMessage(t healthTask, p healthPolicy, deadlineAt time.Time) string 
 // healthWatcher keeps one allocation's deployment health: it judges it once
 // per deployment (a new DeploymentID, as an in-place update into a new
 // deployment brings, starts a new judgement) and holds the result the client
-// sends with the allocation's updates. The servers' copy of the health is
-// never echoed back: the client sends only what it decided itself, so it can
-// never undo health an operator set by hand.
+// sends with the allocation's updates. The client sends only health it
+// decided itself (before a restart, too), never a copy of the servers',
+// so it can never undo health an operator set by hand.
 type healthWatcher struct {
 	ar *AllocRunner
 
@@ -204,24 +204,39 @@ func (h *healthWatcher) taskChanged() {
 	}
 }
 
-// observe takes the server's copy of the allocation: the first copy, or one
-// for another deployment than the one judged, starts a new judgement (when
-// the group's update block asks the client for one and the servers do not
-// already hold a health for it). A copy of the same deployment ends a
-// judgement still running if the servers hold a health this client did not
-// send (decided before the client restarted, or set by an operator);
-// otherwise it changes nothing.
+// observe takes the server's copy of the allocation.
+//
+// The first copy, or one for another deployment than the one judged,
+// starts a new judgement when the group's update block asks the client for
+// one. If that first copy already holds health (a restored allocation: this
+// client decided it before it restarted, perhaps without reporting it), the
+// client keeps sending that health instead of judging again.
+//
+// A later copy of the same deployment that holds health is the servers'
+// word: it ends a judgement still running, and if it differs from what this
+// client decided (an operator set it), the client stops sending its own so
+// it never undoes the operator's. Otherwise nothing changes.
 func (h *healthWatcher) observe(a *structs.Allocation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	serverHealth := a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil
+	var server *structs.AllocDeploymentStatus
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
+		server = a.DeploymentStatus
+	}
 	if h.begun && a.DeploymentID == h.deploymentID {
-		if serverHealth && h.result == nil && h.stop != nil {
+		if server == nil {
+			return
+		}
+		if h.stop != nil {
 			close(h.stop)
 			h.stop = nil
 		}
+		if h.result != nil && (*h.result.Healthy != *server.Healthy || !h.result.Timestamp.Equal(server.Timestamp)) {
+			h.result = nil
+		}
 		return
 	}
+	first := !h.begun
 	h.begun = true
 	if h.stop != nil {
 		close(h.stop)
@@ -230,7 +245,14 @@ func (h *healthWatcher) observe(a *structs.Allocation) {
 	h.deploymentID = a.DeploymentID
 	h.result = nil
 	p, ok := healthPolicyFor(a)
-	if !ok || a.ServerTerminalStatus() || serverHealth {
+	if !ok || a.ServerTerminalStatus() {
+		return
+	}
+	if server != nil {
+		if first {
+			healthy := *server.Healthy
+			h.result = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: server.Timestamp}
+		}
 		return
 	}
 	stop := make(chan struct{})

@@ -314,9 +314,9 @@ func TestHealth_InPlaceUpdateIntoNewDeploymentJudgesAgain(t *testing.T) {
 	}
 }
 
-// When the servers already hold health for the deployment (an operator set
-// it, or this client decided it before it restarted), the client stops
-// judging and never overrides it, even when a task fails afterwards.
+// When the servers' copy brings health for the deployment being judged (an
+// operator set it), the client stops judging and never overrides it, even
+// when a task fails afterwards.
 func TestHealth_ServerHealthEndsJudgement(t *testing.T) {
 	d := mock.New()
 	alloc := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "300ms", "exit_code": 1}))
@@ -330,13 +330,41 @@ func TestHealth_ServerHealthEndsJudgement(t *testing.T) {
 	if u := rec.anyHealth(); u != nil {
 		t.Fatalf("client sent %+v over the servers' health", u.DeploymentStatus)
 	}
-	// Started already holding health: nothing is judged either.
-	d2 := mock.New()
-	alloc2 := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "100ms", "exit_code": 1}))
-	alloc2.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy}
-	_, rec2 := newRunner(t, alloc2, d2)
-	waitStatus(t, rec2, structs.AllocClientStatusFailed)
-	if u := rec2.anyHealth(); u != nil {
-		t.Fatalf("client sent %+v over the servers' health", u.DeploymentStatus)
+}
+
+// A runner that starts with health already decided for its deployment (a
+// restored allocation, whose health may never have reached the servers)
+// keeps sending that health and judges nothing: a task failing later does
+// not turn it unhealthy.
+func TestHealth_RestoredHealthIsSentNotJudged(t *testing.T) {
+	d := mock.New()
+	alloc := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "100ms", "exit_code": 1}))
+	healthy, at := true, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	alloc.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at, Canary: true}
+	_, rec := newRunner(t, alloc, d)
+	got := waitStatus(t, rec, structs.AllocClientStatusFailed)
+	if ds := got.DeploymentStatus; ds == nil || !*ds.Healthy || !ds.Timestamp.Equal(at) || !ds.Canary {
+		t.Fatalf("sent %+v, want the restored healthy status", ds)
+	}
+}
+
+// Health this client decided, then overridden by an operator on the
+// servers: the client stops sending its own.
+func TestHealth_OperatorOverrideStopsEcho(t *testing.T) {
+	d := mock.New()
+	alloc := deployedAlloc(50*time.Millisecond, time.Minute, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	ar, _ := newRunner(t, alloc, d)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if ds := ar.Alloc().DeploymentStatus; ds == nil || ds.Healthy == nil {
+			return fmt.Errorf("not judged yet")
+		}
+		return nil
+	})
+	unhealthy := false
+	set := *alloc
+	set.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: time.Now()}
+	ar.Update(&set)
+	if ds := ar.health.status(&set); ds != nil {
+		t.Fatalf("client still sends %+v after the operator's override", ds)
 	}
 }
