@@ -55,3 +55,34 @@ func TestHealth_NoDeploymentSetsNothing(t *testing.T) {
 		t.Fatalf("no deployment but the client sent %+v", u.DeploymentStatus)
 	}
 }
+
+// kill_timeout and kill_signal change in place: a stop after the update
+// uses the new values.
+func TestAllocRunner_InPlaceUpdateTakesNewKillTimeout(t *testing.T) {
+	d := mock.New()
+	alloc := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	ar, rec := newRunner(t, alloc, d)
+	waitStatus(t, rec, structs.AllocClientStatusRunning)
+
+	up := *alloc
+	up.Job = alloc.Job.Copy()
+	up.Job.Version++
+	up.Job.TaskGroups[0].Tasks[0].KillTimeout = 1500 * time.Millisecond
+	ar.Update(&up)
+	stop := up
+	stop.DesiredStatus = structs.AllocDesiredStatusStop
+	ar.Update(&stop)
+	got := waitStatus(t, rec, structs.AllocClientStatusComplete)
+	for _, e := range got.TaskStates["t"].Events {
+		if e.Type == structs.TaskKilling {
+			if e.KillTimeout != 1500*time.Millisecond {
+				t.Fatalf("killed with kill_timeout %s, want the updated 1.5s", e.KillTimeout)
+			}
+			if d.StartCount("t") != 1 {
+				t.Fatalf("task started %d times", d.StartCount("t"))
+			}
+			return
+		}
+	}
+	t.Fatalf("no Killing event: %v", eventTypes(got.TaskStates["t"]))
+}

@@ -181,7 +181,7 @@ func (tr *TaskRunner) killed() bool {
 }
 
 func (tr *TaskRunner) killTimeout() time.Duration {
-	t := tr.cfg.Task.KillTimeout
+	t := tr.newestTask().KillTimeout
 	if t <= 0 {
 		t = DefaultKillTimeout
 	}
@@ -353,25 +353,12 @@ func (tr *TaskRunner) Run() {
 	}
 }
 
-// restartPolicy is the task's restart policy in the newest copy of the
-// allocation's job (an in-place update may change it), else in the job the
-// task started with.
 func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
-	tr.mu.Lock()
-	alloc := tr.alloc
-	tr.mu.Unlock()
-	if alloc.Job != nil {
-		if tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup); tg != nil {
-			if t := tg.LookupTask(tr.cfg.Task.Name); t != nil && t.RestartPolicy != nil {
-				return t.RestartPolicy
-			}
-			if tg.RestartPolicy != nil {
-				return tg.RestartPolicy
-			}
-		}
+	if p := tr.newestTask().RestartPolicy; p != nil {
+		return p
 	}
-	if tr.cfg.Task.RestartPolicy != nil {
-		return tr.cfg.Task.RestartPolicy
+	if tg := tr.newestGroup(); tg != nil {
+		return tg.RestartPolicy
 	}
 	return nil
 }
@@ -416,9 +403,7 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 	select {
 	case res = <-waitCh:
 	case <-tr.killCh:
-		tr.mu.Lock()
-		sig := tr.cfg.Task.KillSignal
-		tr.mu.Unlock()
+		sig := tr.newestTask().KillSignal
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
