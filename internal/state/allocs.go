@@ -284,9 +284,9 @@ func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *s
 		a.CreateIndex = ex.CreateIndex
 		a.TaskStates = ex.TaskStates
 		a.NetworkStatus = ex.NetworkStatus
-		// Health belongs to a deployment: kept while the allocation stays
-		// in it; an in-place update into another deployment takes the
-		// plan's (normally none), so the client judges it again there.
+		// The client owns health: a scheduler's copy may predate it. An
+		// allocation moved into another deployment (an in-place update)
+		// starts that one without health.
 		if ex.DeploymentStatus != nil && ex.DeploymentID == a.DeploymentID {
 			a.DeploymentStatus = ex.DeploymentStatus
 		}
