@@ -75,7 +75,16 @@ func healthPolicyFor(a *structs.Allocation) (healthPolicy, bool) {
 type healthTask struct {
 	name  string
 	phase int
-	state *structs.TaskState
+	// sidecar marks a poststart task that keeps running (prestart
+	// sidecars have their own phase).
+	sidecar bool
+	state   *structs.TaskState
+}
+
+// ephemeral reports whether the task is meant to end: a prestart or
+// poststart task that is not a sidecar.
+func (t healthTask) ephemeral() bool {
+	return t.phase == phasePrestart || (t.phase == phasePoststart && !t.sidecar)
 }
 
 // healthVerdict is the outcome of one judgement.
@@ -111,12 +120,11 @@ func judgeHealth(tasks []healthTask, p healthPolicy, start, now time.Time) healt
 		if t.phase == phasePoststop || st == nil {
 			continue
 		}
-		ephemeral := t.phase == phasePrestart || t.phase == phasePoststart
 		if st.Failed {
 			return healthVerdict{decided: true, reason: fmt.Sprintf("task %q failed", t.name)}
 		}
 		if st.State == structs.TaskStateDead {
-			if ephemeral {
+			if t.ephemeral() {
 				continue
 			}
 			return healthVerdict{decided: true, reason: fmt.Sprintf("task %q is no longer running", t.name)}
@@ -158,7 +166,7 @@ func deadlineMessage(t healthTask, p healthPolicy, deadlineAt time.Time) string 
 	if t.phase == phasePoststop || st == nil {
 		return ""
 	}
-	if st.State == structs.TaskStateDead && (t.phase == phasePrestart || t.phase == phasePoststart) && !st.Failed {
+	if st.State == structs.TaskStateDead && t.ephemeral() && !st.Failed {
 		return ""
 	}
 	if st.State != structs.TaskStateRunning {
@@ -292,7 +300,9 @@ func (h *healthWatcher) decide(stop chan struct{}, deploymentID string, healthy 
 func (h *healthWatcher) healthTasks() []healthTask {
 	out := make([]healthTask, 0, len(h.ar.tasks))
 	for _, e := range h.ar.tasks {
-		out = append(out, healthTask{name: e.tr.Task().Name, phase: e.phase, state: e.tr.State()})
+		task := e.tr.Task()
+		out = append(out, healthTask{name: task.Name, phase: e.phase, state: e.tr.State(),
+			sidecar: task.Lifecycle != nil && task.Lifecycle.Sidecar})
 	}
 	return out
 }
