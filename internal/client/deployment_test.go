@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/testutil"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
@@ -166,4 +167,34 @@ func TestClient_InPlaceUpdateKeepsPIDs(t *testing.T) {
 
 	tc.srv.stopAlloc(a.ID)
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+}
+
+// Health the client just decided goes out in the next 200 ms batch, not
+// the 1 s one: the deployment waits on it. Repeating it is not urgent.
+func TestAllocSync_NewHealthIsUrgent(t *testing.T) {
+	c := &Client{allocs: map[string]*allocrunner.AllocRunner{"a": nil}}
+	s := newAllocSync(c)
+	running := &structs.Allocation{ID: "a", ClientStatus: structs.AllocClientStatusRunning}
+	s.acked["a"] = running
+	s.allocStateUpdated(&structs.Allocation{ID: "a", ClientStatus: structs.AllocClientStatusRunning,
+		TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning}}})
+	if s.urgent {
+		t.Fatal("a task-state change alone made the batch urgent")
+	}
+	healthy := true
+	withHealth := &structs.Allocation{ID: "a", ClientStatus: structs.AllocClientStatusRunning,
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now()}}
+	s.allocStateUpdated(withHealth)
+	if !s.urgent {
+		t.Fatal("new health did not make the batch urgent")
+	}
+	s.urgent = false
+	s.pending = map[string]*structs.Allocation{}
+	s.acked["a"] = withHealth
+	again := *withHealth
+	again.TaskStates = map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning, Restarts: 1}}
+	s.allocStateUpdated(&again)
+	if s.urgent {
+		t.Fatal("repeated health made the batch urgent")
+	}
 }
