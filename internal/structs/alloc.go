@@ -124,6 +124,9 @@ const (
 	TaskSiblingFailed = "Sibling Task Failed"
 	TaskReconnected   = "Reconnected"
 	TaskDriverMessage = "Driver"
+	// TaskAllocUnhealthy is recorded on the tasks that kept their allocation
+	// from becoming healthy by its deployment's healthy_deadline.
+	TaskAllocUnhealthy = "Alloc Unhealthy"
 )
 
 // AllocMetric records how the scheduler reached a placement (or failed to).

@@ -188,7 +188,7 @@ func (tr *TaskRunner) killed() bool {
 }
 
 func (tr *TaskRunner) killTimeout() time.Duration {
-	t := tr.cfg.Task.KillTimeout
+	t := tr.newestTask().KillTimeout
 	if t <= 0 {
 		t = DefaultKillTimeout
 	}
@@ -330,6 +330,7 @@ func (tr *TaskRunner) Run() {
 		if tr.takeUserRestart() {
 			continue // restarted on request: not counted against the policy
 		}
+		tracker.setPolicy(tr.restartPolicy())
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
@@ -363,13 +364,11 @@ func (tr *TaskRunner) Run() {
 }
 
 func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
-	if tr.cfg.Task.RestartPolicy != nil {
-		return tr.cfg.Task.RestartPolicy
+	if p := tr.newestTask().RestartPolicy; p != nil {
+		return p
 	}
-	if tr.cfg.Alloc.Job != nil {
-		if tg := tr.cfg.Alloc.Job.LookupTaskGroup(tr.cfg.Alloc.TaskGroup); tg != nil {
-			return tg.RestartPolicy
-		}
+	if tg := tr.newestGroup(); tg != nil {
+		return tg.RestartPolicy
 	}
 	return nil
 }
@@ -415,9 +414,7 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 	select {
 	case res = <-waitCh:
 	case <-tr.killCh:
-		tr.mu.Lock()
-		sig := tr.cfg.Task.KillSignal
-		tr.mu.Unlock()
+		sig := tr.newestTask().KillSignal
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
