@@ -24,7 +24,7 @@ func (f *FSM) applyNodeBatchDrain(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "node batch drain update"); err != nil {
 		return err
 	}
-	if err := f.State().BatchUpdateNodeDrain(index, &req); err != nil {
+	if err := f.State().UpdateNodeDrainBatch(index, &req); err != nil {
 		return err
 	}
 	for id, u := range req.Updates {

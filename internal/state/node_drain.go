@@ -27,9 +27,9 @@ func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainR
 	return nil
 }
 
-// BatchUpdateNodeDrain applies the drainer's changes: a nil strategy marks
+// UpdateNodeDrainBatch applies the drainer's changes: a nil strategy marks
 // the drain complete. Unknown nodes are skipped (purged meanwhile).
-func (s *StateStore) BatchUpdateNodeDrain(index uint64, req *structs.BatchNodeUpdateDrainRequest) error {
+func (s *StateStore) UpdateNodeDrainBatch(index uint64, req *structs.BatchNodeUpdateDrainRequest) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	changed := false
