@@ -45,6 +45,9 @@ func TestClient_RestoreReattachesAndReportsExits(t *testing.T) {
 		return c
 	}
 	c1 := start()
+	cur := c1
+	// Whatever a failed run left running is stopped.
+	t.Cleanup(func() { cur.Leave(); cur.Shutdown() })
 	tc := &testClient{Client: c1, srv: srv}
 	tc.waitReady(t)
 
@@ -94,7 +97,7 @@ func TestClient_RestoreReattachesAndReportsExits(t *testing.T) {
 	srv.stopAlloc(stopped.ID)
 
 	c2 := start()
-	defer c2.Shutdown()
+	cur = c2
 	tc.Client = c2
 	got := tc.waitServerStatus(t, exits.ID, structs.AllocClientStatusFailed)
 	var term *structs.TaskEvent
