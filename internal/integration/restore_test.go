@@ -2,10 +2,10 @@ package integration
 
 import (
 	"fmt"
-	"math"
-	"os"
 	"io"
+	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
