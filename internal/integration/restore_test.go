@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,6 +129,18 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		})
 		return pid
 	}
+
+	// `alloc logs -f` against the client agent, across both restarts.
+	follower := exec.Command(droverBin, "alloc", "logs", "-f", allocs[0].ID, "t")
+	follower.Env = append(os.Environ(), fmt.Sprintf("NOMAD_ADDR=http://127.0.0.1:%d", cli.http))
+	followed := &syncBuffer{}
+	followErr := &syncBuffer{}
+	follower.Stdout, follower.Stderr = followed, followErr
+	if err := follower.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { follower.Process.Kill(); follower.Wait() })
+	waitFor(t, 20*time.Second, "alloc logs -f streaming", func() bool { return strings.Count(followed.String(), "\n") > 0 })
 
 	type phase struct {
 		name   string
@@ -278,6 +291,24 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 	if !strings.HasPrefix(resp, fmt.Sprintf("%d 1 ", pids[allocs[0].ID])) || strings.Count(resp, "\n") < 30 {
 		t.Fatalf("logs through the API after the restarts: %.200q", resp)
 	}
+
+	// The follower saw exactly the log, through both restarts.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		b, _ := os.ReadFile(logPath(allocs[0].ID))
+		f := followed.String()
+		if len(f) > 0 && strings.Count(f, "\n") >= strings.Count(string(b), "\n")-20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alloc logs -f did not catch up: %d lines followed, %d in the log; its stderr: %q", strings.Count(f, "\n"), strings.Count(string(b), "\n"), followErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(logPath(allocs[0].ID))
+	if f := followed.String(); !strings.HasPrefix(string(b), f) {
+		t.Fatalf("alloc logs -f output is not the log: %d bytes followed, %d in the log (stderr %q)", len(f), len(b), followErr.String())
+	}
+	t.Logf("alloc logs -f followed %d lines across both restarts; it said: %q", strings.Count(followed.String(), "\n"), strings.TrimSpace(followErr.String()))
 
 	// Stop everything before the agents go.
 	if _, _, err := srv.client.Jobs().Deregister("r5", false, nil); err != nil {
