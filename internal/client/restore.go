@@ -85,6 +85,11 @@ func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}) (*a
 // persistAlloc stores the server's copy of an allocation before the client
 // acts on it.
 func (c *Client) persistAlloc(a *structs.Allocation) {
+	if a.Job == nil {
+		// Never stored without its job: a restore could not run it.
+		c.logger.Warn("not persisting an allocation without its job", "alloc_id", a.ID)
+		return
+	}
 	if err := c.state.PutAlloc(a); err != nil {
 		c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
 	}
