@@ -130,6 +130,9 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		return pid
 	}
 
+	shims, rssKB := shimsUnder(clientDir)
+	t.Logf("R5: %d task supervisors, %d KiB proportional set size (PSS) each on average", shims, rssKB/max(shims, 1))
+
 	// `alloc logs -f` against the client agent, across both restarts.
 	follower := exec.Command(droverBin, "alloc", "logs", "-f", allocs[0].ID, "t")
 	follower.Env = append(os.Environ(), fmt.Sprintf("NOMAD_ADDR=http://127.0.0.1:%d", cli.http))
@@ -379,6 +382,27 @@ func killProcsUnder(dir string) {
 	}
 }
 
+// shimsUnder counts the task supervisors of a client data dir and sums
+// their proportional set sizes (shared pages split among their users).
+func shimsUnder(dir string) (n, rssKB int) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), "__drover_rawexec_shim") || !strings.Contains(string(b), dir) {
+			continue
+		}
+		n++
+		st, _ := os.ReadFile("/proc/" + e.Name() + "/smaps_rollup")
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "Pss:"); ok {
+				kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+				rssKB += kb
+			}
+		}
+	}
+	return n, rssKB
+}
+
 // countTaskProcs counts live processes of an allocation (they alone have
 // its NOMAD_ALLOC_ID in their environment).
 func countTaskProcs(allocID string) int {
@@ -413,4 +437,74 @@ func httpGet(url string) (string, error) {
 		return "", fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return string(b), err
+}
+
+// A client agent that leaves (leave_on_terminate and SIGTERM here) and a
+// dev agent stopped with SIGINT stop their tasks: no process is left
+// behind, supervisors included.
+func TestClientLeaveStopsTasks(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
+	})
+	srv.waitReady(false)
+	clientDir := t.TempDir()
+	t.Cleanup(func() { killProcsUnder(clientDir) })
+	cli := startAgent(t, clientDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"plugin":             map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		"leave_on_interrupt": false,
+		"leave_on_terminate": true,
+		"log_level":          "INFO",
+	})
+	waitFor(t, 20*time.Second, "client node ready", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	if _, _, err := srv.client.Jobs().Register(bashJob("leave", "service", 2, counterScript), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "tasks running", func() bool {
+		n := 0
+		for _, a := range srv.allocsOf("leave") {
+			if a.ClientStatus == "running" && countTaskProcs(a.ID) == 1 {
+				n++
+			}
+		}
+		return n == 2
+	})
+	cli.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-cli.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("client agent did not exit after SIGTERM")
+	}
+	for _, a := range srv.allocsOf("leave") {
+		if n := countTaskProcs(a.ID); n != 0 {
+			t.Fatalf("alloc %s: %d processes left after the client left", a.ID, n)
+		}
+		if a.ClientStatus != "complete" {
+			t.Errorf("alloc %s: servers were told %q, want complete", a.ID, a.ClientStatus)
+		}
+	}
+	if n, _ := shimsUnder(clientDir); n != 0 {
+		t.Fatalf("%d task supervisors left after the client left", n)
+	}
+
+	dev := devAgent(t)
+	if _, _, err := dev.client.Jobs().Register(bashJob("dev", "service", 1, counterScript), nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 30*time.Second, "dev task running", func() bool {
+		stubs := dev.allocsOf("dev")
+		if len(stubs) == 1 && stubs[0].ClientStatus == "running" && countTaskProcs(stubs[0].ID) == 1 {
+			allocID = stubs[0].ID
+			return true
+		}
+		return false
+	})
+	dev.cmd.Process.Signal(os.Interrupt)
+	<-dev.exited
+	if n := countTaskProcs(allocID); n != 0 {
+		t.Fatalf("dev agent left %d task processes", n)
+	}
 }
