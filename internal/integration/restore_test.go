@@ -471,12 +471,14 @@ func TestClientLeaveStopsTasks(t *testing.T) {
 		}
 		return n == 2
 	})
+	leaveAt := time.Now()
 	cli.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-cli.exited:
 	case <-time.After(30 * time.Second):
 		t.Fatal("client agent did not exit after SIGTERM")
 	}
+	t.Logf("client left in %v", time.Since(leaveAt))
 	for _, a := range srv.allocsOf("leave") {
 		if n := countTaskProcs(a.ID); n != 0 {
 			t.Fatalf("alloc %s: %d processes left after the client left", a.ID, n)
@@ -502,8 +504,10 @@ func TestClientLeaveStopsTasks(t *testing.T) {
 		}
 		return false
 	})
+	devAt := time.Now()
 	dev.cmd.Process.Signal(os.Interrupt)
 	<-dev.exited
+	t.Logf("dev agent stopped in %v", time.Since(devAt))
 	if n := countTaskProcs(allocID); n != 0 {
 		t.Fatalf("dev agent left %d task processes", n)
 	}

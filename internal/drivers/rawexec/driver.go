@@ -323,7 +323,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 		spec.Task = cgroupName(cfg.ID)
 	}
 	dir := shimDirOf(cfg)
-	st, cmd, err := startShim(dir, spec)
+	st, cmd, exited, err := startShim(dir, spec)
 	if err != nil {
 		if cg != nil && cg.Owned {
 			_ = os.Remove(cg.Path)
@@ -334,7 +334,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 		ShimDir: dir, ShimPID: st.ShimPID, ShimStartTime: st.ShimStartTime}
 	h := newHandle(cfg, ds, d.logger)
 	go h.reapShim(cmd)
-	go h.watch()
+	go h.watch(exited)
 
 	state, err := json.Marshal(h.state())
 	if err != nil {
@@ -396,7 +396,7 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 		}
 		return fmt.Errorf("task process %d is no longer running and its exit status is unknown", ds.PID)
 	}
-	go h.watch()
+	go h.watch(nil)
 	d.mu.Lock()
 	d.tasks[th.Config.ID] = h
 	d.mu.Unlock()

@@ -35,7 +35,8 @@ const (
 	shimExitFile  = "exit.json"
 	shimLogFile   = "shim.log"
 	// shimReadyFD is the pipe on which the shim says "ok" or why it could
-	// not start the task.
+	// not start the task, then "exited" when the task has exited and its
+	// exit status is recorded.
 	shimReadyFD = 3
 )
 
@@ -157,7 +158,6 @@ func shimMain(dir string) int {
 		return fail(fmt.Errorf("record task state: %w", err))
 	}
 	fmt.Fprintf(ready, "ok %d\n", cmd.Process.Pid)
-	ready.Close()
 
 	werr := cmd.Wait()
 	ex := shimExit{FinishedAt: time.Now()}
@@ -177,6 +177,9 @@ func shimMain(dir string) int {
 	if err := writeFileAtomic(filepath.Join(dir, shimExitFile), ex); err != nil {
 		fmt.Fprintf(os.Stderr, "record exit status: %v\n", err)
 	}
+	// Wake the driver that started us, if it still runs (else EPIPE).
+	fmt.Fprintf(ready, "exited\n")
+	ready.Close()
 
 	// Keep copying while anything the task left behind writes its output,
 	// until every writer is gone or the driver says the task is destroyed.

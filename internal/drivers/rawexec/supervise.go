@@ -19,8 +19,11 @@ import (
 const (
 	shimStartTimeout = 15 * time.Second
 	shimExitTimeout  = 5 * time.Second
-	// watchInterval is how often a handle looks for the shim's exit file.
-	watchInterval = 100 * time.Millisecond
+	// watchInterval is how often a recovered handle looks for the shim's
+	// exit file; a handle to a shim this process started is woken by the
+	// shim instead and only checks this often as a fallback.
+	watchInterval      = 250 * time.Millisecond
+	watchIntervalChild = 2 * time.Second
 )
 
 // shimDirOf is where a task's shim keeps its files: the task's private dir,
@@ -33,35 +36,41 @@ func shimDirOf(cfg *drivers.TaskConfig) string {
 var shimExecutable = os.Executable
 
 // startShim starts the supervisor for spec and waits until it reports the
-// task started (or why it could not).
-func startShim(dir string, spec *shimSpec) (*shimState, *exec.Cmd, error) {
+// task started (or why it could not). The returned channel is closed when
+// the shim says the task exited (or the shim is gone).
+func startShim(dir string, spec *shimSpec) (*shimState, *exec.Cmd, <-chan struct{}, error) {
 	exe, err := shimExecutable()
 	if err != nil {
-		return nil, nil, fmt.Errorf("find the agent binary to supervise the task: %w", err)
+		return nil, nil, nil, fmt.Errorf("find the agent binary to supervise the task: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A former run's files (a restart of the task) must not be mistaken
 	// for this run's.
 	for _, f := range []string{shimStateFile, shimExitFile} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if err := writeFileAtomic(filepath.Join(dir, shimSpecFile), spec); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, shimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer logf.Close()
 	rd, wr, err := os.Pipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	defer rd.Close()
+	keepRd := false
+	defer func() {
+		if !keepRd {
+			rd.Close()
+		}
+	}()
 	cmd := &exec.Cmd{
 		Path: exe, Args: []string{exe, ShimCommand, dir},
 		Env:    []string{"GOMAXPROCS=1"},
@@ -76,15 +85,16 @@ func startShim(dir string, spec *shimSpec) (*shimState, *exec.Cmd, error) {
 	err = cmd.Start()
 	wr.Close()
 	if err != nil {
-		return nil, nil, fmt.Errorf("start task supervisor: %w", err)
+		return nil, nil, nil, fmt.Errorf("start task supervisor: %w", err)
 	}
 	type answer struct {
 		line string
 		err  error
 	}
 	ch := make(chan answer, 1)
+	br := bufio.NewReader(rd)
 	go func() {
-		line, err := bufio.NewReader(rd).ReadString('\n')
+		line, err := br.ReadString('\n')
 		ch <- answer{line, err}
 	}()
 	var a answer
@@ -93,29 +103,36 @@ func startShim(dir string, spec *shimSpec) (*shimState, *exec.Cmd, error) {
 	case <-time.After(shimStartTimeout):
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, nil, fmt.Errorf("task supervisor did not report within %s", shimStartTimeout)
+		return nil, nil, nil, fmt.Errorf("task supervisor did not report within %s", shimStartTimeout)
 	}
 	line := strings.TrimSpace(a.line)
 	switch {
 	case strings.HasPrefix(line, "ok "):
 	case strings.HasPrefix(line, "error "):
 		_ = cmd.Wait()
-		return nil, nil, errors.New(strings.TrimPrefix(line, "error "))
+		return nil, nil, nil, errors.New(strings.TrimPrefix(line, "error "))
 	default:
 		_ = cmd.Wait()
 		b, _ := os.ReadFile(filepath.Join(dir, shimLogFile))
-		return nil, nil, fmt.Errorf("task supervisor failed (%v): %s", a.err, strings.TrimSpace(string(b)))
+		return nil, nil, nil, fmt.Errorf("task supervisor failed (%v): %s", a.err, strings.TrimSpace(string(b)))
 	}
 	var st shimState
 	if err := readJSON(filepath.Join(dir, shimStateFile), &st); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, nil, fmt.Errorf("read task supervisor state: %w", err)
+		return nil, nil, nil, fmt.Errorf("read task supervisor state: %w", err)
 	}
 	if pid, _ := strconv.Atoi(strings.TrimPrefix(line, "ok ")); pid != st.PID {
-		return nil, nil, fmt.Errorf("task supervisor reported pid %d but recorded %d", pid, st.PID)
+		return nil, nil, nil, fmt.Errorf("task supervisor reported pid %d but recorded %d", pid, st.PID)
 	}
-	return &st, cmd, nil
+	exited := make(chan struct{})
+	keepRd = true
+	go func() {
+		defer rd.Close()
+		_, _ = br.ReadString('\n') // "exited", or EOF when the shim is gone
+		close(exited)
+	}()
+	return &st, cmd, exited, nil
 }
 
 // readExit returns the shim's record of the task's exit, if there is one.
@@ -133,8 +150,12 @@ var errSupervisorLost = errors.New("the task's supervisor process died before re
 
 // watch waits for the task's exit: the shim's exit file, or the shim's
 // death without one.
-func (h *taskHandle) watch() {
-	t := time.NewTicker(watchInterval)
+func (h *taskHandle) watch(wake <-chan struct{}) {
+	every := watchInterval
+	if wake != nil {
+		every = watchIntervalChild
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		if r, at, ok := readExit(h.shimDir); ok {
@@ -157,6 +178,8 @@ func (h *taskHandle) watch() {
 		select {
 		case <-t.C:
 		case <-h.shimExited:
+		case <-wake:
+			wake = nil // a closed channel wakes once
 		}
 	}
 }
