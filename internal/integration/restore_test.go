@@ -512,3 +512,67 @@ func TestClientLeaveStopsTasks(t *testing.T) {
 		t.Fatalf("dev agent left %d task processes", n)
 	}
 }
+
+// The client stays down long enough for its node to be declared down and
+// its allocations lost and replaced: the restarted client stops the old
+// tasks (never orphaned next to their replacements).
+func TestClientRestartAfterAllocsReplaced(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server":    map[string]any{"bootstrap_expect": 1, "min_heartbeat_ttl": "1s", "heartbeat_grace": "1s"},
+		"log_level": "INFO",
+	})
+	srv.waitReady(false)
+	clientDir := t.TempDir()
+	t.Cleanup(func() { killProcsUnder(clientDir) })
+	cli := startAgent(t, clientDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"plugin":    map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		"log_level": "INFO",
+	})
+	waitFor(t, 20*time.Second, "client node ready", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	job := bashJob("replaced", "service", 3, counterScript)
+	job.TaskGroups[0].ReschedulePolicy = nil // lost allocations are replaced
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]bool{}
+	waitFor(t, 30*time.Second, "3 tasks running", func() bool {
+		for _, a := range srv.allocsOf("replaced") {
+			if a.ClientStatus == "running" && countTaskProcs(a.ID) == 1 {
+				old[a.ID] = true
+			}
+		}
+		return len(old) == 3
+	})
+	cli.kill()
+	waitFor(t, 30*time.Second, "the allocations lost", func() bool {
+		n := 0
+		for _, a := range srv.allocsOf("replaced") {
+			if old[a.ID] && a.ClientStatus == "lost" {
+				n++
+			}
+		}
+		return n == 3
+	})
+	for id := range old {
+		if countTaskProcs(id) != 1 {
+			t.Fatalf("old task of %s died while the client was down", id)
+		}
+	}
+	cli.start()
+	waitFor(t, 60*time.Second, "old tasks stopped, replacements running", func() bool {
+		running := 0
+		for _, a := range srv.allocsOf("replaced") {
+			n := countTaskProcs(a.ID)
+			if old[a.ID] && n != 0 {
+				return false
+			}
+			if !old[a.ID] && a.ClientStatus == "running" && n == 1 {
+				running++
+			}
+		}
+		return running == 3
+	})
+}
