@@ -58,8 +58,15 @@ func followLogs(client *api.Client, alloc *api.Allocation, task, logType, origin
 			}
 			close(inner)
 			var apiErr api.UnexpectedResponseError
-			if err == nil || errors.As(err, &apiErr) || !pos.known {
-				// Nothing received yet: a first failure is the answer.
+			if err == nil || errors.As(err, &apiErr) {
+				errOut <- err // the agent's answer, not a lost connection
+				return
+			}
+			// The api client wraps errors of an established stream as
+			// decode failures; anything else before any data means the
+			// first connection failed: that is the answer.
+			streamed := pos.known || strings.HasPrefix(err.Error(), "failed to decode")
+			if lostAt.IsZero() && !streamed {
 				errOut <- err
 				return
 			}
