@@ -9,6 +9,14 @@
 // the servers collect them (gc.go), and restarts tasks in place when the
 // servers ask (Allocation.RestartRequest, restart_request.go).
 //
+// Outside dev mode it persists its allocations and task handles in
+// <state_dir>/state.db (package state) before acting on them, restores
+// them when it starts (restore.go: running tasks re-attached, tasks that
+// ended meanwhile reported with their exit codes, anything to start held
+// until the first pull from the servers), and leaves tasks running when it
+// shuts down; Leave (leave_on_interrupt / leave_on_terminate) and dev mode
+// stop them.
+//
 // The client owns observed state only (ClientStatus, TaskStates, ...). It
 // must never change server-owned fields of an allocation, never talk to the
 // servers other than through its RPCer, and never decide placement.

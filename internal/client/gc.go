@@ -208,6 +208,11 @@ func (c *Client) destroyRunners(runners []*allocrunner.AllocRunner, parallel int
 				c.logger.Warn("garbage collection: failed to destroy allocation", "alloc_id", ar.ID(), "error", err)
 				return
 			}
+			// Gone from the client's state too: a restart must not bring it
+			// back (the servers' terminal copy is never run again).
+			if err := c.state.DeleteAlloc(ar.ID()); err != nil {
+				c.logger.Warn("garbage collection: failed to remove allocation from client state", "alloc_id", ar.ID(), "error", err)
+			}
 			c.logger.Info("garbage collected allocation", "alloc_id", ar.ID(), "reason", reason)
 		}()
 	}

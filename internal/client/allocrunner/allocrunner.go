@@ -51,6 +51,12 @@ type Config struct {
 	InterpolateConfig taskrunner.InterpolateConfigFunc
 	// ReserveDevices prepares the device instances granted to a task.
 	ReserveDevices taskrunner.ReserveDevicesFunc
+	// StateDB, if set, persists the tasks' states and handles and the
+	// observed deployment health (restore.go).
+	StateDB StateDB
+	// Hold, if set, delays starting any task until it is closed (restored
+	// allocations wait for the servers; re-attached tasks do not wait).
+	Hold <-chan struct{}
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -107,6 +113,9 @@ type AllocRunner struct {
 	killCh   chan struct{}
 	waitCh   chan struct{}
 	runOnce  sync.Once
+
+	detachOnce sync.Once
+	detachCh   chan struct{}
 }
 
 // New builds a runner (and its task runners, each recording Received).
@@ -131,6 +140,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		changeCh: make(chan struct{}, 1),
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
+		detachCh: make(chan struct{}),
 	}
 	if rr := cfg.Alloc.RestartRequest; rr != nil {
 		ar.restartIndex = rr.Index // asked before this runner existed: not for it
@@ -154,6 +164,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
+			StateDB: taskStateDB(cfg.StateDB),
 		})
 		ar.tasks = append(ar.tasks, e)
 	}
@@ -259,7 +270,9 @@ func (ar *AllocRunner) report() {
 	}
 	ar.reportMu.Lock()
 	defer ar.reportMu.Unlock()
-	ar.cfg.StateUpdater(ar.stripped())
+	a := ar.stripped()
+	ar.persistDeployment(a)
+	ar.cfg.StateUpdater(a)
 }
 
 // Update gives the runner the server's newest copy. A server-terminal

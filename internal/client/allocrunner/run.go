@@ -31,6 +31,9 @@ func (ar *AllocRunner) Run() {
 		ar.waitAll(func(*taskEntry) bool { return true })
 		return
 	}
+	if !ar.hold() {
+		return
+	}
 	ar.mu.Lock()
 	terminal := ar.alloc.ServerTerminalStatus()
 	ar.mu.Unlock()
@@ -60,6 +63,9 @@ func (ar *AllocRunner) Run() {
 	if prestartOK && !isClosed(ar.killCh) {
 		ar.startPhase(phaseMain)
 		ar.watchMain()
+	}
+	if ar.detached() {
+		return
 	}
 
 	// Main work is over: stop whatever still runs except poststop tasks.
@@ -140,10 +146,16 @@ func (ar *AllocRunner) watchMain() {
 // done; it returns cond's ok value.
 func (ar *AllocRunner) waitUntil(cond func() (done, ok bool)) bool {
 	for {
+		if ar.detached() {
+			return false
+		}
 		if done, ok := cond(); done {
 			return ok
 		}
-		<-ar.changeCh
+		select {
+		case <-ar.changeCh:
+		case <-ar.detachCh:
+		}
 	}
 }
 

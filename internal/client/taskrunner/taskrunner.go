@@ -2,11 +2,13 @@ package taskrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
@@ -53,6 +55,9 @@ type Config struct {
 	// ReserveDevices, if set, is called once before the first start for
 	// the devices the scheduler granted the task; a failure fails the task.
 	ReserveDevices ReserveDevicesFunc
+	// StateDB, if set, persists the task's state and driver handle so a
+	// restarted client can re-attach (restore.go).
+	StateDB StateDB
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -83,6 +88,16 @@ type TaskRunner struct {
 
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
+
+	// local is the persisted local state (handle, restart tracker);
+	// restored is set by Restore. Guarded by mu.
+	local    state.LocalTaskState
+	restored bool
+	// logs, for a driver that writes the log files itself.
+	logs *drivers.LogConfig
+
+	detachOnce sync.Once
+	detachCh   chan struct{}
 }
 
 // New returns a runner for cfg.Task and records the Received event.
@@ -97,14 +112,15 @@ func New(cfg Config) *TaskRunner {
 		cfg.BuildEnv = defaultEnv
 	}
 	tr := &TaskRunner{
-		cfg:    cfg,
-		logger: cfg.Logger.With("task", cfg.Task.Name),
-		now:    cfg.Clock,
-		taskID: cfg.Alloc.ID + "/" + cfg.Task.Name,
-		state:  &structs.TaskState{State: structs.TaskStatePending},
-		alloc:  cfg.Alloc,
-		killCh: make(chan struct{}),
-		waitCh: make(chan struct{}),
+		cfg:      cfg,
+		logger:   cfg.Logger.With("task", cfg.Task.Name),
+		now:      cfg.Clock,
+		taskID:   cfg.Alloc.ID + "/" + cfg.Task.Name,
+		state:    &structs.TaskState{State: structs.TaskStatePending},
+		alloc:    cfg.Alloc,
+		killCh:   make(chan struct{}),
+		waitCh:   make(chan struct{}),
+		detachCh: make(chan struct{}),
 
 		restartCh: make(chan struct{}, 1),
 	}
@@ -218,6 +234,7 @@ func (tr *TaskRunner) appendEvent(ev *structs.TaskEvent) {
 }
 
 func (tr *TaskRunner) notify() {
+	tr.persistState()
 	if tr.cfg.OnStateChange != nil {
 		tr.cfg.OnStateChange()
 	}
@@ -253,15 +270,24 @@ func (tr *TaskRunner) Run() {
 		tr.notify() // observers may wait for WaitCh, not just the state
 	}()
 
-	if tr.cfg.Gate != nil {
+	if tr.restoredDead() {
+		tr.cleanupRestoredDead()
+		return
+	}
+	// A restored task still running (or ended while the client was down)
+	// is re-attached, not started again.
+	attached := tr.recoverTask()
+	if !attached && tr.cfg.Gate != nil {
 		select {
 		case <-tr.cfg.Gate:
 		case <-tr.killCh:
 			tr.setState(structs.TaskStateDead, nil)
 			return
+		case <-tr.detachCh:
+			return
 		}
 	}
-	if tr.killed() {
+	if !attached && tr.killed() {
 		tr.setState(structs.TaskStateDead, nil)
 		return
 	}
@@ -274,7 +300,9 @@ func (tr *TaskRunner) Run() {
 		return
 	}
 
-	tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+	if !attached {
+		tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+	}
 	if err := tr.writeDispatchPayload(); err != nil {
 		ev := tr.newEvent(structs.TaskSetupFailure, "failed to write dispatch payload: "+err.Error())
 		ev.SetupError = err.Error()
@@ -293,7 +321,17 @@ func (tr *TaskRunner) Run() {
 
 	var logs LogCollector
 	stdout, stderr := "", ""
-	if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
+	if tr.driverWritesLogs() && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
+		tr.logs = &drivers.LogConfig{Dir: tr.cfg.LogDir, MaxFiles: defaultLogFiles, MaxFileSizeMB: defaultLogSizeMB}
+		if lc := tr.cfg.Task.LogConfig; lc != nil {
+			if lc.MaxFiles > 0 {
+				tr.logs.MaxFiles = lc.MaxFiles
+			}
+			if lc.MaxFileSizeMB > 0 {
+				tr.logs.MaxFileSizeMB = lc.MaxFileSizeMB
+			}
+		}
+	} else if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
 		files, size := defaultLogFiles, defaultLogSizeMB
 		if lc := tr.cfg.Task.LogConfig; lc != nil {
 			if lc.MaxFiles > 0 {
@@ -317,8 +355,13 @@ func (tr *TaskRunner) Run() {
 	}
 
 	tracker := newRestartTracker(tr.restartPolicy(), tr.jobType())
+	tr.restoreTracker(tracker)
 	for {
-		res, startErr := tr.runOnce(stdout, stderr)
+		res, startErr := tr.runOnce(stdout, stderr, attached)
+		attached = false
+		if errors.Is(startErr, errDetached) {
+			return
+		}
 		if tr.killed() {
 			ev := tr.newEvent(structs.TaskKilled, "Task successfully killed")
 			tr.mu.Lock()
@@ -332,6 +375,7 @@ func (tr *TaskRunner) Run() {
 		}
 		tracker.setPolicy(tr.restartPolicy())
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
+		tr.saveTracker(tracker)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
 			tr.setState(structs.TaskStateDead, nil)
@@ -354,6 +398,9 @@ func (tr *TaskRunner) Run() {
 		case <-tr.killCh:
 			timer.Stop()
 			tr.setState(structs.TaskStateDead, tr.newEvent(structs.TaskKilled, "Task successfully killed"))
+			return
+		case <-tr.detachCh:
+			timer.Stop()
 			return
 		}
 		tr.mu.Lock()
@@ -380,24 +427,42 @@ func (tr *TaskRunner) jobType() string {
 	return structs.JobTypeService
 }
 
-// runOnce starts the task, waits for it to exit (or be killed) and returns
-// how it ended. On a start failure it returns the error instead.
-func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error) {
-	tc := tr.taskConfig(stdout, stderr)
+// runOnce starts the task (or, attached, takes the task re-attached after a
+// client restart), waits for it to exit (or be killed) and returns how it
+// ended. On a start failure it returns the error instead; errDetached when
+// the runner was detached from the still running task.
+func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.ExitResult, error) {
 	tr.drainRestart()
-	if _, err := tr.cfg.Driver.StartTask(tc); err != nil {
-		ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
-		ev.DriverError = err.Error()
-		tr.appendEvent(ev)
-		tr.notify()
-		return nil, err
+	if !attached {
+		tc := tr.taskConfig(stdout, stderr)
+		tc.Logs = tr.logs
+		// Stored before the start: a client that dies before it stores
+		// the driver's handle still asks the driver to find the task.
+		tr.setHandle(&drivers.TaskHandle{Config: tc, State: drivers.TaskStateStarting})
+		h, err := tr.cfg.Driver.StartTask(tc)
+		if err != nil {
+			tr.setHandle(nil)
+			ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
+			ev.DriverError = err.Error()
+			tr.appendEvent(ev)
+			tr.notify()
+			return nil, err
+		}
+		tr.setHandle(h)
 	}
+	detached := false
 	defer func() {
+		if detached {
+			return // the task keeps running; a later client re-attaches
+		}
 		if err := tr.cfg.Driver.DestroyTask(tr.taskID, true); err != nil && err != drivers.ErrTaskNotFound {
 			tr.logger.Warn("failed to destroy task", "error", err)
 		}
+		tr.setHandle(nil)
 	}()
-	tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
+	if !attached {
+		tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -422,6 +487,9 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 	case <-tr.restartCh:
 		tr.stopForRestart()
 		res = <-waitCh
+	case <-tr.detachCh:
+		detached = true
+		return nil, errDetached
 	}
 	if res == nil {
 		res = &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("driver lost the task")}
