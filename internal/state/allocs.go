@@ -284,7 +284,9 @@ func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *s
 		a.CreateIndex = ex.CreateIndex
 		a.TaskStates = ex.TaskStates
 		a.NetworkStatus = ex.NetworkStatus
-		if ex.DeploymentStatus != nil {
+		if ex.DeploymentStatus != nil && ex.DeploymentID == a.DeploymentID {
+			// The client owns health; an in-place update into another
+			// deployment starts it over (the scheduler sends it cleared).
 			a.DeploymentStatus = ex.DeploymentStatus
 		}
 		if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {

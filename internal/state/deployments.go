@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -143,7 +144,9 @@ func applyDeploymentUpdate(txn *memdb.Txn, index uint64, u *structs.DeploymentSt
 }
 
 // deploymentAllocTransition keeps a deployment's per-group counters in step
-// with its allocations: PlacedAllocs counts new allocations; the first health
+// with its allocations: PlacedAllocs counts allocations new to the
+// deployment (placed, or updated in place into it), and PlacedCanaries
+// records its canaries; the first health
 // a client reports counts as healthy or unhealthy, and a healthy allocation
 // moves RequireProgressBy to its health timestamp (unix nanoseconds) plus the
 // group's ProgressDeadline (nanoseconds).
@@ -151,8 +154,8 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 	if a.DeploymentID == "" {
 		return nil
 	}
-	placed := ex == nil
-	hadHealth := ex != nil && ex.DeploymentStatus != nil && ex.DeploymentStatus.Healthy != nil
+	placed := ex == nil || ex.DeploymentID != a.DeploymentID
+	hadHealth := !placed && ex.DeploymentStatus != nil && ex.DeploymentStatus.Healthy != nil
 	hasHealth := a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil
 	newHealth := hasHealth && !hadHealth
 	if !placed && !newHealth {
@@ -172,6 +175,9 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 	}
 	if placed {
 		st.PlacedAllocs++
+		if a.DeploymentStatus != nil && a.DeploymentStatus.Canary && !slices.Contains(st.PlacedCanaries, a.ID) {
+			st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
+		}
 	}
 	if newHealth {
 		if *a.DeploymentStatus.Healthy {
