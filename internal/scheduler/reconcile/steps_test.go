@@ -263,7 +263,9 @@ func TestComputeUnderProvisionedBy(t *testing.T) {
 func TestBatchFollowupEvals(t *testing.T) {
 	j := jobV(1, 4)
 	r := &reconciler{job: j, in: Input{Now: now, EvalID: "e0", EvalPriority: 70, NewID: ids()}, res: &Result{}}
-	at := func(idx uint, d time.Duration) delayed { return delayed{alloc: alloc(j, idx, "n", "failed"), at: now.Add(d)} }
+	at := func(idx uint, d time.Duration) delayed {
+		return delayed{alloc: alloc(j, idx, "n", "failed"), at: now.Add(d)}
+	}
 	// 10s, 12s and 14.9s share one eval (within 5s of its first); 16s
 	// opens another.
 	evalOf := r.batchFollowupEvals([]delayed{at(3, 16*time.Second), at(0, 10*time.Second), at(1, 12*time.Second),
