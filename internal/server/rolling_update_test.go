@@ -110,3 +110,36 @@ func TestRescheduleLaterFollowupIsStored(t *testing.T) {
 		t.Fatalf("rescheduled before its time: %+v", cur)
 	}
 }
+
+// job plan shows what the reconciler will do: a command change under
+// max_parallel 1 is one create/destroy update with the rest ignored for
+// now, a canary is a canary, a count change is in place.
+func TestJobPlanShowsRollingUpdates(t *testing.T) {
+	s := testServer(t, nil)
+	testNode(t, s, 4000, 4096)
+	job := testJob("plan", 3)
+	job.TaskGroups[0].Update = api.DefaultUpdateStrategy()
+	evalDone(t, s, register(t, s, job).EvalID)
+
+	plan := func(change func(*structs.Job)) *api.DesiredUpdates {
+		t.Helper()
+		j := testJob("plan", 3)
+		j.TaskGroups[0].Update = api.DefaultUpdateStrategy()
+		change(j)
+		var pr structs.JobPlanResponse
+		if err := s.RPC("Job.Plan", &structs.JobPlanRequest{Job: j}, &pr); err != nil {
+			t.Fatal(err)
+		}
+		return pr.Annotations.DesiredTGUpdates["web"]
+	}
+	cmd := func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep", "args": []any{"601"}} }
+	if d := plan(cmd); d.DestructiveUpdate != 1 || d.Ignore != 2 || d.Place != 0 {
+		t.Fatalf("command change: %+v", d)
+	}
+	if d := plan(func(j *structs.Job) { cmd(j); c := 1; j.TaskGroups[0].Update.Canary = &c }); d.Canary != 1 || d.DestructiveUpdate != 0 || d.Place != 0 {
+		t.Fatalf("canary: %+v", d)
+	}
+	if d := plan(func(j *structs.Job) { j.TaskGroups[0].Count = 5 }); d.InPlaceUpdate != 3 || d.Place != 2 || d.Stop != 0 {
+		t.Fatalf("scale: %+v", d)
+	}
+}
