@@ -132,7 +132,9 @@ func TestJobPlanShowsRollingUpdates(t *testing.T) {
 		}
 		return pr.Annotations.DesiredTGUpdates["web"]
 	}
-	cmd := func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep", "args": []any{"601"}} }
+	cmd := func(j *structs.Job) {
+		j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep", "args": []any{"601"}}
+	}
 	if d := plan(cmd); d.DestructiveUpdate != 1 || d.Ignore != 2 || d.Place != 0 {
 		t.Fatalf("command change: %+v", d)
 	}
