@@ -249,7 +249,7 @@ func (s *GenericScheduler) computeJobAllocs() error {
 	}
 	res := reconcile.Compute(reconcile.Input{
 		Job: s.job, Batch: s.batch, Deployment: deployment, Allocs: allocs, TaintedNodes: tainted, Now: s.clock(),
-		EvalID: s.eval.ID, EvalPriority: s.eval.Priority, EvalTrigger: s.eval.TriggeredBy,
+		EvalID: s.eval.ID, EvalPriority: s.eval.Priority,
 		Update: s.inplaceUpdate, NewID: uuid.NewString,
 	})
 	if s.eval.AnnotatePlan {

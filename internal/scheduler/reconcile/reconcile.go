@@ -42,12 +42,11 @@ type Input struct {
 	TaintedNodes map[string]*structs.Node
 	Now          time.Time
 
-	// EvalID, EvalPriority and EvalTrigger are the evaluation's: follow-up
-	// evaluations take its priority, and an allocation whose follow-up is
-	// this evaluation reschedules now.
+	// EvalID and EvalPriority are the evaluation's: follow-up evaluations
+	// and deployments take its priority, and an allocation whose follow-up
+	// is this evaluation reschedules now.
 	EvalID       string
 	EvalPriority int
-	EvalTrigger  string
 
 	// Update tries in-place updates; nil takes every non-destructive
 	// change in place without a fit check.
