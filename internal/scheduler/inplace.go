@@ -19,14 +19,18 @@ func (s *GenericScheduler) inplaceUpdate(existing *structs.Allocation, job *stru
 	if err != nil || node == nil || !feasible.InJobScope(node, job) {
 		return true, nil
 	}
-	s.plan.AppendStoppedAlloc(existing, reconcile.DescUpdating, "", "")
-	s.stack.SetNodes([]*structs.Node{node})
-	s.stack.SetPreemption(false)
-	option := s.stack.Select(tg, nil)
-	metrics := s.ctx.Metrics()
-	s.stack.SetPreemption(s.preempt)
-	s.stack.SetScopedNodes(s.nodes.nodes, s.nodes.byDC)
-	s.plan.PopUpdate(existing)
+	var option *feasible.RankedNode
+	var metrics *structs.AllocMetric
+	s.ctx.WithoutExplain(func() {
+		s.plan.AppendStoppedAlloc(existing, reconcile.DescUpdating, "", "")
+		s.stack.SetNodes([]*structs.Node{node})
+		s.stack.SetPreemption(false)
+		option = s.stack.Select(tg, nil)
+		metrics = s.ctx.Metrics()
+		s.stack.SetPreemption(s.preempt)
+		s.stack.SetScopedNodes(s.nodes.nodes, s.nodes.byDC)
+		s.plan.PopUpdate(existing)
+	})
 	if option == nil || len(option.Preempted) > 0 {
 		return true, nil
 	}
