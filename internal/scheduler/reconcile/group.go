@@ -40,6 +40,12 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 	// Expired disconnected allocations are lost.
 	b.lost = b.lost.union(b.expiring)
 
+	// Lost allocations their client may still run (stop_on_client_after)
+	// are replaced only once it has stopped them; until then the group
+	// places nothing.
+	lostLater := delayByStopAfter(tg, b.lost, r.in.Now)
+	lostLaterEvals := r.batchFollowupEvals(lostLater, structs.EvalTriggerRetryFailedAlloc, descLostLater)
+
 	if len(b.disconnecting) > 0 {
 		r.computeDisconnecting(tg, b.disconnecting, &untainted, &rescheduleNow, du)
 	}
@@ -50,7 +56,7 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 	names := newNameIndex(r.job.ID, tg.Name, tg.Count, untainted.union(b.migrate, rescheduleNow, b.lost))
 
 	canarying := dstate != nil && dstate.DesiredCanaries != 0 && !dstate.Promoted
-	stop := r.computeStop(tg, names, &untainted, &b.migrate, b.lost, canaries, canarying)
+	stop := r.computeStop(tg, names, &untainted, &b.migrate, b.lost, canaries, canarying, lostLaterEvals)
 	du.Stop += uint64(len(stop))
 
 	ignore, inplace, destructive := r.computeUpdates(tg, untainted)
@@ -72,7 +78,10 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 
 	limit := r.computeUnderProvisionedBy(tg, untainted, destructive, b.migrate, canarying)
 
-	place := computePlacements(r.job, tg, names, untainted, b.migrate, rescheduleNow, b.lost, canarying)
+	var place placements
+	if len(lostLater) == 0 {
+		place = computePlacements(r.job, tg, names, untainted, b.migrate, rescheduleNow, b.lost, canarying)
+	}
 	if !existingDeployment && dstate != nil {
 		dstate.DesiredTotal += place.count()
 	}

@@ -34,6 +34,9 @@ func TestCompute(t *testing.T) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Replace: ptr(false)}
 	})
 
+	stopAfterJob := jobV(1, 3, func(j *structs.Job) {
+		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{StopOnClientAfter: ptr(time.Minute)}
+	})
 	down := map[string]*structs.Node{"n9": {ID: "n9", Status: structs.NodeStatusDown}}
 	gone := map[string]*structs.Node{"n9": nil}
 	disconnected := map[string]*structs.Node{"n9": {ID: "n9", Status: structs.NodeStatusDisconnected}}
@@ -210,6 +213,17 @@ func TestCompute(t *testing.T) {
 			allocs:  []*structs.Allocation{unknownSince(on(alloc(disc, 0, "n1", "unknown"), "n9"), now.Add(-2*time.Hour)), alloc(disc, 1, "n1", "running")},
 			tainted: disconnected, want: "place=web.g[0]:lost stop=web.g[0]:lost"},
 
+		{name: "lost, client stops it itself later: the replacement waits", job: stopAfterJob,
+			allocs:  []*structs.Allocation{on(alloc(stopAfterJob, 0, "n1", "running"), "n9"), alloc(stopAfterJob, 1, "n1", "running"), alloc(stopAfterJob, 2, "n1", "running")},
+			tainted: down, want: "stop=web.g[0]:lost evals=1"},
+		{name: "lost long enough ago: replaced now", job: stopAfterJob,
+			allocs: []*structs.Allocation{func() *structs.Allocation {
+				a := on(alloc(stopAfterJob, 0, "n1", "running"), "n9")
+				a.AllocStates = []*structs.AllocState{{Field: "ClientStatus", Value: "lost", Time: now.Add(-10 * time.Minute)}}
+				return a
+			}(), alloc(stopAfterJob, 1, "n1", "running"), alloc(stopAfterJob, 2, "n1", "running")},
+			tainted: down, want: "place=web.g[0]:lost stop=web.g[0]:lost"},
+
 		// Reschedule.
 		{name: "failed, delay passed: reschedule now", job: v1,
 			allocs: []*structs.Allocation{failedAt(alloc(v1, 0, "n1", "running"), now.Add(-time.Minute)), alloc(v1, 1, "n1", "running"), alloc(v1, 2, "n1", "running")},
@@ -383,5 +397,25 @@ func TestComputeHugeCountIsLazy(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "web.g[0],web.g[2],web.g[3]" {
 		t.Fatalf("first names = %v", got)
+	}
+}
+
+// A lost allocation its client stops by itself (stop_on_client_after) is
+// stopped as lost now, naming the follow-up evaluation that replaces it
+// once the client has stopped it (stop_on_client_after + kill timeout).
+func TestComputeStopAfterClientDisconnect(t *testing.T) {
+	j := jobV(1, 1, func(j *structs.Job) {
+		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{StopOnClientAfter: ptr(time.Minute)}
+		j.TaskGroups[0].Tasks[0].KillTimeout = 20 * time.Second
+	})
+	res := Compute(Input{Job: j, Allocs: []*structs.Allocation{alloc(j, 0, "n9", "running")},
+		TaintedNodes: map[string]*structs.Node{"n9": nil}, Now: now, NewID: ids()})
+	if len(res.FollowupEvals) != 1 || len(res.Stop) != 1 || len(res.Fresh)+len(res.Place) != 0 {
+		t.Fatalf("result %s", summary(res))
+	}
+	e := res.FollowupEvals[0]
+	if !e.WaitUntil.Equal(now.Add(80*time.Second)) || e.TriggeredBy != structs.EvalTriggerRetryFailedAlloc ||
+		res.Stop[0].FollowupEvalID != e.ID || res.Stop[0].ClientStatus != "lost" {
+		t.Fatalf("eval %+v stop %+v", e, res.Stop[0])
 	}
 }

@@ -177,7 +177,7 @@ func TestComputeStop(t *testing.T) {
 	migrate := newAllocSet(alloc(j, 5, "d", "running"))
 	lost := newAllocSet(alloc(j, 7, "x", "running"))
 	names := newNameIndex("web", "g", 2, untainted.union(migrate, lost))
-	stop := r.computeStop(j.TaskGroups[0], names, &untainted, &migrate, lost, nil, false)
+	stop := r.computeStop(j.TaskGroups[0], names, &untainted, &migrate, lost, nil, false, nil)
 	// 3 known untainted + 1 migrating over a count of 2: the migrating one
 	// goes first, then the highest name; the unknown one is neither counted
 	// nor stopped; the lost one is always stopped.

@@ -11,13 +11,16 @@ import (
 // with promoted canaries, then migrating ones, then the highest names,
 // then anything (duplicate names). Unpromoted canaries are never counted
 // or stopped here. It removes what it stops from untainted and migrate.
+// followups names the follow-up evaluation of lost allocations whose
+// replacement waits (stop_on_client_after).
 func (r *reconciler) computeStop(tg *structs.TaskGroup, names *nameIndex, untainted, migrate *allocSet,
-	lost, canaries allocSet, canarying bool) allocSet {
+	lost, canaries allocSet, canarying bool, followups map[string]string) allocSet {
 	stop := allocSet{}
 	for _, a := range lost.nameOrder() {
 		stop[a.ID] = a
 		if !a.ServerTerminalStatus() {
-			r.res.Stop = append(r.res.Stop, Stop{Alloc: a, ClientStatus: structs.AllocClientStatusLost, Description: DescLost})
+			r.res.Stop = append(r.res.Stop, Stop{Alloc: a, ClientStatus: structs.AllocClientStatusLost, Description: DescLost,
+				FollowupEvalID: followups[a.ID]})
 		}
 	}
 
