@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -65,33 +67,51 @@ func expired(a *structs.Allocation, tg *structs.TaskGroup, now time.Time) bool {
 	return now.After(s.Time.Add(lostAfter(tg)))
 }
 
-// computeReconnecting settles allocations whose node came back: the
-// original is kept when it still runs (desired run, not failed) and its
-// replacements are stopped; a failed or stopped original is stopped and
-// its replacement kept. Kept originals rejoin untainted and are sent as
-// reconnect updates.
+// computeReconnecting settles allocations whose node came back. A failed
+// or stopped original is stopped and its replacement kept. Otherwise the
+// group's disconnect.reconcile picks between the original and each live
+// replacement: a replacement on a newer job version always wins; then
+// keep_original, keep_replacement, longest_running (the one whose tasks
+// started first) or best_score (the higher placement score on its node;
+// the default). Losers are stopped; a kept original rejoins untainted and
+// is sent as a reconnect update.
 func (r *reconciler) computeReconnecting(tg *structs.TaskGroup, untainted, reconnecting *allocSet, all allocSet, du *structs.DesiredUpdates) {
 	replacementsOf := make(map[string][]*structs.Allocation)
-	for _, a := range all {
+	for _, a := range all.nameOrder() {
 		if a.PreviousAllocation != "" && !a.TerminalStatus() {
 			replacementsOf[a.PreviousAllocation] = append(replacementsOf[a.PreviousAllocation], a)
 		}
 	}
+	strategy := api.ReconcileOptionBestScore
+	if tg.Disconnect != nil && tg.Disconnect.Reconcile != nil && *tg.Disconnect.Reconcile != "" {
+		strategy = *tg.Disconnect.Reconcile
+	}
+	stop := func(a *structs.Allocation) {
+		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: DescReconnected})
+		du.Stop++
+	}
 	for _, orig := range reconnecting.nameOrder() {
-		keep := orig.DesiredStatus == structs.AllocDesiredStatusRun && orig.ClientStatus != structs.AllocClientStatusFailed &&
-			!boolSet(orig.DesiredTransition.Migrate)
-		if !keep {
+		if orig.DesiredStatus != structs.AllocDesiredStatusRun || orig.ClientStatus == structs.AllocClientStatusFailed ||
+			boolSet(orig.DesiredTransition.Migrate) {
 			if !orig.ServerTerminalStatus() {
-				r.res.Stop = append(r.res.Stop, Stop{Alloc: orig, Description: DescReconnected})
-				du.Stop++
+				stop(orig)
 			}
 			delete(*reconnecting, orig.ID)
 			continue
 		}
+		keepOrig := true
 		for _, repl := range replacementsOf[orig.ID] {
-			r.res.Stop = append(r.res.Stop, Stop{Alloc: repl, Description: DescReconnected})
-			du.Stop++
+			if pickReplacement(strategy, orig, repl) {
+				keepOrig = false
+				continue
+			}
+			stop(repl)
 			delete(*untainted, repl.ID)
+		}
+		if !keepOrig {
+			stop(orig)
+			delete(*reconnecting, orig.ID)
+			continue
 		}
 		u := orig.CopySkipJob()
 		u.AllocStates = append(u.AllocStates, &structs.AllocState{Field: "ClientStatus",
@@ -101,6 +121,49 @@ func (r *reconciler) computeReconnecting(tg *structs.TaskGroup, untainted, recon
 		du.Reconnect++
 		(*untainted)[orig.ID] = orig
 	}
+}
+
+// pickReplacement reports whether repl, rather than the reconnected orig,
+// is the one to keep.
+func pickReplacement(strategy string, orig, repl *structs.Allocation) bool {
+	if orig.Job != nil && repl.Job != nil && olderVersion(orig, repl.Job) {
+		return true
+	}
+	switch strategy {
+	case api.ReconcileOptionKeepReplacement:
+		return true
+	case api.ReconcileOptionLongestRunning:
+		o, p := startedAt(orig), startedAt(repl)
+		return !p.IsZero() && (o.IsZero() || p.Before(o))
+	case api.ReconcileOptionBestScore:
+		return nodeScore(repl) > nodeScore(orig)
+	}
+	return false
+}
+
+// startedAt is when the allocation's first task started (zero if none has).
+func startedAt(a *structs.Allocation) time.Time {
+	var first time.Time
+	for _, ts := range a.TaskStates {
+		if ts != nil && !ts.StartedAt.IsZero() && (first.IsZero() || ts.StartedAt.Before(first)) {
+			first = ts.StartedAt
+		}
+	}
+	return first
+}
+
+// nodeScore is the normalized score the allocation's node had when it was
+// placed (0 when unknown).
+func nodeScore(a *structs.Allocation) float64 {
+	if a.Metrics == nil {
+		return 0
+	}
+	for _, m := range a.Metrics.ScoreMetaData {
+		if m != nil && m.NodeID == a.NodeID {
+			return m.NormScore
+		}
+	}
+	return 0
 }
 
 // computeDisconnecting marks running allocations on disconnected nodes

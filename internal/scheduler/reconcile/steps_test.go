@@ -370,3 +370,73 @@ func TestComputePlacements(t *testing.T) {
 		t.Fatalf("over count: %+v", p.named)
 	}
 }
+
+func TestComputeReconnecting(t *testing.T) {
+	withReconcile := func(strategy string) *structs.Job {
+		return jobV(1, 1, func(j *structs.Job) {
+			j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Reconcile: ptr(strategy)}
+		})
+	}
+	orig := func(j *structs.Job) *structs.Allocation {
+		a := alloc(j, 0, "n1", "running")
+		a.AllocStates = []*structs.AllocState{{Field: "ClientStatus", Value: "unknown", Time: now.Add(-time.Minute)}}
+		a.TaskStates = map[string]*structs.TaskState{"t": {State: "running", StartedAt: now.Add(-time.Hour)}}
+		a.Metrics = &structs.AllocMetric{ScoreMetaData: []*structs.NodeScoreMeta{{NodeID: "n1", NormScore: 0.5}}}
+		return a
+	}
+	repl := func(j *structs.Job, score float64) *structs.Allocation {
+		a := alloc(j, 0, "n2", "running")
+		a.ID, a.PreviousAllocation = "repl", "v1-0"
+		a.TaskStates = map[string]*structs.TaskState{"t": {State: "running", StartedAt: now.Add(-time.Minute)}}
+		a.Metrics = &structs.AllocMetric{ScoreMetaData: []*structs.NodeScoreMeta{{NodeID: "n2", NormScore: score}}}
+		return a
+	}
+	cases := []struct {
+		strategy string
+		score    float64
+		failed   bool
+		newer    bool
+		keep     string // "orig" or "repl"
+	}{
+		{strategy: "keep_original", score: 0.9, keep: "orig"},
+		{strategy: "keep_replacement", score: 0.1, keep: "repl"},
+		{strategy: "longest_running", score: 0.9, keep: "orig"},
+		{strategy: "best_score", score: 0.9, keep: "repl"},
+		{strategy: "best_score", score: 0.1, keep: "orig"},
+		{strategy: "keep_original", newer: true, keep: "repl"},
+		{strategy: "keep_original", failed: true, keep: "repl"},
+	}
+	for _, c := range cases {
+		j := withReconcile(c.strategy)
+		o := orig(j)
+		if c.failed {
+			o.ClientStatus = "failed"
+		}
+		rj := j
+		if c.newer {
+			rj = jobV(2, 1, func(x *structs.Job) { x.TaskGroups[0].Disconnect = j.TaskGroups[0].Disconnect })
+		}
+		rp := repl(rj, c.score)
+		r := &reconciler{job: rj, res: &Result{}, in: Input{Now: now}}
+		untainted := newAllocSet(rp)
+		reconnecting := newAllocSet(o)
+		r.computeReconnecting(j.TaskGroups[0], &untainted, &reconnecting, newAllocSet(o, rp), &structs.DesiredUpdates{})
+		var stopped []string
+		for _, s := range r.res.Stop {
+			stopped = append(stopped, s.Alloc.ID)
+		}
+		wantStop, wantKeep := "repl", "v1-0"
+		if c.keep == "repl" {
+			wantStop, wantKeep = "v1-0", "repl"
+		}
+		if strings.Join(stopped, ",") != wantStop {
+			t.Errorf("%+v: stopped %v, want %s", c, stopped, wantStop)
+		}
+		if _, ok := untainted[wantKeep]; !ok {
+			t.Errorf("%+v: %s not kept: %s", c, wantKeep, namesOf(untainted))
+		}
+		if (len(r.res.ReconnectUpdates) == 1) != (c.keep == "orig") {
+			t.Errorf("%+v: reconnect updates %d", c, len(r.res.ReconnectUpdates))
+		}
+	}
+}
