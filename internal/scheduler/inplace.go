@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"github.com/drover-project/drover/internal/scheduler/feasible"
-	"github.com/drover-project/drover/internal/scheduler/reconcile"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -22,7 +21,9 @@ func (s *GenericScheduler) inplaceUpdate(existing *structs.Allocation, job *stru
 	var option *feasible.RankedNode
 	var metrics *structs.AllocMetric
 	s.ctx.WithoutExplain(func() {
-		s.plan.AppendStoppedAlloc(existing, reconcile.DescUpdating, "", "")
+		// The allocation leaves the node for the check: a stop naming it
+		// is all the placement context reads (no copy of the allocation).
+		s.plan.NodeUpdate[node.ID] = append(s.plan.NodeUpdate[node.ID], &structs.Allocation{ID: existing.ID, NodeID: node.ID})
 		s.stack.SetNodes([]*structs.Node{node})
 		s.stack.SetPreemption(false)
 		option = s.stack.Select(tg, nil)
