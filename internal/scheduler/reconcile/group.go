@@ -79,7 +79,7 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 	limit := r.computeUnderProvisionedBy(tg, untainted, destructive, b.migrate, canarying)
 
 	var place placements
-	if len(lostLater) == 0 {
+	if len(lostLater) == 0 && !lostStillStopping(tg, all, r.in.Now, r.in.EvalID) {
 		place = computePlacements(r.job, tg, names, untainted, b.migrate, rescheduleNow, b.lost, canarying)
 	}
 	if !existingDeployment && dstate != nil {

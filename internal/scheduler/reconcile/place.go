@@ -119,11 +119,15 @@ func (r *reconciler) computeDestructiveUpdates(tg *structs.TaskGroup, destructiv
 
 // computeMigrations stops every migrating allocation and places its
 // replacement (a canary's replacement is a canary; while canarying a
-// non-canary keeps its version).
+// non-canary keeps its version), unless the drain asked for no placement
+// (DesiredTransition.MigrateDisablePlacement).
 func (r *reconciler) computeMigrations(tg *structs.TaskGroup, migrate allocSet, canarying bool, du *structs.DesiredUpdates) {
 	du.Migrate += uint64(len(migrate))
 	for _, a := range migrate.nameOrder() {
 		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: DescMigrating})
+		if boolSet(a.DesiredTransition.MigrateDisablePlacement) {
+			continue
+		}
 		var keep *structs.Job
 		if canarying && !isCanary(a) && a.Job != nil && !OnVersion(a, r.job) {
 			keep = a.Job

@@ -37,6 +37,11 @@ func TestCompute(t *testing.T) {
 	stopAfterJob := jobV(1, 3, func(j *structs.Job) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{StopOnClientAfter: ptr(time.Minute)}
 	})
+	lostEarlier := func(j *structs.Job, followup string, at time.Time) *structs.Allocation {
+		a := alloc(j, 0, "n9", "lost")
+		a.DesiredStatus, a.FollowupEvalID, a.ModifyTime = "stop", followup, at.UnixNano()
+		return a
+	}
 	down := map[string]*structs.Node{"n9": {ID: "n9", Status: structs.NodeStatusDown}}
 	gone := map[string]*structs.Node{"n9": nil}
 	disconnected := map[string]*structs.Node{"n9": {ID: "n9", Status: structs.NodeStatusDisconnected}}
@@ -223,6 +228,20 @@ func TestCompute(t *testing.T) {
 				return a
 			}(), alloc(stopAfterJob, 1, "n1", "running"), alloc(stopAfterJob, 2, "n1", "running")},
 			tainted: down, want: "place=web.g[0]:lost stop=web.g[0]:lost"},
+
+		{name: "stopped as lost, client may still run it: nothing placed before its follow-up", job: stopAfterJob,
+			allocs: []*structs.Allocation{lostEarlier(stopAfterJob, "fe", now.Add(-30*time.Second)), alloc(stopAfterJob, 1, "n1", "running"), alloc(stopAfterJob, 2, "n1", "running")},
+			want:   ""},
+		{name: "stopped as lost: its follow-up replaces it", job: stopAfterJob, evalID: "fe",
+			allocs: []*structs.Allocation{lostEarlier(stopAfterJob, "fe", now.Add(-30*time.Second)), alloc(stopAfterJob, 1, "n1", "running"), alloc(stopAfterJob, 2, "n1", "running")},
+			want:   "fresh=1(web.g[0])"},
+		{name: "migrate without placement (drain of a batch alloc stopped by hand)", job: v1,
+			allocs: []*structs.Allocation{alloc(v1, 0, "n1", "running"), func() *structs.Allocation {
+				a := migrating(on(alloc(v1, 1, "n1", "running"), "n9"))
+				a.DesiredTransition.MigrateDisablePlacement = ptr(true)
+				return a
+			}(), alloc(v1, 2, "n1", "running")},
+			tainted: draining, want: "stop=web.g[1]"},
 
 		// Reschedule.
 		{name: "failed, delay passed: reschedule now", job: v1,

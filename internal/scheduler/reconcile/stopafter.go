@@ -56,3 +56,30 @@ func delayByStopAfter(tg *structs.TaskGroup, lost allocSet, now time.Time) []del
 	}
 	return out
 }
+
+// lostStillStopping reports whether an allocation of the group was stopped
+// as lost by an earlier pass and its client may still be running it (the
+// stop's time plus stop_on_client_after plus the kill timeout is ahead):
+// its replacement waits for the follow-up evaluation that pass created,
+// whichever evaluation looks at the group meanwhile. The follow-up itself
+// replaces it.
+func lostStillStopping(tg *structs.TaskGroup, all allocSet, now time.Time, evalID string) bool {
+	d := stopAfter(tg)
+	if d <= 0 {
+		return false
+	}
+	kill := 5 * time.Second
+	for _, t := range tg.Tasks {
+		kill = max(kill, t.KillTimeout)
+	}
+	for _, a := range all {
+		if a.ClientStatus != structs.AllocClientStatusLost || !a.ServerTerminalStatus() || a.NextAllocation != "" ||
+			a.FollowupEvalID == "" || a.FollowupEvalID == evalID || a.ModifyTime == 0 {
+			continue
+		}
+		if time.Unix(0, a.ModifyTime).Add(d + kill).After(now) {
+			return true
+		}
+	}
+	return false
+}
