@@ -210,6 +210,11 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.EventBufferSize != nil {
 		sc.EventBufferSize = *s.EventBufferSize
 	}
+	if s.DeploymentQueryRateLimit > 0 {
+		sc.DeploymentQueryRateLimit = s.DeploymentQueryRateLimit
+	}
+	sc.GC = server.GCConfig{Interval: s.JobGCInterval, JobThreshold: s.JobGCThreshold, EvalThreshold: s.EvalGCThreshold,
+		BatchEvalThreshold: s.BatchEvalGCThreshold, DeploymentThreshold: s.DeploymentGCThreshold, NodeThreshold: s.NodeGCThreshold}
 	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
 		sc.DisableEventBroker = true
 	}

@@ -241,6 +241,8 @@ func (c *Client) Start() {
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.runGC() }() // gc.go
 		if c.cfg.StatsInterval > 0 {
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.emitStats() }()

@@ -138,6 +138,7 @@ func (c *Client) applyAllocs(server map[string]uint64, changed []*structs.Alloca
 		switch {
 		case exists:
 			ar.Update(a)
+			c.applyRestartRequest(ar, a)
 		case known:
 			// Seen before and never run (terminal when it arrived).
 		case a.ServerTerminalStatus() && !a.ClientTerminalStatus():

@@ -99,6 +99,10 @@ type AllocRunner struct {
 	reportMu sync.Mutex
 	changeCh chan struct{}
 
+	restartIndex uint64 // last in-place restart request handled (restart.go); under mu
+	// health judges the allocation's deployment health (health.go).
+	health *healthWatcher
+
 	killOnce sync.Once
 	killCh   chan struct{}
 	waitCh   chan struct{}
@@ -128,6 +132,10 @@ func New(cfg Config) (*AllocRunner, error) {
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
 	}
+	if rr := cfg.Alloc.RestartRequest; rr != nil {
+		ar.restartIndex = rr.Index // asked before this runner existed: not for it
+	}
+	ar.health = newHealthWatcher(ar)
 	if cfg.NewAllocDir != nil {
 		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)
 	} else {
@@ -197,6 +205,9 @@ func (ar *AllocRunner) Alloc() *structs.Allocation {
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if ds := ar.health.status(&a); ds != nil {
+		a.DeploymentStatus = ds
+	}
 	return &a
 }
 
@@ -216,7 +227,7 @@ func (ar *AllocRunner) stripped() *structs.Allocation {
 	a := &structs.Allocation{
 		ID:               src.ID,
 		NodeID:           src.NodeID,
-		DeploymentStatus: src.DeploymentStatus,
+		DeploymentStatus: ar.health.status(src),
 		NetworkStatus:    src.NetworkStatus,
 		TaskStates:       ar.taskStates(),
 	}
@@ -233,6 +244,7 @@ func (ar *AllocRunner) onTaskChange() {
 	case ar.changeCh <- struct{}{}:
 	default:
 	}
+	ar.health.taskChanged()
 	ar.report()
 }
 
@@ -253,7 +265,9 @@ func (ar *AllocRunner) report() {
 // Update gives the runner the server's newest copy. A server-terminal
 // allocation (desired stop/evict) is killed; one the server marked
 // `unknown` (reconnect after a disconnect) gets a Reconnected event so its
-// true state is sent again.
+// true state is sent again. Anything else is an in-place update: the runner
+// and its tasks take the new job and resources and keep running, and a new
+// deployment gets its own health judgement.
 func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	ar.mu.Lock()
 	ar.alloc = alloc
@@ -265,6 +279,7 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 		ar.Kill("alloc desired status is " + alloc.DesiredStatus)
 		return
 	}
+	ar.health.observe(alloc)
 	if alloc.ClientStatus == structs.AllocClientStatusUnknown {
 		for _, e := range ar.tasks {
 			e.tr.EmitEvent(e.tr.NewEvent(structs.TaskReconnected, "Client reconnected"))

@@ -7,6 +7,10 @@ import (
 // Run runs the allocation to the end. Prefer Start; Run blocks.
 func (ar *AllocRunner) Run() {
 	defer close(ar.waitCh)
+	ar.mu.Lock()
+	first := ar.alloc
+	ar.mu.Unlock()
+	ar.health.observe(first)
 	for _, e := range ar.tasks {
 		go e.tr.Run()
 	}

@@ -76,6 +76,11 @@ type TaskRunner struct {
 
 	waitCh chan struct{}
 
+	// restartCh carries an in-place restart request (user_restart.go);
+	// userRestart marks that the last run ended because of one.
+	restartCh   chan struct{}
+	userRestart bool
+
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
 }
@@ -100,6 +105,8 @@ func New(cfg Config) *TaskRunner {
 		alloc:  cfg.Alloc,
 		killCh: make(chan struct{}),
 		waitCh: make(chan struct{}),
+
+		restartCh: make(chan struct{}, 1),
 	}
 	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
 	return tr
@@ -181,7 +188,7 @@ func (tr *TaskRunner) killed() bool {
 }
 
 func (tr *TaskRunner) killTimeout() time.Duration {
-	t := tr.cfg.Task.KillTimeout
+	t := tr.newestTask().KillTimeout
 	if t <= 0 {
 		t = DefaultKillTimeout
 	}
@@ -320,6 +327,10 @@ func (tr *TaskRunner) Run() {
 			tr.setState(structs.TaskStateDead, ev)
 			return
 		}
+		if tr.takeUserRestart() {
+			continue // restarted on request: not counted against the policy
+		}
+		tracker.setPolicy(tr.restartPolicy())
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
@@ -353,13 +364,11 @@ func (tr *TaskRunner) Run() {
 }
 
 func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
-	if tr.cfg.Task.RestartPolicy != nil {
-		return tr.cfg.Task.RestartPolicy
+	if p := tr.newestTask().RestartPolicy; p != nil {
+		return p
 	}
-	if tr.cfg.Alloc.Job != nil {
-		if tg := tr.cfg.Alloc.Job.LookupTaskGroup(tr.cfg.Alloc.TaskGroup); tg != nil {
-			return tg.RestartPolicy
-		}
+	if tg := tr.newestGroup(); tg != nil {
+		return tg.RestartPolicy
 	}
 	return nil
 }
@@ -375,6 +384,7 @@ func (tr *TaskRunner) jobType() string {
 // how it ended. On a start failure it returns the error instead.
 func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error) {
 	tc := tr.taskConfig(stdout, stderr)
+	tr.drainRestart()
 	if _, err := tr.cfg.Driver.StartTask(tc); err != nil {
 		ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
 		ev.DriverError = err.Error()
@@ -404,12 +414,13 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 	select {
 	case res = <-waitCh:
 	case <-tr.killCh:
-		tr.mu.Lock()
-		sig := tr.cfg.Task.KillSignal
-		tr.mu.Unlock()
+		sig := tr.newestTask().KillSignal
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
+		res = <-waitCh
+	case <-tr.restartCh:
+		tr.stopForRestart()
 		res = <-waitCh
 	}
 	if res == nil {
