@@ -145,3 +145,38 @@ func TestJobPlanShowsRollingUpdates(t *testing.T) {
 		t.Fatalf("scale: %+v", d)
 	}
 }
+
+// The follow-up evaluation waits in the broker until its time, then
+// replaces the failed allocation, carrying the reschedule event.
+func TestRescheduleLaterFollowupReplacesOnTime(t *testing.T) {
+	s := testServer(t, nil)
+	node := testNode(t, s, 4000, 4096)
+	job := testJob("soon", 1)
+	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Delay: 2 * time.Second,
+		DelayFunction: structs.DelayFunctionConstant, Unlimited: true}
+	evalDone(t, s, register(t, s, job).EvalID)
+	a := liveAllocs(t, s, "soon")[0]
+	failedAt := time.Now()
+	up := &structs.Allocation{ID: a.ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusFailed,
+		TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateDead, Failed: true, FinishedAt: failedAt}}}
+	var r structs.GenericResponse
+	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{up}}, &r); err != nil {
+		t.Fatal(err)
+	}
+	var repl *structs.Allocation
+	waitFor(t, 15*time.Second, "the replacement", func() bool {
+		for _, x := range liveAllocs(t, s, "soon") {
+			if x.PreviousAllocation == a.ID {
+				repl = x
+				return true
+			}
+		}
+		return false
+	})
+	if since := time.Since(failedAt); since < 1500*time.Millisecond {
+		t.Fatalf("replaced after %v, before the 2s delay", since)
+	}
+	if rt := repl.RescheduleTracker; rt == nil || len(rt.Events) != 1 || rt.Events[0].PrevAllocID != a.ID || rt.Events[0].Delay != 2*time.Second {
+		t.Fatalf("tracker %+v", rt)
+	}
+}
