@@ -118,3 +118,72 @@ func TestRollingUpdatesOnDevAgent(t *testing.T) {
 		}
 	}
 }
+
+// canary 1: a command change places one canary beside the three running
+// allocations and waits; promoting the deployment finishes it with every
+// allocation on the new version.
+func TestCanaryWaitsForPromotionOnDevAgent(t *testing.T) {
+	a := devAgent(t)
+	jobs := a.client.Jobs()
+	job := rawExecJob("can", "service", 3, `exec sleep 600`)
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(1), Canary: ptr(1), MinHealthyTime: ptr(time.Second)}
+	if _, _, err := jobs.Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "first deployment", func() bool {
+		d, _, err := jobs.LatestDeployment("can", nil)
+		return err == nil && d != nil && d.Status == "successful"
+	})
+	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", "exec sleep 601"}
+	resp, _, err := jobs.Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *api.Deployment
+	waitFor(t, 60*time.Second, "a healthy canary", func() bool {
+		d, _, err = jobs.LatestDeployment("can", nil)
+		if err != nil || d == nil || d.JobModifyIndex < resp.JobModifyIndex {
+			return false
+		}
+		st := d.TaskGroups["g"]
+		return st != nil && len(st.PlacedCanaries) == 1 && st.HealthyAllocs == 1
+	})
+	if d.Status != "running" || d.StatusDescription != "Deployment is running but requires manual promotion" {
+		t.Fatalf("deployment %s: %s", d.Status, d.StatusDescription)
+	}
+	// Held: the three old allocations still run beside the canary.
+	old, canaries := 0, 0
+	for _, s := range a.allocsOf("can") {
+		if s.DesiredStatus != "run" {
+			continue
+		}
+		if s.DeploymentStatus != nil && s.DeploymentStatus.Canary {
+			canaries++
+		} else if s.JobVersion == 0 {
+			old++
+		}
+	}
+	if old != 3 || canaries != 1 {
+		t.Fatalf("before promotion: %d old, %d canaries", old, canaries)
+	}
+	if _, _, err := a.client.Deployments().PromoteAll(d.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the promoted deployment to finish", func() bool {
+		got, _, err := a.client.Deployments().Info(d.ID, nil)
+		return err == nil && got.Status == "successful"
+	})
+	live := 0
+	for _, s := range a.allocsOf("can") {
+		if s.DesiredStatus != "run" {
+			continue
+		}
+		live++
+		if s.JobVersion != 1 {
+			t.Fatalf("%s still on version %d", s.Name, s.JobVersion)
+		}
+	}
+	if live != 3 {
+		t.Fatalf("%d allocations after promotion, want 3", live)
+	}
+}
