@@ -16,6 +16,7 @@
 //	canary.go      stop unneeded canaries; place the ones a deployment wants
 //	reschedule.go  failed allocations: reschedule now, later (follow-up evals), or keep
 //	disconnect.go  disconnect/reconnect handling and batched follow-up evaluations
+//	stopafter.go   lost allocations a client still stops itself (stop_on_client_after)
 //	names.go       name indexes: lowest free for placements, highest for stops
 //	stop.go        what the group no longer needs
 //	updates.go     ignore, in-place or destructive per allocation (TasksUpdated, updated.go)
