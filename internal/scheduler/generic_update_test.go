@@ -353,3 +353,38 @@ func TestServiceRescheduleLaterFollowup(t *testing.T) {
 		t.Fatalf("not rescheduled: %+v", live)
 	}
 }
+
+// A count change updates allocations in place even on a node that is
+// draining or ineligible (it keeps what runs there); the new allocation
+// goes elsewhere.
+func TestServiceScaleInPlaceOnDrainingNode(t *testing.T) {
+	h := NewHarness()
+	h.State.UpsertNode(mockNode("n1"))
+	h.State.UpsertJob(updateJob("web", 2, 1, 0))
+	process(t, h, mockEval(updateJob("web", 2, 1, 0)))
+	running(h, "web")
+	before := idsOf(liveAllocs(h, "web"))
+	drained := mockNode("n1")
+	drained.DrainStrategy = &structs.DrainStrategy{}
+	drained.SchedulingEligibility = structs.NodeSchedulingIneligible
+	h.State.UpsertNode(drained)
+	h.State.UpsertNode(mockNode("n2"))
+
+	reregister(t, h, "web", func(j *structs.Job) { j.TaskGroups[0].Count = 3 })
+	if n := countStops(h.Plans[len(h.Plans)-1]); n != 0 {
+		t.Fatalf("stopped %d", n)
+	}
+	after := liveAllocs(h, "web")
+	if len(after) != 3 {
+		t.Fatalf("live %d", len(after))
+	}
+	for _, a := range after {
+		if contains(before, a.ID) {
+			if a.NodeID != "n1" || a.Job.TaskGroups[0].Count != 3 {
+				t.Errorf("%s not updated in place", a.Name)
+			}
+		} else if a.NodeID != "n2" {
+			t.Errorf("new allocation on %s", a.NodeID)
+		}
+	}
+}
