@@ -1,11 +1,3 @@
-//go:build deployments_e2e
-
-// Built with -tags deployments_e2e until the branches that make deployments
-// happen on a dev agent (reconcile: the scheduler creates them; deploywatch:
-// the watcher ends them; health: clients report allocation health) are
-// merged with this one; then this build tag goes. It passes on such a merge
-// (deploy-cli + reconcile + deploywatch + health, 13 s).
-
 package integration
 
 import (

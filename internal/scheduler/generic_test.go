@@ -200,7 +200,10 @@ func TestServiceStopAndCountZero(t *testing.T) {
 	}
 }
 
-func TestServiceJobUpdateReplaces(t *testing.T) {
+// Without an update strategy (max_parallel 0, or a job built without the
+// API's defaults) a destructive change replaces every allocation at once,
+// keeping names; with one it rolls (generic_update_test.go).
+func TestServiceJobUpdateWithoutStrategyReplacesAll(t *testing.T) {
 	h := NewHarness()
 	h.State.UpsertNode(mockNode("n1"))
 	h.State.UpsertNode(mockNode("n2"))
@@ -377,6 +380,7 @@ func TestFailedAllocRescheduledWithTracker(t *testing.T) {
 	a := liveAllocs(h, "web")[0]
 	failed := *a
 	failed.ClientStatus = structs.AllocClientStatusFailed
+	failed.ModifyTime = testNow.Add(-time.Minute).UnixNano() // failed a minute ago: its 5s delay passed
 	h.State.UpsertAllocs(&failed)
 
 	process(t, h, mockEval(job))

@@ -244,9 +244,7 @@ func computeNodeGroup(in NodeInput, res *NodeResult, du *structs.DesiredUpdates,
 	du.Place++
 }
 
-func sameVersion(a *structs.Allocation, job *structs.Job) bool {
-	return a.Job != nil && a.Job.JobModifyIndex == job.JobModifyIndex
-}
+func sameVersion(a *structs.Allocation, job *structs.Job) bool { return OnVersion(a, job) }
 
 func sortByCreate(allocs []*structs.Allocation) []*structs.Allocation {
 	out := append([]*structs.Allocation(nil), allocs...)

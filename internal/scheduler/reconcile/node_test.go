@@ -11,7 +11,7 @@ import (
 )
 
 func sysJob(typ string, modify uint64) *structs.Job {
-	return &structs.Job{ID: "sys", Namespace: "default", Type: typ, JobModifyIndex: modify,
+	return &structs.Job{ID: "sys", Namespace: "default", Type: typ, JobModifyIndex: modify, Version: modify,
 		Datacenters: []string{"dc*"},
 		TaskGroups:  []*structs.TaskGroup{{Name: "g", Count: 1}}}
 }

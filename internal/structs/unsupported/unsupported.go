@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -27,14 +25,14 @@ import (
 // the engine (apiconv, scheduler, server, client, drivers). Fields the engine
 // honours are not listed: identity and placement fields, count, constraints,
 // affinities, spreads, datacenters, node_pool, priority, all_at_once, meta,
-// periodic, parameterized + dispatch_payload, restart, reschedule attempts
-// and interval, ephemeral_disk.size, group networks in host mode with
+// periodic, parameterized + dispatch_payload, restart, reschedule (the
+// reconciler applies its delays), update (deployments), ephemeral_disk.size, group networks in host mode with
 // static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
 // kill_timeout, kill_signal, leader, lifecycle, logs, group scaling (stored
 // and served as a policy; min/max bound job scale), driver config (checked against the driver's schema below).
 //
-// Blocks that the api client's Canonicalize fills in for every job (update,
-// migrate, reschedule) only count as set when they differ from those
+// Blocks that the api client's Canonicalize fills in for every job
+// (migrate) only count as set when they differ from those
 // defaults: a user who never wrote them is not warned.
 
 // DriverCatalog is what the checks need to know about task drivers; the
@@ -180,15 +178,6 @@ var groupGaps = []gap[groupCtx]{
 			}
 		}
 		return out
-	}},
-	{"reschedule delay", gapWarn, "a failed allocation eligible for rescheduling is replaced at once", func(c groupCtx) []string {
-		p := c.tg.ReschedulePolicy
-		if p == nil || (!p.Unlimited && p.Attempts <= 0) {
-			return nil
-		}
-		d := api.NewDefaultReschedulePolicy(c.job.Type)
-		return when(p.Delay != ptrVal(d.Delay) || p.DelayFunction != ptrVal(d.DelayFunction) || p.MaxDelay != ptrVal(d.MaxDelay),
-			"reschedule delay, delay_function or max_delay")
 	}},
 	{"disconnect", gapWarn, "allocations on a node that stops heartbeating are replaced as lost, as if lost_after were 0", func(c groupCtx) []string {
 		return when(c.tg.Disconnect != nil, "disconnect")
@@ -464,4 +453,3 @@ func ptrVal[T any](p *T) T {
 	}
 	return *p
 }
-

@@ -124,8 +124,6 @@ func TestCheck_Decisions(t *testing.T) {
 		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
-		{"reschedule delay", func(j *api.Job) { tg(j).ReschedulePolicy = &api.ReschedulePolicy{Delay: dur(time.Minute)} },
-			"", gp + `reschedule delay, delay_function or max_delay is accepted but not acted on`},
 		{"disconnect", func(j *api.Job) { tg(j).Disconnect = &api.DisconnectStrategy{LostAfter: dur(time.Hour)} }, "", gp + `disconnect is accepted`},
 		{"max_client_disconnect", func(j *api.Job) { tg(j).MaxClientDisconnect = dur(time.Hour) }, "", gp + `max_client_disconnect is accepted`},
 		{"stop_after_client_disconnect", func(j *api.Job) { tg(j).StopAfterClientDisconnect = dur(time.Hour) }, "", gp + `stop_after_client_disconnect is accepted`},
