@@ -15,7 +15,7 @@ func main() {
 	flag.IntVar(&o.Nodes, "nodes", 0, "simulated nodes (default from -scenario)")
 	flag.IntVar(&o.Jobs, "jobs", 0, "service jobs to submit (default from -scenario)")
 	flag.IntVar(&o.Count, "count", 0, "allocations per job (default from -scenario)")
-	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss (explicit -nodes/-jobs/-count override it)")
+	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss | rolling (explicit -nodes/-jobs/-count override it)")
 	flag.IntVar(&o.Submitters, "submitters", 0, "concurrent HTTP job registrations (default from -scenario: 64 for tiny, else 16)")
 	flag.StringVar(&o.Addr, "addr", "", "HTTP address of an existing server (default: start one)")
 	flag.StringVar(&o.RPCAddr, "rpc", "", "with -addr: the server's RPC address")
@@ -29,6 +29,8 @@ func main() {
 	flag.StringVar(&o.HeapProfile, "heapprofile", "", "save the server's heap profile, taken once every allocation is placed, to this file; starts the server with enable_debug")
 	flag.StringVar(&o.SelfProfile, "selfprofile", "", "save this process's CPU profile (the node simulator's work) from the first submit to the end of the run to this file")
 	flag.IntVar(&o.EventSubscribers, "event-subscribers", 0, "read /v1/event/stream (every topic and namespace) with this many readers during the run")
+	flag.IntVar(&o.MaxParallel, "max-parallel", 0, "give the jobs an update block with this max_parallel (rolling: 50); after all run, roll out a new version and time its deployment")
+	flag.DurationVar(&o.HealthyAfter, "healthy-after", 0, "simulated client: running -> healthy in a deployment (min_healthy_time)")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	verbose := flag.Bool("v", false, "log progress to stderr")
 	flag.Parse()
@@ -78,8 +80,13 @@ func applyScenario(o *options, name string) error {
 		n, j, c, submitters = 5000, 10000, 1, 64
 	case "nodeloss":
 		n, j, c, lose = 5000, 50, 100, 10
+	case "rolling":
+		n, j, c = 1000, 1, 1000
+		if o.MaxParallel == 0 {
+			o.MaxParallel = 50
+		}
 	default:
-		return fmt.Errorf("unknown -scenario %q (steady, large, tiny, nodeloss)", name)
+		return fmt.Errorf("unknown -scenario %q (steady, large, tiny, nodeloss, rolling)", name)
 	}
 	o.Scenario = name
 	if o.Nodes == 0 {
