@@ -262,6 +262,9 @@ func TestFailedDeploymentRevertsToStable(t *testing.T) {
 
 	bad := pidJob("rev", 2, dir, "exit 3")
 	bad.Update.AutoRevert = ptr(true)
+	// Without a progress deadline an unhealthy allocation fails the
+	// deployment at once (with one it would be replaced until the deadline).
+	bad.Update.ProgressDeadline = ptr(time.Duration(0))
 	bad.TaskGroups[0].RestartPolicy = job.TaskGroups[0].RestartPolicy
 	registerJob(t, a, bad)
 	dep := waitDeployment(t, a, "rev", 1, "failed", 60*time.Second)
