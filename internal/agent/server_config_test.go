@@ -159,3 +159,39 @@ func TestServerConfig_EventBroker(t *testing.T) {
 		}
 	}
 }
+
+// server.deploy_query_rate_limit reaches the server's deployment watcher
+// (unset: Nomad's default, 100); a negative rate is refused naming the key.
+func TestServerConfig_DeployQueryRateLimit(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		rate float64
+	}{
+		{`server { enabled = true }`, 100},
+		{`server { enabled = true` + "\n" + `deploy_query_rate_limit = 250.5 }`, 250.5},
+	} {
+		parsed, err := config.Parse("server.hcl", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := config.Merge(config.DefaultConfig(), parsed)
+		if err := c.NormalizeAddrs(); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := serverConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.DeploymentQueryRateLimit != tc.rate {
+			t.Errorf("%s: rate %v, want %v", tc.src, sc.DeploymentQueryRateLimit, tc.rate)
+		}
+	}
+	parsed, err := config.Parse("server.hcl", []byte("data_dir = \"/srv/d\"\nserver {\n  enabled = true\n  deploy_query_rate_limit = -1\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = config.Merge(config.DefaultConfig(), parsed).Validate()
+	if err == nil || !strings.Contains(err.Error(), "server.deploy_query_rate_limit must be greater than 0") {
+		t.Fatalf("deploy_query_rate_limit = -1: %v", err)
+	}
+}

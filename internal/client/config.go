@@ -67,4 +67,6 @@ type Config struct {
 	PublishNodeMetrics bool
 	// ProcRoot is where procfs is mounted for host stats ("" is /proc).
 	ProcRoot string
+	// GC is the garbage collection of finished allocations (gc.go).
+	GC GCConfig
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
-	"github.com/hashicorp/nomad/api"
 )
 
 // Attempt limits: how many passes without progress before giving up.
@@ -351,14 +350,7 @@ func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *struc
 	if prev != nil {
 		alloc.PreviousAllocation = prev.ID
 		if reschedule {
-			tracker := &structs.RescheduleTracker{}
-			if prev.RescheduleTracker != nil {
-				tracker.Events = append(tracker.Events, prev.RescheduleTracker.Events...)
-			}
-			tracker.Events = append(tracker.Events, &api.RescheduleEvent{
-				RescheduleTime: now.UnixNano(), PrevAllocID: prev.ID, PrevNodeID: prev.NodeID,
-			})
-			alloc.RescheduleTracker = tracker
+			alloc.RescheduleTracker = structs.NextRescheduleTracker(prev, structs.ReschedulePolicyOf(s.job, tg.Name), now)
 		}
 	}
 	for _, victim := range option.Preempted {

@@ -370,7 +370,8 @@ func TestFailedAllocRescheduledWithTracker(t *testing.T) {
 	h.State.UpsertNode(mockNode("n1"))
 	h.State.UpsertNode(mockNode("n2"))
 	job := mockJob("web", 1)
-	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour}
+	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour,
+		Delay: 5 * time.Second, DelayFunction: structs.DelayFunctionConstant}
 	h.State.UpsertJob(job)
 	process(t, h, mockEval(job))
 	a := liveAllocs(h, "web")[0]
@@ -384,7 +385,8 @@ func TestFailedAllocRescheduledWithTracker(t *testing.T) {
 		t.Fatalf("replacement = %+v", live)
 	}
 	rt := live[0].RescheduleTracker
-	if rt == nil || len(rt.Events) != 1 || rt.Events[0].PrevAllocID != a.ID || rt.Events[0].PrevNodeID != a.NodeID {
+	if rt == nil || len(rt.Events) != 1 || rt.Events[0].PrevAllocID != a.ID || rt.Events[0].PrevNodeID != a.NodeID ||
+		rt.Events[0].Delay != 5*time.Second {
 		t.Fatalf("tracker = %+v", rt)
 	}
 	if h.State.Alloc(a.ID).DesiredStatus != "stop" {

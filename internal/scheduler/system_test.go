@@ -117,14 +117,14 @@ func TestSystemNodeChanges(t *testing.T) {
 			live: map[string]int{"n1": 1, "n3": 1}, lost: []string{"n2"},
 		},
 		{
-			name: "draining node: alloc stopped",
+			name: "draining node: alloc kept until the drainer marks it",
 			change: func(h *Harness, _ *structs.Job) string {
 				n := mockNode("n3")
 				n.DrainStrategy = &structs.DrainStrategy{}
 				h.State.UpsertNode(n)
 				return "n3"
 			},
-			live: map[string]int{"n1": 1, "n2": 1},
+			live: map[string]int{"n1": 1, "n2": 1, "n3": 1},
 		},
 		{
 			name: "job stopped: all stopped",

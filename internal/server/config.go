@@ -96,6 +96,10 @@ type Config struct {
 
 	RPCHoldTimeout time.Duration
 
+	// GC is the core garbage collection's schedule and thresholds
+	// (core_gc.go).
+	GC GCConfig
+
 	// JobMaxSourceSize bounds the jobspec source kept with a job version
 	// (server.job_max_source_size); 0 means DefaultJobMaxSourceSize.
 	JobMaxSourceSize int64
@@ -107,6 +111,12 @@ type Config struct {
 	// (server.enable_event_broker = false).
 	EventBufferSize    int
 	DisableEventBroker bool
+
+	// DeploymentQueryRateLimit is how many state queries per second the
+	// deployment watcher makes at most, all deployments together
+	// (server.deploy_query_rate_limit; 0 means
+	// deploywatch.DefaultQueryRate, 100).
+	DeploymentQueryRateLimit float64
 
 	// StatsInterval is how often the leader publishes its queue gauges
 	// (telemetry.collection_interval; 0 means one second).
@@ -202,6 +212,7 @@ func (c *Config) fill() {
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
 	}
+	c.GC.fill()
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}

@@ -126,6 +126,15 @@ func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterRes
 				return structs.NewErrCoded(400, "group count was greater than scaling policy maximum: %d > %d", *args.Count, *p.Max)
 			}
 		}
+		// A count change is a new version: while a deployment rolls out
+		// the current one it would cut it short (Nomad refuses too).
+		dep, err := st.LatestDeploymentByJobID(nil, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		if dep != nil && dep.Active() && dep.JobCreateIndex == cur.CreateIndex {
+			return structs.NewErrCoded(400, "job scaling blocked due to active deployment")
+		}
 		if limit := j.srv.config.JobMaxCount; limit >= 0 && *args.Count > int64(limit) {
 			return structs.NewErrCoded(400, "Task group %q: count %d exceeds the server's job_max_count (%d)", group, *args.Count, limit)
 		}

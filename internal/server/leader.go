@@ -104,6 +104,9 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	}
 	s.heartbeats.SetEnabled(true)
 	s.initializeHeartbeatTimers()
+	// Rebuilt from state: every active deployment is watched again, so a
+	// deployment resumes where the previous leader left it.
+	s.deployWatcher.SetEnabled(true)
 
 	s.isLeader.Store(true)
 	s.servicesUp.Store(1)
@@ -116,6 +119,9 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.initializeKeyring(stopCh, gen)
 	go s.emitLeaderStats(stopCh)
 	go s.watchSchedulerConfig(stopCh)
+	go s.drainer.Run(stopCh)
+	go s.runCoreGC(stopCh)
+	go s.runJobRestarts(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
@@ -130,6 +136,9 @@ func (s *Server) revokeLeadership() {
 	}
 	s.logger.Info("cluster leadership lost")
 	s.periodic.SetEnabled(false)
+	// Waits for the watcher's goroutines: a write of theirs in flight ends
+	// with the leadership (Raft fails it) or the server's shutdown.
+	s.deployWatcher.SetEnabled(false)
 	s.heartbeats.SetEnabled(false)
 	s.brokerMu.Lock()
 	s.blocked.SetEnabled(false)

@@ -155,7 +155,8 @@ func TestLeadershipFlapping(t *testing.T) {
 			if up {
 				running++
 			}
-			if up != (s == l) || s.broker.Enabled() != (s == l) || s.planQueue.Enabled() != (s == l) || s.heartbeats.Enabled() != (s == l) {
+			if up != (s == l) || s.broker.Enabled() != (s == l) || s.planQueue.Enabled() != (s == l) || s.heartbeats.Enabled() != (s == l) ||
+				s.deployWatcher.Enabled() != (s == l) {
 				return false
 			}
 		}

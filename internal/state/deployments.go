@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -119,10 +120,16 @@ func upsertDeploymentTxn(txn *memdb.Txn, index uint64, in *structs.Deployment) e
 	if err := txn.Insert(tableDeployment, d); err != nil {
 		return fmt.Errorf("state: deployment insert: %w", err)
 	}
+	if d.Status == structs.DeploymentStatusSuccessful {
+		if err := markDeploymentStable(txn, index, d); err != nil {
+			return err
+		}
+	}
 	return bumpIndex(txn, index, tableDeployment)
 }
 
-// applyDeploymentUpdate sets a deployment's status. Unknown IDs are ignored.
+// applyDeploymentUpdate sets a deployment's status; a deployment that
+// becomes successful marks its job version stable. Unknown IDs are ignored.
 func applyDeploymentUpdate(txn *memdb.Txn, index uint64, u *structs.DeploymentStatusUpdate, jobs jobKeys) error {
 	raw, err := txn.First(tableDeployment, "id", u.DeploymentID)
 	if err != nil {
@@ -139,23 +146,50 @@ func applyDeploymentUpdate(txn *memdb.Txn, index uint64, u *structs.DeploymentSt
 		return fmt.Errorf("state: deployment insert: %w", err)
 	}
 	jobs.add(d.Namespace, d.JobID)
+	if d.Status == structs.DeploymentStatusSuccessful {
+		if err := markDeploymentStable(txn, index, d); err != nil {
+			return err
+		}
+	}
 	return bumpIndex(txn, index, tableDeployment)
 }
 
 // deploymentAllocTransition keeps a deployment's per-group counters in step
-// with its allocations: PlacedAllocs counts new allocations; the first health
-// a client reports counts as healthy or unhealthy, and a healthy allocation
-// moves RequireProgressBy to its health timestamp (unix nanoseconds) plus the
-// group's ProgressDeadline (nanoseconds).
+// with its allocations, as Nomad does: an allocation new to the deployment
+// (placed, or updated in place into it) counts as placed, and the first
+// placement of a group starts its progress deadline (the allocation's
+// ModifyTime plus ProgressDeadline); the first health reported counts as
+// healthy or unhealthy, and healthy moves RequireProgressBy to the health
+// timestamp plus ProgressDeadline when that is later; a healthy allocation
+// that turns unhealthy (set by hand) moves from one counter to the other.
 func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allocation) error {
 	if a.DeploymentID == "" {
 		return nil
 	}
-	placed := ex == nil
 	hadHealth := ex != nil && ex.DeploymentStatus != nil && ex.DeploymentStatus.Healthy != nil
 	hasHealth := a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil
-	newHealth := hasHealth && !hadHealth
-	if !placed && !newHealth {
+	isHealthy := hasHealth && *a.DeploymentStatus.Healthy
+	placed, healthy, unhealthy := 0, 0, 0
+	switch {
+	case ex == nil || ex.DeploymentID != a.DeploymentID:
+		placed = 1
+		if hasHealth {
+			if isHealthy {
+				healthy = 1
+			} else {
+				unhealthy = 1
+			}
+		}
+	case !hadHealth && hasHealth:
+		if isHealthy {
+			healthy = 1
+		} else {
+			unhealthy = 1
+		}
+	case hadHealth && hasHealth && *ex.DeploymentStatus.Healthy && !isHealthy:
+		healthy, unhealthy = -1, 1
+	}
+	if placed == 0 && healthy == 0 && unhealthy == 0 {
 		return nil
 	}
 	raw, err := txn.First(tableDeployment, "id", a.DeploymentID)
@@ -170,17 +204,16 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 	if st == nil {
 		return nil
 	}
-	if placed {
-		st.PlacedAllocs++
-	}
-	if newHealth {
-		if *a.DeploymentStatus.Healthy {
-			st.HealthyAllocs++
-			if st.ProgressDeadline > 0 && !a.DeploymentStatus.Timestamp.IsZero() {
-				st.RequireProgressBy = a.DeploymentStatus.Timestamp.Add(st.ProgressDeadline)
+	st.PlacedAllocs += placed
+	st.HealthyAllocs += healthy
+	st.UnhealthyAllocs += unhealthy
+	if pd := st.ProgressDeadline; pd > 0 {
+		if placed != 0 && st.RequireProgressBy.IsZero() && a.ModifyTime != 0 {
+			st.RequireProgressBy = time.Unix(0, a.ModifyTime).UTC().Add(pd)
+		} else if healthy > 0 && !a.DeploymentStatus.Timestamp.IsZero() {
+			if by := a.DeploymentStatus.Timestamp.Add(pd); by.After(st.RequireProgressBy) {
+				st.RequireProgressBy = by
 			}
-		} else {
-			st.UnhealthyAllocs++
 		}
 	}
 	d.ModifyIndex = index

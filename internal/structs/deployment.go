@@ -37,7 +37,13 @@ type DeploymentState struct {
 	UnhealthyAllocs   int
 }
 
-// Active reports whether the deployment is still in progress.
+// Active reports whether the deployment is still in progress (the
+// multi-region statuses included, as Nomad counts them).
 func (d *Deployment) Active() bool {
-	return d.Status == DeploymentStatusRunning || d.Status == DeploymentStatusPaused
+	switch d.Status {
+	case DeploymentStatusRunning, DeploymentStatusPaused, DeploymentStatusInitializing,
+		DeploymentStatusPending, DeploymentStatusBlocked, DeploymentStatusUnblocking:
+		return true
+	}
+	return false
 }

@@ -117,6 +117,16 @@ func (s *ServerConfig) validate() []error {
 	if s.HeartbeatGrace < 0 || s.MinHeartbeatTTL < 0 || s.FailoverHeartbeatTTL < 0 {
 		bad("server.heartbeat_grace", "server heartbeat durations (heartbeat_grace, min_heartbeat_ttl, failover_heartbeat_ttl) must not be negative")
 	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"job_gc_interval", s.JobGCInterval}, {"job_gc_threshold", s.JobGCThreshold}, {"eval_gc_threshold", s.EvalGCThreshold},
+		{"batch_eval_gc_threshold", s.BatchEvalGCThreshold}, {"deployment_gc_threshold", s.DeploymentGCThreshold},
+		{"node_gc_threshold", s.NodeGCThreshold}} {
+		if d.v < 0 {
+			bad("server."+d.key, "server.%s must not be negative, got %s", d.key, d.v)
+		}
+	}
 	if s.EncryptKey != "" {
 		k, err := base64.StdEncoding.DecodeString(s.EncryptKey)
 		if err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
@@ -138,6 +148,9 @@ func (s *ServerConfig) validate() []error {
 	}
 	if n := s.EventBufferSize; n != nil && (*n < 1 || *n > maxEventBufferSize) {
 		bad("server.event_buffer_size", "server.event_buffer_size must be between 1 and %d entries, got %d (enable_event_broker = false turns the event stream off)", maxEventBufferSize, *n)
+	}
+	if s.DeploymentQueryRateLimit < 0 {
+		bad("server.deploy_query_rate_limit", "server.deploy_query_rate_limit must be greater than 0 (queries per second), got %v", s.DeploymentQueryRateLimit)
 	}
 	for _, sch := range s.EnabledSchedulers {
 		switch sch {

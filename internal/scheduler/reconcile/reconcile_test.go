@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/structs"
-	"github.com/hashicorp/nomad/api"
 )
 
 var now = time.Unix(1_700_000_000, 0)
@@ -66,9 +65,9 @@ func TestCompute(t *testing.T) {
 	yes := true
 	migrating.DesiredTransition.Migrate = &yes
 	rescheduledOnce := alloc(limited, 0, "n1", "failed")
-	rescheduledOnce.RescheduleTracker = &structs.RescheduleTracker{Events: []*api.RescheduleEvent{{RescheduleTime: now.Add(-time.Minute).UnixNano()}}}
+	rescheduledOnce.RescheduleTracker = &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{RescheduleTime: now.Add(-time.Minute).UnixNano()}}}
 	rescheduledLongAgo := alloc(limited, 0, "n1", "failed")
-	rescheduledLongAgo.RescheduleTracker = &structs.RescheduleTracker{Events: []*api.RescheduleEvent{{RescheduleTime: now.Add(-2 * time.Hour).UnixNano()}}}
+	rescheduledLongAgo.RescheduleTracker = &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{RescheduleTime: now.Add(-2 * time.Hour).UnixNano()}}}
 	serverStopped := alloc(job, 0, "n1", "running")
 	serverStopped.DesiredStatus = "stop"
 

@@ -6,7 +6,6 @@ package unsupported
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -181,13 +180,6 @@ var groupGaps = []gap[groupCtx]{
 			}
 		}
 		return out
-	}},
-	{"update", gapWarn, "Drover has no deployments yet, so a new version replaces every allocation at once, without canaries, health checks or auto_revert", func(c groupCtx) []string {
-		u := c.tg.Update
-		return when(u != nil && u.MaxParallel != nil && *u.MaxParallel > 0 && !isDefault(u, defaultUpdate()), "update")
-	}},
-	{"migrate", gapWarn, "a draining node's allocations are stopped and replaced without waiting for the new ones to be healthy", func(c groupCtx) []string {
-		return when(c.tg.Migrate != nil && !isDefault(c.tg.Migrate, defaultMigrate()), "migrate")
 	}},
 	{"reschedule delay", gapWarn, "a failed allocation eligible for rescheduling is replaced at once", func(c groupCtx) []string {
 		p := c.tg.ReschedulePolicy
@@ -473,18 +465,3 @@ func ptrVal[T any](p *T) T {
 	return *p
 }
 
-// defaultUpdate and defaultMigrate are the blocks the api client's
-// Canonicalize gives a job that has none.
-func defaultUpdate() *structs.UpdateStrategy {
-	u := api.DefaultUpdateStrategy()
-	u.Canonicalize()
-	return u
-}
-
-func defaultMigrate() *structs.MigrateStrategy {
-	m := api.DefaultMigrateStrategy()
-	m.Canonicalize()
-	return m
-}
-
-func isDefault[T any](got, def *T) bool { return reflect.DeepEqual(got, def) }
