@@ -103,6 +103,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator raft":             f(&GroupCommand{Meta: m, Name: "operator raft", Synopsis_: "Provides access to the Raft subsystem"}),
 		"operator raft list-peers":  f(&OperatorRaftListPeersCommand{Meta: m}),
 		"operator raft remove-peer": f(&OperatorRaftRemovePeerCommand{Meta: m}),
+		"operator api":              f(&OperatorAPICommand{Meta: m}),
 		"status":                    f(&StatusCommand{Meta: m}),
 		"monitor":                   f(&MonitorCommand{Meta: m}),
 		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
@@ -221,6 +222,15 @@ func (m *Meta) apiClient() (*api.Client, bool) {
 // Client builds an api client: api.DefaultConfig reads NOMAD_ADDR,
 // NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION and the TLS variables; flags win.
 func (m *Meta) Client() (*api.Client, error) {
+	cfg, err := m.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClient(cfg)
+}
+
+// clientConfig is the api client configuration Client uses.
+func (m *Meta) clientConfig() (*api.Config, error) {
 	cfg := api.DefaultConfig()
 	if m.address != "" {
 		cfg.Address = m.address
@@ -251,7 +261,7 @@ func (m *Meta) Client() (*api.Client, error) {
 			cfg.TLSConfig.Insecure = true
 		}
 	}
-	return api.NewClient(cfg)
+	return cfg, nil
 }
 
 // globalHelp is appended to each command's help.
