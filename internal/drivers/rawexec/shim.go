@@ -161,6 +161,17 @@ func shimMain(dir string) int {
 
 	werr := cmd.Wait()
 	ex := shimExit{FinishedAt: time.Now()}
+	// What the task wrote before it exited reaches the log files before its
+	// exit is told (a batch task's output must be there once it reads
+	// complete): the pipes close with the task unless something it left
+	// behind still holds them, which gets a short grace and is then copied
+	// in the background below.
+	done := make(chan struct{})
+	go func() { copiers.wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(250 * time.Millisecond):
+	}
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:
@@ -183,8 +194,6 @@ func shimMain(dir string) int {
 
 	// Keep copying while anything the task left behind writes its output,
 	// until every writer is gone or the driver says the task is destroyed.
-	done := make(chan struct{})
-	go func() { copiers.wait(); close(done) }()
 	select {
 	case <-done:
 	case <-term:
