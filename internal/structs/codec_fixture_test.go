@@ -119,6 +119,7 @@ func codecFixtures(mapLen int) map[string]any { return codecFixturesSkipping(map
 var addedSinceGolden = map[string]bool{
 	"RescheduleEvent.Delay":     true,
 	"Allocation.RestartRequest": true,
+	"Node.Drain":                true,
 }
 
 func codecFixturesSkipping(mapLen int, skip map[string]bool) map[string]any {

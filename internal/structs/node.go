@@ -27,7 +27,7 @@ type Node struct {
 	DrainStrategy     *DrainStrategy
 	// Drain mirrors DrainStrategy != nil (Nomad's older field, still in
 	// its JSON); the state store keeps it in step.
-	Drain                 bool
+	Drain                 bool `codec:",omitempty"`
 	SchedulingEligibility string
 	Status                string
 	StatusDescription     string

@@ -56271,10 +56271,52 @@ func (x *Node) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [32]bool{    // should field at this index be written?
+				true,    // ID
+				true,    // SecretID
+				true,    // Datacenter
+				true,    // Name
+				true,    // HTTPAddr
+				true,    // TLSEnabled
+				true,    // Attributes
+				true,    // NodeResources
+				true,    // ReservedResources
+				true,    // Links
+				true,    // Meta
+				true,    // NodeClass
+				true,    // NodePool
+				true,    // ComputedClass
+				true,    // CgroupParent
+				true,    // DrainStrategy
+				x.Drain, // Drain
+				true,    // SchedulingEligibility
+				true,    // Status
+				true,    // StatusDescription
+				true,    // StatusUpdatedAt
+				true,    // Events
+				true,    // Drivers
+				true,    // HostVolumes
+				true,    // HostNetworks
+				true,    // LastDrain
+				true,    // NodeMaxAllocs
+				true,    // ForeignPorts
+				true,    // LastMissedHeartbeatIndex
+				true,    // LastAllocUpdateIndex
+				true,    // CreateIndex
+				true,    // ModifyIndex
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
 				r.WriteArrayStart(32)
 			} else {
-				r.WriteMapStart(32)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -56739,21 +56781,27 @@ func (x *Node) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[16] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Drain))
+					}
 				} else {
-					r.EncodeBool(bool(x.Drain))
+					r.EncodeBool(false)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Drain\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Drain`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeBool(bool(x.Drain))
+				if yyq2[16] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Drain\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Drain`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Drain))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
