@@ -42,10 +42,14 @@ func (s *Server) markNodesDown(nodeIDs []string) error {
 		if err != nil {
 			return err
 		}
-		if node == nil || node.Status == structs.NodeStatusDown {
+		if node == nil || node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected {
 			continue
 		}
-		req.Updates = append(req.Updates, &structs.NodeUpdateStatusRequest{NodeID: id, Status: structs.NodeStatusDown,
+		status, err := s.missedHeartbeatStatus(node, now)
+		if err != nil {
+			return err
+		}
+		req.Updates = append(req.Updates, &structs.NodeUpdateStatusRequest{NodeID: id, Status: status,
 			NodeEvent: &structs.NodeEvent{Message: "Node heartbeat missed", Subsystem: "Cluster", Timestamp: now},
 			UpdatedAt: now.Unix()})
 		down = append(down, id)
@@ -53,7 +57,7 @@ func (s *Server) markNodesDown(nodeIDs []string) error {
 	if len(down) == 0 {
 		return nil
 	}
-	s.logger.Warn("node TTLs expired, marking nodes down", "nodes", len(down), "first_node_id", down[0])
+	s.logger.Warn("node TTLs expired, marking nodes down (or disconnected where their allocations tolerate it)", "nodes", len(down), "first_node_id", down[0])
 	// The evals are built from the allocs now and applied right after the
 	// status changes in the same entry, so the schedulers see the nodes down.
 	evals, err := s.nodeUpdateEvals(down, 0)
@@ -126,4 +130,63 @@ func (s *Server) nodeUpdateEvals(nodeIDs []string, nodeIndex uint64) ([]*structs
 		}
 	}
 	return evals, nil
+}
+
+// missedHeartbeatStatus is what a node that missed its heartbeats becomes:
+// disconnected when it runs an allocation whose group tolerates a
+// disconnected client (disconnect.lost_after, or the older
+// max_client_disconnect) and has not yet been unknown for longer than
+// that; down otherwise, and always for a node that was still initializing.
+// The disconnected node's allocations then turn unknown (replaced at once
+// when disconnect.replace) instead of lost.
+func (s *Server) missedHeartbeatStatus(node *structs.Node, now time.Time) (string, error) {
+	if node.Status == structs.NodeStatusInit {
+		return structs.NodeStatusDown, nil
+	}
+	allocs, err := s.State().AllocsByNode(nil, node.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range allocs {
+		if a.Job == nil || a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus() {
+			continue
+		}
+		tg := a.Job.LookupTaskGroup(a.TaskGroup)
+		if tg == nil {
+			continue
+		}
+		window := groupLostAfter(tg)
+		if window <= 0 {
+			continue
+		}
+		if a.ClientStatus == structs.AllocClientStatusUnknown && !unknownSince(a).Add(window).After(now) {
+			continue // already past its window
+		}
+		return structs.NodeStatusDisconnected, nil
+	}
+	return structs.NodeStatusDown, nil
+}
+
+// groupLostAfter is how long a group tolerates a disconnected client.
+func groupLostAfter(tg *structs.TaskGroup) time.Duration {
+	if tg.Disconnect != nil && tg.Disconnect.LostAfter != nil {
+		return *tg.Disconnect.LostAfter
+	}
+	if tg.MaxClientDisconnect != nil {
+		return *tg.MaxClientDisconnect
+	}
+	return 0
+}
+
+// unknownSince is when a was last marked unknown (zero if never).
+func unknownSince(a *structs.Allocation) time.Time {
+	for i := len(a.AllocStates) - 1; i >= 0; i-- {
+		if st := a.AllocStates[i]; st != nil && st.Field == "ClientStatus" {
+			if st.Value == structs.AllocClientStatusUnknown {
+				return st.Time
+			}
+			break
+		}
+	}
+	return time.Time{}
 }

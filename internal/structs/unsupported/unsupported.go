@@ -179,8 +179,8 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"disconnect", gapWarn, "allocations on a node that stops heartbeating are replaced as lost, as if lost_after were 0", func(c groupCtx) []string {
-		return when(c.tg.Disconnect != nil, "disconnect")
+	{"disconnect stop_on_client_after", gapWarn, "a client cut off from its servers does not stop these allocations itself (the servers do wait that long before replacing them)", func(c groupCtx) []string {
+		return when(c.tg.Disconnect != nil && c.tg.Disconnect.StopOnClientAfter != nil, "disconnect stop_on_client_after")
 	}},
 	{"max_client_disconnect", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { lost_after }", func(c groupCtx) []string {
 		return when(c.tg.MaxClientDisconnect != nil, "max_client_disconnect")

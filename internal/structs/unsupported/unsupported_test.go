@@ -124,7 +124,9 @@ func TestCheck_Decisions(t *testing.T) {
 		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
-		{"disconnect", func(j *api.Job) { tg(j).Disconnect = &api.DisconnectStrategy{LostAfter: dur(time.Hour)} }, "", gp + `disconnect is accepted`},
+		{"disconnect stop_on_client_after", func(j *api.Job) {
+			tg(j).Disconnect = &api.DisconnectStrategy{LostAfter: dur(time.Hour), StopOnClientAfter: dur(time.Minute)}
+		}, "", gp + `disconnect stop_on_client_after is accepted`},
 		{"max_client_disconnect", func(j *api.Job) { tg(j).MaxClientDisconnect = dur(time.Hour) }, "", gp + `max_client_disconnect is accepted`},
 		{"stop_after_client_disconnect", func(j *api.Job) { tg(j).StopAfterClientDisconnect = dur(time.Hour) }, "", gp + `stop_after_client_disconnect is accepted`},
 		{"prevent_reschedule_on_lost", func(j *api.Job) { tg(j).PreventRescheduleOnLost = new(true) }, "", gp + `prevent_reschedule_on_lost is accepted`},
