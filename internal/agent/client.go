@@ -10,6 +10,7 @@ import (
 	"github.com/drover-project/drover/internal/devices"
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
@@ -80,11 +81,24 @@ func (a *Agent) setupClient() error {
 func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
+		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// dockerConfig is the agent's `plugin "docker"` config over Nomad's
+// defaults. The agent configuration was validated at load, so an error here
+// cannot happen; the defaults are used if it does.
+func (a *Agent) dockerConfig() docker.PluginConfig {
+	if p := a.config.Plugins[docker.Name]; p != nil {
+		if c, err := docker.ParsePluginConfig(p.Config); err == nil {
+			return c
+		}
+	}
+	return docker.DefaultPluginConfig()
 }
 
 // devicePlugins builds the device plugins the agent configuration names.
