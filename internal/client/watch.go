@@ -222,7 +222,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 func (c *Client) addAlloc(a *structs.Allocation) error {
 	ar, err := allocrunner.New(allocrunner.Config{
 		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
-		Drivers: c.drivers, MaxKillTimeout: c.cfg.MaxKillTimeout,
+		Drivers: c.driverSet(), MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
 		ReserveDevices: c.reserveDevices,
