@@ -2,6 +2,7 @@ package docker
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -115,5 +116,30 @@ func TestFingerprintWithoutEngine(t *testing.T) {
 	d.detected = true // it answered once
 	if fp := d.Fingerprint(); fp.Health != "unhealthy" || fp.Attributes["driver.docker"] != "" {
 		t.Fatalf("%+v", fp)
+	}
+}
+
+// A log FIFO nobody reads (no collector) is an error at once, not a
+// goroutine blocked in open forever.
+func TestOpenFifoWithoutReader(t *testing.T) {
+	p := t.TempDir() + "/out.fifo"
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		w, err := openFifo(p)
+		if err == nil {
+			w.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no log collector") {
+			t.Fatalf("want an error naming the missing reader, got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("openFifo blocked on a FIFO without a reader")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
@@ -251,13 +252,6 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if th == nil || th.Config == nil {
 		return errors.New("handle with a task config is required")
 	}
-	var ds driverState
-	if err := json.Unmarshal(th.DriverState, &ds); err != nil {
-		return fmt.Errorf("decode driver state: %w", err)
-	}
-	if ds.ContainerID == "" {
-		return errors.New("driver state has no container ID")
-	}
 	d.mu.Lock()
 	_, exists := d.tasks[th.Config.ID]
 	d.mu.Unlock()
@@ -270,9 +264,25 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var ds driverState
+	if len(th.DriverState) == 0 {
+		// The client stored the handle before StartTask returned: find the
+		// container by the task ID label it carries, if it was created.
+		if ds, err = d.findContainer(ctx, cli, th.Config.ID); err != nil {
+			return err
+		}
+	} else if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+		return fmt.Errorf("decode driver state: %w", err)
+	}
+	if ds.ContainerID == "" {
+		return errors.New("driver state has no container ID")
+	}
 	info, err := cli.ContainerInspect(ctx, ds.ContainerID)
 	if err != nil {
 		return fmt.Errorf("container %s: %w", shortID(ds.ContainerID), err)
+	}
+	if ds.StartedAt.IsZero() && info.State != nil {
+		ds.StartedAt = parseTime(info.State.StartedAt)
 	}
 	tty := info.Config != nil && info.Config.Tty
 	h := newHandle(d, cli, th.Config, ds, tty)
@@ -284,6 +294,19 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	d.mu.Unlock()
 	d.logger.Debug("container recovered", "task", th.Config.ID, "container", shortID(ds.ContainerID), "running", info.State.Running)
 	return nil
+}
+
+// findContainer is the container created for task id (by its label).
+func (d *Driver) findContainer(ctx context.Context, cli *client.Client, id string) (driverState, error) {
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelTaskID+"="+id))})
+	if err != nil {
+		return driverState{}, fmt.Errorf("list containers of task %s: %w", id, err)
+	}
+	if len(cs) == 0 {
+		return driverState{}, fmt.Errorf("no container for task %s", id)
+	}
+	c := cs[0]
+	return driverState{ContainerID: c.ID, Image: c.Image, ImageID: c.ImageID}, nil
 }
 
 func (d *Driver) get(id string) (*taskHandle, error) {

@@ -246,6 +246,16 @@ func TestEngineRecover(t *testing.T) {
 	if st, err := d2.InspectTask(cfg.ID); err != nil || st.State != drivers.TaskStateRunning {
 		t.Fatalf("recovered task: %+v %v", st, err)
 	}
+	// A handle stored before StartTask returned (no driver state) finds
+	// the same container by its task label.
+	d3 := New(Config{Plugin: d.cfg})
+	if err := d3.RecoverTask(&drivers.TaskHandle{Config: cfg, State: "starting"}); err != nil {
+		t.Fatal(err)
+	}
+	if h3, err := d3.get(cfg.ID); err != nil || h3.state.ContainerID != ds.ContainerID || !h3.state.StartedAt.Equal(ds.StartedAt) {
+		t.Fatalf("recovered by label: %+v %v", h3, err)
+	}
+
 	if err := d2.StopTask(cfg.ID, 2*time.Second, "SIGTERM"); err != nil {
 		t.Fatal(err)
 	}
@@ -254,9 +264,16 @@ func TestEngineRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The exit is known to every driver that recovered the container.
+	if r := waitExit(t, d3, cfg.ID, 10*time.Second); r.Successful() {
+		t.Fatalf("a killed container exited successfully: %+v", r)
+	}
 	// A handle whose container is gone cannot be recovered.
 	if err := New(Config{Plugin: d.cfg}).RecoverTask(h); err == nil {
 		t.Fatal("recovering a removed container succeeded")
+	}
+	if err := New(Config{Plugin: d.cfg}).RecoverTask(&drivers.TaskHandle{Config: cfg, State: "starting"}); err == nil {
+		t.Fatal("recovering by label found a removed container")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -184,11 +185,25 @@ func (h *taskHandle) copyLogs(since time.Time) {
 	}
 }
 
+// openFifo opens the task's log FIFO (or file) for writing. It never
+// blocks: a FIFO nobody reads (no log collector running) is an error, not
+// a goroutine stuck in open.
 func openFifo(path string) (io.WriteCloser, error) {
 	if path == "" {
 		return nopWriteCloser{io.Discard}, nil
 	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, fmt.Errorf("%s: no log collector is reading it", path)
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 type nopWriteCloser struct{ io.Writer }
