@@ -296,3 +296,49 @@ func TestEngineFingerprint(t *testing.T) {
 		t.Fatalf("fingerprint %+v", fp)
 	}
 }
+
+// Commands run inside a running container (output, exit code, stdin), and
+// its CPU and memory use is sampled from the engine.
+func TestEngineExecAndStats(t *testing.T) {
+	d, _, img := engineDriver(t)
+	cfg := engineTask(t, "busy", map[string]any{
+		"image": img, "command": "/bin/sh", "args": []any{"-c", "while :; do :; done"},
+	}, 32)
+	cfg.CPUTotalCompute = 4000
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+
+	var out, errb strings.Builder
+	code, err := d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "echo in-$GREETING; echo oops >&2; exit 4"}, Stdout: &out, Stderr: &errb,
+	})
+	if err != nil || code != 4 || out.String() != "in-hello from env\n" || errb.String() != "oops\n" {
+		t.Fatalf("exec: code %d err %v stdout %q stderr %q", code, err, out.String(), errb.String())
+	}
+	out.Reset()
+	code, err = d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"cat"}, Stdin: strings.NewReader("piped\n"), Stdout: &out,
+	})
+	if err != nil || code != 0 || out.String() != "piped\n" {
+		t.Fatalf("exec with stdin: code %d err %v stdout %q", code, err, out.String())
+	}
+	if _, err := d.ExecTask(context.Background(), "nope/x", drivers.ExecOptions{Command: []string{"true"}}); err != drivers.ErrTaskNotFound {
+		t.Fatalf("exec in unknown task: %v", err)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		u, err := d.TaskStats(context.Background(), cfg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Memory.Usage > 0 && u.CPU.Percent > 20 && u.CPU.TotalTicks > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a busy container's stats never showed its use: %+v", u)
+		}
+	}
+}
