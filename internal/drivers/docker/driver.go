@@ -187,7 +187,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	started := false
 	defer func() {
 		if !started {
-			d.images.release(imageID)
+			d.images.release(tc.Image)
 		}
 	}()
 	spec, err := buildCreateSpec(&d.cfg, cfg, tc, tc.Image)
@@ -286,7 +286,7 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	}
 	tty := info.Config != nil && info.Config.Tty
 	h := newHandle(d, cli, th.Config, ds, tty)
-	d.images.adopt(ds.ImageID)
+	d.images.adopt(ds.Image)
 	since := time.Now()
 	h.run(since)
 	d.mu.Lock()
@@ -364,7 +364,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	if err := h.destroy(d.cfg.GCContainer); err != nil {
 		return err
 	}
-	d.images.release(h.state.ImageID)
+	d.images.release(h.state.Image)
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()

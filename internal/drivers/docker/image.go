@@ -22,77 +22,83 @@ import (
 
 // imageRefs makes sure a task's image is present (loaded from a tarball,
 // or pulled when missing or force_pull) and counts the tasks using each
-// image; with gc.image an image no task uses is removed after
-// gc.image_delay, unless a task took it again in the meantime.
+// image reference; with gc.image a reference no task uses is removed after
+// gc.image_delay, unless a task took it again in the meantime. Removing the
+// reference (not the image ID) only untags an image other tags still name,
+// and the engine refuses to remove one a container uses.
 type imageRefs struct {
 	d *Driver
 
 	mu     sync.Mutex
-	refs   map[string]int         // image ID -> tasks using it
+	refs   map[string]int         // image reference -> tasks using it
 	timers map[string]*time.Timer // pending removals
-	pulls  sync.Mutex             // one pull/load at a time per driver
+	pulls  sync.Mutex             // one pull, load or removal at a time
 }
 
 func newImageRefs(d *Driver) *imageRefs {
 	return &imageRefs{d: d, refs: map[string]int{}, timers: map[string]*time.Timer{}}
 }
 
-// acquire makes the task's image present and returns its ID, referenced
-// once for the caller.
+// acquire makes the task's image present, references it once for the
+// caller (release with tc.Image) and returns its ID.
 func (r *imageRefs) acquire(cli *client.Client, cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), tc.ImagePullTimeout)
 	defer cancel()
+	// Under the pull lock, so a delayed removal (which takes it too) never
+	// removes an image between ensure and the reference being counted.
 	r.pulls.Lock()
+	defer r.pulls.Unlock()
 	id, err := r.ensure(ctx, cli, cfg, tc)
-	r.pulls.Unlock()
 	if err != nil {
 		return "", err
 	}
-	r.adopt(id)
+	r.adopt(tc.Image)
 	return id, nil
 }
 
 // adopt references an image already in use (a recovered task).
-func (r *imageRefs) adopt(id string) {
-	if id == "" {
+func (r *imageRefs) adopt(ref string) {
+	if ref == "" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.refs[id]++
-	if t := r.timers[id]; t != nil {
+	r.refs[ref]++
+	if t := r.timers[ref]; t != nil {
 		t.Stop()
-		delete(r.timers, id)
+		delete(r.timers, ref)
 	}
 }
 
 // release drops one reference; the last one schedules the removal.
-func (r *imageRefs) release(id string) {
-	if id == "" {
+func (r *imageRefs) release(ref string) {
+	if ref == "" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.refs[id] > 0 {
-		r.refs[id]--
+	if r.refs[ref] > 0 {
+		r.refs[ref]--
 	}
-	if r.refs[id] > 0 || !r.d.cfg.GCImage {
+	if r.refs[ref] > 0 || !r.d.cfg.GCImage {
 		return
 	}
-	delete(r.refs, id)
-	if t := r.timers[id]; t != nil {
+	delete(r.refs, ref)
+	if t := r.timers[ref]; t != nil {
 		t.Stop()
 	}
-	r.timers[id] = time.AfterFunc(r.d.cfg.GCImageDelay, func() { r.remove(id) })
+	r.timers[ref] = time.AfterFunc(r.d.cfg.GCImageDelay, func() { r.remove(ref) })
 }
 
-func (r *imageRefs) remove(id string) {
+func (r *imageRefs) remove(ref string) {
+	r.pulls.Lock()
+	defer r.pulls.Unlock()
 	r.mu.Lock()
-	if r.refs[id] > 0 {
+	if r.refs[ref] > 0 {
 		r.mu.Unlock()
 		return
 	}
-	delete(r.timers, id)
+	delete(r.timers, ref)
 	r.mu.Unlock()
 	cli, err := r.d.client()
 	if err != nil {
@@ -100,13 +106,13 @@ func (r *imageRefs) remove(id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil && !errdefs.IsNotFound(err) {
+	if _, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); err != nil && !errdefs.IsNotFound(err) {
 		// In use by a container Drover does not own, or tagged elsewhere:
 		// leaving it is right.
-		r.d.logger.Debug("image not removed", "image", shortID(id), "error", err)
+		r.d.logger.Debug("image not removed", "image", ref, "error", err)
 		return
 	}
-	r.d.logger.Debug("unused image removed", "image", shortID(id))
+	r.d.logger.Debug("unused image removed", "image", ref)
 }
 
 func (r *imageRefs) ensure(ctx context.Context, cli *client.Client, cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
