@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -208,5 +209,50 @@ func TestDockerOOMKillReported(t *testing.T) {
 	out, code := a.cli(dir, "alloc", "status", al.ID)
 	if code != 0 || !strings.Contains(out, "OOM Killed") {
 		t.Fatalf("alloc status does not say OOM Killed (exit %d):\n%s", code, out)
+	}
+}
+
+// The README's container example: scripts/docker-example-image.sh builds
+// a FROM-scratch image around a static Go HTTP server, and
+// examples/docker.nomad.hcl runs two of them, each answering on its own
+// host port.
+func TestDockerReadmeExample(t *testing.T) {
+	cli := dockertest.Client(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(filepath.Join(root, "scripts/docker-example-image.sh"))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/docker-example-image.sh: %v\n%s", err, out)
+	}
+	if _, err := cli.ImageInspect(context.Background(), "drover-hello:local"); err != nil {
+		t.Fatalf("the script built no drover-hello:local: %v", err)
+	}
+	a := devAgent(t)
+	if out, code := a.cli(root, "job", "run", "examples/docker.nomad.hcl"); code != 0 {
+		t.Fatalf("job run: exit %d\n%s", code, out)
+	}
+	defer a.cli(root, "job", "stop", "-purge", "web")
+	stubs := a.allocsOf("web")
+	if len(stubs) != 2 {
+		t.Fatalf("want 2 allocations, got %d", len(stubs))
+	}
+	for _, s := range stubs {
+		al, _, err := a.client.Allocations().Info(s.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := al.AllocatedResources.Shared.Ports[0]
+		url := "http://" + net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value)) + "/"
+		waitFor(t, 30*time.Second, "the example answers on "+url, func() bool {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), "hello from") && strings.Contains(string(b), "(alloc "+al.ID+")")
+		})
 	}
 }
