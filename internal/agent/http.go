@@ -43,6 +43,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.FS = a.client
 		cfg.Stats = a.client
 		cfg.NodeMeta = a.client
+		cfg.Exec = a.client
 	}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}

@@ -79,6 +79,7 @@ type Config struct {
 	FS         ClientFS         // nil: the agent runs no client
 	Stats      ClientStats      // nil: the agent runs no client
 	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
+	Exec       ClientExec       // nil: the agent runs no client
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
 	Schedulers SchedulerWorkers // nil: the agent runs no server
@@ -188,6 +189,7 @@ func (s *server) routes() []route {
 		{"/v1/client/fs/readat/", s.fsReadAtRequest},
 		{"/v1/client/fs/stream/", s.fsStreamRequest},
 		{"/v1/client/fs/logs/", s.fsLogsRequest},
+		{"/v1/client/allocation/", s.clientAllocRequest},
 	}
 }
 

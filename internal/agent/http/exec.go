@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// ClientExec runs commands inside the local client's tasks. It may be nil
+// when the agent runs no client.
+type ClientExec interface {
+	// ExecCheck reports (as a coded error) why a command cannot run in
+	// the task now.
+	ExecCheck(allocID, task string) error
+	AllocExec(ctx context.Context, allocID, task string, opts drivers.ExecOptions) (int, error)
+}
+
+// execHeartbeat keeps an idle exec session's websocket alive.
+const execHeartbeat = 10 * time.Second
+
+// /v1/client/allocation/<alloc>/exec?task=&command=["cmd",...]&tty=
+// (a websocket, as Nomad's `alloc exec`). Every other path under
+// /v1/client/allocation/ answers 404.
+func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	parts, err := pathArgs(r, "/v1/client/allocation/")
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) != 2 || parts[0] == "" || parts[1] != "exec" {
+		return nil, structs.NewErrCoded(http.StatusNotFound, "Invalid path %q", r.URL.Path)
+	}
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	if s.cfg.Exec == nil {
+		return nil, errNoClient
+	}
+	allocID, q := parts[0], r.URL.Query()
+	task := q.Get("task")
+	if task == "" {
+		return nil, errNoTask
+	}
+	var command []string
+	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil || len(command) == 0 || command[0] == "" {
+		return nil, structs.NewErrCoded(400, `command must be a non-empty JSON list of strings, such as ["/bin/sh"]`)
+	}
+	tty := false
+	if v := q.Get("tty"); v != "" {
+		if tty, err = strconv.ParseBool(v); err != nil {
+			return nil, structs.NewErrCoded(400, "tty must be true or false, got %q", v)
+		}
+	}
+	// Refuse before upgrading, so the caller gets a status and a reason.
+	if err := s.cfg.Exec.ExecCheck(allocID, task); err != nil {
+		return nil, err
+	}
+	conn, err := (&websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}).Upgrade(w, r, nil)
+	if err != nil {
+		return nil, err // the upgrader has answered
+	}
+	defer conn.Close()
+	s.runExec(r.Context(), conn, allocID, task, command, tty)
+	return nil, nil
+}
+
+// runExec bridges the websocket frames (api.ExecStreamingInput in,
+// api.ExecStreamingOutput out) and the driver's exec.
+func (s *server) runExec(ctx context.Context, conn *websocket.Conn, allocID, task string, command []string, tty bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wmu sync.Mutex
+	send := func(f *api.ExecStreamingOutput) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		return conn.WriteJSON(f)
+	}
+
+	stdinR, stdinW := io.Pipe()
+	defer stdinR.Close()
+	resize := make(chan drivers.TerminalSize, 1)
+	go func() {
+		defer stdinW.Close()
+		for {
+			var in api.ExecStreamingInput
+			if err := conn.ReadJSON(&in); err != nil {
+				cancel() // the caller went away: stop the command
+				return
+			}
+			if in.Stdin != nil {
+				if len(in.Stdin.Data) > 0 {
+					if _, err := stdinW.Write(in.Stdin.Data); err != nil {
+						return
+					}
+				}
+				if in.Stdin.Close {
+					stdinW.Close()
+				}
+			}
+			if in.TTYSize != nil && in.TTYSize.Height > 0 && in.TTYSize.Width > 0 {
+				select {
+				case resize <- drivers.TerminalSize{Height: uint(in.TTYSize.Height), Width: uint(in.TTYSize.Width)}:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		t := time.NewTicker(execHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if send(&api.ExecStreamingOutput{}) != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	code, err := s.cfg.Exec.AllocExec(ctx, allocID, task, drivers.ExecOptions{
+		Command: command, Tty: tty, Stdin: stdinR,
+		Stdout: frameWriter{send: send, stderr: false},
+		Stderr: frameWriter{send: send, stderr: true},
+		Resize: resize,
+	})
+	wmu.Lock()
+	defer wmu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 120 { // a close frame's reason is at most 123 bytes
+			msg = msg[:120]
+		}
+		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInternalServerErr, msg))
+		return
+	}
+	_ = conn.WriteJSON(&api.ExecStreamingOutput{Exited: true, Result: &api.ExecStreamingExitResult{ExitCode: code}})
+	_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+}
+
+// frameWriter sends what a command writes as stdout or stderr frames.
+type frameWriter struct {
+	send   func(*api.ExecStreamingOutput) error
+	stderr bool
+}
+
+func (f frameWriter) Write(p []byte) (int, error) {
+	op := &api.ExecStreamingIOOperation{Data: append([]byte(nil), p...)}
+	out := &api.ExecStreamingOutput{Stdout: op}
+	if f.stderr {
+		out = &api.ExecStreamingOutput{Stderr: op}
+	}
+	if err := f.send(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
