@@ -13,7 +13,7 @@ import (
 func (c *Client) execTarget(allocID, task string) (drivers.ExecDriver, error) {
 	ar, err := c.getAllocRunner(allocID)
 	if err != nil {
-		return nil, err
+		return nil, structs.NewErrCoded(404, "Unknown allocation %q", allocID) // Nomad's words
 	}
 	a := ar.Alloc()
 	var t *structs.Task
@@ -38,12 +38,6 @@ func (c *Client) execTarget(allocID, task string) (drivers.ExecDriver, error) {
 		return nil, structs.NewErrCoded(400, "task %q uses the %s driver, which cannot run commands in a task", task, t.Driver)
 	}
 	return ed, nil
-}
-
-// ExecCheck reports why a command cannot run in the task now (nil: it can).
-func (c *Client) ExecCheck(allocID, task string) error {
-	_, err := c.execTarget(allocID, task)
-	return err
 }
 
 // AllocExec runs a command inside a running task (`alloc exec`) and

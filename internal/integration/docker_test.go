@@ -25,7 +25,7 @@ import (
 // The docker driver end to end on a dev agent, against the local engine
 // (skipped without one, failed in CI): a job serving HTTP on its group
 // port, reached on the allocation's host port; its output in `alloc logs`;
-// stopping the job removes the container; a container over its memory
+// `alloc exec` runs a command in it; stopping the job removes the container; a container over its memory
 // limit is reported OOM killed in the task events.
 
 const dockerWebJob = `
@@ -132,6 +132,13 @@ func TestDockerJobServesLogsAndStops(t *testing.T) {
 		if cs := dockerContainers(t, cli, al.ID); len(cs) != 1 || cs[0].State != "running" {
 			t.Fatalf("alloc %s: want one running container, got %+v", al.ID, cs)
 		}
+	}
+
+	// alloc exec runs a command inside the container, with the task's
+	// environment, and exits with its exit code.
+	out, code := a.cli(dir, "alloc", "exec", "-task", "server", allocs[0].ID[:8], "/bin/sh", "-c", `echo "in $NOMAD_ALLOC_ID"; cat /local/index.html; exit 5`)
+	if code != 5 || !strings.Contains(out, "in "+allocs[0].ID) || !strings.Contains(out, "served") {
+		t.Fatalf("alloc exec: exit %d\n%s", code, out)
 	}
 	if len(seen) != 2 {
 		t.Fatalf("two allocations on one node share a host port: %v", seen)

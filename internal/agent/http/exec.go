@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,9 +20,7 @@ import (
 // ClientExec runs commands inside the local client's tasks. It may be nil
 // when the agent runs no client.
 type ClientExec interface {
-	// ExecCheck reports (as a coded error) why a command cannot run in
-	// the task now.
-	ExecCheck(allocID, task string) error
+	// AllocExec runs the command; a coded 4xx error says why it cannot.
 	AllocExec(ctx context.Context, allocID, task string, opts drivers.ExecOptions) (int, error)
 }
 
@@ -42,9 +41,6 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 	if r.Method != http.MethodGet {
 		return nil, errInvalidMethod
 	}
-	if s.cfg.Exec == nil {
-		return nil, errNoClient
-	}
 	allocID, q := parts[0], r.URL.Query()
 	task := q.Get("task")
 	if task == "" {
@@ -60,10 +56,10 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 			return nil, structs.NewErrCoded(400, "tty must be true or false, got %q", v)
 		}
 	}
-	// Refuse before upgrading, so the caller gets a status and a reason.
-	if err := s.cfg.Exec.ExecCheck(allocID, task); err != nil {
-		return nil, err
-	}
+	// As Nomad: a malformed request is refused with a status; what the
+	// client refuses (unknown allocation or task, a driver that cannot
+	// exec) closes the websocket with the reason, which the api client
+	// returns as the error.
 	conn, err := (&websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}).Upgrade(w, r, nil)
 	if err != nil {
 		return nil, err // the upgrader has answered
@@ -130,25 +126,67 @@ func (s *server) runExec(ctx context.Context, conn *websocket.Conn, allocID, tas
 		}
 	}()
 
-	code, err := s.cfg.Exec.AllocExec(ctx, allocID, task, drivers.ExecOptions{
-		Command: command, Tty: tty, Stdin: stdinR,
-		Stdout: frameWriter{send: send, stderr: false},
-		Stderr: frameWriter{send: send, stderr: true},
-		Resize: resize,
-	})
+	code, err := -1, error(nil)
+	if s.cfg.Exec != nil {
+		code, err = s.cfg.Exec.AllocExec(ctx, allocID, task, drivers.ExecOptions{
+			Command: command, Tty: tty, Stdin: stdinR,
+			Stdout: frameWriter{send: send, stderr: false},
+			Stderr: frameWriter{send: send, stderr: true},
+			Resize: resize,
+		})
+	}
+	if s.cfg.Exec == nil || isNotFound(err) {
+		err = s.execElsewhere(allocID, s.cfg.Exec == nil)
+	}
 	wmu.Lock()
 	defer wmu.Unlock()
 	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if err != nil {
-		msg := err.Error()
+		code, msg := structs.ErrorCode(err)
 		if len(msg) > 120 { // a close frame's reason is at most 123 bytes
 			msg = msg[:120]
 		}
-		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInternalServerErr, msg))
+		wsCode := websocket.CloseInternalServerErr
+		if code >= 400 && code < 500 {
+			wsCode = websocket.ClosePolicyViolation
+		}
+		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(wsCode, msg))
 		return
 	}
 	_ = conn.WriteJSON(&api.ExecStreamingOutput{Exited: true, Result: &api.ExecStreamingExitResult{ExitCode: code}})
 	_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+}
+
+// isNotFound: the local client does not run the allocation.
+func isNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	code, msg := structs.ErrorCode(err)
+	return code == http.StatusNotFound && strings.HasPrefix(msg, "Unknown allocation")
+}
+
+// execElsewhere explains an allocation this agent's client does not run:
+// unknown to the servers too, or placed on another node (Drover does not
+// relay exec sessions between agents).
+func (s *server) execElsewhere(allocID string, noClient bool) error {
+	unknown := structs.NewErrCoded(http.StatusNotFound, "Unknown allocation %q", allocID)
+	if s.cfg.RPC == nil {
+		if noClient {
+			return errNoClient
+		}
+		return unknown
+	}
+	args := structs.AllocSpecificRequest{AllocID: allocID}
+	args.Region = s.cfg.Region
+	var reply structs.SingleAllocResponse
+	if err := s.cfg.RPC.RPC("Alloc.GetAlloc", &args, &reply); err != nil {
+		return err
+	}
+	if reply.Alloc == nil {
+		return unknown
+	}
+	return structs.NewErrCoded(http.StatusBadRequest, "allocation %s runs on node %s, not on this agent's client: run the command against that node's agent", allocID, reply.Alloc.NodeID)
 }
 
 // frameWriter sends what a command writes as stdout or stderr frames.

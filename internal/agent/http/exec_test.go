@@ -20,17 +20,10 @@ import (
 // knows one allocation, a1, with one running task, web.
 type fakeExec struct{}
 
-func (fakeExec) ExecCheck(allocID, task string) error {
-	if allocID != "a1" {
-		return structs.NewErrCoded(404, "unknown allocation ID %q", allocID)
-	}
-	if task != "web" {
-		return structs.NewErrCoded(404, "task %q not found in allocation a1", task)
-	}
-	return nil
-}
-
 func (fakeExec) AllocExec(ctx context.Context, allocID, task string, o drivers.ExecOptions) (int, error) {
+	if allocID != "a1" {
+		return -1, structs.NewErrCoded(404, "Unknown allocation %q", allocID)
+	}
 	if o.Command[0] == "fail" {
 		return -1, io.ErrUnexpectedEOF
 	}
@@ -81,6 +74,19 @@ func TestExecSession(t *testing.T) {
 		t.Fatalf("stdout %q stderr %q", stdout.String(), stderr.String())
 	}
 
+	// What the client refuses closes the socket with the reason, which
+	// Nomad's api client returns as the error.
+	q.Set("command", `["sh"]`)
+	conn3, _, err := websocket.DefaultDialer.Dial(strings.Replace(execURL(env.srv.URL, q.Encode()), "/a1/", "/a2/", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn3.Close()
+	var f3 api.ExecStreamingOutput
+	if err := conn3.ReadJSON(&f3); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || err.(*websocket.CloseError).Text != `Unknown allocation "a2"` {
+		t.Fatalf("want a close with the refusal, got %v", err)
+	}
+
 	// A failing exec closes the socket with the reason.
 	q.Set("command", `["fail"]`)
 	conn2, _, err := websocket.DefaultDialer.Dial(execURL(env.srv.URL, q.Encode()), nil)
@@ -107,8 +113,6 @@ func TestExecRequestErrors(t *testing.T) {
 		{"/v1/client/allocation/a1/exec?task=web", 400, "command must be a non-empty JSON list"},
 		{"/v1/client/allocation/a1/exec?task=web&command=sh", 400, "command must be a non-empty JSON list"},
 		{"/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D&tty=maybe", 400, "tty must be true or false"},
-		{"/v1/client/allocation/a2/exec?task=web&command=%5B%22sh%22%5D", 404, `unknown allocation ID "a2"`},
-		{"/v1/client/allocation/a1/exec?task=db&command=%5B%22sh%22%5D", 404, `task "db" not found`},
 		{"/v1/client/allocation/a1/stats", 404, "Invalid path"},
 	} {
 		code, _, body := env.raw(t, "GET", tc.path, "")
@@ -116,11 +120,42 @@ func TestExecRequestErrors(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", tc.path, code, body, tc.code, tc.msg)
 		}
 	}
-	noClient := newEnv(t, nil)
-	if code, _, body := noClient.raw(t, "GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D", ""); code != 400 || !strings.Contains(body, "no client") {
-		t.Errorf("without a client: %d %q", code, body)
-	}
 	if code, _, _ := env.raw(t, http.MethodPost, "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D", ""); code != 405 {
 		t.Errorf("POST answered %d", code)
+	}
+}
+
+// An agent whose client does not run the allocation (or that runs no
+// client) says whether the allocation exists and where, as the close
+// reason Nomad's api client returns.
+func TestExecElsewhere(t *testing.T) {
+	closeReason := func(env *testEnv, alloc string) string {
+		t.Helper()
+		u := "ws" + strings.TrimPrefix(env.srv.URL, "http") + "/v1/client/allocation/" + alloc + "/exec?task=web&command=%5B%22sh%22%5D"
+		conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		var f api.ExecStreamingOutput
+		err = conn.ReadJSON(&f)
+		ce, ok := err.(*websocket.CloseError)
+		if !ok {
+			t.Fatalf("want a close, got %v", err)
+		}
+		return ce.Text
+	}
+	noClient := newEnv(t, nil)
+	if got := closeReason(noClient, "a9"); got != `Unknown allocation "a9"` {
+		t.Errorf("unknown allocation: %q", got)
+	}
+	noClient.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{Alloc: &structs.Allocation{ID: "a9", NodeID: "n9"}})
+	if got := closeReason(noClient, "a9"); !strings.Contains(got, "allocation a9 runs on node n9, not on this agent's client") {
+		t.Errorf("allocation elsewhere: %q", got)
+	}
+	withClient := newEnv(t, func(c *Config) { c.Exec = fakeExec{} })
+	withClient.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{Alloc: &structs.Allocation{ID: "a2", NodeID: "n2"}})
+	if got := closeReason(withClient, "a2"); !strings.Contains(got, "runs on node n2") {
+		t.Errorf("allocation on another node: %q", got)
 	}
 }
