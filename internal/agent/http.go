@@ -44,6 +44,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.Stats = a.client
 		cfg.NodeMeta = a.client
 		cfg.Exec = a.client
+		cfg.AllocStats = a.client
 	}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}

@@ -33,3 +33,19 @@ func TestClient_ExecRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Stats leave out tasks whose driver cannot report them (rather than
+// report them as idle); an unknown allocation is a 404.
+func TestClient_AllocStatsOnlyFromDriversThatReport(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "60s"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	u, err := tc.AllocStats(a.ID)
+	if err != nil || len(u.Tasks) != 0 || u.Timestamp == 0 {
+		t.Fatalf("stats of a mock_driver alloc: %+v %v", u, err)
+	}
+	if _, err := tc.AllocStats("missing"); err == nil || !strings.Contains(err.Error(), `Unknown allocation "missing"`) {
+		t.Fatalf("unknown alloc: %v", err)
+	}
+}

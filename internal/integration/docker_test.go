@@ -134,6 +134,15 @@ func TestDockerJobServesLogsAndStops(t *testing.T) {
 		}
 	}
 
+	// The container's use, sampled by the engine, through Nomad's api.
+	u, err := a.client.Allocations().Stats(allocs[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tu := u.Tasks["server"]; tu == nil || tu.ResourceUsage.MemoryStats.Usage == 0 || u.ResourceUsage.MemoryStats.Usage == 0 {
+		t.Fatalf("alloc stats without the container's memory: %+v", u)
+	}
+
 	// alloc exec runs a command inside the container, with the task's
 	// environment, and exits with its exit code.
 	out, code := a.cli(dir, "alloc", "exec", "-task", "server", allocs[0].ID[:8], "/bin/sh", "-c", `echo "in $NOMAD_ALLOC_ID"; cat /local/index.html; exit 5`)

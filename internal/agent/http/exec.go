@@ -27,21 +27,10 @@ type ClientExec interface {
 // execHeartbeat keeps an idle exec session's websocket alive.
 const execHeartbeat = 10 * time.Second
 
-// /v1/client/allocation/<alloc>/exec?task=&command=["cmd",...]&tty=
-// (a websocket, as Nomad's `alloc exec`). Every other path under
-// /v1/client/allocation/ answers 404.
-func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any, error) {
-	parts, err := pathArgs(r, "/v1/client/allocation/")
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) != 2 || parts[0] == "" || parts[1] != "exec" {
-		return nil, structs.NewErrCoded(http.StatusNotFound, "Invalid path %q", r.URL.Path)
-	}
-	if r.Method != http.MethodGet {
-		return nil, errInvalidMethod
-	}
-	allocID, q := parts[0], r.URL.Query()
+// /v1/client/allocation/<alloc>/exec?task=&command=["cmd",...]&tty=: a
+// websocket, as Nomad's `alloc exec`.
+func (s *server) allocExecRequest(w http.ResponseWriter, r *http.Request, allocID string) (any, error) {
+	q := r.URL.Query()
 	task := q.Get("task")
 	if task == "" {
 		return nil, errNoTask
@@ -52,6 +41,7 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 	}
 	tty := false
 	if v := q.Get("tty"); v != "" {
+		var err error
 		if tty, err = strconv.ParseBool(v); err != nil {
 			return nil, structs.NewErrCoded(400, "tty must be true or false, got %q", v)
 		}
@@ -166,7 +156,8 @@ func isNotFound(err error) bool {
 	return code == http.StatusNotFound && strings.HasPrefix(msg, "Unknown allocation")
 }
 
-// execElsewhere explains an allocation this agent's client does not run:
+// execElsewhere explains an allocation this agent's client does not run
+// (for exec and stats):
 // unknown to the servers too, or placed on another node (Drover does not
 // relay exec sessions between agents).
 func (s *server) execElsewhere(allocID string, noClient bool) error {

@@ -80,6 +80,7 @@ type Config struct {
 	Stats      ClientStats      // nil: the agent runs no client
 	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
 	Exec       ClientExec       // nil: the agent runs no client
+	AllocStats ClientAllocStats // nil: the agent runs no client
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
 	Schedulers SchedulerWorkers // nil: the agent runs no server
