@@ -91,14 +91,25 @@ func (a *Agent) drivers() []drivers.Driver {
 
 // dockerConfig is the agent's `plugin "docker"` config over Nomad's
 // defaults. The agent configuration was validated at load, so an error here
-// cannot happen; the defaults are used if it does.
+// cannot happen; the defaults are used if it does. As in Nomad, the client
+// options "driver.docker.volumes" (set by -dev) and "docker.volumes.enabled"
+// enable volumes unless the plugin block says otherwise.
 func (a *Agent) dockerConfig() docker.PluginConfig {
+	c := docker.DefaultPluginConfig()
+	var set map[string]any
 	if p := a.config.Plugins[docker.Name]; p != nil {
-		if c, err := docker.ParsePluginConfig(p.Config); err == nil {
-			return c
+		if pc, err := docker.ParsePluginConfig(p.Config); err == nil {
+			c, set = pc, p.Config
 		}
 	}
-	return docker.DefaultPluginConfig()
+	if _, explicit := set["volumes"]; !explicit && a.config.Client != nil {
+		for _, k := range []string{"driver.docker.volumes", "docker.volumes.enabled"} {
+			if b, err := strconv.ParseBool(a.config.Client.Options[k]); err == nil && b {
+				c.VolumesEnabled = true
+			}
+		}
+	}
+	return c
 }
 
 // devicePlugins builds the device plugins the agent configuration names.
