@@ -3,6 +3,7 @@ package agent
 import (
 	"net"
 	"strconv"
+	"time"
 	"strings"
 
 	"github.com/drover-project/drover/internal/agent/config"
@@ -59,6 +60,10 @@ func (a *Agent) setupClient() error {
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
 	}
+	if c.DevMode {
+		// A dev agent notices a driver come or go within seconds.
+		cfg.DriverHealthInterval = devDriverHealthInterval
+	}
 	if t := c.Telemetry; t != nil {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
@@ -88,6 +93,10 @@ func (a *Agent) drivers() []drivers.Driver {
 	}
 	return ds
 }
+
+// devDriverHealthInterval is how often a dev agent fingerprints its drivers
+// again (others: every 15 s).
+const devDriverHealthInterval = 2 * time.Second
 
 // dockerConfig is the agent's `plugin "docker"` config over Nomad's
 // defaults. The agent configuration was validated at load, so an error here
