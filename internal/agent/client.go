@@ -3,8 +3,8 @@ package agent
 import (
 	"net"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
