@@ -17,18 +17,31 @@ import (
 )
 
 // privateDockerd runs a second engine of its own (own socket, data root,
-// no bridge, vfs storage) that the test may stop and start again without
-// touching the machine's dockerd.
+// bridge and vfs storage) that the test may stop and start again without
+// touching the machine's dockerd. (Not --bridge=none: dockerd then deletes
+// docker0, the machine's engine's bridge.)
 type privateDockerd struct {
-	t    *testing.T
-	dir  string
-	sock string
-	cmd  *exec.Cmd
+	t      *testing.T
+	dir    string
+	sock   string
+	bridge string
+	cmd    *exec.Cmd
 }
 
 func startPrivateDockerd(t *testing.T, dir string) *privateDockerd {
 	t.Helper()
-	d := &privateDockerd{t: t, dir: dir, sock: filepath.Join(dir, "d.sock")}
+	d := &privateDockerd{t: t, dir: dir, sock: filepath.Join(dir, "d.sock"), bridge: "drovertest0"}
+	_ = exec.Command("ip", "link", "del", d.bridge).Run() // left by a crashed run
+	for _, args := range [][]string{
+		{"link", "add", d.bridge, "type", "bridge"},
+		{"addr", "add", "10.213.77.1/24", "dev", d.bridge},
+		{"link", "set", d.bridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", d.bridge).Run() })
 	d.start()
 	t.Cleanup(d.stop)
 	return d
@@ -38,7 +51,7 @@ func (d *privateDockerd) start() {
 	t := d.t
 	t.Helper()
 	d.cmd = exec.Command("dockerd", "--data-root", filepath.Join(d.dir, "root"), "--exec-root", filepath.Join(d.dir, "exec"),
-		"--pidfile", filepath.Join(d.dir, "pid"), "-H", "unix://"+d.sock, "--bridge=none", "--iptables=false", "--storage-driver=vfs")
+		"--pidfile", filepath.Join(d.dir, "pid"), "-H", "unix://"+d.sock, "--bridge="+d.bridge, "--iptables=false", "--ip-masq=false", "--storage-driver=vfs")
 	log, err := os.OpenFile(filepath.Join(d.dir, "dockerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +111,13 @@ func dockerJob(id, image string) *api.Job {
 // recover when the daemon returns.
 func TestDockerDaemonStopsAndReturns(t *testing.T) {
 	dockertest.Client(t) // the machine has an engine (or CI fails here)
-	if _, err := exec.LookPath("dockerd"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but dockerd is not installed: %v", err)
+	for _, bin := range []string{"dockerd", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI is set but %s is not installed: %v", bin, err)
+			}
+			t.Skipf("%s not installed", bin)
 		}
-		t.Skip("dockerd not installed")
 	}
 	dir, err := os.MkdirTemp("", "dd") // short: the socket path has a length limit
 	if err != nil {

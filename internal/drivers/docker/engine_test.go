@@ -42,6 +42,11 @@ func engineTask(t *testing.T, name string, conf map[string]any, memMB int64) *dr
 			t.Fatal(err)
 		}
 	}
+	for _, f := range []string{"stdout", "stderr"} {
+		if err := os.WriteFile(filepath.Join(allocDir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	allocID := fmt.Sprintf("%d-%s", time.Now().UnixNano(), strings.ToLower(t.Name()))
 	allocID = strings.NewReplacer("/", "-", "_", "-").Replace(allocID)
 	return &drivers.TaskConfig{

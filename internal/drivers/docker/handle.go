@@ -151,13 +151,13 @@ func (h *taskHandle) exited() bool {
 // when the container stops.
 func (h *taskHandle) copyLogs(since time.Time) {
 	defer close(h.logsDone)
-	stdout, err := openFifo(h.cfg.StdoutPath)
+	stdout, err := h.openLog(h.cfg.StdoutPath)
 	if err != nil {
 		h.logger.Warn("cannot open stdout log", "error", err)
 		return
 	}
 	defer stdout.Close()
-	stderr, err := openFifo(h.cfg.StderrPath)
+	stderr, err := h.openLog(h.cfg.StderrPath)
 	if err != nil {
 		h.logger.Warn("cannot open stderr log", "error", err)
 		return
@@ -185,6 +185,30 @@ func (h *taskHandle) copyLogs(since time.Time) {
 	}
 }
 
+// logOpenWait is how long a log FIFO nobody reads yet is retried: after a
+// client restart the task may be recovered before its log collector runs.
+const logOpenWait = 30 * time.Second
+
+// openLog opens a log FIFO, waiting (up to logOpenWait, or until the task
+// is destroyed) for its reader.
+func (h *taskHandle) openLog(path string) (io.WriteCloser, error) {
+	deadline := time.Now().Add(logOpenWait)
+	for {
+		w, err := openFifo(path)
+		if err == nil || !errors.Is(err, errNoReader) || time.Now().After(deadline) {
+			return w, err
+		}
+		select {
+		case <-h.ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// errNoReader: a FIFO that nobody reads.
+var errNoReader = errors.New("no log collector is reading it")
+
 // openFifo opens the task's log FIFO (or file) for writing. It never
 // blocks: a FIFO nobody reads (no log collector running) is an error, not
 // a goroutine stuck in open.
@@ -192,10 +216,13 @@ func openFifo(path string) (io.WriteCloser, error) {
 	if path == "" {
 		return nopWriteCloser{io.Discard}, nil
 	}
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	// Never created here: a FIFO that is missing belongs to a collector
+	// that has not started (or has gone); a file in its place would hide
+	// the output from the collector.
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ENXIO) {
-			return nil, fmt.Errorf("%s: no log collector is reading it", path)
+		if errors.Is(err, syscall.ENXIO) || errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("%s: %w", path, errNoReader)
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
