@@ -1,6 +1,9 @@
 package docker
 
 import (
+	"context"
+	"io"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,5 +140,42 @@ func TestOpenFifoWithoutReader(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("openFifo blocked on a FIFO without a reader")
+	}
+}
+
+// After a client restart the task may be recovered before its log
+// collector opens the FIFO: the driver waits for the reader instead of
+// dropping the output.
+func TestOpenLogWaitsForReader(t *testing.T) {
+	p := t.TempDir() + "/out.fifo"
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &taskHandle{ctx: context.Background()}
+	done := make(chan error, 1)
+	go func() {
+		w, err := h.openLog(p)
+		if err == nil {
+			_, err = w.Write([]byte("late\n"))
+			w.Close()
+		}
+		done <- err
+	}()
+	r, err := os.OpenFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("openLog: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("openLog never saw the reader")
+	}
+	b, _ := io.ReadAll(r)
+	if string(b) != "late\n" {
+		t.Fatalf("read %q", b)
 	}
 }
