@@ -32,11 +32,25 @@ type imageRefs struct {
 	mu     sync.Mutex
 	refs   map[string]int         // image reference -> tasks using it
 	timers map[string]*time.Timer // pending removals
-	pulls  sync.Mutex             // one pull, load or removal at a time
+	locks  map[string]*sync.Mutex // per reference: one pull, load or removal at a time
 }
 
 func newImageRefs(d *Driver) *imageRefs {
-	return &imageRefs{d: d, refs: map[string]int{}, timers: map[string]*time.Timer{}}
+	return &imageRefs{d: d, refs: map[string]int{}, timers: map[string]*time.Timer{}, locks: map[string]*sync.Mutex{}}
+}
+
+// lock serialises the pulls, loads and removal of one reference; other
+// images are not held up by a slow pull.
+func (r *imageRefs) lock(ref string) func() {
+	r.mu.Lock()
+	l := r.locks[ref]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.locks[ref] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // acquire makes the task's image present, references it once for the
@@ -44,10 +58,9 @@ func newImageRefs(d *Driver) *imageRefs {
 func (r *imageRefs) acquire(cli *client.Client, cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), tc.ImagePullTimeout)
 	defer cancel()
-	// Under the pull lock, so a delayed removal (which takes it too) never
-	// removes an image between ensure and the reference being counted.
-	r.pulls.Lock()
-	defer r.pulls.Unlock()
+	// Under the reference's lock, so a delayed removal (which takes it too)
+	// never removes an image between ensure and the reference being counted.
+	defer r.lock(tc.Image)()
 	id, err := r.ensure(ctx, cli, cfg, tc)
 	if err != nil {
 		return "", err
@@ -91,8 +104,7 @@ func (r *imageRefs) release(ref string) {
 }
 
 func (r *imageRefs) remove(ref string) {
-	r.pulls.Lock()
-	defer r.pulls.Unlock()
+	defer r.lock(ref)()
 	r.mu.Lock()
 	if r.refs[ref] > 0 {
 		r.mu.Unlock()
