@@ -329,6 +329,15 @@ func TestEngineExecAndStats(t *testing.T) {
 	if err != nil || code != 0 || out.String() != "piped\n" {
 		t.Fatalf("exec with stdin: code %d err %v stdout %q", code, err, out.String())
 	}
+	// With a terminal, the command sees one (and its output is not
+	// demultiplexed).
+	out.Reset()
+	code, err = d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "[ -t 1 ] && echo tty-yes"}, Tty: true, Stdout: &out,
+	})
+	if err != nil || code != 0 || !strings.Contains(out.String(), "tty-yes") {
+		t.Fatalf("exec with a tty: code %d err %v stdout %q", code, err, out.String())
+	}
 	if _, err := d.ExecTask(context.Background(), "nope/x", drivers.ExecOptions{Command: []string{"true"}}); err != drivers.ErrTaskNotFound {
 		t.Fatalf("exec in unknown task: %v", err)
 	}
