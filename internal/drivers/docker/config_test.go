@@ -84,6 +84,9 @@ func TestParsePluginConfig(t *testing.T) {
 		!c.GCContainer || strings.Join(c.AllowCaps, ",") != "net_admin,chown" || c.PullActivityTimeout != 5*time.Minute || c.AuthConfig == "" {
 		t.Fatalf("%+v", c)
 	}
+	if c, err := ParsePluginConfig(map[string]any{"logging": []map[string]any{{"type": "journald"}}}); err != nil || c.LoggingType != "journald" || c.LoggingConfig != nil {
+		t.Fatalf("logging block without config keeps the json-file defaults: %+v %v", c, err)
+	}
 	d := DefaultPluginConfig()
 	if !d.GCImage || d.GCImageDelay != 3*time.Minute || !d.GCContainer || d.VolumesEnabled || d.AllowPrivileged || d.PullActivityTimeout != 2*time.Minute {
 		t.Fatalf("defaults %+v", d)

@@ -67,6 +67,9 @@ func DefaultPluginConfig() PluginConfig {
 		AllowRuntimes:       []string{"runc", "nvidia"},
 		PullActivityTimeout: 2 * time.Minute,
 		LoggingType:         "json-file",
+		// As Nomad: the engine's own copy of the output (which Drover
+		// streams into the task's rotated files) stays small.
+		LoggingConfig: map[string]string{"max-file": "2", "max-size": "2m"},
 	}
 }
 
@@ -138,6 +141,7 @@ func (c *PluginConfig) parse(m map[string]any) error {
 		case "extra_labels":
 			c.ExtraLabels, err = asStringList(k, v)
 		case "logging":
+			c.LoggingConfig = nil // the block replaces the default whole
 			err = c.parseSub(k, v, map[string]func(string, any) error{
 				"type": func(k string, v any) (e error) { c.LoggingType, e = asString(k, v); return },
 				"config": func(k string, v any) (e error) {

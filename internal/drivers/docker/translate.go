@@ -118,8 +118,11 @@ func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, 
 		h.Init = &t
 	}
 	h.LogConfig = container.LogConfig{Type: pc.LoggingType, Config: pc.LoggingConfig}
-	if tc.LoggingType != "" {
+	if tc.LoggingType != "" || tc.LoggingConfig != nil {
 		h.LogConfig = container.LogConfig{Type: tc.LoggingType, Config: tc.LoggingConfig}
+		if h.LogConfig.Type == "" {
+			h.LogConfig.Type = pc.LoggingType
+		}
 	}
 	if h.NetworkMode == "" {
 		h.NetworkMode = "bridge"

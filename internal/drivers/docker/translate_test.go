@@ -96,7 +96,7 @@ func TestTranslateAllocDirsAndEnv(t *testing.T) {
 	if s.Name != "web-a1" || s.Config.Labels[labelAllocID] != "a1" {
 		t.Fatalf("name %q labels %v", s.Name, s.Config.Labels)
 	}
-	if s.Host.NetworkMode != "bridge" || s.Host.LogConfig.Type != "json-file" {
+	if s.Host.NetworkMode != "bridge" || s.Host.LogConfig.Type != "json-file" || s.Host.LogConfig.Config["max-size"] != "2m" {
 		t.Fatalf("network %q log %q", s.Host.NetworkMode, s.Host.LogConfig.Type)
 	}
 }
