@@ -15,7 +15,7 @@ func main() {
 	flag.IntVar(&o.Nodes, "nodes", 0, "simulated nodes (default from -scenario)")
 	flag.IntVar(&o.Jobs, "jobs", 0, "service jobs to submit (default from -scenario)")
 	flag.IntVar(&o.Count, "count", 0, "allocations per job (default from -scenario)")
-	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss (explicit -nodes/-jobs/-count override it)")
+	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss | rolling | heartbeat (explicit -nodes/-jobs/-count override it)")
 	flag.IntVar(&o.Submitters, "submitters", 0, "concurrent HTTP job registrations (default from -scenario: 64 for tiny, else 16)")
 	flag.StringVar(&o.Addr, "addr", "", "HTTP address of an existing server (default: start one)")
 	flag.StringVar(&o.RPCAddr, "rpc", "", "with -addr: the server's RPC address")
@@ -29,6 +29,10 @@ func main() {
 	flag.StringVar(&o.HeapProfile, "heapprofile", "", "save the server's heap profile, taken once every allocation is placed, to this file; starts the server with enable_debug")
 	flag.StringVar(&o.SelfProfile, "selfprofile", "", "save this process's CPU profile (the node simulator's work) from the first submit to the end of the run to this file")
 	flag.IntVar(&o.EventSubscribers, "event-subscribers", 0, "read /v1/event/stream (every topic and namespace) with this many readers during the run")
+	flag.IntVar(&o.MaxParallel, "max-parallel", 0, "give the jobs an update block with this max_parallel (rolling: 50); after all run, roll out a new version and time its deployment")
+	flag.DurationVar(&o.HealthyAfter, "healthy-after", 0, "simulated client: running -> healthy in a deployment (min_healthy_time)")
+	flag.DurationVar(&o.Idle, "idle", 0, "before submitting, measure the idle fleet's server CPU this long (heartbeats, pulls); with -jobs 0 only this")
+	flag.DurationVar(&o.Stall, "stall", 0, "with -idle: then SIGSTOP the server this long (a GC pause, a stuck disk) and count nodes it marks down")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	verbose := flag.Bool("v", false, "log progress to stderr")
 	flag.Parse()
@@ -78,8 +82,21 @@ func applyScenario(o *options, name string) error {
 		n, j, c, submitters = 5000, 10000, 1, 64
 	case "nodeloss":
 		n, j, c, lose = 5000, 50, 100, 10
+	case "heartbeat":
+		n, j, c = 10000, 0, 0
+		if o.Idle == 0 {
+			o.Idle = time.Minute
+		}
+		if o.Stall == 0 {
+			o.Stall = 5 * time.Second
+		}
+	case "rolling":
+		n, j, c = 1000, 1, 1000
+		if o.MaxParallel == 0 {
+			o.MaxParallel = 50
+		}
 	default:
-		return fmt.Errorf("unknown -scenario %q (steady, large, tiny, nodeloss)", name)
+		return fmt.Errorf("unknown -scenario %q (steady, large, tiny, nodeloss, rolling, heartbeat)", name)
 	}
 	o.Scenario = name
 	if o.Nodes == 0 {

@@ -30,42 +30,55 @@ type options struct {
 	HeapProfile        string        // save the server's heap profile, taken once all are placed, here
 	SelfProfile        string        // save this process's (nodesim's) CPU profile, first submit -> end of run, here
 	EventSubscribers   int           // readers of /v1/event/stream during the run
+	MaxParallel        int           // >0: jobs get an update block; after all run a new version rolls out
+	HealthyAfter       time.Duration // simulated client's min_healthy_time
+	Idle               time.Duration // >0: measure the idle fleet's cost this long before submitting
+	Stall              time.Duration // with Idle: then SIGSTOP the server this long and count nodes marked down
 	Logf               func(string, ...any)
 }
 
 // result is the JSON the benchmark prints; scripts depend on its keys.
 type result struct {
-	Scenario          string  `json:"scenario,omitempty"`
-	Nodes             int     `json:"nodes"`
-	Jobs              int     `json:"jobs"`
-	Count             int     `json:"count"`
-	Placed            int     `json:"placed"`
-	Running           int     `json:"running"`
-	PlacementsPerSec  float64 `json:"placements_per_sec"`
-	EvalP50Ms         float64 `json:"eval_p50_ms"`
-	EvalP99Ms         float64 `json:"eval_p99_ms"`
-	Evals             int     `json:"evals"`
-	Submitters        int     `json:"submitters"`
-	SubmitSeconds     float64 `json:"submit_seconds"`
-	PlaceSeconds      float64 `json:"place_seconds"`
-	Seconds           float64 `json:"seconds"` // first submit -> every alloc running
-	ServerRSSMB       float64 `json:"server_rss_mb"`
-	ServerCPUSeconds  float64 `json:"server_cpu_s"`
-	NodesimCPUSeconds float64 `json:"nodesim_cpu_s"`
-	NodesimKBPerNode  float64 `json:"nodesim_kb_per_node"`
-	RegisterSeconds   float64 `json:"register_seconds"`
-	LostNodes         int     `json:"lost_nodes,omitempty"`
-	LostAllocs        int     `json:"lost_allocs,omitempty"`
-	RecoverSeconds    float64 `json:"recover_seconds,omitempty"` // node loss -> every lost alloc running elsewhere
-	NodesimRPCErrors  int64   `json:"nodesim_rpc_errors"`
-	NodesimPulls      int64   `json:"nodesim_pulls"` // Node.GetClientAllocs answers from first submit to all running
-	NodesimUpdates    int64   `json:"nodesim_updates"`
-	EventSubscribers  int     `json:"event_subscribers,omitempty"`
-	EventFrames       int64   `json:"event_frames,omitempty"` // frames read by all subscribers
-	EventMB           float64 `json:"event_mb,omitempty"`
-	EventDrops        int64   `json:"event_drops,omitempty"`  // readers the server dropped (they resumed)
-	EventErrors       int64   `json:"event_errors,omitempty"` // readers that failed otherwise
-	Error             string  `json:"error,omitempty"`
+	Scenario             string  `json:"scenario,omitempty"`
+	Nodes                int     `json:"nodes"`
+	Jobs                 int     `json:"jobs"`
+	Count                int     `json:"count"`
+	Placed               int     `json:"placed"`
+	Running              int     `json:"running"`
+	PlacementsPerSec     float64 `json:"placements_per_sec"`
+	EvalP50Ms            float64 `json:"eval_p50_ms"`
+	EvalP99Ms            float64 `json:"eval_p99_ms"`
+	Evals                int     `json:"evals"`
+	Submitters           int     `json:"submitters"`
+	SubmitSeconds        float64 `json:"submit_seconds"`
+	PlaceSeconds         float64 `json:"place_seconds"`
+	Seconds              float64 `json:"seconds"` // first submit -> every alloc running
+	ServerRSSMB          float64 `json:"server_rss_mb"`
+	ServerCPUSeconds     float64 `json:"server_cpu_s"`
+	NodesimCPUSeconds    float64 `json:"nodesim_cpu_s"`
+	NodesimKBPerNode     float64 `json:"nodesim_kb_per_node"`
+	RegisterSeconds      float64 `json:"register_seconds"`
+	LostNodes            int     `json:"lost_nodes,omitempty"`
+	LostAllocs           int     `json:"lost_allocs,omitempty"`
+	RecoverSeconds       float64 `json:"recover_seconds,omitempty"` // node loss -> every lost alloc running elsewhere
+	MaxParallel          int     `json:"max_parallel,omitempty"`
+	IdleSeconds          float64 `json:"idle_seconds,omitempty"`
+	IdleServerCPUPct     float64 `json:"idle_server_cpu_pct,omitempty"` // server CPU while only heartbeats and pulls flow, % of one core
+	IdleHeartbeatsPerSec float64 `json:"idle_heartbeats_per_sec,omitempty"`
+	StallSeconds         float64 `json:"stall_seconds,omitempty"`
+	NodesDownAfterStall  *int    `json:"nodes_down_after_stall,omitempty"`
+	RollingSeconds       float64 `json:"rolling_seconds,omitempty"`          // new version registered -> its deployment successful
+	RollingCPUPerAlloc   float64 `json:"rolling_cpu_ms_per_alloc,omitempty"` // server CPU during the rollout per replaced allocation
+	RollingMaxInFlight   int     `json:"rolling_max_in_flight,omitempty"`    // most allocations of the new version not yet healthy at once, as sampled
+	NodesimRPCErrors     int64   `json:"nodesim_rpc_errors"`
+	NodesimPulls         int64   `json:"nodesim_pulls"` // Node.GetClientAllocs answers from first submit to all running
+	NodesimUpdates       int64   `json:"nodesim_updates"`
+	EventSubscribers     int     `json:"event_subscribers,omitempty"`
+	EventFrames          int64   `json:"event_frames,omitempty"` // frames read by all subscribers
+	EventMB              float64 `json:"event_mb,omitempty"`
+	EventDrops           int64   `json:"event_drops,omitempty"`  // readers the server dropped (they resumed)
+	EventErrors          int64   `json:"event_errors,omitempty"` // readers that failed otherwise
+	Error                string  `json:"error,omitempty"`
 }
 
 const jobPrefix = "bench-"
@@ -108,7 +121,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	// Nodes.
 	memBefore := sim.ReadMem()
 	ns, err := sim.New(sim.Config{Servers: []string{rpcAddr}, Nodes: o.Nodes, RunDelay: o.RunDelay,
-		Logf: logf})
+		HealthyAfter: o.HealthyAfter, Logf: logf})
 	if err != nil {
 		return res, err
 	}
@@ -126,6 +139,15 @@ func run(ctx context.Context, o options) (res result, err error) {
 		res.NodesimKBPerNode = round(float64(memAfter.RSS-memBefore.RSS)/float64(o.Nodes)/1024, 2)
 	}
 	logf("%d nodes ready in %.1fs, %.1f KB per simulated node", o.Nodes, res.RegisterSeconds, res.NodesimKBPerNode)
+
+	if o.Idle > 0 {
+		if err := idle(ctx, c, ns, pid, o, &res); err != nil {
+			return res, err
+		}
+		if o.Jobs == 0 {
+			return res, nil
+		}
+	}
 
 	// Jobs.
 	serverCPU0, _ := procCPU(pid)
@@ -177,7 +199,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 	}
 	start := time.Now()
 	prof.startCPU(ctx)
-	if err := submit(ctx, c, o.Jobs, o.Count, o.Submitters); err != nil {
+	if err := submit(ctx, c, o.Jobs, o.Count, o.Submitters, o.MaxParallel); err != nil {
 		return res, err
 	}
 	res.SubmitSeconds = round(time.Since(start).Seconds(), 3)
@@ -218,6 +240,11 @@ func run(ctx context.Context, o options) (res result, err error) {
 		return res, err
 	}
 
+	if o.MaxParallel > 0 {
+		if err := rollingUpdate(ctx, c, pid, o, &res); err != nil {
+			return res, err
+		}
+	}
 	if o.LosePercent > 0 {
 		if err := nodeLoss(ctx, c, ns, o, &res); err != nil {
 			return res, err
@@ -248,7 +275,7 @@ func waitReadyNodes(ctx context.Context, c *api.Client, n int) error {
 	}
 }
 
-func benchJob(i, count int) *api.Job {
+func benchJob(i, count, maxParallel int) *api.Job {
 	id := fmt.Sprintf("%s%05d", jobPrefix, i)
 	job := api.NewServiceJob(id, id, "global", 50)
 	job.Datacenters = []string{"*"}
@@ -258,11 +285,15 @@ func benchJob(i, count int) *api.Job {
 	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
 	tg.AddTask(task)
 	job.AddTaskGroup(tg)
+	if maxParallel > 0 {
+		job.Update = &api.UpdateStrategy{MaxParallel: ptr(maxParallel), MinHealthyTime: ptr(time.Duration(0)),
+			HealthyDeadline: ptr(5 * time.Minute), ProgressDeadline: ptr(10 * time.Minute), HealthCheck: ptr("task_states")}
+	}
 	return job
 }
 
 // submit registers the jobs through the HTTP API, submitters at a time.
-func submit(ctx context.Context, c *api.Client, jobs, count, submitters int) error {
+func submit(ctx context.Context, c *api.Client, jobs, count, submitters, maxParallel int) error {
 	work := make(chan int)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -271,7 +302,7 @@ func submit(ctx context.Context, c *api.Client, jobs, count, submitters int) err
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				if _, _, err := c.Jobs().Register(benchJob(i, count), nil); err != nil {
+				if _, _, err := c.Jobs().Register(benchJob(i, count, maxParallel), nil); err != nil {
 					select {
 					case errs <- fmt.Errorf("register job %d: %w", i, err):
 					default:

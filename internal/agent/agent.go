@@ -213,6 +213,8 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.DeploymentQueryRateLimit > 0 {
 		sc.DeploymentQueryRateLimit = s.DeploymentQueryRateLimit
 	}
+	sc.GC = server.GCConfig{Interval: s.JobGCInterval, JobThreshold: s.JobGCThreshold, EvalThreshold: s.EvalGCThreshold,
+		BatchEvalThreshold: s.BatchEvalGCThreshold, DeploymentThreshold: s.DeploymentGCThreshold, NodeThreshold: s.NodeGCThreshold}
 	if s.EnableEventBroker != nil && !*s.EnableEventBroker {
 		sc.DisableEventBroker = true
 	}
@@ -277,7 +279,18 @@ func (a *Agent) Client() *client.Client { return a.client }
 // HTTPAddr is the address the HTTP API listens on.
 func (a *Agent) HTTPAddr() string { return a.httpLn.Addr().String() }
 
-// Shutdown stops the client, the HTTP API and the server, in that order.
+// Leave prepares a graceful departure: the client stops every task it runs
+// and reports their final states (leave_on_interrupt, leave_on_terminate).
+// Call Shutdown after it.
+func (a *Agent) Leave() {
+	if a.client != nil {
+		a.logger.Info("leaving: stopping every task this client runs")
+		a.client.Leave()
+	}
+}
+
+// Shutdown stops the client (its tasks keep running outside dev mode), the
+// HTTP API and the server, in that order.
 func (a *Agent) Shutdown() error {
 	var err error
 	a.shutdown.Do(func() {

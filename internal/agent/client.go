@@ -59,6 +59,8 @@ func (a *Agent) setupClient() error {
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
+		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
+			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
 	if c.DevMode {
 		// A dev agent notices a driver come or go within seconds.

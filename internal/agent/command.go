@@ -83,17 +83,36 @@ func (c *Command) Run(args []string) int {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
 	}
+	var caught os.Signal
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			logger.Warn("configuration reload is not supported yet; restart the agent to apply changes")
 			continue
 		}
 		logger.Info("caught signal; shutting down", "signal", sig.String())
+		caught = sig
 		break
+	}
+	if leaves(cfg, caught) {
+		a.Leave()
 	}
 	if err := a.Shutdown(); err != nil {
 		logger.Error("shutdown error", "error", err)
 		return 1
 	}
 	return 0
+}
+
+// leaves reports whether the agent leaves on this signal: leave_on_interrupt
+// for SIGINT, leave_on_terminate for SIGTERM. A leaving client stops its
+// tasks; otherwise they keep running for the next agent to re-attach (a dev
+// agent stops them in any case: it keeps no state).
+func leaves(cfg *config.Config, sig os.Signal) bool {
+	switch sig {
+	case os.Interrupt:
+		return cfg.LeaveOnInterrupt
+	case syscall.SIGTERM:
+		return cfg.LeaveOnTerminate
+	}
+	return false
 }

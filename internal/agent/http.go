@@ -45,6 +45,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.NodeMeta = a.client
 		cfg.Exec = a.client
 		cfg.AllocStats = a.client
+		cfg.GC = a.client
 	}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}

@@ -243,7 +243,16 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	}
 	cancel := make(chan struct{})
 	defer close(cancel)
-	frames, errCh := client.AllocFS().Logs(alloc, follow, task, logType, origin, offset, cancel, nil)
+	var frames <-chan *api.StreamFrame
+	var errCh <-chan error
+	if follow {
+		// Resumed across a restart of the agent (its tasks keep running).
+		frames, errCh = followLogs(client, alloc, task, logType, origin, offset, cancel, func(err error) {
+			c.Ui.Error(fmt.Sprintf("Lost the log stream (%s); reconnecting", err))
+		})
+	} else {
+		frames, errCh = client.AllocFS().Logs(alloc, false, task, logType, origin, offset, cancel, nil)
+	}
 	w := c.writer()
 	var pending []byte // with -n, held back until the initial chunk is trimmed
 	trim := tail && lines >= 0

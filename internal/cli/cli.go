@@ -72,6 +72,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job history":               f(&JobHistoryCommand{Meta: m}),
 		"job revert":                f(&JobRevertCommand{Meta: m}),
 		"job scale":                 f(&JobScaleCommand{Meta: m}),
+		"job restart":               f(&JobRestartCommand{Meta: m}),
 		"job scaling-events":        f(&JobScalingEventsCommand{Meta: m}),
 		"scaling":                   f(&GroupCommand{Meta: m, Name: "scaling", Synopsis_: "Interact with scaling policies and events"}),
 		"scaling policy":            f(&GroupCommand{Meta: m, Name: "scaling policy", Synopsis_: "Interact with scaling policies"}),
@@ -82,6 +83,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"eval":                      f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
 		"eval list":                 f(&EvalListCommand{Meta: m}),
 		"eval status":               f(&EvalStatusCommand{Meta: m}),
+		"eval delete":               f(&EvalDeleteCommand{Meta: m}),
 		"alloc fs":                  f(&AllocFSCommand{Meta: m}),
 		"alloc stop":                f(&AllocStopCommand{Meta: m}),
 		"agent-info":                f(&AgentInfoCommand{Meta: m}),
@@ -91,6 +93,8 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"alloc exec":                f(&AllocExecCommand{Meta: m}),
 		"node":                      f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
 		"node status":               f(&NodeStatusCommand{Meta: m}),
+		"node drain":                f(&NodeDrainCommand{Meta: m}),
+		"node eligibility":          f(&NodeEligibilityCommand{Meta: m}),
 		"node meta":                 f(&GroupCommand{Meta: m, Name: "node meta", Synopsis_: "Interact with node metadata"}),
 		"node meta read":            f(&NodeMetaReadCommand{Meta: m}),
 		"node meta apply":           f(&NodeMetaApplyCommand{Meta: m}),
@@ -100,6 +104,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator raft":             f(&GroupCommand{Meta: m, Name: "operator raft", Synopsis_: "Provides access to the Raft subsystem"}),
 		"operator raft list-peers":  f(&OperatorRaftListPeersCommand{Meta: m}),
 		"operator raft remove-peer": f(&OperatorRaftRemovePeerCommand{Meta: m}),
+		"operator api":              f(&OperatorAPICommand{Meta: m}),
 		"status":                    f(&StatusCommand{Meta: m}),
 		"monitor":                   f(&MonitorCommand{Meta: m}),
 		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
@@ -110,6 +115,23 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator scheduler":            f(&GroupCommand{Meta: m, Name: "operator scheduler", Synopsis_: "Provides access to the scheduler configuration"}),
 		"operator scheduler get-config": f(&OperatorSchedulerGetConfigCommand{Meta: m}),
 		"operator scheduler set-config": f(&OperatorSchedulerSetConfigCommand{Meta: m}),
+
+		// Deployments.
+		"deployment":         f(&GroupCommand{Meta: m, Name: "deployment", Synopsis_: "Interact with deployments"}),
+		"deployment list":    f(&DeploymentListCommand{Meta: m}),
+		"deployment status":  f(&DeploymentStatusCommand{Meta: m}),
+		"deployment promote": f(&DeploymentPromoteCommand{Meta: m}),
+		"deployment fail":    f(&DeploymentFailCommand{Meta: m}),
+		"deployment pause":   f(&DeploymentPauseCommand{Meta: m}),
+		"deployment resume":  f(&DeploymentResumeCommand{Meta: m}),
+		"deployment unblock": f(&DeploymentUnblockCommand{Meta: m}),
+		"job promote":        f(&JobPromoteCommand{Meta: m}),
+		"job deployments":    f(&JobDeploymentsCommand{Meta: m}),
+		// Garbage collection and summary repair.
+		"system":                     f(&GroupCommand{Meta: m, Name: "system", Synopsis_: "Interact with the system API"}),
+		"system gc":                  f(&SystemGCCommand{Meta: m}),
+		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
+		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
 
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),
@@ -201,6 +223,15 @@ func (m *Meta) apiClient() (*api.Client, bool) {
 // Client builds an api client: api.DefaultConfig reads NOMAD_ADDR,
 // NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION and the TLS variables; flags win.
 func (m *Meta) Client() (*api.Client, error) {
+	cfg, err := m.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClient(cfg)
+}
+
+// clientConfig is the api client configuration Client uses.
+func (m *Meta) clientConfig() (*api.Config, error) {
 	cfg := api.DefaultConfig()
 	if m.address != "" {
 		cfg.Address = m.address
@@ -231,7 +262,7 @@ func (m *Meta) Client() (*api.Client, error) {
 			cfg.TLSConfig.Insecure = true
 		}
 	}
-	return api.NewClient(cfg)
+	return cfg, nil
 }
 
 // globalHelp is appended to each command's help.

@@ -49,6 +49,9 @@ var commandFlags = map[string]complete.Flags{
 	"job stop":     boolFlags("purge", "detach", "yes", "verbose"),
 	"job revert":   boolFlags("detach", "verbose"),
 	"job scale":    boolFlags("detach", "verbose"),
+	"job restart": mergeFlags(boolFlags("all-tasks", "reschedule", "yes", "verbose"), complete.Flags{
+		"-batch-size": complete.PredictAnything, "-batch-wait": complete.PredictAnything, "-group": complete.PredictAnything,
+		"-task": complete.PredictAnything, "-on-error": complete.PredictSet("ask", "fail")}),
 	"job dispatch": mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-meta": complete.PredictAnything,
 		"-id-prefix-template": complete.PredictAnything, "-idempotency-token": complete.PredictAnything, "-priority": complete.PredictAnything}),
 	"job periodic force": boolFlags("detach", "verbose"),
@@ -57,12 +60,15 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":               mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status":              mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":                mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":                  boolFlags("stat", "verbose"),
-	"alloc stop":                boolFlags("detach", "verbose"),
-	"node status":               mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"eval status":  mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status": mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":   mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":     boolFlags("stat", "verbose"),
+	"alloc stop":   boolFlags("detach", "verbose"),
+	"node status":  mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),
+		complete.Flags{"-deadline": complete.PredictAnything, "-m": complete.PredictAnything, "-meta": complete.PredictAnything}),
+	"node eligibility":          boolFlags("enable", "disable", "self"),
 	"node meta read":            mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
 	"node meta apply":           complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
 	"operator raft list-peers":  boolFlags("json"),
@@ -73,6 +79,21 @@ var commandFlags = map[string]complete.Flags{
 	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{
 		"-log-level": complete.PredictSet("trace", "debug", "info", "warn", "error"),
 		"-node-id":   complete.PredictAnything, "-server-id": complete.PredictAnything}),
+
+	// Deployments.
+	"deployment list":    mergeFlags(outputFlags, boolFlags("verbose")),
+	"deployment status":  mergeFlags(outputFlags, boolFlags("verbose", "monitor"), complete.Flags{"-wait": complete.PredictAnything}),
+	"deployment promote": mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-group": complete.PredictAnything}),
+	"deployment fail":    boolFlags("detach", "verbose"),
+	"deployment pause":   boolFlags("verbose"),
+	"deployment resume":  boolFlags("detach", "verbose"),
+	"deployment unblock": boolFlags("detach", "verbose"),
+	"job promote":        mergeFlags(boolFlags("detach", "verbose"), complete.Flags{"-group": complete.PredictAnything}),
+	"job deployments":    mergeFlags(outputFlags, boolFlags("latest", "all", "verbose")),
+	// Garbage collection and evaluation deletion.
+	"eval delete":                mergeFlags(boolFlags("yes"), complete.Flags{"-filter": complete.PredictAnything}),
+	"system gc":                  {},
+	"system reconcile summaries": {},
 
 	// Scheduler configuration.
 	"operator scheduler get-config": outputFlags,
@@ -92,22 +113,25 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 	switch name {
 	case "job run", "run", "job plan", "plan", "job validate", "validate":
 		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.nomad"), complete.PredictFiles("*.json"))
-	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale",
-		"job dispatch", "job periodic force", "status":
+	case "job status", "job inspect", "inspect", "job history", "job stop", "stop", "job revert", "job scale", "job restart",
+		"job dispatch", "job periodic force", "status", "job promote", "job deployments":
 		return idPredictor(m.Client, "jobs")
+	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
+		return idPredictor(m.Client, "deployments")
 	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
 		return idPredictor(m.Client, "allocs")
-	case "eval status":
+	case "eval status", "eval delete":
 		return idPredictor(m.Client, "evals")
-	case "node status":
+	case "node status", "node drain", "node eligibility":
 		return idPredictor(m.Client, "nodes")
 	}
 	return complete.PredictNothing
 }
 
-// idPredictor completes IDs of kind (jobs, allocs, evals, nodes) by asking
-// the agent for the typed prefix (?prefix=, one cheap request). An agent that
-// cannot be reached predicts nothing: completion must never print errors.
+// idPredictor completes IDs of kind (jobs, allocs, evals, nodes, deployments)
+// by asking the agent for the typed prefix (?prefix=, one cheap request). An
+// agent that cannot be reached predicts nothing: completion must never print
+// errors.
 func idPredictor(newClient func() (*api.Client, error), kind string) complete.Predictor {
 	return complete.PredictFunc(func(a complete.Args) []string {
 		client, err := newClient()
@@ -140,6 +164,14 @@ func idPredictor(newClient func() (*api.Client, error), kind string) complete.Pr
 			}
 			for _, e := range evals {
 				ids = append(ids, e.ID)
+			}
+		case "deployments":
+			ds, _, err := client.Deployments().PrefixList(prefix)
+			if err != nil {
+				return nil
+			}
+			for _, d := range ds {
+				ids = append(ids, d.ID)
 			}
 		case "nodes":
 			stubs, _, err := client.Nodes().PrefixList(prefix)

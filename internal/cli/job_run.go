@@ -17,18 +17,22 @@ func (c *JobRunCommand) Help() string {
 Usage: `+BinaryName+` job run [options] <path>
 
   Submits the jobspec at <path> ("-" reads stdin) and monitors the resulting
-  evaluation. Exit code 0 means everything was placed; 2 means the evaluation
-  failed or some allocations could not be placed; 1 is any other error.
+  evaluation, then the deployment it started (service jobs with an update
+  strategy) until it ends: redrawn in place on a terminal, a line per change
+  otherwise. Exit code 0 means everything was placed (and the deployment
+  succeeded); 2 means the evaluation failed or some allocations could not be
+  placed; 1 means the deployment failed or any other error.
 
 Run Options:
 
-  -detach            Print the evaluation ID and exit without monitoring.
+  -detach            Print the evaluation ID and exit without monitoring the
+                     evaluation or the deployment.
   -check-index=<n>   Register only if the job's modify index is n (0: new job).
   -output            Print the job as API JSON instead of submitting it.
   -json              The file is API JSON, not HCL.
   -var 'k=v'         Set a variable (repeatable).
   -var-file=<path>   Read variable values from a file (repeatable).
-  -verbose           Show full IDs.
+  -verbose           Show full IDs (and the deployment's allocations).
   -policy-override, -preserve-counts
 `) + "\n" + globalHelp
 }
@@ -111,7 +115,9 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }
 
 type helper interface{ Help() string }

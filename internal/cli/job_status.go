@@ -217,6 +217,8 @@ func jobStatus(client *api.Client, job *api.Job, short, verbose, allAllocs bool)
 		return b.String(), nil
 	}
 
+	b.WriteString(latestDeploymentSection(client, job, verbose))
+
 	allocs, _, err := client.Jobs().Allocations(id, allAllocs, nil)
 	if err != nil {
 		return "", fmt.Errorf("Error querying job allocations: %w", err)

@@ -111,7 +111,7 @@ func (c *JobRevertCommand) Help() string {
 Usage: `+BinaryName+` job revert [options] <job> <version|tag>
 
   Registers an earlier version of a job (by number or by version tag) as its
-  newest version and monitors the resulting evaluation.
+  newest version and monitors the resulting evaluation, then its deployment.
 
 Revert Options:
 
@@ -162,7 +162,9 @@ func (c *JobRevertCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }
 
 // JobScaleCommand is `job scale`.
@@ -174,8 +176,8 @@ func (c *JobScaleCommand) Help() string {
 Usage: `+BinaryName+` job scale [options] <job> [<group>] <count>
 
   Sets the count of a task group, registering a new job version, and
-  monitors the resulting evaluation. The group may be left out when the job
-  has only one.
+  monitors the resulting evaluation, then its deployment. The group may be
+  left out when the job has only one.
 
 Scale Options:
 
@@ -236,5 +238,7 @@ func (c *JobScaleCommand) Run(args []string) int {
 		c.Ui.Output("Evaluation ID: " + resp.EvalID)
 		return 0
 	}
-	return (&monitor{ui: c.Ui, client: client, verbose: verbose}).monitor(resp.EvalID)
+	mon := c.evalMonitor(client, verbose, true)
+	mon.jobModifyIndex = resp.JobModifyIndex
+	return mon.monitor(resp.EvalID)
 }

@@ -19,6 +19,23 @@ type monitor struct {
 	verbose bool
 	// wait is the blocking-query wait time; 0 means the api default.
 	wait time.Duration
+	// deployments, when set, follows the deployment the evaluation worked
+	// on once it completes (job run, revert, scale, promote, resume).
+	deployments *deploymentMonitor
+	// jobModifyIndex is the registration's job modify index (from the
+	// register response), for evaluations that do not carry theirs.
+	jobModifyIndex uint64
+}
+
+// evalMonitor builds the evaluation monitor of a command; withDeployment
+// makes it follow the evaluation's deployment to its end, as Nomad's
+// monitor does after `job run`.
+func (m *Meta) evalMonitor(client *api.Client, verbose, withDeployment bool) *monitor {
+	mon := &monitor{ui: m.Ui, client: client, verbose: verbose}
+	if withDeployment {
+		mon.deployments = m.deploymentMonitor(client, verbose)
+	}
+	return mon
 }
 
 func ts() string { return formatTime(now()) }
@@ -53,8 +70,17 @@ func (m *monitor) monitor(evalID string) int {
 					continue
 				}
 				seenAllocs[a.ID] = true
-				m.ui.Output(fmt.Sprintf("    %s: Allocation %q created: node %q, group %q", ts(),
-					shortID(a.ID, m.verbose), shortID(a.NodeID, m.verbose), a.TaskGroup))
+				// An allocation older than the evaluation was updated in
+				// place (same ID, tasks kept running); a new one is created.
+				verb := "created"
+				switch {
+				case a.CreateIndex != 0 && a.CreateIndex < eval.CreateIndex:
+					verb = "modified"
+				case a.DesiredStatus != "" && a.DesiredStatus != "run":
+					continue
+				}
+				m.ui.Output(fmt.Sprintf("    %s: Allocation %q %s: node %q, group %q", ts(),
+					shortID(a.ID, m.verbose), verb, shortID(a.NodeID, m.verbose), a.TaskGroup))
 			}
 		}
 		if eval.Status != lastStatus {
@@ -69,8 +95,45 @@ func (m *monitor) monitor(evalID string) int {
 			}
 			continue
 		}
-		return m.finish(eval)
+		code := m.finish(eval)
+		if m.deployments == nil || eval.Status != "complete" {
+			return code
+		}
+		// As Nomad: a deployment decides the exit code, even after
+		// placement failures (the blocked evaluation may still place).
+		dID := m.deploymentOf(eval)
+		if dID == "" {
+			return code
+		}
+		m.ui.Info(fmt.Sprintf("==> %s: Monitoring deployment %q", ts(), shortID(dID, m.verbose)))
+		return m.deployments.follow(dID)
 	}
+}
+
+// deploymentOf is the deployment an evaluation worked on: the one it names,
+// else (a scheduler that does not record it) the job's latest deployment
+// when it was made for the job modification this evaluation scheduled.
+// Batch, system and sysbatch jobs, and service jobs without an update
+// strategy, have none.
+func (m *monitor) deploymentOf(eval *api.Evaluation) string {
+	if eval.DeploymentID != "" {
+		return eval.DeploymentID
+	}
+	modified := eval.JobModifyIndex
+	if modified == 0 {
+		modified = m.jobModifyIndex
+	}
+	if eval.Type != "service" || eval.JobID == "" || modified == 0 {
+		return ""
+	}
+	d, _, err := m.client.Jobs().LatestDeployment(eval.JobID, &api.QueryOptions{Namespace: eval.Namespace})
+	if err != nil || d == nil || d.ID == "" {
+		return ""
+	}
+	if d.JobSpecModifyIndex == modified || d.JobModifyIndex == modified {
+		return d.ID
+	}
+	return ""
 }
 
 func (m *monitor) finish(eval *api.Evaluation) int {

@@ -278,7 +278,7 @@ func (c *StatusCommand) Run(args []string) int {
 	var ctx contexts.Context
 	var match string
 	count := 0
-	for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes} {
+	for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes, contexts.Deployments} {
 		ids := res.Matches[k]
 		for _, id := range ids {
 			if id == prefix {
@@ -301,7 +301,7 @@ func (c *StatusCommand) Run(args []string) int {
 	}
 	if count > 1 {
 		var lines []string
-		for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes} {
+		for _, k := range []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Evals, contexts.Nodes, contexts.Deployments} {
 			for _, id := range res.Matches[k] {
 				lines = append(lines, fmt.Sprintf("%s|%s", k, id))
 			}
@@ -320,6 +320,8 @@ func (c *StatusCommand) Run(args []string) int {
 		return (&JobStatusCommand{Meta: c.Meta}).Run(sub)
 	case contexts.Allocs:
 		return (&AllocStatusCommand{Meta: c.Meta}).Run(sub)
+	case contexts.Deployments:
+		return (&DeploymentStatusCommand{Meta: c.Meta}).Run(sub)
 	case contexts.Nodes:
 		return (&NodeStatusCommand{Meta: c.Meta}).Run(sub)
 	case contexts.Evals:

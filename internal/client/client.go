@@ -12,6 +12,7 @@ import (
 	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/fingerprint"
 	"github.com/drover-project/drover/internal/client/hoststats"
+	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
@@ -56,6 +57,8 @@ type Client struct {
 	allocIndex map[string]uint64
 
 	sync *allocSync
+	// state persists allocations and task handles (nil in dev mode).
+	state *state.DB
 	// host samples the host for /v1/client/stats and the host gauges.
 	host *hoststats.Collector
 
@@ -129,6 +132,9 @@ func New(cfg Config) (*Client, error) {
 		if c.metaDynamic, err = loadNodeMeta(cfg.StateDir); err != nil {
 			return nil, err
 		}
+	}
+	if c.state, err = openState(cfg); err != nil {
+		return nil, err
 	}
 	c.node = c.buildNode(id, secret)
 	if nr := c.node.NodeResources; nr != nil {
@@ -240,10 +246,13 @@ func (c *Client) Node() *structs.Node {
 // sync. Idempotent.
 func (c *Client) Start() {
 	c.startOnce.Do(func() {
+		c.restoreState()
 		c.wg.Add(3)
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.runGC() }() // gc.go
 		if c.cfg.StatsInterval > 0 {
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.emitStats() }()
@@ -257,24 +266,28 @@ func (c *Client) Start() {
 	})
 }
 
-// Shutdown stops the client's loops and then stops every task it runs (in
-// all modes, dev or not: task state is not persisted yet, so a later client
-// could not re-attach to tasks left running).
+// Shutdown stops the client's loops. Outside dev mode the tasks keep
+// running (Nomad's default): every runner lets go of its tasks, whose
+// handles are in the state database for the next client process to
+// re-attach. In dev mode, where nothing is persisted, every task is stopped
+// and its directory removed. (Leave stops the tasks of a non-dev client.)
 func (c *Client) Shutdown() error {
 	c.shutdownOnce.Do(func() { close(c.shutdownCh) })
 	c.wg.Wait()
-	c.allocMu.Lock()
-	runners := make([]*allocrunner.AllocRunner, 0, len(c.allocs))
-	for _, ar := range c.allocs {
-		runners = append(runners, ar)
-	}
-	c.allocMu.Unlock()
+	runners := c.runners()
 	var wg sync.WaitGroup
 	for _, ar := range runners {
 		wg.Add(1)
-		go func() { defer wg.Done(); ar.Shutdown() }()
+		if c.cfg.DevMode {
+			go func() { defer wg.Done(); ar.Shutdown() }()
+		} else {
+			go func() { defer wg.Done(); ar.Detach() }()
+		}
 	}
 	wg.Wait()
+	if err := c.state.Close(); err != nil {
+		c.logger.Warn("failed to close client state", "error", err)
+	}
 	if c.cfg.DevMode {
 		for _, ar := range runners {
 			if err := ar.AllocDir().Destroy(); err != nil {

@@ -230,7 +230,10 @@ func TestClient_PersistentNodeID(t *testing.T) {
 		}
 		return c
 	}
-	a, b := mk(), mk()
+	a := mk()
+	a.Shutdown() // releases the state database for the next client
+	b := mk()
+	defer b.Shutdown()
 	if a.NodeID() != b.NodeID() || a.secretID() != b.secretID() || a.NodeID() == a.secretID() {
 		t.Fatalf("IDs not persisted: %s/%s vs %s/%s", a.NodeID(), a.secretID(), b.NodeID(), b.secretID())
 	}

@@ -70,4 +70,6 @@ type Config struct {
 	DriverHealthInterval time.Duration
 	// ProcRoot is where procfs is mounted for host stats ("" is /proc).
 	ProcRoot string
+	// GC is the garbage collection of finished allocations (gc.go).
+	GC GCConfig
 }

@@ -218,6 +218,16 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 		for _, u := range req.Alloc {
 			if a := s.allocs[u.ID]; a != nil {
 				a.ClientStatus, a.ClientDescription, a.TaskStates = u.ClientStatus, u.ClientDescription, u.TaskStates
+				if u.DeploymentStatus != nil {
+					// As the state store: the client owns health and its
+					// time; Canary stays the server's.
+					ds := structs.AllocDeploymentStatus{}
+					if a.DeploymentStatus != nil {
+						ds = *a.DeploymentStatus
+					}
+					ds.Healthy, ds.Timestamp = u.DeploymentStatus.Healthy, u.DeploymentStatus.Timestamp
+					a.DeploymentStatus = &ds
+				}
 			}
 		}
 		return nil

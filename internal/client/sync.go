@@ -32,7 +32,8 @@ func newAllocSync(c *Client) *allocSync {
 }
 
 // allocStateUpdated is the alloc runners' callback: keep the newest stripped
-// copy; a ClientStatus change makes the next batch urgent.
+// copy; a ClientStatus change, or deployment health the client just decided
+// (the deployment waits on it to go on), makes the next batch urgent.
 func (s *allocSync) allocStateUpdated(a *structs.Allocation) {
 	s.c.allocMu.RLock()
 	_, live := s.c.allocs[a.ID]
@@ -46,7 +47,7 @@ func (s *allocSync) allocStateUpdated(a *structs.Allocation) {
 	if prev == nil {
 		prev = s.acked[a.ID]
 	}
-	if prev == nil || prev.ClientStatus != a.ClientStatus {
+	if prev == nil || prev.ClientStatus != a.ClientStatus || healthChanged(prev, a) {
 		s.urgent = true
 	}
 	s.pending[a.ID] = a
@@ -85,6 +86,15 @@ func (s *allocSync) forget(id string) {
 	defer s.mu.Unlock()
 	delete(s.pending, id)
 	delete(s.acked, id)
+}
+
+// healthChanged reports whether b carries deployment health a did not.
+func healthChanged(a, b *structs.Allocation) bool {
+	if b.DeploymentStatus == nil || b.DeploymentStatus.Healthy == nil {
+		return false
+	}
+	return a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil ||
+		*a.DeploymentStatus.Healthy != *b.DeploymentStatus.Healthy
 }
 
 func sameState(a, b *structs.Allocation) bool {

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -137,7 +136,9 @@ func (c *Client) applyAllocs(server map[string]uint64, changed []*structs.Alloca
 		c.allocMu.RUnlock()
 		switch {
 		case exists:
+			c.persistAlloc(a)
 			ar.Update(a)
+			c.applyRestartRequest(ar, a)
 		case known:
 			// Seen before and never run (terminal when it arrived).
 		case a.ServerTerminalStatus() && !a.ClientTerminalStatus():
@@ -220,16 +221,11 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 }
 
 func (c *Client) addAlloc(a *structs.Allocation) error {
-	ar, err := allocrunner.New(allocrunner.Config{
-		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
-		Drivers: c.driverSet(), MaxKillTimeout: c.cfg.MaxKillTimeout,
-		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
-		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
-		ReserveDevices: c.reserveDevices,
-	})
+	ar, err := c.newAllocRunner(a, nil)
 	if err != nil {
 		return err
 	}
+	c.persistAlloc(a)
 	c.allocMu.Lock()
 	c.allocs[a.ID] = ar
 	c.allocMu.Unlock()
@@ -251,6 +247,9 @@ func (c *Client) removeAlloc(id string) {
 	go func() {
 		if err := ar.Destroy(); err != nil {
 			c.logger.Warn("failed to destroy allocation", "alloc_id", id, "error", err)
+		}
+		if err := c.state.DeleteAlloc(id); err != nil {
+			c.logger.Warn("failed to remove allocation from client state", "alloc_id", id, "error", err)
 		}
 	}()
 }

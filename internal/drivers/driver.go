@@ -52,6 +52,9 @@ type TaskConfig struct {
 	TaskDir    string // <alloc_dir>/<allocID>/<task>
 	StdoutPath string // file or fifo the driver writes stdout to
 	StderrPath string
+	// Logs, set instead of StdoutPath/StderrPath for a LogWriter driver,
+	// says where and how the driver itself writes the rotated log files.
+	Logs *LogConfig
 	// CgroupParent is the parent under which the driver may create the
 	// task's cgroup (may be empty: driver default).
 	CgroupParent string
@@ -64,11 +67,19 @@ type TaskConfig struct {
 	CPUTotalCompute int64
 }
 
+// LogConfig is a task's log rotation: files <Dir>/<task>.stdout.<n> and
+// .stderr.<n>, at most MaxFiles of each, rotated at MaxFileSizeMB.
+type LogConfig struct {
+	Dir           string
+	MaxFiles      int
+	MaxFileSizeMB int
+}
+
 // TaskHandle is what a driver returns on start and can recover from.
 type TaskHandle struct {
 	Version     int
 	Config      *TaskConfig
-	State       string // TaskStateRunning / TaskStateExited
+	State       string // TaskStateRunning / TaskStateExited (TaskStateStarting: see below)
 	DriverState []byte // opaque, persisted by the client
 }
 
@@ -77,6 +88,11 @@ const (
 	TaskStateUnknown = "unknown"
 	TaskStateRunning = "running"
 	TaskStateExited  = "exited"
+	// TaskStateStarting marks a handle the client persisted just before
+	// StartTask, with the config only and no DriverState: a client that
+	// died before storing the driver's handle asks RecoverTask with it, and
+	// the driver finds the task (if it started) from what it left on disk.
+	TaskStateStarting = "starting"
 )
 
 // ExitResult is how a task ended.
@@ -113,7 +129,15 @@ type Driver interface {
 	Fingerprint() *Fingerprint
 	// StartTask starts the task and returns a handle to persist.
 	StartTask(cfg *TaskConfig) (*TaskHandle, error)
-	// RecoverTask re-attaches to a task started by an earlier client process.
+	// RecoverTask re-attaches to a task started by an earlier client
+	// process (or by this one: then it is a no-op). A task that ended while
+	// no client watched it is recovered too when the driver still knows how
+	// it ended: WaitTask then yields that real result at once. An error
+	// means the driver can neither find the task nor say how it ended; it
+	// has then released whatever the task left behind, and the client may
+	// start the task anew without duplicating it. A handle in state
+	// TaskStateStarting (no DriverState) is recovered from what the driver
+	// left on disk for that task ID, if anything.
 	RecoverTask(h *TaskHandle) error
 	// WaitTask returns a channel that yields exactly one ExitResult.
 	WaitTask(ctx context.Context, taskID string) (<-chan *ExitResult, error)
@@ -127,6 +151,14 @@ type Driver interface {
 	InspectTask(taskID string) (*TaskStatus, error)
 	// SignalTask sends a signal to the task's main process.
 	SignalTask(taskID string, signal string) error
+}
+
+// LogWriter is implemented by drivers that copy a task's output into the
+// rotated log files themselves (TaskConfig.Logs), from a process that
+// outlives the client, so output is captured while the client is down or
+// restarting. The client starts no log collector for them.
+type LogWriter interface {
+	WritesLogs() bool
 }
 
 // ErrTaskNotFound is returned for unknown task IDs.

@@ -38,17 +38,21 @@ const (
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
-// other entry (job summaries, keys, namespaces, GC deletes) publishes none.
+// other entry (job summaries, keys, namespaces, eval, alloc and deployment GC
+// deletes) publishes none.
 var msgTypeEvents = map[structs.MessageType]string{
 	structs.NodeRegisterRequestType:                 TypeNodeRegistration,
 	structs.NodeDeregisterRequestType:               TypeNodeDeregistration,
+	structs.NodeBatchDeregisterRequestType:          TypeNodeDeregistration,
 	structs.NodeUpdateStatusRequestType:             TypeNodeEvent,
 	structs.NodeBatchUpdateStatusRequestType:        TypeNodeEvent,
 	structs.NodeUpdateEligibilityRequestType:        TypeNodeEligibility,
 	structs.NodeUpdateDrainRequestType:              TypeNodeDrain,
+	structs.BatchNodeUpdateDrainRequestType:         TypeNodeDrain,
 	structs.JobRegisterRequestType:                  TypeJobRegistered,
 	structs.JobRegisterBatchRequestType:             TypeJobRegistered,
 	structs.JobDeregisterRequestType:                TypeJobDeregistered,
+	structs.JobBatchDeregisterRequestType:           TypeJobDeregistered,
 	structs.EvalUpdateRequestType:                   TypeEvalUpdated,
 	structs.AllocClientUpdateRequestType:            TypeAllocUpdated,
 	structs.ApplyPlanResultsRequestType:             TypePlanResult,
@@ -57,6 +61,9 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.DeploymentPromoteRequestType:            TypeDeploymentPromotion,
 	structs.DeploymentAllocHealthRequestType:        TypeDeploymentAllocHealth,
 	structs.AllocUpdateDesiredTransitionRequestType: TypeAllocationUpdateDesiredStatus,
+	// A rolling restart's step changes allocations (restart request or
+	// migrate transition) and may create an eval.
+	structs.JobRestartRequestType: TypeAllocUpdated,
 }
 
 // tableTopics maps the state tables that carry events to their topic.

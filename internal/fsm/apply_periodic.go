@@ -46,6 +46,9 @@ func (f *FSM) jobPurged(index uint64, namespace, id string) error {
 	if err := f.State().DeletePeriodicLaunch(index, namespace, id); err != nil {
 		return err
 	}
+	if err := f.State().DeleteJobRestart(index, namespace, id); err != nil {
+		return err
+	}
 	if sink := f.eventSink(); sink != nil {
 		sink.JobDeleted(namespace, id)
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	Logger hclog.Logger
 	Sink   EventSink
 	Events EventPublisher
+	// TimeTableGranularity spaces the index->time pairs the FSM keeps
+	// (timetable.go); 0 is DefaultTimeTableGranularity.
+	TimeTableGranularity time.Duration
 }
 
 // FSM applies Raft log entries to a state store.
@@ -62,6 +65,9 @@ type FSM struct {
 	// registered again or deregistered, all of them on a restore. Only
 	// Apply and Restore use it, which Raft calls one at a time.
 	nodeStrs map[string]nodeRef
+
+	// timetable maps Raft indexes to their entries' append times (GC ages).
+	timetable *TimeTable
 }
 
 type sinkHolder struct{ s EventSink }
@@ -78,11 +84,14 @@ func New(cfg Config) (*FSM, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	f := &FSM{logger: logger.Named("fsm"), events: cfg.Events}
+	f := &FSM{logger: logger.Named("fsm"), events: cfg.Events, timetable: NewTimeTable(cfg.TimeTableGranularity)}
 	f.state.Store(st)
 	f.SetSink(cfg.Sink)
 	return f, nil
 }
+
+// TimeTable is the index->time table the garbage collector ages objects by.
+func (f *FSM) TimeTable() *TimeTable { return f.timetable }
 
 // State returns the current store (it is replaced on Restore).
 func (f *FSM) State() *state.StateStore { return f.state.Load() }
@@ -101,6 +110,7 @@ func (f *FSM) eventSink() EventSink {
 // Apply applies one committed log entry. It returns nil or an error, or for
 // a JobRegisterBatchRequestType entry a *JobRegisterBatchResult.
 func (f *FSM) Apply(l *raft.Log) any {
+	f.timetable.Witness(l.Index, l.AppendedAt)
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -145,6 +155,10 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyNodeBatchStatus(buf, index)
 	case structs.NodeUpdateEligibilityRequestType:
 		err = f.applyNodeEligibility(buf, index)
+	case structs.NodeUpdateDrainRequestType:
+		err = f.applyNodeDrain(buf, index)
+	case structs.BatchNodeUpdateDrainRequestType:
+		err = f.applyNodeBatchDrain(buf, index)
 	case structs.JobRegisterRequestType:
 		err = f.applyJobRegister(buf, index)
 	case structs.JobRegisterBatchRequestType:
@@ -191,6 +205,16 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyDeploymentAllocHealth(buf, index)
 	case structs.AllocUpdateDesiredTransitionRequestType:
 		err = f.applyAllocDesiredTransition(buf, index)
+	case structs.DeploymentDeleteRequestType:
+		err = f.applyDeploymentDelete(buf, index)
+	case structs.JobBatchDeregisterRequestType:
+		err = f.applyJobBatchDeregister(buf, index)
+	case structs.NodeBatchDeregisterRequestType:
+		err = f.applyNodeBatchDeregister(buf, index)
+	case structs.ReconcileJobSummariesRequestType:
+		err = f.applyReconcileSummaries(buf, index)
+	case structs.JobRestartRequestType:
+		err = f.applyJobRestart(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

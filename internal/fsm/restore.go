@@ -26,13 +26,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	if err := readSnapshot(rc, restore); err != nil {
+	var times []TimeTableEntry
+	if err := readSnapshot(rc, restore, &times); err != nil {
 		restore.Abort()
 		return err
 	}
 	if err := restore.Commit(); err != nil {
 		return err
 	}
+	f.timetable.restore(times)
 	old := f.state.Swap(newState)
 	f.nodeStrs = nil
 	if old != nil {
@@ -59,7 +61,7 @@ func (d *recordDecoder) Decode(v any) error {
 	return d.dec.Decode(v)
 }
 
-func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
+func readSnapshot(rc io.Reader, restore *state.StateRestore, times *[]TimeTableEntry) error {
 	r := bufio.NewReader(rc)
 	dec := &recordDecoder{r: r, dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
 	var header SnapshotHeader
@@ -77,6 +79,12 @@ func readSnapshot(rc io.Reader, restore *state.StateRestore) error {
 		}
 		if err != nil {
 			return fmt.Errorf("fsm: snapshot record type: %w", err)
+		}
+		if SnapshotType(b) == TimeTableSnapshot {
+			if err := dec.Decode(times); err != nil {
+				return fmt.Errorf("fsm: snapshot record %d: %w", b, err)
+			}
+			continue
 		}
 		if err := restoreRecord(dec, SnapshotType(b), restore, &compact); err != nil {
 			return err
@@ -161,6 +169,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.PeriodicLaunchRestore(v))
+	case JobRestartSnapshot:
+		v := new(structs.JobRestart)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.JobRestartRestore(v))
 	case RootKeySnapshot:
 		v := new(structs.RootKey)
 		if err := dec.Decode(v); err != nil {

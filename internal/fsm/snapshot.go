@@ -42,6 +42,12 @@ const (
 	// SchedulerConfigSnapshot takes its Raft message type's number, clear
 	// of the types other branches append.
 	SchedulerConfigSnapshot SnapshotType = 30
+
+	// TimeTableSnapshot is the index->time table (timetable.go), one
+	// record holding every pair; clear of the numbers other branches take.
+	TimeTableSnapshot SnapshotType = 116
+	// JobRestartSnapshot takes its Raft message type's number (111).
+	JobRestartSnapshot SnapshotType = 111
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -66,7 +72,8 @@ type SnapshotHeader struct {
 }
 
 type fsmSnapshot struct {
-	snap *state.StateSnapshot
+	snap  *state.StateSnapshot
+	times []TimeTableEntry
 }
 
 // Snapshot captures the current state in O(1); Persist streams it.
@@ -75,7 +82,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{snap: snap}, nil
+	return &fsmSnapshot{snap: snap, times: f.timetable.Entries()}, nil
 }
 
 // Persist writes the header then every table as type-tagged records.
@@ -128,6 +135,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
+		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {
@@ -153,6 +161,12 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 				return err
 			}
 			return write(SchedulerConfigSnapshot, c)
+		},
+		func() error {
+			if len(s.times) == 0 {
+				return nil
+			}
+			return write(TimeTableSnapshot, s.times)
 		},
 	}
 	for _, step := range steps {

@@ -8,10 +8,16 @@ import (
 	"time"
 )
 
+// cliJob is a service job: `job run` follows its deployment to the end, so
+// a short min_healthy_time keeps the run quick (the default is 10s).
 const cliJob = `job "greeter" {
   datacenters = ["*"]
 
   group "g" {
+    update {
+      min_healthy_time = "1s"
+    }
+
     task "t" {
       driver = "raw_exec"
       config {
@@ -75,7 +81,7 @@ func TestCLILifecycleOnDevAgent(t *testing.T) {
       bogus  = true`, 1)
 	must(os.WriteFile(filepath.Join(dir, "broken.nomad.hcl"), []byte(broken), 0o644))
 	out, code = a.cli(dir, "job", "validate", "broken.nomad.hcl")
-	if code == 0 || !strings.Contains(out, "broken.nomad.hcl:7") || !strings.Contains(out, "bogus") {
+	if code == 0 || !strings.Contains(out, "broken.nomad.hcl:11") || !strings.Contains(out, "bogus") {
 		t.Fatalf("validate of a broken file: exit %d\n%s", code, out)
 	}
 	// Plan of a broken file is an error -> 255.

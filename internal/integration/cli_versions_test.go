@@ -60,14 +60,16 @@ func TestJobInitRunsOnDevAgent(t *testing.T) {
 		t.Fatalf("alloc fs ls (%d):\n%s", code, out)
 	}
 
-	if out, code := a.cli(dir, "job", "scale", "example", "2"); code != 0 || !strings.Contains(out, `finished with status "complete"`) {
+	// Scale and revert do not wait for their deployments (min_healthy_time
+	// is 10s by default): the version commands are what this part checks.
+	if out, code := a.cli(dir, "job", "scale", "-detach", "example", "2"); code != 0 || !strings.Contains(out, "Evaluation ID: ") {
 		t.Fatalf("job scale (%d):\n%s", code, out)
 	}
 	out, code = a.cli(dir, "job", "history", "-p", "example")
 	if code != 0 || !strings.Contains(out, "Version     = 1") || !strings.Contains(out, `Count: "1" => "2"`) {
 		t.Fatalf("job history -p (%d):\n%s", code, out)
 	}
-	if out, code := a.cli(dir, "job", "revert", "example", "0"); code != 0 || !strings.Contains(out, `finished with status "complete"`) {
+	if out, code := a.cli(dir, "job", "revert", "-detach", "example", "0"); code != 0 || !strings.Contains(out, "Evaluation ID: ") {
 		t.Fatalf("job revert (%d):\n%s", code, out)
 	}
 	if out, code := a.cli(dir, "job", "revert", "example", "2"); code == 0 || !strings.Contains(out, "can't revert to current version") {

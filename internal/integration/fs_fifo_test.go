@@ -26,6 +26,7 @@ ln -s pipe "$d/data/to-pipe"
 ln -s /etc/passwd "$d/data/passwd"
 rm -f "$d/logs/t.stderr.0"
 mkfifo "$d/logs/t.stderr.0"
+mkfifo "$d/logs/.t.stdout.fifo" # where a log collector's FIFO would be (raw_exec's shim uses pipes)
 echo "$d" > "$d/data/where"
 exec sleep 3600`
 	if _, _, err := a.client.Jobs().Register(rawExecJob("fifo", "service", 1, script), nil); err != nil {

@@ -89,6 +89,9 @@ func startAgent(t *testing.T, dataDir string, args []string, extra map[string]an
 		"bind_addr": "127.0.0.1",
 		"ports":     map[string]int{"http": a.http, "rpc": a.rpc, "serf": a.serf},
 		"log_level": "DEBUG",
+		// A client agent stopped with SIGINT leaves its tasks running
+		// (Nomad's default); tests stop theirs unless they say otherwise.
+		"leave_on_interrupt": true,
 	}
 	if dataDir != "" {
 		cfg["data_dir"] = dataDir

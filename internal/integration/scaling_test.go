@@ -14,6 +14,12 @@ const scaledJobHCL = `job "auto" {
   group "g" {
     count = COUNT
 
+    # No deployment (max_parallel 0): the API scales the job right after it
+    # is registered, which an active deployment would refuse.
+    update {
+      max_parallel = 0
+    }
+
     scaling {
       min = 1
       max = 3

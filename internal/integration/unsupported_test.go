@@ -90,7 +90,9 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 	warning := `Task group "web": service "websvc" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad")`
-	out, code := a.cli(dir, "job", "run", "websvc.nomad.hcl")
+	// -detach: the test waits for the allocation itself, not for the
+	// deployment (10s of min_healthy_time by default).
+	out, code := a.cli(dir, "job", "run", "-detach", "websvc.nomad.hcl")
 	if code != 0 || !strings.Contains(out, "Job Warnings:\n1 warning:\n\n* "+warning) {
 		t.Fatalf("job run with a service: exit %d, want 0 and the warning\n%s", code, out)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // Versions with diffs, stable, revert, scale and scaling events through the
@@ -12,6 +14,9 @@ func TestJobVersionsRevertScaleThroughAPI(t *testing.T) {
 	a := devAgent(t)
 	jobs := a.client.Jobs()
 	job := rawExecJob("hist", "service", 1, `exec sleep 600`)
+	// No deployment (max_parallel 0): the job is scaled right after an
+	// update, which an active deployment would refuse.
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(0)}
 	if _, _, err := jobs.Register(job, nil); err != nil {
 		t.Fatal(err)
 	}

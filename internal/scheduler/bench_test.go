@@ -36,3 +36,40 @@ func BenchmarkServicePass(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInPlacePass measures the pass after a count change of a running
+// 1000-allocation job (max_parallel 1): every allocation is checked on its
+// own node and updated in place, and one more is placed.
+func BenchmarkInPlacePass(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		h := NewHarness()
+		for n := 0; n < 1000; n++ {
+			h.State.UpsertNode(mockNode(fmt.Sprintf("node-%04d", n)))
+		}
+		job := updateJob("bench", 1000, 1, 0)
+		h.State.UpsertJob(job)
+		s, err := NewScheduler("service", Config{Clock: func() time.Time { return testNow }}, h.State, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Process(mockEval(job)); err != nil {
+			b.Fatal(err)
+		}
+		next := job.Copy()
+		next.JobModifyIndex = 0
+		next.TaskGroups[0].Count = 1001
+		h.State.UpsertJob(next)
+		eval := mockEval(next)
+		plans := len(h.Plans)
+		b.StartTimer()
+		if err := s.Process(eval); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		placed, stopped := planned(h.Plans[plans])
+		if len(placed) != 1001 || len(stopped) != 0 {
+			b.Fatalf("placed %d stopped %d", len(placed), len(stopped))
+		}
+	}
+}

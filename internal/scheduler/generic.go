@@ -3,14 +3,12 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/scheduler/reconcile"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/google/uuid"
-	"github.com/hashicorp/nomad/api"
 )
 
 // Attempt limits: how many passes without progress before giving up.
@@ -34,6 +32,13 @@ type GenericScheduler struct {
 	oversub   bool
 	explain   *feasible.Explain
 	stack     *feasible.Stack
+
+	// Per pass: the job's ready nodes (the stack's candidates), the
+	// deployment placements join, and follow-up evaluations to create
+	// with the plan.
+	nodes        scopedNodes
+	deploymentID string
+	followups    []*structs.Evaluation
 }
 
 func newGenericScheduler(cfg Config, state State, planner Planner, batch bool) *GenericScheduler {
@@ -108,11 +113,13 @@ func (s *GenericScheduler) process() (bool, error) {
 	s.stack = feasible.NewGenericStack(s.batch, s.algorithm, s.ctx)
 	s.stack.SetPreemption(s.preempt)
 	s.stack.SetMemoryOversubscription(s.oversub)
+	s.nodes, s.deploymentID, s.followups = scopedNodes{}, "", nil
 	if job != nil && !job.Stop {
 		nodes, err := s.readyNodes(job)
 		if err != nil {
 			return false, err
 		}
+		s.nodes = nodes
 		s.stack.SetScopedNodes(nodes.nodes, nodes.byDC)
 		s.stack.SetJob(job)
 	}
@@ -127,6 +134,13 @@ func (s *GenericScheduler) process() (bool, error) {
 	if len(s.failedTGAllocs) > 0 && s.blocked == nil && s.eval.Status != structs.EvalStatusBlocked {
 		if err := s.createBlockedEval(false); err != nil {
 			return false, fmt.Errorf("failed to create blocked eval: %w", err)
+		}
+	}
+	// Follow-ups are stored evaluations (WaitUntil in the future): they
+	// outlive this server's leadership.
+	for _, e := range s.followups {
+		if err := s.planner.CreateEval(e); err != nil {
+			return false, fmt.Errorf("failed to create follow-up eval: %w", err)
 		}
 	}
 
@@ -227,17 +241,46 @@ func (s *GenericScheduler) computeJobAllocs() error {
 	if err != nil {
 		return err
 	}
+	var deployment *structs.Deployment
+	if s.job != nil {
+		if deployment, err = s.state.LatestDeploymentByJobID(nil, s.eval.Namespace, s.eval.JobID); err != nil {
+			return fmt.Errorf("failed to get deployment of job %q: %w", s.eval.JobID, err)
+		}
+	}
 	res := reconcile.Compute(reconcile.Input{
-		Job: s.job, Batch: s.batch, Allocs: allocs, TaintedNodes: tainted, Now: s.clock(),
+		Job: s.job, Batch: s.batch, Deployment: deployment, Allocs: allocs, TaintedNodes: tainted, Now: s.clock(),
+		EvalID: s.eval.ID, EvalPriority: s.eval.Priority,
+		Update: s.inplaceUpdate, NewID: uuid.NewString,
 	})
 	if s.eval.AnnotatePlan {
 		s.plan.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
 	}
+	s.plan.Deployment = res.Deployment
+	s.plan.DeploymentUpdates = res.DeploymentUpdates
+	s.deploymentID = res.DeploymentID
+	s.followups = res.FollowupEvals
 	for _, st := range res.Stop {
-		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, "")
+		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, st.FollowupEvalID)
+	}
+	// Attribute, disconnect and reconnect updates rewrite allocations
+	// where they are, keeping the job version they run.
+	for _, list := range [][]*structs.Allocation{res.AttributeUpdates, res.DisconnectUpdates, res.ReconnectUpdates} {
+		for _, a := range list {
+			a.EvalID = s.eval.ID
+			s.plan.AppendAlloc(a)
+		}
 	}
 	if s.job == nil || s.job.Stop {
 		return nil
+	}
+	for _, a := range res.InPlace {
+		a.EvalID = s.eval.ID
+		if a.DeploymentID != s.deploymentID {
+			// Joining another deployment: its health starts over.
+			a.DeploymentID = s.deploymentID
+			a.DeploymentStatus = nil
+		}
+		s.plan.AppendAlloc(a)
 	}
 	for _, d := range res.Destructive {
 		s.queued[d.TaskGroup.Name]++
@@ -249,136 +292,4 @@ func (s *GenericScheduler) computeJobAllocs() error {
 		s.queued[f.TaskGroup.Name] += f.Count
 	}
 	return s.computePlacements(res.Destructive, res.Place, res.Fresh)
-}
-
-// supersededEvery is how many placements a pass makes between two checks
-// that its job is still current (Config.Superseded).
-const supersededEvery = 64
-
-// computePlacements places destructive replacements first (their old
-// allocs are stopped in the same plan, so their resources are free), then
-// replacement allocations, then new ones. New allocations of a group are
-// named as they are placed and the group's first failure ends them: the
-// rest cannot fit either (the plan only grows), so they are counted as
-// coalesced failures without being built or tried. It returns
-// errSuperseded when the job changed under the pass.
-func (s *GenericScheduler) computePlacements(destructive []reconcile.Destructive, place []reconcile.Placement, fresh []reconcile.Fresh) error {
-	now := s.clock()
-	tries := 0
-	check := func() error {
-		if tries++; tries%supersededEvery == 0 && s.superseded() {
-			return errSuperseded
-		}
-		return nil
-	}
-	for _, d := range destructive {
-		if err := check(); err != nil {
-			return err
-		}
-		s.plan.AppendStoppedAlloc(d.Old, reconcile.DescUpdating, "", "")
-		if !s.place(d.TaskGroup, d.Name, d.Old, false, now) {
-			// Keep the old version running rather than leave a hole.
-			s.plan.PopUpdate(d.Old)
-		}
-	}
-	for _, p := range place {
-		if err := check(); err != nil {
-			return err
-		}
-		if p.Reschedule {
-			s.plan.AppendStoppedAlloc(p.PreviousAlloc, reconcile.DescRescheduled, "", "")
-		}
-		if !s.place(p.TaskGroup, p.Name, p.PreviousAlloc, p.Reschedule, now) && p.Reschedule {
-			s.plan.PopUpdate(p.PreviousAlloc)
-		}
-	}
-	for _, f := range fresh {
-		placed := 0
-		for name := range f.Names() {
-			if err := check(); err != nil {
-				return err
-			}
-			if !s.place(f.TaskGroup, name, nil, false, now) {
-				s.failedTGAllocs[f.TaskGroup.Name].CoalescedFailures += f.Count - placed - 1
-				break
-			}
-			placed++
-		}
-	}
-	return nil
-}
-
-// place selects a node for one allocation and adds it to the plan. It
-// records failures in FailedTGAllocs and reports whether it placed.
-func (s *GenericScheduler) place(tg *structs.TaskGroup, name string, prev *structs.Allocation, reschedule bool, now time.Time) bool {
-	var opts *feasible.SelectOptions
-	if reschedule && prev != nil {
-		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{prev.NodeID: {}}}
-	}
-	start := s.clock()
-	option := s.stack.Select(tg, opts)
-	metrics := s.ctx.Metrics()
-	metrics.AllocationTime = s.clock().Sub(start)
-	if option == nil {
-		if s.failedTGAllocs == nil {
-			s.failedTGAllocs = make(map[string]*structs.AllocMetric)
-		}
-		if m, ok := s.failedTGAllocs[tg.Name]; ok {
-			m.CoalescedFailures++
-		} else {
-			s.failedTGAllocs[tg.Name] = metrics
-		}
-		return false
-	}
-	res := allocatedResources(tg, option)
-	alloc := &structs.Allocation{
-		ID:                 uuid.NewString(),
-		Namespace:          s.job.Namespace,
-		EvalID:             s.eval.ID,
-		Name:               name,
-		NodeID:             option.Node.ID,
-		NodeName:           option.Node.Name,
-		JobID:              s.job.ID,
-		Job:                s.job,
-		TaskGroup:          tg.Name,
-		AllocatedResources: res,
-		Metrics:            metrics,
-		DesiredStatus:      structs.AllocDesiredStatusRun,
-		ClientStatus:       structs.AllocClientStatusPending,
-		CreateTime:         now.UnixNano(),
-		ModifyTime:         now.UnixNano(),
-	}
-	if prev != nil {
-		alloc.PreviousAllocation = prev.ID
-		if reschedule {
-			tracker := &structs.RescheduleTracker{}
-			if prev.RescheduleTracker != nil {
-				tracker.Events = append(tracker.Events, prev.RescheduleTracker.Events...)
-			}
-			tracker.Events = append(tracker.Events, &api.RescheduleEvent{
-				RescheduleTime: now.UnixNano(), PrevAllocID: prev.ID, PrevNodeID: prev.NodeID,
-			})
-			alloc.RescheduleTracker = tracker
-		}
-	}
-	for _, victim := range option.Preempted {
-		s.plan.AppendPreemptedAlloc(victim, alloc.ID)
-		alloc.PreemptedAllocations = append(alloc.PreemptedAllocations, victim.ID)
-	}
-	s.plan.AppendAlloc(alloc)
-	return true
-}
-
-// allocatedResources is what a placement of tg on option receives.
-func allocatedResources(tg *structs.TaskGroup, option *feasible.RankedNode) *structs.AllocatedResources {
-	res := &structs.AllocatedResources{Tasks: option.TaskResources, Shared: option.Shared}
-	for _, t := range tg.Tasks {
-		if t.Lifecycle != nil {
-			if res.TaskLifecycles == nil {
-				res.TaskLifecycles = make(map[string]*structs.TaskLifecycle)
-			}
-			res.TaskLifecycles[t.Name] = t.Lifecycle
-		}
-	}
-	return res
 }

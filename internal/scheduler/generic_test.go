@@ -200,7 +200,10 @@ func TestServiceStopAndCountZero(t *testing.T) {
 	}
 }
 
-func TestServiceJobUpdateReplaces(t *testing.T) {
+// Without an update strategy (max_parallel 0, or a job built without the
+// API's defaults) a destructive change replaces every allocation at once,
+// keeping names; with one it rolls (generic_update_test.go).
+func TestServiceJobUpdateWithoutStrategyReplacesAll(t *testing.T) {
 	h := NewHarness()
 	h.State.UpsertNode(mockNode("n1"))
 	h.State.UpsertNode(mockNode("n2"))
@@ -370,12 +373,14 @@ func TestFailedAllocRescheduledWithTracker(t *testing.T) {
 	h.State.UpsertNode(mockNode("n1"))
 	h.State.UpsertNode(mockNode("n2"))
 	job := mockJob("web", 1)
-	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour}
+	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour,
+		Delay: 5 * time.Second, DelayFunction: structs.DelayFunctionConstant}
 	h.State.UpsertJob(job)
 	process(t, h, mockEval(job))
 	a := liveAllocs(h, "web")[0]
 	failed := *a
 	failed.ClientStatus = structs.AllocClientStatusFailed
+	failed.ModifyTime = testNow.Add(-time.Minute).UnixNano() // failed a minute ago: its 5s delay passed
 	h.State.UpsertAllocs(&failed)
 
 	process(t, h, mockEval(job))
@@ -384,7 +389,8 @@ func TestFailedAllocRescheduledWithTracker(t *testing.T) {
 		t.Fatalf("replacement = %+v", live)
 	}
 	rt := live[0].RescheduleTracker
-	if rt == nil || len(rt.Events) != 1 || rt.Events[0].PrevAllocID != a.ID || rt.Events[0].PrevNodeID != a.NodeID {
+	if rt == nil || len(rt.Events) != 1 || rt.Events[0].PrevAllocID != a.ID || rt.Events[0].PrevNodeID != a.NodeID ||
+		rt.Events[0].Delay != 5*time.Second {
 		t.Fatalf("tracker = %+v", rt)
 	}
 	if h.State.Alloc(a.ID).DesiredStatus != "stop" {

@@ -26,6 +26,11 @@ type SystemScheduler struct {
 	preempt  bool
 	oversub  bool
 	stack    *feasible.SystemStack
+
+	// rolling is the follow-up eval of a rolling update held back by
+	// update.max_parallel (created once per eval, whatever the retries).
+	rolling        *structs.Evaluation
+	rollingCreated bool
 }
 
 func newSystemScheduler(cfg Config, state State, planner Planner, sysbatch bool) *SystemScheduler {
@@ -88,6 +93,13 @@ func (s *SystemScheduler) process() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if s.rolling != nil && !s.rollingCreated {
+		// Stored (WaitUntil in the future): it outlives this leader.
+		if err := s.planner.CreateEval(s.rolling); err != nil {
+			return false, fmt.Errorf("failed to create rolling-update eval: %w", err)
+		}
+		s.rollingCreated = true
+	}
 	if len(s.failedTGAllocs) > 0 && s.blocked == nil && s.eval.Status != structs.EvalStatusBlocked {
 		if err := s.createBlockedEval(firstExhausted); err != nil {
 			return false, fmt.Errorf("failed to create blocked eval: %w", err)
@@ -141,13 +153,20 @@ func (s *SystemScheduler) computeJobAllocs() (string, error) {
 	}
 
 	now := s.clock()
+	destructive, held, wait := s.rollingLimit(res.Destructive)
+	if len(held) > 0 && s.rolling == nil {
+		s.rolling = s.rollingFollowup(now, wait)
+	}
+	for _, d := range held {
+		s.queued[d.TaskGroup.Name]-- // waits for the next batch
+	}
 	var firstExhausted string
 	noteFailure := func(nodeID string, failed bool) {
 		if failed && firstExhausted == "" {
 			firstExhausted = nodeID
 		}
 	}
-	for _, d := range res.Destructive {
+	for _, d := range destructive {
 		// The old alloc is stopped in the same plan, so its resources
 		// are free for the new one.
 		s.plan.AppendStoppedAlloc(d.Old, reconcile.DescUpdating, "", "")
@@ -223,4 +242,44 @@ func (s *SystemScheduler) place(tg *structs.TaskGroup, name string, node *struct
 	}
 	s.plan.AppendAlloc(alloc)
 	return true, false
+}
+
+// rollingLimit keeps, of the destructive updates (in node order), at most
+// each group's update.max_parallel for this pass, as Nomad's system
+// scheduler does; the rest (held) wait for a rolling-update eval after
+// the shortest stagger of their groups (wait). Groups without a rolling
+// update strategy replace everything at once.
+func (s *SystemScheduler) rollingLimit(all []reconcile.NodeDestructive) (keep, held []reconcile.NodeDestructive, wait time.Duration) {
+	taken := map[string]int{}
+	for _, d := range all {
+		u := d.TaskGroup.Update
+		if u == nil && s.job != nil {
+			u = s.job.Update
+		}
+		if u == nil || u.MaxParallel == nil || *u.MaxParallel <= 0 || taken[d.TaskGroup.Name] < *u.MaxParallel {
+			taken[d.TaskGroup.Name]++
+			keep = append(keep, d)
+			continue
+		}
+		held = append(held, d)
+		stagger := 30 * time.Second
+		if u.Stagger != nil && *u.Stagger > 0 {
+			stagger = *u.Stagger
+		}
+		if wait == 0 || stagger < wait {
+			wait = stagger
+		}
+	}
+	return keep, held, wait
+}
+
+// rollingFollowup is the eval that continues a held-back rolling update.
+func (s *SystemScheduler) rollingFollowup(now time.Time, wait time.Duration) *structs.Evaluation {
+	return &structs.Evaluation{
+		ID: uuid.NewString(), Namespace: s.eval.Namespace, Priority: s.job.Priority, Type: s.job.Type,
+		TriggeredBy: structs.EvalTriggerRollingUpdate, JobID: s.job.ID, JobModifyIndex: s.job.JobModifyIndex,
+		Status: structs.EvalStatusPending, WaitUntil: now.Add(wait), PreviousEval: s.eval.ID,
+		StatusDescription: "rolling update: next batch after update.stagger",
+		CreateTime:        now.UnixNano(), ModifyTime: now.UnixNano(),
+	}
 }

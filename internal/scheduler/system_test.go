@@ -117,14 +117,14 @@ func TestSystemNodeChanges(t *testing.T) {
 			live: map[string]int{"n1": 1, "n3": 1}, lost: []string{"n2"},
 		},
 		{
-			name: "draining node: alloc stopped",
+			name: "draining node: alloc kept until the drainer marks it",
 			change: func(h *Harness, _ *structs.Job) string {
 				n := mockNode("n3")
 				n.DrainStrategy = &structs.DrainStrategy{}
 				h.State.UpsertNode(n)
 				return "n3"
 			},
-			live: map[string]int{"n1": 1, "n2": 1},
+			live: map[string]int{"n1": 1, "n2": 1, "n3": 1},
 		},
 		{
 			name: "job stopped: all stopped",
@@ -368,5 +368,60 @@ func TestSystemPreemptionFollowsConfig(t *testing.T) {
 				t.Fatal("low alloc still live after preemption")
 			}
 		})
+	}
+}
+
+// A system job with update { max_parallel = 2, stagger = 10s } replaces at
+// most 2 nodes' allocations per evaluation and leaves a rolling-update
+// evaluation for the rest, stagger later; without max_parallel every node
+// is replaced at once (the case above).
+func TestSystemRollingUpdate(t *testing.T) {
+	h, job := systemCluster(t, 5)
+	updated := *job
+	updated.JobModifyIndex = 0 // new version
+	updated.Meta = map[string]string{"v": "2"}
+	two, stagger := 2, 10*time.Second
+	updated.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: &two, Stagger: &stagger}
+	h.State.UpsertJob(&updated)
+	cur, _ := h.State.JobByID(nil, "default", "sys")
+
+	newVersion := func() int {
+		n := 0
+		for _, a := range liveAllocs(h, "sys") {
+			if a.Job.Meta["v"] == "2" {
+				n++
+			}
+		}
+		return n
+	}
+	for pass, want := range []int{2, 4, 5} {
+		evals := len(h.CreateEvals)
+		e := mockEval(cur)
+		if pass > 0 {
+			e = h.CreateEvals[len(h.CreateEvals)-1]
+		}
+		process(t, h, e)
+		if got := newVersion(); got != want {
+			t.Fatalf("pass %d: %d allocations on the new version, want %d", pass, got, want)
+		}
+		if len(liveAllocs(h, "sys")) != 5 {
+			t.Fatalf("pass %d: %d live allocations, want 5", pass, len(liveAllocs(h, "sys")))
+		}
+		if want == 5 {
+			if len(h.CreateEvals) != evals {
+				t.Fatalf("a follow-up after the last batch: %+v", h.CreateEvals[evals:])
+			}
+			break
+		}
+		if len(h.CreateEvals) != evals+1 {
+			t.Fatalf("pass %d: %d follow-up evals, want 1", pass, len(h.CreateEvals)-evals)
+		}
+		f := h.CreateEvals[len(h.CreateEvals)-1]
+		if f.TriggeredBy != structs.EvalTriggerRollingUpdate || !f.WaitUntil.Equal(testNow.Add(stagger)) || f.Status != structs.EvalStatusPending {
+			t.Fatalf("follow-up %s wait %v status %s", f.TriggeredBy, f.WaitUntil, f.Status)
+		}
+		if q := lastEval(t, h).QueuedAllocations["web"]; q != 0 {
+			t.Fatalf("pass %d: %d queued (held allocations are not queued)", pass, q)
+		}
 	}
 }

@@ -31,9 +31,19 @@ func NewMemState() *MemState {
 
 func (m *MemState) next() uint64 { m.index++; return m.index }
 
-// UpsertJob stores a job, bumping its indexes.
+// UpsertJob stores a job, bumping its indexes. Replacing a stored job
+// with another object makes it the next version, as the state store does
+// on a registration.
 func (m *MemState) UpsertJob(j *structs.Job) {
 	idx := m.next()
+	if ex := m.jobs[j.NamespacedID()]; ex != nil && ex != j {
+		if j.CreateIndex == 0 {
+			j.CreateIndex = ex.CreateIndex
+		}
+		if j.CreateIndex == ex.CreateIndex && j.Version <= ex.Version {
+			j.Version = ex.Version + 1
+		}
+	}
 	if j.CreateIndex == 0 {
 		j.CreateIndex = idx
 	}
@@ -232,10 +242,15 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 		}
 	}
 	h.State.UpsertAllocs(writes...)
+	h.applyDeployments(plan, result)
 	writes = nil
 	for _, allocs := range result.NodeAllocation {
 		for _, a := range allocs {
 			c := *a
+			if c.Job == nil {
+				c.Job = plan.Job
+			}
+			h.State.countPlacement(h.State.allocs[c.ID], &c)
 			writes = append(writes, &c)
 			if c.PreviousAllocation != "" {
 				if prev := h.State.allocs[c.PreviousAllocation]; prev != nil {
@@ -316,4 +331,59 @@ func (h *Harness) CheckInvariants() error {
 		}
 	}
 	return nil
+}
+
+// applyDeployments stores the plan's new deployment and status updates.
+func (h *Harness) applyDeployments(plan *structs.Plan, result *structs.PlanResult) {
+	result.Deployment, result.DeploymentUpdates = plan.Deployment, plan.DeploymentUpdates
+	if d := plan.Deployment; d != nil {
+		c := *d
+		c.TaskGroups = make(map[string]*structs.DeploymentState, len(d.TaskGroups))
+		for k, v := range d.TaskGroups {
+			st := *v
+			c.TaskGroups[k] = &st
+		}
+		h.State.UpsertDeployment(&c)
+	}
+	for _, u := range plan.DeploymentUpdates {
+		for _, d := range h.State.deploy {
+			if d.ID == u.DeploymentID {
+				d.Status, d.StatusDescription = u.Status, u.StatusDescription
+			}
+		}
+	}
+}
+
+// UpsertDeployment stores a deployment as its job's latest.
+func (m *MemState) UpsertDeployment(d *structs.Deployment) {
+	idx := m.next()
+	if d.CreateIndex == 0 {
+		d.CreateIndex = idx
+	}
+	d.ModifyIndex = idx
+	m.deploy[structs.NamespacedID{Namespace: d.Namespace, ID: d.JobID}] = d
+}
+
+// Deployment returns the job's latest deployment.
+func (m *MemState) Deployment(namespace, jobID string) *structs.Deployment {
+	return m.deploy[structs.NamespacedID{Namespace: namespace, ID: jobID}]
+}
+
+// countPlacement keeps a deployment's counters as the state store does: an
+// allocation new to the deployment is placed (a canary is recorded).
+func (m *MemState) countPlacement(ex, a *structs.Allocation) {
+	if a.DeploymentID == "" || ex != nil && ex.DeploymentID == a.DeploymentID {
+		return
+	}
+	for _, d := range m.deploy {
+		if d.ID != a.DeploymentID {
+			continue
+		}
+		if st := d.TaskGroups[a.TaskGroup]; st != nil {
+			st.PlacedAllocs++
+			if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+				st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
+			}
+		}
+	}
 }

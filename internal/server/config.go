@@ -96,6 +96,10 @@ type Config struct {
 
 	RPCHoldTimeout time.Duration
 
+	// GC is the core garbage collection's schedule and thresholds
+	// (core_gc.go).
+	GC GCConfig
+
 	// JobMaxSourceSize bounds the jobspec source kept with a job version
 	// (server.job_max_source_size); 0 means DefaultJobMaxSourceSize.
 	JobMaxSourceSize int64
@@ -208,6 +212,7 @@ func (c *Config) fill() {
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
 	}
+	c.GC.fill()
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}

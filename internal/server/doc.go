@@ -2,7 +2,9 @@
 // (Job, Node, Eval, Alloc, Plan, Status, Keyring, ...), the leadership loop
 // and the leader-only services it starts and stops (eval broker, blocked
 // evals, plan queue and applier, heartbeat deadlines, keyring bootstrap, the
-// periodic dispatcher), and the scheduler workers. Nodes whose heartbeats
+// periodic dispatcher, core garbage collection: core_gc.go runs what
+// coregc decides, the rolling-restart runner of job_restart.go), and the
+// scheduler workers. Nodes whose heartbeats
 // stop are marked down in batches: one Raft entry per heartbeat sweep
 // carrying every silent node and one node-update eval per affected job
 // (heartbeat_expire.go).

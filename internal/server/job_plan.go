@@ -109,8 +109,29 @@ func (p *dryRunPlanner) CreateEval(e *structs.Evaluation) error {
 
 func (p *dryRunPlanner) ReblockEval(e *structs.Evaluation) error { p.eval = e; return nil }
 
-// annotate counts per task group what the plans do.
+// annotate is what the plan will do per task group: the reconciler's
+// counts when the scheduler annotated its first plan (canaries, in-place
+// updates, and the destructive updates a rolling update holds back as
+// ignored, as Nomad's job plan shows them), else counted from the plans.
 func annotate(snap *state.StateStore, job *structs.Job, plans []*structs.Plan) *structs.PlanAnnotations {
+	if len(plans) > 0 && plans[0].Annotations != nil && plans[0].Annotations.DesiredTGUpdates != nil {
+		out := &structs.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}
+		for tg, d := range plans[0].Annotations.DesiredTGUpdates {
+			c := *d
+			out.DesiredTGUpdates[tg] = &c
+		}
+		for _, tg := range job.TaskGroups {
+			if out.DesiredTGUpdates[tg.Name] == nil {
+				out.DesiredTGUpdates[tg.Name] = &api.DesiredUpdates{}
+			}
+		}
+		return out
+	}
+	return annotateFromPlans(snap, job, plans)
+}
+
+// annotateFromPlans counts per task group what the plans do.
+func annotateFromPlans(snap *state.StateStore, job *structs.Job, plans []*structs.Plan) *structs.PlanAnnotations {
 	out := &structs.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}
 	for _, tg := range job.TaskGroups {
 		out.DesiredTGUpdates[tg.Name] = &api.DesiredUpdates{}

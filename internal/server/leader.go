@@ -119,6 +119,9 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.initializeKeyring(stopCh, gen)
 	go s.emitLeaderStats(stopCh)
 	go s.watchSchedulerConfig(stopCh)
+	go s.drainer.Run(stopCh)
+	go s.runCoreGC(stopCh)
+	go s.runJobRestarts(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)

@@ -175,6 +175,9 @@ func evaluateNodePlan(view *planView, plan *structs.Plan, nodeID string) (bool, 
 	if len(placing) == 0 {
 		return true, "", nil // stops and evictions always apply
 	}
+	if ok, err := attributeUpdatesOnly(view, nodeID, placing); err != nil || ok {
+		return ok, "", err
+	}
 	node, err := view.snap.NodeByID(nil, nodeID)
 	if err != nil {
 		return false, "", err
@@ -189,6 +192,27 @@ func evaluateNodePlan(view *planView, plan *structs.Plan, nodeID string) (bool, 
 		return fit, dim, err
 	}
 	return evaluateNodeExact(view, plan, node, placing)
+}
+
+// attributeUpdatesOnly reports whether everything the plan puts on the node
+// rewrites allocations already there that claim nothing more: finished ones
+// (a follow-up eval ID for a delayed reschedule) or ones being marked unknown
+// (their node disconnected). Those land whatever the node's status or room,
+// as Nomad lets them.
+func attributeUpdatesOnly(view *planView, nodeID string, placing []*structs.Allocation) (bool, error) {
+	for _, a := range placing {
+		ex, err := view.allocByID(a.ID)
+		if err != nil {
+			return false, err
+		}
+		if ex == nil || ex.NodeID != nodeID {
+			return false, nil
+		}
+		if !ex.ClientTerminalStatus() && a.ClientStatus != structs.AllocClientStatusUnknown {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // evaluateNodeExact decides a node's part of the plan with AllocsFit over

@@ -129,3 +129,48 @@ func TestEvaluateNodeTotalsFollowsPlansAhead(t *testing.T) {
 		}
 	}
 }
+
+// A follow-up eval ID written on a failed allocation, or an allocation
+// marked unknown, lands on a node that is down: it claims nothing. A new
+// placement there does not.
+func TestEvaluateNodePlanAttributeUpdatesOnDownNode(t *testing.T) {
+	h := newPipelineHarness(t)
+	failed := h.alloc("f1", 300)
+	failed.ClientStatus = structs.AllocClientStatusFailed
+	live := h.alloc("r1", 300)
+	live.ClientStatus = structs.AllocClientStatusRunning
+	if err := h.st.UpsertAllocs(20, []*structs.Allocation{failed, live}); err != nil {
+		t.Fatal(err)
+	}
+	node := h.node
+	if err := h.st.UpdateNodeStatus(30, node.ID, structs.NodeStatusDown, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := h.st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := snap.NodeByID(nil, node.ID); n.Status != structs.NodeStatusDown {
+		t.Fatalf("node %s", n.Status)
+	}
+	followup := failed.CopySkipJob()
+	followup.FollowupEvalID = "fe"
+	unknown := live.CopySkipJob()
+	unknown.ClientStatus = structs.AllocClientStatusUnknown
+	for _, tc := range []struct {
+		name  string
+		place []*structs.Allocation
+		want  bool
+	}{
+		{"follow-up on a failed alloc", []*structs.Allocation{followup}, true},
+		{"marked unknown", []*structs.Allocation{unknown}, true},
+		{"new placement", []*structs.Allocation{followup, h.alloc("n1", 10)}, false},
+		{"in-place update of a running alloc", []*structs.Allocation{live.CopySkipJob()}, false},
+	} {
+		plan := &structs.Plan{Job: h.job, NodeAllocation: map[string][]*structs.Allocation{node.ID: tc.place}}
+		fit, _, err := evaluateNodePlan(&planView{snap: snap}, plan, node.ID)
+		if err != nil || fit != tc.want {
+			t.Errorf("%s: fit %v (%v), want %v", tc.name, fit, err, tc.want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
 	"github.com/drover-project/drover/internal/server/deploywatch"
+	"github.com/drover-project/drover/internal/server/drainer"
 	"github.com/drover-project/drover/internal/server/evalbroker"
 	"github.com/drover-project/drover/internal/server/heartbeat"
 	"github.com/drover-project/drover/internal/server/periodic"
@@ -51,6 +52,8 @@ type Server struct {
 	blocked    *blockedevals.BlockedEvals
 	planQueue  *planqueue.PlanQueue
 	heartbeats *heartbeat.Timers
+	// drainer moves allocations off draining nodes while this server leads.
+	drainer    *drainer.Drainer
 	allocBatch *allocUpdateBatcher
 	periodic   *periodic.Dispatcher
 	// deployWatcher is the leader-only deployment watcher.
@@ -82,6 +85,8 @@ type Server struct {
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
 	jobRegs                *jobRegisterBatcher
+	// coreGCMu runs one garbage collection at a time (core_gc.go).
+	coreGCMu sync.Mutex
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -127,8 +132,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()
 	s.deployWatcher = s.newDeploymentWatcher()
+	s.drainer = drainer.New(s.State, drainRaft{s}, s.logger.Named("drainer"))
 
-	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}}
+	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}, TimeTableGranularity: cfg.GC.TimeGranularity}
 	if !cfg.DisableEventBroker {
 		size := cfg.EventBufferSize
 		if size <= 0 {
@@ -226,6 +232,7 @@ func (s *Server) registerEndpoints() error {
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
 		"Event":      &Event{s},
+		"System":     &System{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -385,9 +385,14 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 			if ex.DeploymentStatus != nil {
 				ds = *ex.DeploymentStatus
 			}
+			// A client repeats its health with every later update: only
+			// a change moves the health's ModifyIndex, which the
+			// deployment watcher compares with its evaluations.
+			if !sameHealth(ex.DeploymentStatus, in.DeploymentStatus) {
+				ds.ModifyIndex = index
+			}
 			ds.Healthy = in.DeploymentStatus.Healthy
 			ds.Timestamp = in.DeploymentStatus.Timestamp
-			ds.ModifyIndex = index
 			c.DeploymentStatus = &ds
 		}
 		if in.ModifyTime != 0 {
@@ -542,3 +547,15 @@ func (m summaryBatch) write(txn *memdb.Txn, index uint64) error {
 }
 
 func nodeAllocsDeletedKey(nodeID string) string { return "allocs_deleted/" + nodeID }
+
+// sameHealth reports whether two deployment statuses hold the same health
+// decided at the same time.
+func sameHealth(a, b *structs.AllocDeploymentStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if (a.Healthy == nil) != (b.Healthy == nil) || (a.Healthy != nil && *a.Healthy != *b.Healthy) {
+		return false
+	}
+	return a.Timestamp.Equal(b.Timestamp)
+}

@@ -95,6 +95,15 @@ func TestPlanDeploymentSuccessMarksVersionStable(t *testing.T) {
 	if !cur.Stable || cur.JobModifyIndex != job.JobModifyIndex {
 		t.Fatalf("current job: stable=%v JobModifyIndex=%d", cur.Stable, cur.JobModifyIndex)
 	}
+	// A plan that writes the deployment object as successful marks it too.
+	s3, job3 := deployFixture(t)
+	d, _ := s3.DeploymentByID(nil, "d1")
+	d = copyDeployment(d)
+	d.Status = structs.DeploymentStatusSuccessful
+	must(t, s3.UpsertPlanResults(3, &structs.ApplyPlanResultsRequest{Job: job3, Deployment: d}))
+	if v, _ := s3.JobByIDAndVersion(nil, "default", "web", job3.Version); !v.Stable {
+		t.Fatal("deployment written successful did not mark its version stable")
+	}
 	// A failed deployment marks nothing.
 	s2, job2 := deployFixture(t)
 	must(t, s2.UpsertPlanResults(3, &structs.ApplyPlanResultsRequest{Job: job2, DeploymentUpdates: []*structs.DeploymentStatusUpdate{

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -120,6 +121,11 @@ func upsertDeploymentTxn(txn *memdb.Txn, index uint64, in *structs.Deployment) e
 	if err := txn.Insert(tableDeployment, d); err != nil {
 		return fmt.Errorf("state: deployment insert: %w", err)
 	}
+	if d.Status == structs.DeploymentStatusSuccessful {
+		if err := markDeploymentStable(txn, index, d); err != nil {
+			return err
+		}
+	}
 	return bumpIndex(txn, index, tableDeployment)
 }
 
@@ -151,7 +157,8 @@ func applyDeploymentUpdate(txn *memdb.Txn, index uint64, u *structs.DeploymentSt
 
 // deploymentAllocTransition keeps a deployment's per-group counters in step
 // with its allocations, as Nomad does: an allocation new to the deployment
-// (placed, or updated in place into it) counts as placed, and the first
+// (placed, or updated in place into it) counts as placed (a canary is
+// recorded in PlacedCanaries), and the first
 // placement of a group starts its progress deadline (the allocation's
 // ModifyTime plus ProgressDeadline); the first health reported counts as
 // healthy or unhealthy, and healthy moves RequireProgressBy to the health
@@ -200,6 +207,11 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 		return nil
 	}
 	st.PlacedAllocs += placed
+	if placed != 0 && a.DeploymentStatus != nil && a.DeploymentStatus.Canary && !slices.Contains(st.PlacedCanaries, a.ID) {
+		// Recorded with the placement, in its transaction: concurrent
+		// plans cannot lose a canary.
+		st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
+	}
 	st.HealthyAllocs += healthy
 	st.UnhealthyAllocs += unhealthy
 	if pd := st.ProgressDeadline; pd > 0 {

@@ -158,9 +158,14 @@ func (s *StateStore) DeleteEval(index uint64, evals, allocs []string) error {
 			return fmt.Errorf("state: alloc delete: %w", err)
 		}
 		// A node's allocs can only shrink here; remember when, so a client
-		// whose node lost its last alloc still sees its pull index move.
-		if err := bumpIndex(txn, index, nodeAllocsDeletedKey(a.NodeID)); err != nil {
+		// whose node lost its last alloc still sees its pull index move
+		// (not for a node already gone: its row would outlive it).
+		if n, err := nodeLookup(txn, a.NodeID); err != nil {
 			return err
+		} else if n != nil {
+			if err := bumpIndex(txn, index, nodeAllocsDeletedKey(a.NodeID)); err != nil {
+				return err
+			}
 		}
 		jobs.add(a.Namespace, a.JobID)
 	}

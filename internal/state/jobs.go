@@ -203,7 +203,17 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 	if raw == nil {
 		return nil
 	}
-	job := raw.(*structs.Job)
+	if err := deleteJobTxn(txn, index, raw.(*structs.Job)); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// deleteJobTxn purges job (the stored row) with its versions, submissions,
+// summary, scaling events and policies, inside txn.
+func deleteJobTxn(txn *memdb.Txn, index uint64, job *structs.Job) error {
+	namespace, id := job.Namespace, job.ID
 	if err := txn.Delete(tableJobs, job); err != nil {
 		return fmt.Errorf("state: job delete: %w", err)
 	}
@@ -231,11 +241,7 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 	if err := updateParentChildren(txn, index, job, job.Status, ""); err != nil {
 		return err
 	}
-	if err := bumpIndex(txn, index, tableJobs, tableJobVersion, tableJobSummary, tableJobSubmission, tableScalingEvent); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return bumpIndex(txn, index, tableJobs, tableJobVersion, tableJobSummary, tableJobSubmission, tableScalingEvent)
 }
 
 // specChanged reports whether the user-visible spec differs, ignoring the

@@ -115,6 +115,7 @@ func (s *StateStore) UpsertNode(index uint64, in *structs.Node) error {
 	}
 	n.ModifyIndex = index
 	n.ComputeClass()
+	n.Drain = n.DrainStrategy != nil
 	if err := txn.Insert(tableNodes, &n); err != nil {
 		return fmt.Errorf("state: node insert: %w", err)
 	}

@@ -134,3 +134,63 @@ func TestUpsertPlanResults_SummaryOfAllAllocs(t *testing.T) {
 		t.Fatalf("summary ModifyIndex = %d, want 20", sum.ModifyIndex)
 	}
 }
+
+// An in-place update (an existing allocation in NodeAllocation) keeps the
+// client's status and task states, takes the new job, and when it joins a
+// new deployment counts as placed there with its health starting over.
+// Canaries are recorded in the deployment as they are placed.
+func TestUpsertPlanResultsInPlaceIntoDeployment(t *testing.T) {
+	s := testStore(t)
+	job := storedJob(t, s, 10, mockJob("web"))
+	a := mockAlloc("a1", "n1", job)
+	a.DeploymentID = "d0"
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{a}))
+	must(t, s.UpdateAllocsFromClient(13, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning,
+		TaskStates:       map[string]*structs.TaskState{"web": {State: "running"}},
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: boolPtr(true)}}}))
+
+	v2 := job.Copy()
+	v2.Meta = map[string]string{"v": "2"}
+	v2 = storedJob(t, s, 14, v2)
+	if v2.Version == job.Version {
+		t.Fatal("no new version")
+	}
+	cur, _ := s.AllocByID(nil, "a1")
+	upd := cur.CopySkipJob()
+	upd.Job = nil // the plan's job
+	upd.DeploymentID, upd.DeploymentStatus = "d1", nil
+	canary := mockAlloc("c1", "n1", v2)
+	canary.Job = nil
+	canary.DeploymentID = "d1"
+	canary.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
+	must(t, s.UpsertPlanResults(20, &structs.ApplyPlanResultsRequest{Job: v2, Alloc: []*structs.Allocation{upd, canary},
+		Deployment: &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: v2.Version,
+			Status: structs.DeploymentStatusRunning, TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1, DesiredCanaries: 1}}}}))
+
+	got, _ := s.AllocByID(nil, "a1")
+	if got.Job.Version != v2.Version || got.ClientStatus != structs.AllocClientStatusRunning || got.TaskStates["web"] == nil ||
+		got.DeploymentID != "d1" || got.DeploymentStatus != nil || got.CreateIndex != 12 {
+		t.Fatalf("in-place update: version %d status %s deployment %s %+v create %d", got.Job.Version, got.ClientStatus,
+			got.DeploymentID, got.DeploymentStatus, got.CreateIndex)
+	}
+	d, _ := s.DeploymentByID(nil, "d1")
+	if st := d.TaskGroups["web"]; st.PlacedAllocs != 2 || len(st.PlacedCanaries) != 1 || st.PlacedCanaries[0] != "c1" {
+		t.Fatalf("deployment state %+v", st)
+	}
+	// A later plan rewriting the same allocation in the same deployment
+	// keeps the health the client reported.
+	must(t, s.UpdateAllocsFromClient(21, []*structs.Allocation{{ID: "a1", ClientStatus: structs.AllocClientStatusRunning,
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: boolPtr(true)}}}))
+	again, _ := s.AllocByID(nil, "a1")
+	again = again.CopySkipJob()
+	again.FollowupEvalID = "f"
+	again.DeploymentStatus = nil
+	must(t, s.UpsertPlanResults(22, &structs.ApplyPlanResultsRequest{Job: v2, Alloc: []*structs.Allocation{again}}))
+	got, _ = s.AllocByID(nil, "a1")
+	if got.DeploymentStatus == nil || got.DeploymentStatus.Healthy == nil || !*got.DeploymentStatus.Healthy {
+		t.Fatalf("health lost: %+v", got.DeploymentStatus)
+	}
+	if d, _ := s.DeploymentByID(nil, "d1"); d.TaskGroups["web"].PlacedAllocs != 2 || d.TaskGroups["web"].HealthyAllocs != 1 {
+		t.Fatalf("recounted: %+v", d.TaskGroups["web"])
+	}
+}

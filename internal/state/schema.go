@@ -181,6 +181,15 @@ func schema() *memdb.DBSchema {
 					AllowMissing: true,
 					Indexer:      field("secret_id", nodeSecret),
 				},
+				// draining holds only nodes with a drain strategy, so the
+				// drainer watches them and not every node change.
+				"draining": {
+					Name:         "draining",
+					AllowMissing: true,
+					Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
+						return obj.(*structs.Node).DrainStrategy != nil, nil
+					}},
+				},
 			},
 		},
 		tableDeployment: {
@@ -210,5 +219,6 @@ func schema() *memdb.DBSchema {
 			},
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
+		tableJobRestart:      jobRestartTable(),
 	}}
 }

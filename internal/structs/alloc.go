@@ -35,11 +35,14 @@ type Allocation struct {
 	NetworkStatus         *AllocNetworkStatus
 	PreemptedAllocations  []string
 	PreemptedByAllocation string
-	CreateIndex           uint64
-	ModifyIndex           uint64
-	AllocModifyIndex      uint64
-	CreateTime            int64
-	ModifyTime            int64
+	// RestartRequest asks the client to restart tasks in place (a rolling
+	// restart, job_restart.go). Drover only: Nomad has no such field.
+	RestartRequest   *AllocRestartRequest `json:",omitempty"`
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64
+	ModifyTime       int64
 }
 
 // AllocState records a transition of a client-visible field.
@@ -121,6 +124,9 @@ const (
 	TaskSiblingFailed = "Sibling Task Failed"
 	TaskReconnected   = "Reconnected"
 	TaskDriverMessage = "Driver"
+	// TaskAllocUnhealthy is recorded on the tasks that kept their allocation
+	// from becoming healthy by its deployment's healthy_deadline.
+	TaskAllocUnhealthy = "Alloc Unhealthy"
 )
 
 // AllocMetric records how the scheduler reached a placement (or failed to).

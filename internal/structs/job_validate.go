@@ -39,7 +39,14 @@ func (j *Job) Canonicalize() {
 			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
 		}
 		if tg.ReschedulePolicy == nil {
-			tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
+			// The api client merges the job's block into its groups; a job
+			// that arrives without that (RPC) must not lose it either.
+			if j.Reschedule != nil {
+				p := *j.Reschedule
+				tg.ReschedulePolicy = &p
+			} else {
+				tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
+			}
 		}
 		canonicalizeScaling(tg.Scaling, tg.Count, ScalingPolicyTypeHorizontal)
 		for _, t := range tg.Tasks {

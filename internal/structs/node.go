@@ -9,22 +9,25 @@ import (
 
 // Node is a client machine that runs allocations.
 type Node struct {
-	ID                    string
-	SecretID              string `bexpr:"-"` // never leaves the servers: endpoints blank it, ?filter= cannot see it
-	Datacenter            string
-	Name                  string
-	HTTPAddr              string
-	TLSEnabled            bool
-	Attributes            map[string]string
-	NodeResources         *NodeResources
-	ReservedResources     *NodeReservedResources
-	Links                 map[string]string
-	Meta                  map[string]string
-	NodeClass             string
-	NodePool              string
-	ComputedClass         string
-	CgroupParent          string
-	DrainStrategy         *DrainStrategy
+	ID                string
+	SecretID          string `bexpr:"-"` // never leaves the servers: endpoints blank it, ?filter= cannot see it
+	Datacenter        string
+	Name              string
+	HTTPAddr          string
+	TLSEnabled        bool
+	Attributes        map[string]string
+	NodeResources     *NodeResources
+	ReservedResources *NodeReservedResources
+	Links             map[string]string
+	Meta              map[string]string
+	NodeClass         string
+	NodePool          string
+	ComputedClass     string
+	CgroupParent      string
+	DrainStrategy     *DrainStrategy
+	// Drain mirrors DrainStrategy != nil (Nomad's older field, still in
+	// its JSON); the state store keeps it in step.
+	Drain                 bool
 	SchedulingEligibility string
 	Status                string
 	StatusDescription     string
@@ -58,9 +61,6 @@ type Node struct {
 func (n *Node) CheckNetwork() {
 	n.netErr, n.netChecked = nodeNetworkErr(n), true
 }
-
-// Drain reports whether a drain strategy is set (JSON compat field).
-func (n *Node) Drain() bool { return n.DrainStrategy != nil }
 
 // Ready reports whether the node may receive placements.
 func (n *Node) Ready() bool {

@@ -46,7 +46,6 @@ type (
 	NodeDeviceLocality      = api.NodeDeviceLocality
 	Attribute               = api.Attribute
 	AllocDeploymentStatus   = api.AllocDeploymentStatus
-	RescheduleTracker       = api.RescheduleTracker
 	AllocNetworkStatus      = api.AllocNetworkStatus
 	AllocatedDeviceResource = api.AllocatedDeviceResource
 	PlanAnnotations         = api.PlanAnnotations

@@ -117,6 +117,16 @@ func (s *ServerConfig) validate() []error {
 	if s.HeartbeatGrace < 0 || s.MinHeartbeatTTL < 0 || s.FailoverHeartbeatTTL < 0 {
 		bad("server.heartbeat_grace", "server heartbeat durations (heartbeat_grace, min_heartbeat_ttl, failover_heartbeat_ttl) must not be negative")
 	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"job_gc_interval", s.JobGCInterval}, {"job_gc_threshold", s.JobGCThreshold}, {"eval_gc_threshold", s.EvalGCThreshold},
+		{"batch_eval_gc_threshold", s.BatchEvalGCThreshold}, {"deployment_gc_threshold", s.DeploymentGCThreshold},
+		{"node_gc_threshold", s.NodeGCThreshold}} {
+		if d.v < 0 {
+			bad("server."+d.key, "server.%s must not be negative, got %s", d.key, d.v)
+		}
+	}
 	if s.EncryptKey != "" {
 		k, err := base64.StdEncoding.DecodeString(s.EncryptKey)
 		if err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {

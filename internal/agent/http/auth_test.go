@@ -23,6 +23,10 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/job/web/versions", ""},
 	{"PUT", "/v1/job/web/plan", `{"Job":{"ID":"web"}}`},
 	{"PUT", "/v1/job/web/evaluate", ""},
+	{"PUT", "/v1/job/web/restart", `{"BatchSize":1}`},
+	{"GET", "/v1/job/web/restart", ""},
+	{"DELETE", "/v1/job/web/restart", ""},
+	{"PUT", "/v1/job/web/restart/resume", ""},
 	{"GET", "/v1/allocations", ""},
 	{"GET", "/v1/allocation/a1", ""},
 	{"PUT", "/v1/allocation/a1/stop", ""},
@@ -34,6 +38,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/node/n1", ""},
 	{"GET", "/v1/node/n1/allocations", ""},
 	{"PUT", "/v1/node/n1/eligibility", `{"Eligibility":"eligible"}`},
+	{"PUT", "/v1/node/n1/drain", `{"DrainSpec":{"Deadline":1000000000}}`},
 	{"GET", "/v1/deployments", ""},
 	{"GET", "/v1/deployment/d1", ""},
 	{"GET", "/v1/deployment/allocations/d1", ""},
@@ -75,6 +80,11 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D", ""},
 	{"GET", "/v1/client/allocation/a1/stats", ""},
 	{"GET", "/v1/event/stream?topic=Job:web", ""},
+	{"GET", "/v1/evaluations/count", ""},
+	{"PUT", "/v1/system/gc", ""},
+	{"PUT", "/v1/system/reconcile/summaries", ""},
+	{"PUT", "/v1/client/gc?node_id=n1", ""},
+	{"PUT", "/v1/client/allocation/a1/gc", ""},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"net/http"
 
 	"github.com/hashicorp/nomad/api"
-
-	"github.com/drover-project/drover/internal/structs"
 )
 
 // ClientAllocStats samples the local client's allocations. It may be nil
@@ -14,17 +12,19 @@ type ClientAllocStats interface {
 	AllocStats(allocID string) (*api.AllocResourceUsage, error)
 }
 
-// /v1/client/allocation/<alloc>/exec (exec.go) and
-// /v1/client/allocation/<alloc>/stats: the running tasks' usage, from the
-// drivers that report it. Every other path under /v1/client/allocation/
-// answers 404.
+// /v1/client/allocation/<alloc>/exec (exec.go), /gc (client_gc.go) and
+// /stats: the running tasks' usage, from the drivers that report it. Every
+// other path under /v1/client/allocation/ answers 404.
 func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	parts, err := pathArgs(r, "/v1/client/allocation/")
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) != 2 || parts[0] == "" || (parts[1] != "exec" && parts[1] != "stats") {
-		return nil, structs.NewErrCoded(http.StatusNotFound, "Invalid path %q", r.URL.Path)
+	if len(parts) != 2 || parts[0] == "" || (parts[1] != "exec" && parts[1] != "stats" && parts[1] != "gc") {
+		return nil, errNotFound
+	}
+	if parts[1] == "gc" {
+		return s.allocGCRequest(w, r, parts[0])
 	}
 	if r.Method != http.MethodGet {
 		return nil, errInvalidMethod

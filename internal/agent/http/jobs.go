@@ -112,6 +112,9 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 	if out, handled, err := s.jobPeriodicOrDispatch(w, r, id, parts[1:]); handled {
 		return out, err
 	}
+	if parts[1] == "restart" {
+		return s.jobRestart(w, r, id, parts[2:])
+	}
 	if len(parts) != 2 {
 		return nil, errNotFound
 	}

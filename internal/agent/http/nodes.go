@@ -32,7 +32,7 @@ func (s *server) nodesRequest(w http.ResponseWriter, r *http.Request) (any, erro
 	return nonNil(reply.Nodes), nil
 }
 
-// /v1/node/<id>, /v1/node/<id>/allocations, /v1/node/<id>/eligibility
+// /v1/node/<id>, /v1/node/<id>/allocations, /v1/node/<id>/eligibility, /v1/node/<id>/drain
 func (s *server) nodeSpecificRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	parts, err := pathArgs(r, "/v1/node/")
 	if err != nil {
@@ -113,8 +113,33 @@ func (s *server) nodeSpecificRequest(w http.ResponseWriter, r *http.Request) (an
 			return nil, errInvalidMethod
 		}
 		return s.nodeEligibility(w, r, id)
+	case len(parts) == 2 && parts[1] == "drain":
+		if !isWrite(r.Method) {
+			return nil, errInvalidMethod
+		}
+		return s.nodeDrain(w, r, id)
 	}
 	return nil, errNotFound
+}
+
+// nodeDrain sets, updates or (without DrainSpec) cancels a node's drain.
+func (s *server) nodeDrain(w http.ResponseWriter, r *http.Request, id string) (any, error) {
+	var body api.NodeUpdateDrainRequest
+	if err := decodeBody(r, &body, false); err != nil {
+		return nil, err
+	}
+	if body.NodeID != "" && body.NodeID != id {
+		return nil, structs.NewErrCoded(400, "Node ID does not match request path")
+	}
+	args := structs.NodeUpdateDrainRequest{NodeID: id, DrainSpec: body.DrainSpec, MarkEligible: body.MarkEligible, Meta: body.Meta}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.NodeDrainUpdateResponse
+	if err := s.cfg.RPC.RPC("Node.UpdateDrain", &args, &reply); err != nil {
+		return nil, err
+	}
+	setIndex(w, reply.Index)
+	reply.EvalIDs = nonNil(reply.EvalIDs)
+	return &reply, nil
 }
 
 func (s *server) nodeEligibility(w http.ResponseWriter, r *http.Request, id string) (any, error) {

@@ -154,8 +154,11 @@ func TestNodesEndpoints(t *testing.T) {
 	if code, _, body := env.raw(t, "PUT", "/v1/node/n1/eligibility", `{"Eligibility":"maybe"}`); code != 400 || !strings.Contains(body, "maybe") {
 		t.Fatalf("bad eligibility: %d %q", code, body)
 	}
-	if code, _, _ := env.raw(t, "PUT", "/v1/node/n1/drain", `{}`); code != 404 {
-		t.Fatalf("unbuilt drain route: %d", code)
+	if code, _, body := env.raw(t, "PUT", "/v1/node/n1/drain", `{"NodeID":"n2"}`); code != 400 || !strings.Contains(body, "does not match") {
+		t.Fatalf("drain of another node's path: %d %q", code, body)
+	}
+	if code, _, body := env.raw(t, "PUT", "/v1/node/n1/drain", `{"DrainSpec":{"Deadline":"soon"}}`); code != 400 {
+		t.Fatalf("drain with a bad deadline: %d %q", code, body)
 	}
 }
 

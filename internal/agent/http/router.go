@@ -81,6 +81,7 @@ type Config struct {
 	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
 	Exec       ClientExec       // nil: the agent runs no client
 	AllocStats ClientAllocStats // nil: the agent runs no client
+	GC         ClientGC         // nil: the agent runs no client
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
 	Schedulers SchedulerWorkers // nil: the agent runs no server
@@ -153,6 +154,7 @@ func (s *server) routes() []route {
 		{"/v1/allocation/", s.allocSpecificRequest},
 
 		{"/v1/evaluations", s.evalsRequest},
+		{"/v1/evaluations/count", s.evalsCountRequest},
 		{"/v1/evaluation/", s.evalSpecificRequest},
 
 		{"/v1/nodes", s.nodesRequest},
@@ -179,18 +181,21 @@ func (s *server) routes() []route {
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
 		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
 		{"/v1/metrics", s.metricsRequest},
+		{"/v1/system/gc", s.systemGCRequest},
+		{"/v1/system/reconcile/summaries", s.systemReconcileSummariesRequest},
 		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},
 		{"/v1/client/metadata", s.clientMetadataRequest},
+		{"/v1/client/gc", s.clientGCRequest},
+		{"/v1/client/allocation/", s.clientAllocRequest},
 		{"/v1/client/fs/ls/", s.fsListRequest},
 		{"/v1/client/fs/stat/", s.fsStatRequest},
 		{"/v1/client/fs/cat/", s.fsCatRequest},
 		{"/v1/client/fs/readat/", s.fsReadAtRequest},
 		{"/v1/client/fs/stream/", s.fsStreamRequest},
 		{"/v1/client/fs/logs/", s.fsLogsRequest},
-		{"/v1/client/allocation/", s.clientAllocRequest},
 	}
 }
 

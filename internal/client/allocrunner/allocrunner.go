@@ -51,6 +51,12 @@ type Config struct {
 	InterpolateConfig taskrunner.InterpolateConfigFunc
 	// ReserveDevices prepares the device instances granted to a task.
 	ReserveDevices taskrunner.ReserveDevicesFunc
+	// StateDB, if set, persists the tasks' states and handles and the
+	// observed deployment health (restore.go).
+	StateDB StateDB
+	// Hold, if set, delays starting any task until it is closed (restored
+	// allocations wait for the servers; re-attached tasks do not wait).
+	Hold <-chan struct{}
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -99,10 +105,17 @@ type AllocRunner struct {
 	reportMu sync.Mutex
 	changeCh chan struct{}
 
+	restartIndex uint64 // last in-place restart request handled (restart.go); under mu
+	// health judges the allocation's deployment health (health.go).
+	health *healthWatcher
+
 	killOnce sync.Once
 	killCh   chan struct{}
 	waitCh   chan struct{}
 	runOnce  sync.Once
+
+	detachOnce sync.Once
+	detachCh   chan struct{}
 }
 
 // New builds a runner (and its task runners, each recording Received).
@@ -127,7 +140,12 @@ func New(cfg Config) (*AllocRunner, error) {
 		changeCh: make(chan struct{}, 1),
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
+		detachCh: make(chan struct{}),
 	}
+	if rr := cfg.Alloc.RestartRequest; rr != nil {
+		ar.restartIndex = rr.Index // asked before this runner existed: not for it
+	}
+	ar.health = newHealthWatcher(ar)
 	if cfg.NewAllocDir != nil {
 		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)
 	} else {
@@ -146,6 +164,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
+			StateDB: taskStateDB(cfg.StateDB),
 		})
 		ar.tasks = append(ar.tasks, e)
 	}
@@ -197,6 +216,9 @@ func (ar *AllocRunner) Alloc() *structs.Allocation {
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if ds := ar.health.status(&a); ds != nil {
+		a.DeploymentStatus = ds
+	}
 	return &a
 }
 
@@ -216,7 +238,7 @@ func (ar *AllocRunner) stripped() *structs.Allocation {
 	a := &structs.Allocation{
 		ID:               src.ID,
 		NodeID:           src.NodeID,
-		DeploymentStatus: src.DeploymentStatus,
+		DeploymentStatus: ar.health.status(src),
 		NetworkStatus:    src.NetworkStatus,
 		TaskStates:       ar.taskStates(),
 	}
@@ -233,6 +255,7 @@ func (ar *AllocRunner) onTaskChange() {
 	case ar.changeCh <- struct{}{}:
 	default:
 	}
+	ar.health.taskChanged()
 	ar.report()
 }
 
@@ -247,13 +270,17 @@ func (ar *AllocRunner) report() {
 	}
 	ar.reportMu.Lock()
 	defer ar.reportMu.Unlock()
-	ar.cfg.StateUpdater(ar.stripped())
+	a := ar.stripped()
+	ar.persistDeployment(a)
+	ar.cfg.StateUpdater(a)
 }
 
 // Update gives the runner the server's newest copy. A server-terminal
 // allocation (desired stop/evict) is killed; one the server marked
 // `unknown` (reconnect after a disconnect) gets a Reconnected event so its
-// true state is sent again.
+// true state is sent again. Anything else is an in-place update: the runner
+// and its tasks take the new job and resources and keep running, and a new
+// deployment gets its own health judgement.
 func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	ar.mu.Lock()
 	ar.alloc = alloc
@@ -265,6 +292,7 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 		ar.Kill("alloc desired status is " + alloc.DesiredStatus)
 		return
 	}
+	ar.health.observe(alloc)
 	if alloc.ClientStatus == structs.AllocClientStatusUnknown {
 		for _, e := range ar.tasks {
 			e.tr.EmitEvent(e.tr.NewEvent(structs.TaskReconnected, "Client reconnected"))

@@ -7,6 +7,10 @@ import (
 // Run runs the allocation to the end. Prefer Start; Run blocks.
 func (ar *AllocRunner) Run() {
 	defer close(ar.waitCh)
+	ar.mu.Lock()
+	first := ar.alloc
+	ar.mu.Unlock()
+	ar.health.observe(first)
 	for _, e := range ar.tasks {
 		go e.tr.Run()
 	}
@@ -25,6 +29,9 @@ func (ar *AllocRunner) Run() {
 			e.tr.Kill("setup failure")
 		}
 		ar.waitAll(func(*taskEntry) bool { return true })
+		return
+	}
+	if !ar.hold() {
 		return
 	}
 	ar.mu.Lock()
@@ -56,6 +63,9 @@ func (ar *AllocRunner) Run() {
 	if prestartOK && !isClosed(ar.killCh) {
 		ar.startPhase(phaseMain)
 		ar.watchMain()
+	}
+	if ar.detached() {
+		return
 	}
 
 	// Main work is over: stop whatever still runs except poststop tasks.
@@ -136,10 +146,16 @@ func (ar *AllocRunner) watchMain() {
 // done; it returns cond's ok value.
 func (ar *AllocRunner) waitUntil(cond func() (done, ok bool)) bool {
 	for {
+		if ar.detached() {
+			return false
+		}
 		if done, ok := cond(); done {
 			return ok
 		}
-		<-ar.changeCh
+		select {
+		case <-ar.changeCh:
+		case <-ar.detachCh:
+		}
 	}
 }
 

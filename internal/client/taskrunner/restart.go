@@ -32,10 +32,17 @@ type restartTracker struct {
 func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker {
 	batch := jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch
 	rt := &restartTracker{batch: batch}
+	rt.setPolicy(p)
+	return rt
+}
+
+// setPolicy takes a (possibly changed) policy; the restarts already counted
+// in the current interval still count.
+func (rt *restartTracker) setPolicy(p *structs.RestartPolicy) {
 	switch {
 	case p != nil:
 		rt.policy = *p
-	case batch:
+	case rt.batch:
 		rt.policy = defaultBatchRestart
 	default:
 		rt.policy = defaultServiceRestart
@@ -43,7 +50,6 @@ func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker
 	if rt.policy.Mode == "" {
 		rt.policy.Mode = structs.RestartPolicyModeFail
 	}
-	return rt
 }
 
 // next decides after an exit (res != nil) or a start failure (startErr).

@@ -2,11 +2,13 @@ package taskrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
@@ -53,6 +55,9 @@ type Config struct {
 	// ReserveDevices, if set, is called once before the first start for
 	// the devices the scheduler granted the task; a failure fails the task.
 	ReserveDevices ReserveDevicesFunc
+	// StateDB, if set, persists the task's state and driver handle so a
+	// restarted client can re-attach (restore.go).
+	StateDB StateDB
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -76,8 +81,23 @@ type TaskRunner struct {
 
 	waitCh chan struct{}
 
+	// restartCh carries an in-place restart request (user_restart.go);
+	// userRestart marks that the last run ended because of one.
+	restartCh   chan struct{}
+	userRestart bool
+
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
+
+	// local is the persisted local state (handle, restart tracker);
+	// restored is set by Restore. Guarded by mu.
+	local    state.LocalTaskState
+	restored bool
+	// logs, for a driver that writes the log files itself.
+	logs *drivers.LogConfig
+
+	detachOnce sync.Once
+	detachCh   chan struct{}
 }
 
 // New returns a runner for cfg.Task and records the Received event.
@@ -92,14 +112,17 @@ func New(cfg Config) *TaskRunner {
 		cfg.BuildEnv = defaultEnv
 	}
 	tr := &TaskRunner{
-		cfg:    cfg,
-		logger: cfg.Logger.With("task", cfg.Task.Name),
-		now:    cfg.Clock,
-		taskID: cfg.Alloc.ID + "/" + cfg.Task.Name,
-		state:  &structs.TaskState{State: structs.TaskStatePending},
-		alloc:  cfg.Alloc,
-		killCh: make(chan struct{}),
-		waitCh: make(chan struct{}),
+		cfg:      cfg,
+		logger:   cfg.Logger.With("task", cfg.Task.Name),
+		now:      cfg.Clock,
+		taskID:   cfg.Alloc.ID + "/" + cfg.Task.Name,
+		state:    &structs.TaskState{State: structs.TaskStatePending},
+		alloc:    cfg.Alloc,
+		killCh:   make(chan struct{}),
+		waitCh:   make(chan struct{}),
+		detachCh: make(chan struct{}),
+
+		restartCh: make(chan struct{}, 1),
 	}
 	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
 	return tr
@@ -181,7 +204,7 @@ func (tr *TaskRunner) killed() bool {
 }
 
 func (tr *TaskRunner) killTimeout() time.Duration {
-	t := tr.cfg.Task.KillTimeout
+	t := tr.newestTask().KillTimeout
 	if t <= 0 {
 		t = DefaultKillTimeout
 	}
@@ -211,6 +234,7 @@ func (tr *TaskRunner) appendEvent(ev *structs.TaskEvent) {
 }
 
 func (tr *TaskRunner) notify() {
+	tr.persistState()
 	if tr.cfg.OnStateChange != nil {
 		tr.cfg.OnStateChange()
 	}
@@ -246,15 +270,24 @@ func (tr *TaskRunner) Run() {
 		tr.notify() // observers may wait for WaitCh, not just the state
 	}()
 
-	if tr.cfg.Gate != nil {
+	if tr.restoredDead() {
+		tr.cleanupRestoredDead()
+		return
+	}
+	// A restored task still running (or ended while the client was down)
+	// is re-attached, not started again.
+	attached := tr.recoverTask()
+	if !attached && tr.cfg.Gate != nil {
 		select {
 		case <-tr.cfg.Gate:
 		case <-tr.killCh:
 			tr.setState(structs.TaskStateDead, nil)
 			return
+		case <-tr.detachCh:
+			return
 		}
 	}
-	if tr.killed() {
+	if !attached && tr.killed() {
 		tr.setState(structs.TaskStateDead, nil)
 		return
 	}
@@ -267,7 +300,9 @@ func (tr *TaskRunner) Run() {
 		return
 	}
 
-	tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+	if !attached {
+		tr.setState(structs.TaskStatePending, tr.newEvent(structs.TaskSetup, "Building Task Directory"))
+	}
 	if err := tr.writeDispatchPayload(); err != nil {
 		ev := tr.newEvent(structs.TaskSetupFailure, "failed to write dispatch payload: "+err.Error())
 		ev.SetupError = err.Error()
@@ -286,7 +321,17 @@ func (tr *TaskRunner) Run() {
 
 	var logs LogCollector
 	stdout, stderr := "", ""
-	if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
+	if tr.driverWritesLogs() && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
+		tr.logs = &drivers.LogConfig{Dir: tr.cfg.LogDir, MaxFiles: defaultLogFiles, MaxFileSizeMB: defaultLogSizeMB}
+		if lc := tr.cfg.Task.LogConfig; lc != nil {
+			if lc.MaxFiles > 0 {
+				tr.logs.MaxFiles = lc.MaxFiles
+			}
+			if lc.MaxFileSizeMB > 0 {
+				tr.logs.MaxFileSizeMB = lc.MaxFileSizeMB
+			}
+		}
+	} else if tr.cfg.StartLogs != nil && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
 		files, size := defaultLogFiles, defaultLogSizeMB
 		if lc := tr.cfg.Task.LogConfig; lc != nil {
 			if lc.MaxFiles > 0 {
@@ -310,8 +355,13 @@ func (tr *TaskRunner) Run() {
 	}
 
 	tracker := newRestartTracker(tr.restartPolicy(), tr.jobType())
+	tr.restoreTracker(tracker)
 	for {
-		res, startErr := tr.runOnce(stdout, stderr)
+		res, startErr := tr.runOnce(stdout, stderr, attached)
+		attached = false
+		if errors.Is(startErr, errDetached) {
+			return
+		}
 		if tr.killed() {
 			ev := tr.newEvent(structs.TaskKilled, "Task successfully killed")
 			tr.mu.Lock()
@@ -320,7 +370,12 @@ func (tr *TaskRunner) Run() {
 			tr.setState(structs.TaskStateDead, ev)
 			return
 		}
+		if tr.takeUserRestart() {
+			continue // restarted on request: not counted against the policy
+		}
+		tracker.setPolicy(tr.restartPolicy())
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
+		tr.saveTracker(tracker)
 		if !d.restart && !d.failed {
 			// A batch task that completed: nothing to say beyond Terminated.
 			tr.setState(structs.TaskStateDead, nil)
@@ -344,6 +399,9 @@ func (tr *TaskRunner) Run() {
 			timer.Stop()
 			tr.setState(structs.TaskStateDead, tr.newEvent(structs.TaskKilled, "Task successfully killed"))
 			return
+		case <-tr.detachCh:
+			timer.Stop()
+			return
 		}
 		tr.mu.Lock()
 		tr.state.Restarts++
@@ -353,13 +411,11 @@ func (tr *TaskRunner) Run() {
 }
 
 func (tr *TaskRunner) restartPolicy() *structs.RestartPolicy {
-	if tr.cfg.Task.RestartPolicy != nil {
-		return tr.cfg.Task.RestartPolicy
+	if p := tr.newestTask().RestartPolicy; p != nil {
+		return p
 	}
-	if tr.cfg.Alloc.Job != nil {
-		if tg := tr.cfg.Alloc.Job.LookupTaskGroup(tr.cfg.Alloc.TaskGroup); tg != nil {
-			return tg.RestartPolicy
-		}
+	if tg := tr.newestGroup(); tg != nil {
+		return tg.RestartPolicy
 	}
 	return nil
 }
@@ -371,23 +427,42 @@ func (tr *TaskRunner) jobType() string {
 	return structs.JobTypeService
 }
 
-// runOnce starts the task, waits for it to exit (or be killed) and returns
-// how it ended. On a start failure it returns the error instead.
-func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error) {
-	tc := tr.taskConfig(stdout, stderr)
-	if _, err := tr.cfg.Driver.StartTask(tc); err != nil {
-		ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
-		ev.DriverError = err.Error()
-		tr.appendEvent(ev)
-		tr.notify()
-		return nil, err
+// runOnce starts the task (or, attached, takes the task re-attached after a
+// client restart), waits for it to exit (or be killed) and returns how it
+// ended. On a start failure it returns the error instead; errDetached when
+// the runner was detached from the still running task.
+func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.ExitResult, error) {
+	tr.drainRestart()
+	if !attached {
+		tc := tr.taskConfig(stdout, stderr)
+		tc.Logs = tr.logs
+		// Stored before the start: a client that dies before it stores
+		// the driver's handle still asks the driver to find the task.
+		tr.setHandle(&drivers.TaskHandle{Config: tc, State: drivers.TaskStateStarting})
+		h, err := tr.cfg.Driver.StartTask(tc)
+		if err != nil {
+			tr.setHandle(nil)
+			ev := tr.newEvent(structs.TaskDriverFailure, "failed to start task: "+err.Error())
+			ev.DriverError = err.Error()
+			tr.appendEvent(ev)
+			tr.notify()
+			return nil, err
+		}
+		tr.setHandle(h)
 	}
+	detached := false
 	defer func() {
+		if detached {
+			return // the task keeps running; a later client re-attaches
+		}
 		if err := tr.cfg.Driver.DestroyTask(tr.taskID, true); err != nil && err != drivers.ErrTaskNotFound {
 			tr.logger.Warn("failed to destroy task", "error", err)
 		}
+		tr.setHandle(nil)
 	}()
-	tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
+	if !attached {
+		tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -404,13 +479,17 @@ func (tr *TaskRunner) runOnce(stdout, stderr string) (*drivers.ExitResult, error
 	select {
 	case res = <-waitCh:
 	case <-tr.killCh:
-		tr.mu.Lock()
-		sig := tr.cfg.Task.KillSignal
-		tr.mu.Unlock()
+		sig := tr.newestTask().KillSignal
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
 		res = <-waitCh
+	case <-tr.restartCh:
+		tr.stopForRestart()
+		res = <-waitCh
+	case <-tr.detachCh:
+		detached = true
+		return nil, errDetached
 	}
 	if res == nil {
 		res = &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("driver lost the task")}

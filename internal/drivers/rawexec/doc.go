@@ -15,6 +15,25 @@
 //     cgroup, so the child is born inside it; killed by freeze/kill/thaw;
 //   - no cgroups: the process group only (reported in the fingerprint).
 //
+// Each task runs under a small supervisor, its shim: this same binary
+// re-executed with the hidden first argument ShimCommand (any binary that
+// links this package answers to it, from an init function). The shim runs
+// in its own session, starts the task as its child (inside the task's
+// cgroup), copies the task's stdout and stderr through pipes into the
+// rotated log files <alloc>/alloc/logs/<task>.{stdout,stderr}.<n>, and when
+// the task exits writes its exit status to exit.json in the task's
+// private/rawexec directory. So the task neither dies with the agent (no
+// FIFO whose reader disappears, no SIGPIPE), nor loses output while the
+// agent is down, and a restarted agent learns the real exit code of a task
+// that ended meanwhile (a process that is not our child cannot be waited
+// for). The shim, not the agent, is the task's parent; the handle the
+// client persists names the shim and the task (pid and start time, so a
+// reused pid is never adopted) and their cgroup. The shim is a separate
+// process rather than a thread of the agent because it must outlive it;
+// it is the same binary rather than a second one so that an installation
+// stays one file. It exits once the task has exited and its output is
+// drained, or when the driver destroys the task.
+//
 // The driver must never talk to servers, touch allocation state, set
 // resource limits (raw_exec does not isolate), or leak the agent's own
 // environment into a task: the task gets exactly TaskConfig.Env.

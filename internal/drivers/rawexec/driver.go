@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,7 +22,7 @@ import (
 const Name = "raw_exec"
 
 // handleVersion is the version of the DriverState format.
-const handleVersion = 1
+const handleVersion = 2
 
 // Config is the driver's agent configuration.
 type Config struct {
@@ -51,7 +50,10 @@ type Driver struct {
 	tasks map[string]*taskHandle
 }
 
-var _ drivers.Driver = (*Driver)(nil)
+var (
+	_ drivers.Driver    = (*Driver)(nil)
+	_ drivers.LogWriter = (*Driver)(nil)
+)
 
 // New returns a driver.
 func New(cfg Config) *Driver {
@@ -260,10 +262,18 @@ func cgroupName(id string) string {
 	return strings.NewReplacer("/", ".", "..", "_").Replace(id)
 }
 
-// StartTask implements drivers.Driver.
+// WritesLogs implements drivers.LogWriter: the task's shim writes the
+// rotated log files itself.
+func (d *Driver) WritesLogs() bool { return true }
+
+// StartTask implements drivers.Driver. The task runs under a shim (see the
+// package doc); StartTask returns once the shim has started it.
 func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
 	if cfg == nil || cfg.ID == "" {
 		return nil, errors.New("task config with an ID is required")
+	}
+	if cfg.TaskDir == "" {
+		return nil, errors.New("task config without a task directory")
 	}
 	if !d.cfg.Enabled {
 		return nil, errors.New("raw_exec driver is disabled")
@@ -282,16 +292,6 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := openLog(cfg.StdoutPath)
-	if err != nil {
-		return nil, fmt.Errorf("open stdout: %w", err)
-	}
-	defer stdout.Close()
-	stderr, err := openLog(cfg.StderrPath)
-	if err != nil {
-		return nil, fmt.Errorf("open stderr: %w", err)
-	}
-	defer stderr.Close()
 
 	trk := d.tracker()
 	override := tc.V2Override
@@ -302,32 +302,39 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, err
 	}
-
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{tc.Command}, tc.Args...),
-		Env:         envList(cfg.Env),
-		Dir:         cfg.TaskDir,
-		Stdin:       nil,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	// Whatever an earlier client left in this task's cgroup (it died while
+	// starting the task) would run twice: kill it first.
+	if cg != nil && cg.Owned {
+		if pids, _ := cg.pids(); len(pids) > 0 {
+			d.logger.Warn("killing processes left in the task's cgroup by an earlier start", "task", cfg.ID, "pids", pids)
+			if err := cg.destroy(); err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(cg.Path, 0o755); err != nil {
+				return nil, fmt.Errorf("create task cgroup: %w", err)
+			}
+		}
 	}
-	if err := cg.start(cmd); err != nil {
+	spec := &shimSpec{
+		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
+		Cgroup: cg, Task: cfg.Name, Logs: cfg.Logs, StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+	}
+	if spec.Task == "" {
+		spec.Task = cgroupName(cfg.ID)
+	}
+	dir := shimDirOf(cfg)
+	st, cmd, exited, err := startShim(dir, spec)
+	if err != nil {
 		if cg != nil && cg.Owned {
 			_ = os.Remove(cg.Path)
 		}
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	pid := cmd.Process.Pid
-	st, err := readProcStat(pid)
-	if err != nil {
-		// The process already exited and was... not yet reaped; its stat is
-		// still readable while a zombie, so this is unexpected.
-		d.logger.Warn("cannot read process start time", "pid", pid, "error", err)
-	}
-	h := newHandle(cfg, pid, st.startTime, time.Now(), cg, d.logger)
-	go h.waitChild(cmd)
+	ds := driverState{PID: st.PID, StartTime: st.StartTime, StartedAt: st.StartedAt, Cgroup: cg,
+		ShimDir: dir, ShimPID: st.ShimPID, ShimStartTime: st.ShimStartTime}
+	h := newHandle(cfg, ds, d.logger)
+	go h.reapShim(cmd)
+	go h.watch(exited)
 
 	state, err := json.Marshal(h.state())
 	if err != nil {
@@ -336,19 +343,17 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.mu.Lock()
 	d.tasks[cfg.ID] = h
 	d.mu.Unlock()
-	d.logger.Debug("task started", "task", cfg.ID, "pid", pid, "cgroup", h.cgroupPath())
+	d.logger.Debug("task started", "task", cfg.ID, "pid", st.PID, "shim_pid", st.ShimPID, "cgroup", h.cgroupPath())
 	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateRunning, DriverState: state}, nil
 }
 
-// RecoverTask implements drivers.Driver. The process is no longer our child:
-// its exit is detected by polling /proc, and its exit status is unknown.
+// RecoverTask implements drivers.Driver. The shim that supervises the task
+// outlived the client that started it: the handle re-attaches to it, and a
+// task that exited meanwhile is reported with the exit status the shim
+// recorded.
 func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if th == nil || th.Config == nil {
 		return errors.New("handle with a task config is required")
-	}
-	var ds driverState
-	if err := json.Unmarshal(th.DriverState, &ds); err != nil {
-		return fmt.Errorf("decode driver state: %w", err)
 	}
 	d.mu.Lock()
 	_, exists := d.tasks[th.Config.ID]
@@ -356,20 +361,64 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if exists {
 		return nil // already attached
 	}
-	if ds.PID <= 0 || !processAlive(ds.PID, ds.StartTime) {
-		// The task is gone (or its pid was reused). Whatever it left in its
-		// cgroup belongs to nobody now: clean it up.
+	var ds driverState
+	if len(th.DriverState) > 0 {
+		if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+			return fmt.Errorf("decode driver state: %w", err)
+		}
+	} else {
+		// The client died between starting the task and storing the
+		// handle: what the shim wrote is all there is.
+		if th.Config.TaskDir == "" {
+			return errors.New("handle without driver state or task directory")
+		}
+		ds.ShimDir = shimDirOf(th.Config)
+		var st shimState
+		if err := readJSON(filepath.Join(ds.ShimDir, shimStateFile), &st); err != nil {
+			d.cleanupUnstarted(th.Config)
+			return fmt.Errorf("task was not started (no supervisor state: %v)", err)
+		}
+		var spec shimSpec
+		if err := readJSON(filepath.Join(ds.ShimDir, shimSpecFile), &spec); err == nil {
+			ds.Cgroup = spec.Cgroup
+		}
+		ds.PID, ds.StartTime, ds.StartedAt = st.PID, st.StartTime, st.StartedAt
+		ds.ShimPID, ds.ShimStartTime = st.ShimPID, st.ShimStartTime
+	}
+	h := newHandle(th.Config, ds, d.logger)
+	_, _, exitKnown := readExit(ds.ShimDir)
+	if !exitKnown && !processAlive(ds.PID, ds.StartTime) && !processAlive(ds.ShimPID, ds.ShimStartTime) {
+		// Neither the task nor its supervisor runs, and nothing says how
+		// the task ended. Whatever it left in its cgroup belongs to
+		// nobody now: clean it up.
 		if err := ds.Cgroup.destroy(); err != nil {
 			d.logger.Warn("cleanup of dead task's cgroup failed", "task", th.Config.ID, "error", err)
 		}
-		return fmt.Errorf("task process %d is no longer running", ds.PID)
+		return fmt.Errorf("task process %d is no longer running and its exit status is unknown", ds.PID)
 	}
-	h := newHandle(th.Config, ds.PID, ds.StartTime, ds.StartedAt, ds.Cgroup, d.logger)
-	go h.pollExit()
+	go h.watch(nil)
 	d.mu.Lock()
 	d.tasks[th.Config.ID] = h
 	d.mu.Unlock()
+	d.logger.Debug("task recovered", "task", th.Config.ID, "pid", ds.PID, "shim_pid", ds.ShimPID, "exited", exitKnown)
 	return nil
+}
+
+// cleanupUnstarted kills whatever sits in the cgroup a task would have had.
+func (d *Driver) cleanupUnstarted(cfg *drivers.TaskConfig) {
+	trk := d.tracker()
+	if trk.kind == cgNone {
+		return
+	}
+	parent := cfg.CgroupParent
+	if parent == "" {
+		parent = defaultParent
+	}
+	cg := &taskCgroup{Kind: trk.kind, Root: trk.root, Owned: true,
+		Path: filepath.Join(trk.root, filepath.Clean("/"+parent), cgroupName(cfg.ID))}
+	if err := cg.destroy(); err != nil {
+		d.logger.Warn("cleanup of an unstarted task's cgroup failed", "task", cfg.ID, "error", err)
+	}
 }
 
 func (d *Driver) get(id string) (*taskHandle, error) {
@@ -460,7 +509,7 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 	if err != nil {
 		return err
 	}
-	if h.exited() {
+	if h.exited() || !processAlive(h.pid, h.startTime) {
 		return fmt.Errorf("task %q has exited", taskID)
 	}
 	return syscall.Kill(h.pid, sig)

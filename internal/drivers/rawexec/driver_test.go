@@ -368,17 +368,25 @@ func TestRecoverTask(t *testing.T) {
 			}
 			select {
 			case r := <-ch:
-				if !errors.Is(r.Err, errUnknownExit) {
+				// The task's supervisor reaped it: the real status, even
+				// though this driver never was its parent.
+				if r.Err != nil || r.Signal != int(syscall.SIGTERM) || r.ExitCode != 128+int(syscall.SIGTERM) {
 					t.Errorf("recovered exit %+v", r)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("no exit after stop")
 			}
-			// Recovering a dead task fails, and a pid reused by another
-			// process (different start time) is not adopted.
-			if err := New(cfg).RecoverTask(h); err == nil {
-				t.Error("recovered a dead task")
+			// A task that ended is recovered with how it ended.
+			d3 := New(cfg)
+			if err := d3.RecoverTask(h); err != nil {
+				t.Fatalf("recover an exited task: %v", err)
 			}
+			if r := waitExit(t, d3, tc.ID); r.Signal != int(syscall.SIGTERM) {
+				t.Errorf("exited task recovered with %+v", r)
+			}
+			// A task with neither a supervisor nor an exit record is not
+			// recovered, and a pid reused by another process (different
+			// start time) is not adopted.
 			var ds driverState
 			ds.PID, ds.StartTime = os.Getpid(), 1
 			h.DriverState, _ = jsonMarshal(ds)

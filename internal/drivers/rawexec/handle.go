@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,20 +17,31 @@ import (
 // driverState is what the client persists (TaskHandle.DriverState) so a new
 // client process can re-attach.
 type driverState struct {
-	PID       int         `json:"pid"`
-	StartTime uint64      `json:"start_time"` // /proc/<pid>/stat starttime (ticks)
-	StartedAt time.Time   `json:"started_at"`
-	Cgroup    *taskCgroup `json:"cgroup,omitempty"`
+	PID           int         `json:"pid"`
+	StartTime     uint64      `json:"start_time"` // /proc/<pid>/stat starttime (ticks)
+	StartedAt     time.Time   `json:"started_at"`
+	Cgroup        *taskCgroup `json:"cgroup,omitempty"`
+	ShimDir       string      `json:"shim_dir"`
+	ShimPID       int         `json:"shim_pid"`
+	ShimStartTime uint64      `json:"shim_start_time"`
 }
 
-// taskHandle supervises one running task.
+// taskHandle supervises one task through its shim.
 type taskHandle struct {
-	cfg       *drivers.TaskConfig
-	pid       int
-	startTime uint64
-	startedAt time.Time
-	cg        *taskCgroup
-	logger    hclog.Logger
+	cfg           *drivers.TaskConfig
+	pid           int
+	startTime     uint64
+	startedAt     time.Time
+	cg            *taskCgroup
+	shimDir       string
+	shimPID       int
+	shimStartTime uint64
+	logger        hclog.Logger
+
+	// shimExited is closed once the shim, when it is our child, is reaped.
+	shimExited chan struct{}
+	// killed is set once the driver has killed the task's processes.
+	killed atomic.Bool
 
 	done chan struct{} // closed when the main process has exited
 
@@ -40,13 +52,15 @@ type taskHandle struct {
 	cleanupMu sync.Mutex // serialises killAndCleanup
 }
 
-func newHandle(cfg *drivers.TaskConfig, pid int, startTime uint64, startedAt time.Time, cg *taskCgroup, l hclog.Logger) *taskHandle {
-	return &taskHandle{cfg: cfg, pid: pid, startTime: startTime, startedAt: startedAt, cg: cg,
-		logger: l.With("task", cfg.ID), done: make(chan struct{})}
+func newHandle(cfg *drivers.TaskConfig, ds driverState, l hclog.Logger) *taskHandle {
+	return &taskHandle{cfg: cfg, pid: ds.PID, startTime: ds.StartTime, startedAt: ds.StartedAt, cg: ds.Cgroup,
+		shimDir: ds.ShimDir, shimPID: ds.ShimPID, shimStartTime: ds.ShimStartTime,
+		logger: l.With("task", cfg.ID), shimExited: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (h *taskHandle) state() driverState {
-	return driverState{PID: h.pid, StartTime: h.startTime, StartedAt: h.startedAt, Cgroup: h.cg}
+	return driverState{PID: h.pid, StartTime: h.startTime, StartedAt: h.startedAt, Cgroup: h.cg,
+		ShimDir: h.shimDir, ShimPID: h.shimPID, ShimStartTime: h.shimStartTime}
 }
 
 func (h *taskHandle) cgroupPath() string {
@@ -56,51 +70,19 @@ func (h *taskHandle) cgroupPath() string {
 	return h.cg.Path
 }
 
-func (h *taskHandle) finish(r *drivers.ExitResult) {
+func (h *taskHandle) finishAt(r *drivers.ExitResult, at time.Time) {
+	h.logger.Debug("task exited", "exit_code", r.ExitCode, "signal", r.Signal, "error", r.Err)
 	h.mu.Lock()
 	h.result = r
-	h.completedAt = time.Now()
+	h.completedAt = at
 	h.mu.Unlock()
 	close(h.done)
 }
 
-// waitChild reaps the main process we started.
-func (h *taskHandle) waitChild(cmd *exec.Cmd) {
-	err := cmd.Wait()
-	r := &drivers.ExitResult{}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		ws, ok := ee.Sys().(syscall.WaitStatus)
-		switch {
-		case ok && ws.Signaled():
-			r.Signal = int(ws.Signal())
-			r.ExitCode = 128 + r.Signal // the shell's convention, as Nomad reports it
-		case ok:
-			r.ExitCode = ws.ExitStatus()
-		default:
-			r.ExitCode = ee.ExitCode()
-		}
-	default:
-		r.Err = err
-	}
-	h.logger.Debug("task exited", "exit_code", r.ExitCode, "signal", r.Signal, "error", r.Err)
-	h.finish(r)
-}
-
-// errUnknownExit is the result of a task recovered after a client restart:
-// it is not our child, so its exit status cannot be collected.
-var errUnknownExit = errors.New("task exited while not a child of this client process (recovered after a restart): exit status unknown")
-
-// pollExit watches a recovered process through /proc.
-func (h *taskHandle) pollExit() {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for processAlive(h.pid, h.startTime) {
-		<-t.C
-	}
-	h.finish(&drivers.ExitResult{ExitCode: 0, Err: errUnknownExit})
+// reapShim waits for a shim we started (our child) so it leaves no zombie.
+func (h *taskHandle) reapShim(cmd *exec.Cmd) {
+	_ = cmd.Wait()
+	close(h.shimExited)
 }
 
 func (h *taskHandle) exited() bool {
@@ -156,6 +138,7 @@ func (h *taskHandle) pids() []int {
 func (h *taskHandle) killAndCleanup() error {
 	h.cleanupMu.Lock()
 	defer h.cleanupMu.Unlock()
+	h.killed.Store(true)
 	var errs []error
 	if h.cg != nil {
 		if err := h.cg.destroy(); err != nil {
@@ -188,6 +171,9 @@ func (h *taskHandle) killAndCleanup() error {
 	case <-h.done:
 	case <-t.C:
 		errs = append(errs, fmt.Errorf("main process %d did not exit", h.pid))
+	}
+	if err := h.stopShim(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

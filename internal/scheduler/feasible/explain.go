@@ -211,3 +211,13 @@ func (e *Explain) Result(all []*structs.Node, job *structs.Job, plans []*structs
 	}
 	return out
 }
+
+// WithoutExplain runs f with explanation collection off: selections the
+// scheduler makes for its own checks (whether an in-place update still fits
+// on its node) are not part of what a plan explains.
+func (c *Context) WithoutExplain(f func()) {
+	e := c.explain
+	c.explain = nil
+	defer func() { c.explain = e }()
+	f()
+}

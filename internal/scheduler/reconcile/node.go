@@ -187,10 +187,16 @@ func computeNodeGroup(in NodeInput, res *NodeResult, du *structs.DesiredUpdates,
 		stopLive(DescLost, structs.AllocClientStatusLost)
 		return
 	case drainsSystemJobs(node):
-		// Drained away: stopped, not replaced elsewhere.
+		// The drainer marks system allocations last (once the node's other
+		// work has left): those are stopped, not replaced elsewhere; the
+		// rest keep running until then.
 		for _, a := range live {
-			res.Stop = append(res.Stop, Stop{Alloc: a, Description: DescNodeDraining})
-			du.Migrate++
+			if a.DesiredTransition.Migrate != nil && *a.DesiredTransition.Migrate {
+				res.Stop = append(res.Stop, Stop{Alloc: a, Description: DescNodeDraining})
+				du.Migrate++
+			} else {
+				du.Ignore++
+			}
 		}
 		return
 	case !feasible.InJobScope(node, in.Job):
@@ -238,9 +244,7 @@ func computeNodeGroup(in NodeInput, res *NodeResult, du *structs.DesiredUpdates,
 	du.Place++
 }
 
-func sameVersion(a *structs.Allocation, job *structs.Job) bool {
-	return a.Job != nil && a.Job.JobModifyIndex == job.JobModifyIndex
-}
+func sameVersion(a *structs.Allocation, job *structs.Job) bool { return OnVersion(a, job) }
 
 func sortByCreate(allocs []*structs.Allocation) []*structs.Allocation {
 	out := append([]*structs.Allocation(nil), allocs...)

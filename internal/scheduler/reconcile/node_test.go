@@ -11,7 +11,7 @@ import (
 )
 
 func sysJob(typ string, modify uint64) *structs.Job {
-	return &structs.Job{ID: "sys", Namespace: "default", Type: typ, JobModifyIndex: modify,
+	return &structs.Job{ID: "sys", Namespace: "default", Type: typ, JobModifyIndex: modify, Version: modify,
 		Datacenters: []string{"dc*"},
 		TaskGroups:  []*structs.TaskGroup{{Name: "g", Count: 1}}}
 }
@@ -112,8 +112,10 @@ func TestComputeNodes(t *testing.T) {
 			"place= stop=n1:lost destructive="},
 		{"gc'd node: lost", job, false, nodeMap(sysNode("n2")),
 			[]*structs.Allocation{sysAlloc(job, "n1", "running")}, "place=n2 stop=n1:lost destructive="},
-		{"draining node: stopped", job, false, nodeMap(sysNode("n1", draining)),
-			[]*structs.Allocation{sysAlloc(job, "n1", "running")}, "place= stop=n1 destructive="},
+		{"draining node: kept until the drainer marks it", job, false, nodeMap(sysNode("n1", draining)),
+			[]*structs.Allocation{sysAlloc(job, "n1", "running")}, "place= stop= destructive="},
+		{"draining node: marked, stopped", job, false, nodeMap(sysNode("n1", draining)),
+			[]*structs.Allocation{migrating(sysAlloc(job, "n1", "running"))}, "place= stop=n1 destructive="},
 		{"drain ignoring system jobs keeps alloc", job, false, nodeMap(sysNode("n1", drainIgnoringSystem)),
 			[]*structs.Allocation{sysAlloc(job, "n1", "running")}, "place= stop= destructive="},
 		{"node left the job's datacenters", job, false, nodeMap(sysNode("n1", otherDC)),
@@ -154,10 +156,17 @@ func TestComputeNodesDesiredUpdates(t *testing.T) {
 	old := sysJob(structs.JobTypeSystem, 5)
 	draining := sysNode("n4", func(n *structs.Node) { n.DrainStrategy = &structs.DrainStrategy{} })
 	r := ComputeNodes(NodeInput{Job: job, Nodes: nodeMap(sysNode("n1"), sysNode("n2"), sysNode("n3"), draining),
-		Allocs: []*structs.Allocation{sysAlloc(job, "n1", "running"), sysAlloc(old, "n2", "running"), sysAlloc(job, "n4", "running")}})
+		Allocs: []*structs.Allocation{sysAlloc(job, "n1", "running"), sysAlloc(old, "n2", "running"), migrating(sysAlloc(job, "n4", "running"))}})
 	got := *r.DesiredTGUpdates["g"]
 	want := structs.DesiredUpdates{Place: 1, Ignore: 1, DestructiveUpdate: 1, Migrate: 1}
 	if got != want {
 		t.Fatalf("desired updates = %+v, want %+v", got, want)
 	}
+}
+
+// migrating marks a as the drainer does.
+func migrating(a *structs.Allocation) *structs.Allocation {
+	t := true
+	a.DesiredTransition.Migrate = &t
+	return a
 }

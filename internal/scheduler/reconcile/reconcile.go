@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -15,7 +16,16 @@ const (
 	DescMigrating   = "alloc is being migrated"
 	DescUpdating    = "alloc is being updated due to job update"
 	DescRescheduled = "alloc was rescheduled because it failed"
+	DescReconnected = "alloc not needed due to disconnected client reconnect"
 )
+
+// UpdateFn decides how an allocation of an older job version moves to job,
+// once TasksUpdated found no destructive difference: it returns the updated
+// allocation (same ID, new Job, resources kept) when it still fits on its
+// node, or destructive=true when it must be replaced. The scheduler's
+// version tries the feasibility and rank chain on the allocation's one node;
+// it must not change the plan it is given.
+type UpdateFn func(existing *structs.Allocation, job *structs.Job, tg *structs.TaskGroup) (destructive bool, updated *structs.Allocation)
 
 // Input is everything the reconciler looks at.
 type Input struct {
@@ -23,26 +33,47 @@ type Input struct {
 	Job *structs.Job
 	// Batch selects batch semantics (completed allocs count and never re-run).
 	Batch bool
+	// Deployment is the job's latest deployment (any status), or nil.
+	Deployment *structs.Deployment
 	// Allocs are all allocations of the job, of any version.
 	Allocs []*structs.Allocation
 	// TaintedNodes are nodes that are down, disconnected, draining or gone
 	// (nil value) and hold allocations of the job.
 	TaintedNodes map[string]*structs.Node
 	Now          time.Time
+
+	// EvalID and EvalPriority are the evaluation's: follow-up evaluations
+	// and deployments take its priority, and an allocation whose follow-up
+	// is this evaluation reschedules now.
+	EvalID       string
+	EvalPriority int
+
+	// Update tries in-place updates; nil takes every non-destructive
+	// change in place without a fit check.
+	Update UpdateFn
+	// NewID makes IDs for the deployment and follow-up evaluations it
+	// creates (the reconciler draws no randomness itself).
+	NewID func() string
 }
 
 // Placement asks the scheduler to place one allocation.
 type Placement struct {
 	Name      string
 	TaskGroup *structs.TaskGroup
-	// PreviousAlloc is the allocation this one replaces (lost, migrated or
-	// rescheduled), if any.
+	// PreviousAlloc is the allocation this one replaces (lost, migrated,
+	// rescheduled, disconnected), if any.
 	PreviousAlloc *structs.Allocation
 	// Reschedule is set when PreviousAlloc failed: the scheduler stops it in
 	// the same plan, extends its reschedule tracker and avoids its node.
 	Reschedule bool
 	// Lost is set when PreviousAlloc was on a lost node (already stopped).
 	Lost bool
+	// Canary places a canary of the deployment.
+	Canary bool
+	// Job, when set, is the older job version to place (a replacement of a
+	// non-canary while canaries are unpromoted keeps its version); nil
+	// places the current job.
+	Job *structs.Job
 }
 
 // Stop asks the scheduler to stop one allocation.
@@ -50,6 +81,9 @@ type Stop struct {
 	Alloc        *structs.Allocation
 	ClientStatus string // "" keeps the client's status; "lost" for lost allocs
 	Description  string
+	// FollowupEvalID is the evaluation that will act when the client has
+	// stopped it (lost allocs of groups with stop_on_client_after).
+	FollowupEvalID string
 }
 
 // Destructive replaces an allocation running an older job spec: the old
@@ -62,235 +96,133 @@ type Destructive struct {
 
 // Result is what must change.
 type Result struct {
-	// Place are replacements of existing allocations (lost, migrated,
-	// rescheduled): as many as the job has allocations.
+	// Deployment is a deployment to create (or, initializing, to persist).
+	Deployment *structs.Deployment
+	// DeploymentUpdates change existing deployments' status (cancelled,
+	// successful).
+	DeploymentUpdates []*structs.DeploymentStatusUpdate
+	// DeploymentID is the deployment placements and in-place updates join:
+	// the one created or the job version's active one; "" when none.
+	DeploymentID string
+
+	// Place are named placements: replacements of existing allocations
+	// (lost, migrated, rescheduled, disconnected) and canaries.
 	Place []Placement
 	// Fresh are new allocations per group, to be named as they are placed.
-	Fresh            []Fresh
-	Stop             []Stop
-	Destructive      []Destructive
+	Fresh       []Fresh
+	Stop        []Stop
+	Destructive []Destructive
+	// InPlace are allocations updated where they run: same ID, new Job.
+	InPlace []*structs.Allocation
+	// AttributeUpdates change fields of allocations without moving them
+	// (FollowupEvalID of allocations rescheduled later).
+	AttributeUpdates []*structs.Allocation
+	// DisconnectUpdates mark allocations on disconnected nodes unknown.
+	DisconnectUpdates []*structs.Allocation
+	// ReconnectUpdates resume allocations whose node came back.
+	ReconnectUpdates []*structs.Allocation
+	// FollowupEvals are evaluations to create with the plan (WaitUntil
+	// set): delayed reschedules and disconnect timeouts.
+	FollowupEvals []*structs.Evaluation
+
 	DesiredTGUpdates map[string]*structs.DesiredUpdates
+}
+
+// reconciler holds what every group's pass reads: the input, the job's
+// deployments as classified once, and the result being built.
+type reconciler struct {
+	in  Input
+	job *structs.Job
+
+	// deployment is the current deployment (a copy: groups' states are
+	// filled in); oldDeployment one of an older job version or a finished
+	// one.
+	deployment       *structs.Deployment
+	oldDeployment    *structs.Deployment
+	deploymentPaused bool
+	deploymentFailed bool
+
+	res *Result
 }
 
 // Compute reconciles the job's desired state with its allocations.
 func Compute(in Input) *Result {
-	res := &Result{DesiredTGUpdates: make(map[string]*structs.DesiredUpdates)}
-	byGroup := make(map[string][]*structs.Allocation)
+	if in.NewID == nil {
+		n := 0
+		in.NewID = func() string { n++; return "reconcile-" + strconv.Itoa(n) }
+	}
+	r := &reconciler{in: in, job: in.Job, res: &Result{DesiredTGUpdates: make(map[string]*structs.DesiredUpdates)}}
+	if in.Deployment != nil {
+		r.deployment = copyDeployment(in.Deployment)
+	}
+	byGroup := make(map[string]allocSet)
 	for _, a := range in.Allocs {
 		if a == nil {
 			continue
 		}
-		byGroup[a.TaskGroup] = append(byGroup[a.TaskGroup], a)
+		if byGroup[a.TaskGroup] == nil {
+			byGroup[a.TaskGroup] = make(allocSet)
+		}
+		byGroup[a.TaskGroup][a.ID] = a
 	}
 	stopped := in.Job == nil || in.Job.Stop
-	if !stopped {
-		for _, tg := range in.Job.TaskGroups {
-			if _, ok := byGroup[tg.Name]; !ok {
-				byGroup[tg.Name] = nil
-			}
+	r.cancelUnneededDeployments(stopped)
+	if stopped {
+		for _, name := range sortedKeys(byGroup) {
+			du := r.desired(name)
+			stopAll(r.res, du, in.TaintedNodes, byGroup[name], DescJobStopped)
+		}
+		return r.res
+	}
+	if d := r.deployment; d != nil {
+		r.deploymentPaused = d.Status == structs.DeploymentStatusPaused ||
+			d.Status == structs.DeploymentStatusPending || d.Status == structs.DeploymentStatusInitializing
+		r.deploymentFailed = d.Status == structs.DeploymentStatusFailed
+	}
+	for _, tg := range in.Job.TaskGroups {
+		if _, ok := byGroup[tg.Name]; !ok {
+			byGroup[tg.Name] = allocSet{}
 		}
 	}
-	names := make([]string, 0, len(byGroup))
-	for n := range byGroup {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		du := &structs.DesiredUpdates{}
-		res.DesiredTGUpdates[name] = du
-		var tg *structs.TaskGroup
-		if !stopped {
-			tg = in.Job.LookupTaskGroup(name)
+	complete := true
+	for _, name := range sortedKeys(byGroup) {
+		if !r.computeGroup(name, byGroup[name]) {
+			complete = false
 		}
-		allocs := sortByIndex(byGroup[name])
-		if tg == nil || tg.Count <= 0 {
-			desc := DescNotNeeded
-			if stopped {
-				desc = DescJobStopped
-			}
-			stopAll(in, res, du, allocs, desc)
-			continue
-		}
-		computeGroup(in, res, du, tg, allocs)
 	}
-	return res
+	r.setDeploymentStatus(complete)
+	if d := r.currentDeployment(); d != nil {
+		r.res.DeploymentID = d.ID
+	}
+	return r.res
 }
 
-func sortByIndex(allocs []*structs.Allocation) []*structs.Allocation {
-	out := append([]*structs.Allocation(nil), allocs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Index() != out[j].Index() {
-			return out[i].Index() < out[j].Index()
-		}
-		return out[i].CreateIndex < out[j].CreateIndex
-	})
+func (r *reconciler) desired(group string) *structs.DesiredUpdates {
+	du, ok := r.res.DesiredTGUpdates[group]
+	if !ok {
+		du = &structs.DesiredUpdates{}
+		r.res.DesiredTGUpdates[group] = du
+	}
+	return du
+}
+
+// currentDeployment is the deployment placements join: the created one,
+// else the version's active one.
+func (r *reconciler) currentDeployment() *structs.Deployment {
+	if r.res.Deployment != nil {
+		return r.res.Deployment
+	}
+	if r.deployment != nil && r.deployment.Active() {
+		return r.deployment
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
-}
-
-// onLostNode reports whether the alloc's node is gone, down or disconnected.
-func onLostNode(in Input, a *structs.Allocation) bool {
-	n, tainted := in.TaintedNodes[a.NodeID]
-	if !tainted {
-		return false
-	}
-	return n == nil || n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected
-}
-
-func stopAll(in Input, res *Result, du *structs.DesiredUpdates, allocs []*structs.Allocation, desc string) {
-	for _, a := range allocs {
-		if a.TerminalStatus() {
-			continue
-		}
-		s := Stop{Alloc: a, Description: desc}
-		if onLostNode(in, a) {
-			s.ClientStatus = structs.AllocClientStatusLost
-		}
-		res.Stop = append(res.Stop, s)
-		du.Stop++
-	}
-}
-
-// slot is an allocation that occupies one of the group's count.
-type slot struct {
-	alloc *structs.Allocation
-	kind  slotKind
-}
-
-type slotKind int
-
-const (
-	slotUntainted  slotKind = iota // runs (or finished and counts) where it is
-	slotLost                       // on a lost node: stop as lost and replace
-	slotMigrate                    // drainer asked to move it: stop and replace
-	slotReschedule                 // failed and eligible: replace now
-)
-
-func computeGroup(in Input, res *Result, du *structs.DesiredUpdates, tg *structs.TaskGroup, allocs []*structs.Allocation) {
-	job := in.Job
-	var slots []slot
-	for _, a := range allocs {
-		if a.ServerTerminalStatus() {
-			continue
-		}
-		if in.Batch && a.ClientTerminalStatus() && a.Job != nil && a.Job.JobModifyIndex < job.JobModifyIndex {
-			// A finished batch alloc of an older spec: the new spec runs anew.
-			continue
-		}
-		switch a.ClientStatus {
-		case structs.AllocClientStatusComplete:
-			if in.Batch {
-				slots = append(slots, slot{a, slotUntainted})
-			}
-			// A completed service alloc no longer counts: it is replaced.
-			continue
-		case structs.AllocClientStatusLost:
-			continue
-		case structs.AllocClientStatusFailed:
-			if a.NextAllocation == "" && rescheduleEligible(job, tg, a, in.Now) {
-				slots = append(slots, slot{a, slotReschedule})
-			} else {
-				// Out of attempts (or already replaced): it keeps its slot so
-				// the group is not refilled behind the policy's back.
-				if a.NextAllocation == "" {
-					slots = append(slots, slot{a, slotUntainted})
-				}
-			}
-			continue
-		}
-		switch {
-		case onLostNode(in, a):
-			slots = append(slots, slot{a, slotLost})
-		case a.DesiredTransition.Migrate != nil && *a.DesiredTransition.Migrate:
-			slots = append(slots, slot{a, slotMigrate})
-		default:
-			slots = append(slots, slot{a, slotUntainted})
-		}
-	}
-
-	// Too many: shed replacements first, then the highest indexes.
-	if excess := len(slots) - tg.Count; excess > 0 {
-		sort.SliceStable(slots, func(i, j int) bool {
-			if (slots[i].kind == slotUntainted) != (slots[j].kind == slotUntainted) {
-				return slots[i].kind == slotUntainted
-			}
-			return slots[i].alloc.Index() < slots[j].alloc.Index()
-		})
-		for _, s := range slots[len(slots)-excess:] {
-			a := s.alloc
-			switch {
-			case s.kind == slotLost:
-				res.Stop = append(res.Stop, Stop{Alloc: a, ClientStatus: structs.AllocClientStatusLost, Description: DescLost})
-				du.Stop++
-			case !a.ClientTerminalStatus():
-				res.Stop = append(res.Stop, Stop{Alloc: a, Description: DescNotNeeded})
-				du.Stop++
-			}
-		}
-		slots = slots[:len(slots)-excess]
-	}
-
-	used := make(map[uint]bool)
-	for _, s := range slots {
-		used[s.alloc.Index()] = true
-	}
-	for _, s := range slots {
-		a := s.alloc
-		switch s.kind {
-		case slotLost:
-			res.Stop = append(res.Stop, Stop{Alloc: a, ClientStatus: structs.AllocClientStatusLost, Description: DescLost})
-			du.Stop++
-			res.Place = append(res.Place, Placement{Name: a.Name, TaskGroup: tg, PreviousAlloc: a, Lost: true})
-			du.Place++
-		case slotMigrate:
-			res.Stop = append(res.Stop, Stop{Alloc: a, Description: DescMigrating})
-			res.Place = append(res.Place, Placement{Name: a.Name, TaskGroup: tg, PreviousAlloc: a})
-			du.Migrate++
-		case slotReschedule:
-			res.Place = append(res.Place, Placement{Name: a.Name, TaskGroup: tg, PreviousAlloc: a, Reschedule: true})
-			du.RescheduleNow++
-		case slotUntainted:
-			if !a.ClientTerminalStatus() && (a.Job == nil || a.Job.JobModifyIndex != job.JobModifyIndex) {
-				res.Destructive = append(res.Destructive, Destructive{Name: a.Name, TaskGroup: tg, Old: a})
-				du.DestructiveUpdate++
-			} else {
-				du.Ignore++
-			}
-		}
-	}
-
-	// Too few: fresh names with the lowest free indexes, named lazily
-	// (fresh.go).
-	if missing := tg.Count - len(slots); missing > 0 {
-		res.Fresh = append(res.Fresh, Fresh{TaskGroup: tg, Count: missing, jobID: job.ID, used: used})
-		du.Place += uint64(missing)
-	}
-}
-
-// rescheduleEligible reports whether a failed alloc may be replaced now
-// under the group's (or job's) reschedule policy. Without a policy failed
-// allocs are always replaced. Delays are not applied yet: eligible allocs
-// are replaced immediately.
-func rescheduleEligible(job *structs.Job, tg *structs.TaskGroup, a *structs.Allocation, now time.Time) bool {
-	policy := tg.ReschedulePolicy
-	if policy == nil {
-		policy = job.Reschedule
-	}
-	if policy == nil || policy.Unlimited {
-		return true
-	}
-	if policy.Attempts <= 0 {
-		return false
-	}
-	attempts := 0
-	if a.RescheduleTracker != nil {
-		for _, ev := range a.RescheduleTracker.Events {
-			if ev == nil {
-				continue
-			}
-			if policy.Interval <= 0 || now.Sub(time.Unix(0, ev.RescheduleTime)) < policy.Interval {
-				attempts++
-			}
-		}
-	}
-	return attempts < policy.Attempts
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -45,7 +43,7 @@ func TestDecide(t *testing.T) {
 	tracked := func(a *structs.Allocation, n int) *structs.Allocation {
 		a.RescheduleTracker = &structs.RescheduleTracker{}
 		for i := 0; i < n; i++ {
-			a.RescheduleTracker.Events = append(a.RescheduleTracker.Events, &api.RescheduleEvent{RescheduleTime: t0.Add(-time.Minute).UnixNano()})
+			a.RescheduleTracker.Events = append(a.RescheduleTracker.Events, &structs.RescheduleEvent{RescheduleTime: t0.Add(-time.Minute).UnixNano()})
 		}
 		return a
 	}

@@ -6,11 +6,8 @@ package unsupported
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
-
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -28,14 +25,14 @@ import (
 // the engine (apiconv, scheduler, server, client, drivers). Fields the engine
 // honours are not listed: identity and placement fields, count, constraints,
 // affinities, spreads, datacenters, node_pool, priority, all_at_once, meta,
-// periodic, parameterized + dispatch_payload, restart, reschedule attempts
-// and interval, ephemeral_disk.size, group networks in host mode with
+// periodic, parameterized + dispatch_payload, restart, reschedule (the
+// reconciler applies its delays), update (deployments), ephemeral_disk.size, group networks in host mode with
 // static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
 // kill_timeout, kill_signal, leader, lifecycle, logs, group scaling (stored
 // and served as a policy; min/max bound job scale), driver config (checked against the driver's schema below).
 //
-// Blocks that the api client's Canonicalize fills in for every job (update,
-// migrate, reschedule) only count as set when they differ from those
+// Blocks that the api client's Canonicalize fills in for every job
+// (migrate) only count as set when they differ from those
 // defaults: a user who never wrote them is not warned.
 
 // DriverCatalog is what the checks need to know about task drivers; the
@@ -181,22 +178,6 @@ var groupGaps = []gap[groupCtx]{
 			}
 		}
 		return out
-	}},
-	{"update", gapWarn, "Drover has no deployments yet, so a new version replaces every allocation at once, without canaries, health checks or auto_revert", func(c groupCtx) []string {
-		u := c.tg.Update
-		return when(u != nil && u.MaxParallel != nil && *u.MaxParallel > 0 && !isDefault(u, defaultUpdate()), "update")
-	}},
-	{"migrate", gapWarn, "a draining node's allocations are stopped and replaced without waiting for the new ones to be healthy", func(c groupCtx) []string {
-		return when(c.tg.Migrate != nil && !isDefault(c.tg.Migrate, defaultMigrate()), "migrate")
-	}},
-	{"reschedule delay", gapWarn, "a failed allocation eligible for rescheduling is replaced at once", func(c groupCtx) []string {
-		p := c.tg.ReschedulePolicy
-		if p == nil || (!p.Unlimited && p.Attempts <= 0) {
-			return nil
-		}
-		d := api.NewDefaultReschedulePolicy(c.job.Type)
-		return when(p.Delay != ptrVal(d.Delay) || p.DelayFunction != ptrVal(d.DelayFunction) || p.MaxDelay != ptrVal(d.MaxDelay),
-			"reschedule delay, delay_function or max_delay")
 	}},
 	{"disconnect", gapWarn, "allocations on a node that stops heartbeating are replaced as lost, as if lost_after were 0", func(c groupCtx) []string {
 		return when(c.tg.Disconnect != nil, "disconnect")
@@ -472,19 +453,3 @@ func ptrVal[T any](p *T) T {
 	}
 	return *p
 }
-
-// defaultUpdate and defaultMigrate are the blocks the api client's
-// Canonicalize gives a job that has none.
-func defaultUpdate() *structs.UpdateStrategy {
-	u := api.DefaultUpdateStrategy()
-	u.Canonicalize()
-	return u
-}
-
-func defaultMigrate() *structs.MigrateStrategy {
-	m := api.DefaultMigrateStrategy()
-	m.Canonicalize()
-	return m
-}
-
-func isDefault[T any](got, def *T) bool { return reflect.DeepEqual(got, def) }

@@ -110,6 +110,8 @@ func decodeAlloc(r *mpReader) *wireAlloc {
 			a.ClientStatus = r.readShared()
 		case "AllocModifyIndex":
 			a.AllocModifyIndex = r.readUint()
+		case "DeploymentID":
+			a.DeploymentID = r.readShared()
 		case "Job":
 			a.Job = decodeJob(r)
 		default:

@@ -60,6 +60,13 @@ type alloc struct {
 	status     string
 	startedAt  int64 // unix nanos
 	finishedAt int64
+	// deployment is the deployment the allocation belongs to now (an
+	// in-place update moves it to a new one); healthFor is the deployment
+	// its health was last reported for, and since when it counts as
+	// running in deployment (the later of its start and the move).
+	deployment  string
+	healthFor   string
+	deploySince int64
 }
 
 func newNode(s *Sim, i int) *node {
@@ -308,7 +315,7 @@ func (n *node) apply(server map[string]uint64, changed []*wireAlloc) error {
 		if cur == nil {
 			n.s.allocsSeen.Add(1)
 			cur = &alloc{tasks: n.s.taskNames(a), batch: a.Job != nil && a.Job.Type == structs.JobTypeBatch,
-				status: a.ClientStatus}
+				status: a.ClientStatus, deployment: a.DeploymentID}
 			n.allocs[a.ID] = cur
 			if !a.terminal() {
 				cur.status = structs.AllocClientStatusPending
@@ -319,6 +326,12 @@ func (n *node) apply(server map[string]uint64, changed []*wireAlloc) error {
 			cur.status = structs.AllocClientStatusComplete
 			cur.finishedAt = time.Now().UnixNano()
 			n.markDirtyLocked(a.ID)
+		} else if a.DeploymentID != cur.deployment && !a.terminal() {
+			// Updated in place into a new deployment: its health counts anew.
+			cur.deployment, cur.deploySince = a.DeploymentID, time.Now().UnixNano()
+			if cur.status == structs.AllocClientStatusRunning {
+				n.healthLater(a.ID)
+			}
 		}
 		cur.modIdx = a.AllocModifyIndex
 	}
@@ -384,8 +397,12 @@ func (n *node) started(ids []string) {
 			a.status, a.finishedAt = structs.AllocClientStatusFailed, now
 		} else {
 			a.status = structs.AllocClientStatusRunning
+			a.deploySince = now
 			if a.batch {
 				batch = append(batch, id)
+			}
+			if a.deployment != "" && n.s.cfg.HealthyAfter > 0 {
+				n.healthLater(id)
 			}
 		}
 		n.markDirtyLocked(id)
@@ -409,6 +426,18 @@ func (n *node) finish(ids []string) {
 			n.markDirtyLocked(id)
 		}
 	}
+}
+
+// healthLater queues the allocation's health report for when it has run
+// HealthyAfter in its deployment.
+func (n *node) healthLater(id string) {
+	time.AfterFunc(n.s.cfg.HealthyAfter, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if a := n.allocs[id]; a != nil && a.status == structs.AllocClientStatusRunning && a.healthFor != a.deployment {
+			n.markDirtyLocked(id)
+		}
+	})
 }
 
 // markDirtyLocked queues an allocation's state for the next push; the first
@@ -463,6 +492,11 @@ func (n *node) flush() {
 	if err := n.s.call(n, "Node.UpdateAlloc", req, &resp); err != nil {
 		n.s.logErr("Node.UpdateAlloc", err)
 		n.mu.Lock()
+		for _, a := range batch {
+			if cur := n.allocs[a.ID]; cur != nil && a.DeploymentStatus != nil {
+				cur.healthFor = "" // not delivered: report it again
+			}
+		}
 		for id := range sent {
 			n.markDirtyLocked(id) // retried after another SyncInterval
 		}
@@ -498,7 +532,14 @@ func (n *node) stripped(id string, a *alloc) *structs.Allocation {
 		}
 		ts[t] = s
 	}
-	return &structs.Allocation{ID: id, NodeID: n.id, ClientStatus: a.status, TaskStates: ts}
+	out := &structs.Allocation{ID: id, NodeID: n.id, ClientStatus: a.status, TaskStates: ts}
+	if a.status == structs.AllocClientStatusRunning && a.deployment != "" && a.healthFor != a.deployment &&
+		time.Since(time.Unix(0, a.deploySince)) >= n.s.cfg.HealthyAfter {
+		healthy := true
+		out.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now().UTC()}
+		a.healthFor = a.deployment
+	}
+	return out
 }
 
 // lose stops the node's heartbeats and pulls for good.

@@ -29,7 +29,11 @@ type Config struct {
 	RunDelay      time.Duration // arrival -> reported running; default 100ms
 	BatchDuration time.Duration // batch allocs: running -> complete; default 1s
 	SyncInterval  time.Duration // a node's status updates are batched this long; default 200ms
-	MaxInFlight   int           // concurrent registrations and status pushes; default 256
+	// HealthyAfter is how long an allocation of a deployment runs before
+	// the node reports it healthy (a real client's min_healthy_time); 0
+	// reports health with the running update.
+	HealthyAfter time.Duration
+	MaxInFlight  int // concurrent registrations and status pushes; default 256
 
 	// Logf reports unexpected errors; nil discards them.
 	Logf func(format string, args ...any)

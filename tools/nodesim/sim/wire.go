@@ -42,6 +42,7 @@ type wireAlloc struct {
 	DesiredStatus    string
 	ClientStatus     string
 	AllocModifyIndex uint64
+	DeploymentID     string
 	Job              *wireJob
 }
 

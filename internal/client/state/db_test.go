@@ -1,0 +1,96 @@
+package state
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// What a client stored survives closing and reopening the database: the
+// allocation (with its reschedule tracker), the observed deployment health,
+// each task's state and its driver handle with the restart tracker.
+func TestStateSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	a := &structs.Allocation{ID: "a1", JobID: "web", TaskGroup: "g", AllocModifyIndex: 42,
+		RescheduleTracker: &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{PrevAllocID: "a0", PrevNodeID: "n0"}}}}
+	healthy := true
+	mustOK(t, db.PutAlloc(a))
+	mustOK(t, db.PutDeploymentStatus("a1", &structs.AllocDeploymentStatus{Healthy: &healthy}))
+	mustOK(t, db.PutTaskState("a1", "t", &structs.TaskState{State: structs.TaskStateRunning, Restarts: 2,
+		Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 7}}}))
+	mustOK(t, db.PutTaskLocalState("a1", "t", &LocalTaskState{
+		Handle: &drivers.TaskHandle{Version: 1, State: drivers.TaskStateRunning, DriverState: []byte(`{"pid":12}`),
+			Config: &drivers.TaskConfig{ID: "a1/t", Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", "x"}}}},
+		RestartIntervalStart: now, RestartCount: 2,
+	}))
+	// A second allocation that was deleted, then got a late task write.
+	mustOK(t, db.PutAlloc(&structs.Allocation{ID: "a2"}))
+	mustOK(t, db.DeleteAlloc("a2"))
+	mustOK(t, db.PutTaskState("a2", "t", &structs.TaskState{State: structs.TaskStateDead}))
+	mustOK(t, db.Close())
+
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs, err := db.Allocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("want 1 allocation back (the deleted one dropped), got %d", len(recs))
+	}
+	r := recs[0]
+	if r.Alloc.ID != "a1" || r.Alloc.AllocModifyIndex != 42 || r.Alloc.RescheduleTracker == nil || r.Alloc.RescheduleTracker.Events[0].PrevAllocID != "a0" {
+		t.Fatalf("allocation not restored: %+v", r.Alloc)
+	}
+	if r.DeploymentStatus == nil || r.DeploymentStatus.Healthy == nil || !*r.DeploymentStatus.Healthy {
+		t.Fatalf("deployment health not restored: %+v", r.DeploymentStatus)
+	}
+	tr := r.Tasks["t"]
+	if tr == nil || tr.State == nil || tr.State.State != structs.TaskStateRunning || tr.State.Restarts != 2 || len(tr.State.Events) != 1 {
+		t.Fatalf("task state not restored: %+v", tr)
+	}
+	h := tr.Local.Handle
+	if h == nil || string(h.DriverState) != `{"pid":12}` || h.Config.ID != "a1/t" || h.Config.Config["command"] != "/bin/sh" {
+		t.Fatalf("handle not restored: %+v", h)
+	}
+	if !tr.Local.RestartIntervalStart.Equal(now) || tr.Local.RestartCount != 2 {
+		t.Fatalf("restart tracker not restored: %+v", tr.Local)
+	}
+	if again, _ := db.Allocs(); len(again) != 1 {
+		t.Fatalf("orphan records came back: %d allocations", len(again))
+	}
+}
+
+// Two agents cannot share a data dir's client state: the second open fails
+// with an error that says why, rather than corrupting or hanging.
+func TestStateRefusesSecondOpener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// bbolt's flock is per open file description, so a second Open in the
+	// same process conflicts as another process would.
+	if _, err := openWithTimeout(path, 100*time.Millisecond); err == nil {
+		t.Fatal("second open of the same state.db succeeded")
+	}
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

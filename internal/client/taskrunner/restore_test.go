@@ -1,0 +1,99 @@
+package taskrunner
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/state"
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// memDB records what a runner persists.
+type memDB struct {
+	mu    sync.Mutex
+	state *structs.TaskState
+	local *state.LocalTaskState
+}
+
+func (m *memDB) PutTaskState(_, _ string, s *structs.TaskState) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state = s
+	return nil
+}
+
+func (m *memDB) PutTaskLocalState(_, _ string, s *state.LocalTaskState) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *s
+	m.local = &c
+	return nil
+}
+
+func (m *memDB) handle() *drivers.TaskHandle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.local == nil {
+		return nil
+	}
+	return m.local.Handle
+}
+
+// The driver's handle is stored before the task is reported running, and
+// cleared once the task is gone; the stored state follows every change.
+func TestHandlePersistedBeforeRunning(t *testing.T) {
+	db := &memDB{}
+	task := testutil.MockTask("web", map[string]any{"run_for": "200ms"})
+	alloc := testutil.Alloc(structs.JobTypeBatch, task)
+	var mu sync.Mutex
+	var sawRunningWithout bool
+	var tr *TaskRunner
+	tr = New(Config{Alloc: alloc, Task: task, Driver: mock.New(), StateDB: db, OnStateChange: func() {
+		if tr.State().State == structs.TaskStateRunning {
+			if h := db.handle(); h == nil || h.State != drivers.TaskStateRunning {
+				mu.Lock()
+				sawRunningWithout = true
+				mu.Unlock()
+			}
+		}
+	}})
+	go tr.Run()
+	select {
+	case <-tr.WaitCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("task did not finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sawRunningWithout {
+		t.Fatal("task reported running before its handle was stored")
+	}
+	if db.handle() != nil {
+		t.Fatal("handle of a finished task still stored")
+	}
+	if db.state == nil || db.state.State != structs.TaskStateDead {
+		t.Fatalf("stored state %+v, want dead", db.state)
+	}
+}
+
+// A restored runner whose task had ended for good does not start it again.
+func TestRestoredDeadTaskStaysDead(t *testing.T) {
+	drv := mock.New()
+	task := testutil.MockTask("web", map[string]any{"run_for": "1h"})
+	alloc := testutil.Alloc(structs.JobTypeService, task)
+	tr := New(Config{Alloc: alloc, Task: task, Driver: drv, StateDB: &memDB{}})
+	tr.Restore(&structs.TaskState{State: structs.TaskStateDead, FinishedAt: time.Now()}, &state.LocalTaskState{})
+	go tr.Run()
+	select {
+	case <-tr.WaitCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("restored dead task runner did not return")
+	}
+	if n := drv.StartCount("web"); n != 0 {
+		t.Fatalf("restored dead task started %d times", n)
+	}
+}
