@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
@@ -31,8 +34,9 @@ func lastTick(path string) int {
 
 // A client agent killed with SIGKILL and started again re-attaches to its
 // running container without restarting it (same container, same start
-// time, no second one), keeps copying its output into the task's log
-// file, and still stops and removes it when the job is stopped.
+// time, no second one), copies its output into the task's log file from
+// where it stopped (the lines printed during the outage too, none twice),
+// and still stops and removes it when the job is stopped.
 func TestDockerClientRestartReattaches(t *testing.T) {
 	dcli := dockertest.Client(t)
 	img := dockertest.BuildBusybox(t, dcli)
@@ -80,6 +84,23 @@ func TestDockerClientRestartReattaches(t *testing.T) {
 	}
 
 	cli.kill()
+	// The container keeps printing while no client copies its output.
+	killedAt := lastTick(logPath)
+	waitFor(t, 20*time.Second, "ticks printed during the outage", func() bool {
+		rc, err := dcli.ContainerLogs(context.Background(), cs[0].ID, container.LogsOptions{ShowStdout: true, Tail: "1"})
+		if err != nil {
+			return false
+		}
+		defer rc.Close()
+		var out, errb bytes.Buffer
+		stdcopy.StdCopy(&out, &errb, rc)
+		m := tickRe.FindSubmatch(out.Bytes())
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(string(m[1]))
+		}
+		return n > killedAt+5
+	})
 	cli.start()
 	waitFor(t, 60*time.Second, "client node ready again", nodeReady)
 	seen := lastTick(logPath)
@@ -95,6 +116,29 @@ func TestDockerClientRestartReattaches(t *testing.T) {
 	}
 	if n := len(dockerContainers(t, dcli, allocID)); n != 1 {
 		t.Fatalf("%d containers for the allocation after the restart", n)
+	}
+	// What the container printed while no client copied it is in the log
+	// too: every tick once, at most a few lost in flight when the agent
+	// was killed.
+	ticks := map[int]int{}
+	b, _ := os.ReadFile(logPath)
+	for _, m := range tickRe.FindAllSubmatch(b, -1) {
+		v, _ := strconv.Atoi(string(m[1]))
+		ticks[v]++
+	}
+	last, missing := lastTick(logPath), 0
+	for i := 1; i <= last; i++ {
+		switch ticks[i] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			t.Fatalf("tick %d is in the log %d times", i, ticks[i])
+		}
+	}
+	t.Logf("%d ticks, %d missing, none twice", last, missing)
+	if missing > 3 {
+		t.Fatalf("%d of %d ticks missing from the log after the restart", missing, last)
 	}
 	if s := srv.allocsOf("dre"); len(s) != 1 || s[0].ID != allocID || s[0].ClientStatus != "running" {
 		t.Fatalf("allocations after the restart: %+v", s)

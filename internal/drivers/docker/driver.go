@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -246,8 +248,8 @@ func (d *Driver) createContainer(ctx context.Context, cli *client.Client, spec *
 }
 
 // RecoverTask implements drivers.Driver: it re-attaches to the container a
-// previous client process started, without restarting it. Output written
-// while no client was attached is not copied again.
+// previous client process started, without restarting it, and copies its
+// output from where the task's log files end.
 func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if th == nil || th.Config == nil {
 		return errors.New("handle with a task config is required")
@@ -287,7 +289,14 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	tty := info.Config != nil && info.Config.Tty
 	h := newHandle(d, cli, th.Config, ds, tty)
 	d.images.adopt(ds.Image)
-	since := time.Now()
+	// Resume the output where the log files end: what the container wrote
+	// while no client copied it is copied now (the engine keeps it).
+	since := lastLogWrite(th.Config)
+	if !since.IsZero() {
+		// File times are coarse (a kernel tick): without the margin, the
+		// last lines written could come a second time.
+		since = since.Add(mtimeGranularity)
+	}
 	h.run(since)
 	d.mu.Lock()
 	d.tasks[th.Config.ID] = h
@@ -396,6 +405,36 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return h.cli.ContainerKill(ctx, h.state.ContainerID, signal)
+}
+
+// mtimeGranularity bounds how far a file's modification time may lag the
+// write that set it.
+const mtimeGranularity = 20 * time.Millisecond
+
+// lastLogWrite is when the task's output was last written to its rotated
+// log files (<task>.stdout.N and .stderr.N beside the FIFOs); zero when
+// there are none, so everything is copied.
+func lastLogWrite(cfg *drivers.TaskConfig) time.Time {
+	var last time.Time
+	if cfg.StdoutPath == "" {
+		return last
+	}
+	ents, err := os.ReadDir(filepath.Dir(cfg.StdoutPath))
+	if err != nil {
+		return last
+	}
+	for _, e := range ents {
+		for _, typ := range []string{".stdout.", ".stderr."} {
+			n, ok := strings.CutPrefix(e.Name(), cfg.Name+typ)
+			if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
+		}
+	}
+	return last
 }
 
 func parseTime(s string) time.Time {
