@@ -72,6 +72,13 @@ func TestDockerClientRestartReattaches(t *testing.T) {
 		}
 		return allocID != ""
 	})
+	// The client agent leaves its containers running when it stops (as it
+	// should): a failed run must not leave this one behind.
+	t.Cleanup(func() {
+		for _, c := range dockerContainers(t, dcli, allocID) {
+			_ = dcli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		}
+	})
 	logPath := filepath.Join(clientDir, "client", "alloc", allocID, "alloc", "logs", "t.stdout.0")
 	waitFor(t, 20*time.Second, "output in the log file", func() bool { return lastTick(logPath) > 3 })
 	cs := dockerContainers(t, dcli, allocID)
