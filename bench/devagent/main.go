@@ -1,9 +1,11 @@
 // Command devagent measures a dev agent as a user meets it: the time from
 // exec of the binary to ready (leader known, signing key served, node ready),
 // and from registering one job of N raw_exec allocations (sleep 600,
-// cpu 20, memory 32) to all of them running.
+// cpu 20, memory 32) to all of them running. With -driver docker the
+// allocations are containers of -image (default drover-hello:local, built by
+// scripts/docker-example-image.sh) run with its own entrypoint.
 //
-//	go run ./bench/devagent [-count 100] [-runs 3] [-json]
+//	go run ./bench/devagent [-count 100] [-runs 3] [-json] [-driver docker [-image ref]]
 package main
 
 import (
@@ -22,6 +24,8 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
+var driver, image string
+
 type result struct {
 	StartToReadyMs      float64 `json:"start_to_ready_ms"`
 	RegisterToRunningMs float64 `json:"register_to_running_ms"`
@@ -32,6 +36,8 @@ func main() {
 	count := flag.Int("count", 100, "allocations in the job")
 	runs := flag.Int("runs", 3, "repetitions (median reported)")
 	asJSON := flag.Bool("json", false, "print JSON")
+	flag.StringVar(&driver, "driver", "raw_exec", "task driver: raw_exec or docker")
+	flag.StringVar(&image, "image", "drover-hello:local", "image of the docker tasks")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "drover-bench-")
@@ -55,7 +61,7 @@ func main() {
 		return
 	}
 	fmt.Printf("dev agent start->ready:         %.0f ms (median of %d)\n", med.StartToReadyMs, len(all))
-	fmt.Printf("register->running (%d allocs): %.0f ms (median of %d)\n", med.Count, med.RegisterToRunningMs, len(all))
+	fmt.Printf("register->running (%d %s allocs): %.0f ms (median of %d)\n", med.Count, driver, med.RegisterToRunningMs, len(all))
 }
 
 func once(bin string, count int) (result, error) {
@@ -101,8 +107,11 @@ func once(bin string, count int) (result, error) {
 	job := api.NewServiceJob("bench", "bench", "global", 50)
 	job.Datacenters = []string{"*"}
 	tg := api.NewTaskGroup("g", count)
-	task := api.NewTask("t", "raw_exec")
+	task := api.NewTask("t", driver)
 	task.Config = map[string]any{"command": "/bin/sleep", "args": []string{"600"}}
+	if driver == "docker" {
+		task.Config = map[string]any{"image": image}
+	}
 	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
 	tg.AddTask(task)
 	job.AddTaskGroup(tg)

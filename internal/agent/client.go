@@ -4,12 +4,14 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/devices"
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
@@ -60,6 +62,10 @@ func (a *Agent) setupClient() error {
 		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
+	if c.DevMode {
+		// A dev agent notices a driver come or go within seconds.
+		cfg.DriverHealthInterval = devDriverHealthInterval
+	}
 	if t := c.Telemetry; t != nil {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
@@ -82,11 +88,39 @@ func (a *Agent) setupClient() error {
 func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
+		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// devDriverHealthInterval is how often a dev agent fingerprints its drivers
+// again (others: every 15 s).
+const devDriverHealthInterval = 2 * time.Second
+
+// dockerConfig is the agent's `plugin "docker"` config over Nomad's
+// defaults. The agent configuration was validated at load, so an error here
+// cannot happen; the defaults are used if it does. As in Nomad, the client
+// options "driver.docker.volumes" (set by -dev) and "docker.volumes.enabled"
+// enable volumes unless the plugin block says otherwise.
+func (a *Agent) dockerConfig() docker.PluginConfig {
+	c := docker.DefaultPluginConfig()
+	var set map[string]any
+	if p := a.config.Plugins[docker.Name]; p != nil {
+		if pc, err := docker.ParsePluginConfig(p.Config); err == nil {
+			c, set = pc, p.Config
+		}
+	}
+	if _, explicit := set["volumes"]; !explicit && a.config.Client != nil {
+		for _, k := range []string{"driver.docker.volumes", "docker.volumes.enabled"} {
+			if b, err := strconv.ParseBool(a.config.Client.Options[k]); err == nil && b {
+				c.VolumesEnabled = true
+			}
+		}
+	}
+	return c
 }
 
 // devicePlugins builds the device plugins the agent configuration names.

@@ -43,6 +43,8 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.FS = a.client
 		cfg.Stats = a.client
 		cfg.NodeMeta = a.client
+		cfg.Exec = a.client
+		cfg.AllocStats = a.client
 		cfg.GC = a.client
 	}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {

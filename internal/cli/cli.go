@@ -90,6 +90,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"alloc":                     f(&GroupCommand{Meta: m, Name: "alloc", Synopsis_: "Interact with allocations"}),
 		"alloc status":              f(&AllocStatusCommand{Meta: m}),
 		"alloc logs":                f(&AllocLogsCommand{Meta: m}),
+		"alloc exec":                f(&AllocExecCommand{Meta: m}),
 		"node":                      f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
 		"node status":               f(&NodeStatusCommand{Meta: m}),
 		"node drain":                f(&NodeDrainCommand{Meta: m}),

@@ -37,7 +37,10 @@ type Client struct {
 	metaMu     sync.Mutex
 	registerMu sync.Mutex
 
-	drivers map[string]drivers.Driver
+	// drivers are the detected drivers; replaced (never changed in place)
+	// under driversMu when a driver is detected later.
+	driversMu sync.RWMutex
+	drivers   map[string]drivers.Driver
 
 	// registered is closed after the first successful Node.Register.
 	registered     chan struct{}
@@ -258,6 +261,8 @@ func (c *Client) Start() {
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.watchForeignPorts() }()
 		}
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.watchDriverHealth() }()
 	})
 }
 

@@ -65,6 +65,9 @@ type Config struct {
 	// PublishNodeMetrics publishes the host and allocated-resource gauges
 	// (telemetry.publish_node_metrics).
 	PublishNodeMetrics bool
+	// DriverHealthInterval is how often drivers are fingerprinted again
+	// (0: every 15 s).
+	DriverHealthInterval time.Duration
 	// ProcRoot is where procfs is mounted for host stats ("" is /proc).
 	ProcRoot string
 	// GC is the garbage collection of finished allocations (gc.go).

@@ -53,7 +53,7 @@ func (c *Client) taskPIDs() []int {
 			continue
 		}
 		for _, t := range tg.Tasks {
-			d := c.drivers[t.Driver]
+			d := c.driverSet()[t.Driver]
 			if d == nil {
 				continue
 			}

@@ -71,7 +71,7 @@ func (c *Client) restoreState() {
 func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}) (*allocrunner.AllocRunner, error) {
 	cfg := allocrunner.Config{
 		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
-		Drivers: c.drivers, MaxKillTimeout: c.cfg.MaxKillTimeout,
+		Drivers: c.driverSet(), MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
 		ReserveDevices: c.reserveDevices, Hold: hold,

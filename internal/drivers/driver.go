@@ -58,6 +58,13 @@ type TaskConfig struct {
 	// CgroupParent is the parent under which the driver may create the
 	// task's cgroup (may be empty: driver default).
 	CgroupParent string
+
+	// Ports are the allocation's group network ports (label, host port,
+	// `to` port, host IP), for drivers that publish them (docker).
+	Ports structs.AllocatedPorts
+	// CPUTotalCompute is the node's total CPU in MHz (0: unknown), for
+	// drivers that turn a task's MHz into a CPU quota.
+	CPUTotalCompute int64
 }
 
 // LogConfig is a task's log rotation: files <Dir>/<task>.stdout.<n> and

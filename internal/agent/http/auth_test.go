@@ -77,6 +77,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/fs/readat/a1?path=x&offset=0&limit=1", ""},
 	{"GET", "/v1/client/fs/stream/a1?path=x&follow=false", ""},
 	{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout", ""},
+	{"GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D", ""},
+	{"GET", "/v1/client/allocation/a1/stats", ""},
 	{"GET", "/v1/event/stream?topic=Job:web", ""},
 	{"GET", "/v1/evaluations/count", ""},
 	{"PUT", "/v1/system/gc", ""},

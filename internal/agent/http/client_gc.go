@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -37,13 +36,8 @@ func (s *server) clientGCRequest(w http.ResponseWriter, r *http.Request) (any, e
 }
 
 // /v1/client/allocation/<id>/gc: destroys one finished allocation of this
-// agent's client.
-func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any, error) {
-	rest := strings.TrimPrefix(r.URL.Path, "/v1/client/allocation/")
-	parts := strings.Split(rest, "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] != "gc" {
-		return nil, errNotFound
-	}
+// agent's client (dispatched by clientAllocRequest).
+func (s *server) allocGCRequest(w http.ResponseWriter, r *http.Request, allocID string) (any, error) {
 	switch r.Method {
 	case http.MethodGet, http.MethodPut, http.MethodPost:
 	default:
@@ -55,5 +49,5 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 	// An empty body, as Nomad's: Nodes().GcAlloc reads none. (The official
 	// client's Allocations().GC expects a body on the same path, so it
 	// reports an error after a successful collection, against Nomad too.)
-	return nil, s.cfg.GC.CollectAlloc(parts[0])
+	return nil, s.cfg.GC.CollectAlloc(allocID)
 }

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,6 +62,16 @@ func (t *trackingWriter) Flush() {
 }
 
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// Hijack lets a handler take the connection over (websockets).
+func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := t.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the connection cannot be taken over")
+	}
+	t.wrote = true
+	return h.Hijack()
+}
 
 // wrap runs the Authorizer, then the handler, then encodes the result.
 func (s *server) wrap(h apiHandler) http.Handler {

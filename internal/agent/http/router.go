@@ -79,6 +79,8 @@ type Config struct {
 	FS         ClientFS         // nil: the agent runs no client
 	Stats      ClientStats      // nil: the agent runs no client
 	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
+	Exec       ClientExec       // nil: the agent runs no client
+	AllocStats ClientAllocStats // nil: the agent runs no client
 	GC         ClientGC         // nil: the agent runs no client
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500

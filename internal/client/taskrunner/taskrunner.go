@@ -545,9 +545,13 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 	if tr.cfg.Node != nil {
 		tc.NodeID, tc.NodeName = tr.cfg.Node.ID, tr.cfg.Node.Name
 		tc.CgroupParent = tr.cfg.Node.CgroupParent
+		if nr := tr.cfg.Node.NodeResources; nr != nil {
+			tc.CPUTotalCompute = nr.Cpu.CpuShares
+		}
 	}
 	if alloc.AllocatedResources != nil {
 		tc.Resources = alloc.AllocatedResources.Tasks[task.Name]
+		tc.Ports = alloc.AllocatedResources.Shared.Ports
 	}
 	return tc
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/drover-project/drover/internal/devices/fake"
+	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
@@ -24,6 +25,7 @@ import (
 // runs only on -dev agents, but its jobs are checked everywhere.
 var drivers = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidateTaskConfig,
+	docker.Name:  docker.ValidateTaskConfig,
 	mock.Name:    mock.ValidateTaskConfig,
 }
 
@@ -31,6 +33,7 @@ var drivers = map[string]func(map[string]any) error{
 // drivers and the device plugins) to the check of its `config {}`.
 var plugins = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidatePluginConfig,
+	docker.Name:  docker.ValidatePluginConfig,
 	mock.Name: func(m map[string]any) error {
 		for k := range m {
 			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)

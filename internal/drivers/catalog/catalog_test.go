@@ -19,7 +19,11 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"mock_driver", map[string]any{"run_for": "1s", "exit_code": 2.0, "stdout_string": "hi"}, true, ""},
 		{"mock_driver", map[string]any{"run_for": "soon"}, true, "run_for"},
 		{"mock_driver", map[string]any{"kill_after": "1s"}, true, `unknown key "kill_after"`},
-		{"docker", map[string]any{"image": "redis"}, false, ""},
+		{"docker", map[string]any{"image": "redis", "ports": []any{"http"}}, true, ""},
+		{"docker", map[string]any{"image": "redis", "portz": []any{"http"}}, true, `unknown key "portz"`},
+		{"docker", map[string]any{"image": "redis", "shm_size": "big"}, true, `shm_size must be an integer`},
+		{"docker", map[string]any{"command": "x"}, true, `"image" is required`},
+		{"podman", map[string]any{"image": "redis"}, false, ""},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
 		if known != tc.known {
@@ -35,10 +39,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "fake_device,mock_driver,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || IsPlugin("docker") || IsPlugin("exec") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || IsPlugin("exec") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }

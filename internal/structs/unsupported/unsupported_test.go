@@ -92,7 +92,7 @@ func TestCheck_Decisions(t *testing.T) {
 		{"numa", func(j *api.Job) {
 			task(j).Resources = &api.Resources{NUMA: &api.NUMAResource{Affinity: "require"}}
 		}, tp + `resources.numa is not supported`, ""},
-		{"user", func(j *api.Job) { task(j).User = "nobody" }, tp + `user "nobody" is not supported by Drover yet: Drover's drivers run every task as the agent's user`, ""},
+		{"user", func(j *api.Job) { task(j).User = "nobody" }, tp + `user "nobody" is not supported by Drover yet: raw_exec runs every task as the agent's user`, ""},
 		{"identity file", func(j *api.Job) { task(j).Identity = &api.WorkloadIdentity{File: true} }, tp + `identity is not supported`, ""},
 		{"identities env", func(j *api.Job) {
 			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, Env: true}}
@@ -147,8 +147,8 @@ func TestCheck_Decisions(t *testing.T) {
 		},
 			"", tp + `scaling is accepted but not acted on by Drover yet: the policy is served at /v1/scaling/policies`},
 		{"consul_namespace", func(j *api.Job) { j.ConsulNamespace = new("team") }, "", `Job "web": consul_namespace is accepted`},
-		{"driver not built", func(j *api.Job) { task(j).Driver = "docker"; task(j).Config = map[string]any{"image": "redis"} },
-			"", tp + `driver "docker" is not built into Drover, so no node can run this task`},
+		{"driver not built", func(j *api.Job) { task(j).Driver = "podman"; task(j).Config = map[string]any{"image": "redis"} },
+			"", tp + `driver "podman" is not built into Drover, so no node can run this task`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,6 +166,17 @@ func TestCheck_Decisions(t *testing.T) {
 				t.Errorf("want nothing else, got %q", other)
 			}
 		})
+	}
+}
+
+// docker runs the container as the task's user: no refusal.
+func TestDockerTaskUserAccepted(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].Tasks[0].Driver = "docker"
+	j.TaskGroups[0].Tasks[0].Config = map[string]any{"image": "redis"}
+	j.TaskGroups[0].Tasks[0].User = "nobody"
+	if g := checkGaps(t, j); len(g.Refused) != 0 {
+		t.Fatalf("a docker task with a user was refused: %q", g.Refused)
 	}
 }
 

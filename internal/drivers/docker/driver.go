@@ -1,0 +1,453 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/internal/drivers"
+)
+
+// handleVersion is the version of the DriverState format.
+const handleVersion = 1
+
+// fingerprintTimeout bounds one fingerprint's calls to the engine.
+const fingerprintTimeout = 5 * time.Second
+
+// Config is the driver's configuration.
+type Config struct {
+	Plugin PluginConfig
+	Logger hclog.Logger
+}
+
+// Driver is the docker driver. It is safe for concurrent use.
+type Driver struct {
+	cfg    PluginConfig
+	logger hclog.Logger
+
+	cliOnce sync.Once
+	cli     *client.Client
+	cliErr  error
+
+	images *imageRefs
+
+	mu       sync.Mutex
+	tasks    map[string]*taskHandle
+	detected bool // the engine answered at least once
+}
+
+var _ drivers.Driver = (*Driver)(nil)
+
+// New returns a driver; it does not contact the engine until used.
+func New(cfg Config) *Driver {
+	l := cfg.Logger
+	if l == nil {
+		l = hclog.NewNullLogger()
+	}
+	d := &Driver{cfg: cfg.Plugin, logger: l.Named(Name), tasks: map[string]*taskHandle{}}
+	d.images = newImageRefs(d)
+	return d
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string { return Name }
+
+// client returns the engine client (created once). The API version is
+// negotiated on first use: the engine may be older than the SDK.
+func (d *Driver) client() (*client.Client, error) {
+	d.cliOnce.Do(func() {
+		opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+		if d.cfg.Endpoint != "" {
+			opts = append(opts, client.WithHost(d.cfg.Endpoint))
+		}
+		if d.cfg.TLSCert != "" || d.cfg.TLSKey != "" || d.cfg.TLSCA != "" {
+			opts = append(opts, client.WithTLSClientConfig(d.cfg.TLSCA, d.cfg.TLSCert, d.cfg.TLSKey))
+		}
+		d.cli, d.cliErr = client.NewClientWithOpts(opts...)
+	})
+	return d.cli, d.cliErr
+}
+
+func (d *Driver) endpoint() string {
+	if d.cli != nil {
+		return d.cli.DaemonHost()
+	}
+	if d.cfg.Endpoint != "" {
+		return d.cfg.Endpoint
+	}
+	return client.DefaultDockerHost
+}
+
+// Fingerprint implements drivers.Driver. An engine that never answered is
+// "undetected" (no docker on this node); one that answered before and no
+// longer does is "unhealthy", and the node says why.
+func (d *Driver) Fingerprint() *drivers.Fingerprint {
+	ctx, cancel := context.WithTimeout(context.Background(), fingerprintTimeout)
+	defer cancel()
+	cli, err := d.client()
+	if err == nil {
+		_, err = cli.Ping(ctx)
+	}
+	var v struct {
+		Version, APIVersion, OS string
+	}
+	if err == nil {
+		ver, verr := cli.ServerVersion(ctx)
+		err = verr
+		v.Version, v.APIVersion, v.OS = ver.Version, ver.APIVersion, ver.Os
+	}
+	d.mu.Lock()
+	wasDetected := d.detected
+	if err == nil {
+		d.detected = true
+	}
+	d.mu.Unlock()
+	if err != nil {
+		health := drivers.HealthUndetected
+		if wasDetected {
+			health = drivers.HealthUnhealthy
+		}
+		return &drivers.Fingerprint{
+			Attributes:        map[string]string{},
+			Health:            health,
+			HealthDescription: fmt.Sprintf("Failed to connect to docker daemon at %s: %v", d.endpoint(), err),
+		}
+	}
+	attrs := map[string]string{
+		"driver.docker":                    "1",
+		"driver.docker.version":            v.Version,
+		"driver.docker.api_version":        v.APIVersion,
+		"driver.docker.os_type":            v.OS,
+		"driver.docker.volumes.enabled":    fmt.Sprint(d.cfg.VolumesEnabled),
+		"driver.docker.privileged.enabled": fmt.Sprint(d.cfg.AllowPrivileged),
+	}
+	if info, err := cli.Info(ctx); err == nil {
+		var rts []string
+		for name := range info.Runtimes {
+			rts = append(rts, name)
+		}
+		sort.Strings(rts)
+		attrs["driver.docker.runtimes"] = strings.Join(rts, ",")
+	}
+	if n, err := cli.NetworkInspect(ctx, "bridge", network.InspectOptions{}); err == nil {
+		for _, c := range n.IPAM.Config {
+			if c.Gateway != "" {
+				attrs["driver.docker.bridge_ip"] = c.Gateway
+				break
+			}
+		}
+	}
+	return &drivers.Fingerprint{Attributes: attrs, Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
+}
+
+// driverState is what the client persists for recovery.
+type driverState struct {
+	ContainerID string
+	Image       string
+	ImageID     string
+	StartedAt   time.Time
+}
+
+// StartTask implements drivers.Driver: image, container, start, and the
+// goroutines that wait on it and stream its output.
+func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
+	if cfg == nil || cfg.ID == "" {
+		return nil, errors.New("task config with an ID is required")
+	}
+	d.mu.Lock()
+	_, dup := d.tasks[cfg.ID]
+	d.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("task %q is already started", cfg.ID)
+	}
+	tc, err := ParseTaskConfig(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := d.client()
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	imageID, err := d.images.acquire(cli, cfg, tc)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			d.images.release(tc.Image)
+		}
+	}()
+	spec, err := buildCreateSpec(&d.cfg, cfg, tc, tc.Image)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := d.createContainer(ctx, cli, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	info, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		return nil, fmt.Errorf("inspect container: %w", err)
+	}
+	ds := driverState{ContainerID: id, Image: tc.Image, ImageID: imageID, StartedAt: parseTime(info.State.StartedAt)}
+	h := newHandle(d, cli, cfg, ds, tc.TTY)
+	h.run(time.Time{})
+	state, err := json.Marshal(ds)
+	if err != nil {
+		return nil, err
+	}
+	started = true
+	d.mu.Lock()
+	d.tasks[cfg.ID] = h
+	d.mu.Unlock()
+	d.logger.Debug("container started", "task", cfg.ID, "container", id[:12], "image", tc.Image)
+	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateRunning, DriverState: state}, nil
+}
+
+// createContainer creates the container; one left behind under the same
+// name by an earlier attempt (a crash between create and start) is removed
+// first, as its configuration may be stale.
+func (d *Driver) createContainer(ctx context.Context, cli *client.Client, spec *createSpec) (string, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := cli.ContainerCreate(ctx, spec.Config, spec.Host, nil, nil, spec.Name)
+		if err == nil {
+			for _, w := range resp.Warnings {
+				d.logger.Warn("container create", "container", spec.Name, "warning", w)
+			}
+			return resp.ID, nil
+		}
+		if !errdefs.IsConflict(err) || attempt > 0 {
+			return "", fmt.Errorf("create container: %w", err)
+		}
+		if rerr := cli.ContainerRemove(ctx, spec.Name, container.RemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil {
+			return "", fmt.Errorf("create container: %w (and removing the old one failed: %v)", err, rerr)
+		}
+	}
+}
+
+// RecoverTask implements drivers.Driver: it re-attaches to the container a
+// previous client process started, without restarting it, and copies its
+// output from where the task's log files end.
+func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
+	if th == nil || th.Config == nil {
+		return errors.New("handle with a task config is required")
+	}
+	d.mu.Lock()
+	_, exists := d.tasks[th.Config.ID]
+	d.mu.Unlock()
+	if exists {
+		return nil
+	}
+	cli, err := d.client()
+	if err != nil {
+		return fmt.Errorf("docker client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ds driverState
+	if len(th.DriverState) == 0 {
+		// The client stored the handle before StartTask returned: find the
+		// container by the task ID label it carries, if it was created.
+		if ds, err = d.findContainer(ctx, cli, th.Config.ID); err != nil {
+			return err
+		}
+	} else if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+		return fmt.Errorf("decode driver state: %w", err)
+	}
+	if ds.ContainerID == "" {
+		return errors.New("driver state has no container ID")
+	}
+	info, err := cli.ContainerInspect(ctx, ds.ContainerID)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", shortID(ds.ContainerID), err)
+	}
+	if ds.StartedAt.IsZero() && info.State != nil {
+		ds.StartedAt = parseTime(info.State.StartedAt)
+	}
+	tty := info.Config != nil && info.Config.Tty
+	h := newHandle(d, cli, th.Config, ds, tty)
+	d.images.adopt(ds.Image)
+	// Resume the output where the log files end: what the container wrote
+	// while no client copied it is copied now (the engine keeps it).
+	since := lastLogWrite(th.Config)
+	if !since.IsZero() {
+		// File times are coarse (a kernel tick): without the margin, the
+		// last lines written could come a second time.
+		since = since.Add(mtimeGranularity)
+	}
+	h.run(since)
+	d.mu.Lock()
+	d.tasks[th.Config.ID] = h
+	d.mu.Unlock()
+	d.logger.Debug("container recovered", "task", th.Config.ID, "container", shortID(ds.ContainerID), "running", info.State.Running)
+	return nil
+}
+
+// findContainer is the container created for task id (by its label).
+func (d *Driver) findContainer(ctx context.Context, cli *client.Client, id string) (driverState, error) {
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelTaskID+"="+id))})
+	if err != nil {
+		return driverState{}, fmt.Errorf("list containers of task %s: %w", id, err)
+	}
+	if len(cs) == 0 {
+		return driverState{}, fmt.Errorf("no container for task %s", id)
+	}
+	c := cs[0]
+	return driverState{ContainerID: c.ID, Image: c.Image, ImageID: c.ImageID}, nil
+}
+
+func (d *Driver) get(id string) (*taskHandle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h, ok := d.tasks[id]
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	return h, nil
+}
+
+// WaitTask implements drivers.Driver.
+func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *drivers.ExitResult, 1)
+	go func() {
+		select {
+		case <-h.done:
+			ch <- h.exitResult()
+		case <-ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+// StopTask implements drivers.Driver: the kill signal (default SIGTERM),
+// up to timeout for the container to exit, then SIGKILL.
+func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	return h.stop(timeout, signal)
+}
+
+// DestroyTask implements drivers.Driver: the container is removed (unless
+// gc.container = false) and its image released.
+func (d *Driver) DestroyTask(taskID string, force bool) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if !h.exited() {
+		if !force {
+			return fmt.Errorf("task %q is still running; stop it or destroy with force", taskID)
+		}
+		if err := h.stop(0, "SIGKILL"); err != nil {
+			return err
+		}
+	}
+	if err := h.destroy(d.cfg.GCContainer); err != nil {
+		return err
+	}
+	d.images.release(h.state.Image)
+	d.mu.Lock()
+	delete(d.tasks, taskID)
+	d.mu.Unlock()
+	return nil
+}
+
+// InspectTask implements drivers.Driver.
+func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	return h.status(), nil
+}
+
+// SignalTask implements drivers.Driver: the engine delivers the signal to
+// the container's main process.
+func (d *Driver) SignalTask(taskID string, signal string) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if h.exited() {
+		return fmt.Errorf("task %q has exited", taskID)
+	}
+	if signal == "" {
+		signal = "SIGTERM"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return h.cli.ContainerKill(ctx, h.state.ContainerID, signal)
+}
+
+// mtimeGranularity bounds how far a file's modification time may lag the
+// write that set it.
+const mtimeGranularity = 20 * time.Millisecond
+
+// lastLogWrite is when the task's output was last written to its rotated
+// log files (<task>.stdout.N and .stderr.N beside the FIFOs); zero when
+// there are none, so everything is copied.
+func lastLogWrite(cfg *drivers.TaskConfig) time.Time {
+	var last time.Time
+	if cfg.StdoutPath == "" {
+		return last
+	}
+	ents, err := os.ReadDir(filepath.Dir(cfg.StdoutPath))
+	if err != nil {
+		return last
+	}
+	for _, e := range ents {
+		for _, typ := range []string{".stdout.", ".stderr."} {
+			n, ok := strings.CutPrefix(e.Name(), cfg.Name+typ)
+			if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
+		}
+	}
+	return last
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() < 2000 {
+		return time.Time{}
+	}
+	return t
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

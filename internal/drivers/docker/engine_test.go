@@ -1,0 +1,358 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// These tests run containers on the local engine (skipped without one,
+// failed in CI).
+
+func engineDriver(t *testing.T) (*Driver, *client.Client, string) {
+	t.Helper()
+	cli := dockertest.Client(t)
+	img := dockertest.BuildBusybox(t, cli)
+	pc := DefaultPluginConfig()
+	pc.GCImage = false // the test image is shared by every test
+	return New(Config{Plugin: pc}), cli, img
+}
+
+func engineTask(t *testing.T, name string, conf map[string]any, memMB int64) *drivers.TaskConfig {
+	t.Helper()
+	allocDir := t.TempDir()
+	taskDir := filepath.Join(allocDir, name)
+	for _, d := range []string{filepath.Join(allocDir, "alloc"), filepath.Join(taskDir, "local"), filepath.Join(taskDir, "secrets")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"stdout", "stderr"} {
+		if err := os.WriteFile(filepath.Join(allocDir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocID := fmt.Sprintf("%d-%s", time.Now().UnixNano(), strings.ToLower(t.Name()))
+	allocID = strings.NewReplacer("/", "-", "_", "-").Replace(allocID)
+	return &drivers.TaskConfig{
+		ID: allocID + "/" + name, AllocID: allocID, Name: name, JobID: "job", TaskGroupName: "g",
+		Config:     conf,
+		Env:        map[string]string{"GREETING": "hello from env"},
+		AllocDir:   allocDir,
+		TaskDir:    taskDir,
+		StdoutPath: filepath.Join(allocDir, "stdout"),
+		StderrPath: filepath.Join(allocDir, "stderr"),
+		Resources: &structs.AllocatedTaskResources{
+			Cpu:    structs.AllocatedCpuResources{CpuShares: 100},
+			Memory: structs.AllocatedMemoryResources{MemoryMB: memMB},
+		},
+	}
+}
+
+func waitExit(t *testing.T, d *Driver, id string, within time.Duration) *drivers.ExitResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	ch, err := d.WaitTask(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		t.Fatalf("task %s did not exit within %s", id, within)
+	}
+	return nil
+}
+
+func readFileEventually(t *testing.T, path, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never contained %q; it has %q", path, want, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeTCPPort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A container serves HTTP on the allocation's host port (published to its
+// `to` port), writes to the task's log files, sees /alloc, /local and the
+// task env, and stopping it kills it and destroying it removes it.
+func TestEngineServeLogsStopRemove(t *testing.T) {
+	d, cli, img := engineDriver(t)
+	port := freeTCPPort(t)
+	cfg := engineTask(t, "web", map[string]any{
+		"image":   img,
+		"command": "/bin/sh",
+		"args": []any{"-c", `echo "$GREETING alloc=$NOMAD_ALLOC_DIR"; echo to-stderr >&2; ` +
+			`echo served > /local/index.html; exec httpd -f -p 8080 -h /local`},
+		"ports": []any{"http"},
+	}, 64)
+	cfg.Ports = structs.AllocatedPorts{{Label: "http", Value: port, To: 8080, HostIP: "127.0.0.1"}}
+	h, err := d.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	if h.State != drivers.TaskStateRunning || len(h.DriverState) == 0 {
+		t.Fatalf("handle %+v", h)
+	}
+	readFileEventually(t, cfg.StdoutPath, "hello from env alloc=/alloc")
+	readFileEventually(t, cfg.StderrPath, "to-stderr")
+
+	var body string
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer on host port %d: %v %q", port, err, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.TrimSpace(body) != "served" {
+		t.Fatalf("body %q", body)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.TaskDir, "local", "index.html")); err != nil {
+		t.Fatalf("/local is not the task's local dir: %v", err)
+	}
+
+	st, err := d.InspectTask(cfg.ID)
+	if err != nil || st.State != drivers.TaskStateRunning || len(st.PIDs) != 1 || st.StartedAt.IsZero() {
+		t.Fatalf("inspect %+v %v", st, err)
+	}
+	var ds driverState
+	if err := jsonUnmarshal(h.DriverState, &ds); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := d.StopTask(cfg.ID, 2*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	res := waitExit(t, d, cfg.ID, 10*time.Second)
+	if res.Successful() {
+		t.Fatalf("a stopped httpd should not exit successfully: %+v", res)
+	}
+	if err := d.DestroyTask(cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerInspect(context.Background(), ds.ContainerID); !errdefs.IsNotFound(err) {
+		t.Fatalf("container %s still exists after destroy: %v", shortID(ds.ContainerID), err)
+	}
+	if _, err := d.InspectTask(cfg.ID); err != drivers.ErrTaskNotFound {
+		t.Fatalf("inspect after destroy: %v", err)
+	}
+}
+
+// A container that goes over its memory limit is reported OOM killed.
+func TestEngineOOMKilled(t *testing.T) {
+	d, _, img := engineDriver(t)
+	cfg := engineTask(t, "hog", map[string]any{
+		"image": img, "command": "/bin/sh", "args": []any{"-c", "tail /dev/zero"},
+	}, 16)
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	res := waitExit(t, d, cfg.ID, 60*time.Second)
+	if !res.OOMKilled || res.ExitCode != 137 {
+		t.Fatalf("want OOM killed with exit code 137, got %+v", res)
+	}
+}
+
+// The exit code of a container that ends by itself is reported.
+func TestEngineExitCode(t *testing.T) {
+	d, _, img := engineDriver(t)
+	cfg := engineTask(t, "batch", map[string]any{
+		"image": img, "entrypoint": []any{"/bin/sh", "-c"}, "args": []any{"echo done; exit 3"},
+	}, 32)
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	res := waitExit(t, d, cfg.ID, 30*time.Second)
+	if res.ExitCode != 3 || res.OOMKilled {
+		t.Fatalf("want exit 3, got %+v", res)
+	}
+	readFileEventually(t, cfg.StdoutPath, "done")
+}
+
+// A new driver (a restarted client) recovers the running container from the
+// handle without restarting it, and can stop it.
+func TestEngineRecover(t *testing.T) {
+	d, cli, img := engineDriver(t)
+	cfg := engineTask(t, "long", map[string]any{
+		"image": img, "command": "/bin/sh", "args": []any{"-c", "echo started; exec sleep 300"},
+	}, 32)
+	h, err := d.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds driverState
+	if err := jsonUnmarshal(h.DriverState, &ds); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cli.ContainerRemove(context.Background(), ds.ContainerID, container.RemoveOptions{Force: true})
+	})
+	before, err := cli.ContainerInspect(context.Background(), ds.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := New(Config{Plugin: d.cfg})
+	if err := d2.RecoverTask(h); err != nil {
+		t.Fatal(err)
+	}
+	after, err := cli.ContainerInspect(context.Background(), ds.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.State.Running || after.State.StartedAt != before.State.StartedAt || after.RestartCount != before.RestartCount {
+		t.Fatalf("recovery restarted the container: before %s, after %s running=%v", before.State.StartedAt, after.State.StartedAt, after.State.Running)
+	}
+	if st, err := d2.InspectTask(cfg.ID); err != nil || st.State != drivers.TaskStateRunning {
+		t.Fatalf("recovered task: %+v %v", st, err)
+	}
+	// A handle stored before StartTask returned (no driver state) finds
+	// the same container by its task label.
+	d3 := New(Config{Plugin: d.cfg})
+	if err := d3.RecoverTask(&drivers.TaskHandle{Config: cfg, State: "starting"}); err != nil {
+		t.Fatal(err)
+	}
+	if h3, err := d3.get(cfg.ID); err != nil || h3.state.ContainerID != ds.ContainerID || !h3.state.StartedAt.Equal(ds.StartedAt) {
+		t.Fatalf("recovered by label: %+v %v", h3, err)
+	}
+
+	if err := d2.StopTask(cfg.ID, 2*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, d2, cfg.ID, 20*time.Second)
+	if err := d2.DestroyTask(cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+
+	// The exit is known to every driver that recovered the container.
+	if r := waitExit(t, d3, cfg.ID, 10*time.Second); r.Successful() {
+		t.Fatalf("a killed container exited successfully: %+v", r)
+	}
+	// A handle whose container is gone cannot be recovered.
+	if err := New(Config{Plugin: d.cfg}).RecoverTask(h); err == nil {
+		t.Fatal("recovering a removed container succeeded")
+	}
+	if err := New(Config{Plugin: d.cfg}).RecoverTask(&drivers.TaskHandle{Config: cfg, State: "starting"}); err == nil {
+		t.Fatal("recovering by label found a removed container")
+	}
+}
+
+// An image that is neither present nor pullable fails the start with the
+// engine's reason, quickly (no registry is reachable here).
+func TestEngineMissingImage(t *testing.T) {
+	d, _, _ := engineDriver(t)
+	cfg := engineTask(t, "x", map[string]any{"image": "127.0.0.1:1/drover/none:nope", "image_pull_timeout": "20s"}, 32)
+	_, err := d.StartTask(cfg)
+	if err == nil || !strings.Contains(err.Error(), `pull image "127.0.0.1:1/drover/none:nope"`) {
+		t.Fatalf("want a pull error naming the image, got %v", err)
+	}
+}
+
+// Fingerprint against the real engine reports its version.
+func TestEngineFingerprint(t *testing.T) {
+	d, _, _ := engineDriver(t)
+	fp := d.Fingerprint()
+	if fp.Health != drivers.HealthHealthy || fp.Attributes["driver.docker"] != "1" || fp.Attributes["driver.docker.version"] == "" {
+		t.Fatalf("fingerprint %+v", fp)
+	}
+}
+
+// Commands run inside a running container (output, exit code, stdin), and
+// its CPU and memory use is sampled from the engine.
+func TestEngineExecAndStats(t *testing.T) {
+	d, _, img := engineDriver(t)
+	cfg := engineTask(t, "busy", map[string]any{
+		"image": img, "command": "/bin/sh", "args": []any{"-c", "while :; do :; done"},
+	}, 32)
+	cfg.CPUTotalCompute = 4000
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+
+	var out, errb strings.Builder
+	code, err := d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "echo in-$GREETING; echo oops >&2; exit 4"}, Stdout: &out, Stderr: &errb,
+	})
+	if err != nil || code != 4 || out.String() != "in-hello from env\n" || errb.String() != "oops\n" {
+		t.Fatalf("exec: code %d err %v stdout %q stderr %q", code, err, out.String(), errb.String())
+	}
+	out.Reset()
+	code, err = d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"cat"}, Stdin: strings.NewReader("piped\n"), Stdout: &out,
+	})
+	if err != nil || code != 0 || out.String() != "piped\n" {
+		t.Fatalf("exec with stdin: code %d err %v stdout %q", code, err, out.String())
+	}
+	// With a terminal, the command sees one (and its output is not
+	// demultiplexed).
+	out.Reset()
+	code, err = d.ExecTask(context.Background(), cfg.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "[ -t 1 ] && echo tty-yes"}, Tty: true, Stdout: &out,
+	})
+	if err != nil || code != 0 || !strings.Contains(out.String(), "tty-yes") {
+		t.Fatalf("exec with a tty: code %d err %v stdout %q", code, err, out.String())
+	}
+	if _, err := d.ExecTask(context.Background(), "nope/x", drivers.ExecOptions{Command: []string{"true"}}); err != drivers.ErrTaskNotFound {
+		t.Fatalf("exec in unknown task: %v", err)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		u, err := d.TaskStats(context.Background(), cfg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Memory.Usage > 0 && u.CPU.Percent > 20 && u.CPU.TotalTicks > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a busy container's stats never showed its use: %+v", u)
+		}
+	}
+}
