@@ -29,7 +29,7 @@ func main() {
 	flag.StringVar(&o.HeapProfile, "heapprofile", "", "save the server's heap profile, taken once every allocation is placed, to this file; starts the server with enable_debug")
 	flag.StringVar(&o.SelfProfile, "selfprofile", "", "save this process's CPU profile (the node simulator's work) from the first submit to the end of the run to this file")
 	flag.IntVar(&o.EventSubscribers, "event-subscribers", 0, "read /v1/event/stream (every topic and namespace) with this many readers during the run")
-	flag.IntVar(&o.MaxParallel, "max-parallel", 0, "give the jobs an update block with this max_parallel (rolling: 50); after all run, roll out a new version and time its deployment")
+	flag.IntVar(&o.MaxParallel, "max-parallel", 0, "give the jobs an update block with this max_parallel (rolling: 50; -1: max_parallel 0, no deployments); the rolling scenario then rolls out a new version and times its deployment")
 	flag.DurationVar(&o.HealthyAfter, "healthy-after", 0, "simulated client: running -> healthy in a deployment (min_healthy_time)")
 	flag.DurationVar(&o.Idle, "idle", 0, "before submitting, measure the idle fleet's server CPU this long (heartbeats, pulls); with -jobs 0 only this")
 	flag.DurationVar(&o.Stall, "stall", 0, "with -idle: then SIGSTOP the server this long (a GC pause, a stuck disk) and count nodes it marks down")

@@ -240,7 +240,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 		return res, err
 	}
 
-	if o.MaxParallel > 0 {
+	if o.MaxParallel > 0 && o.Scenario == "rolling" {
 		if err := rollingUpdate(ctx, c, pid, o, &res); err != nil {
 			return res, err
 		}
@@ -285,6 +285,10 @@ func benchJob(i, count, maxParallel int) *api.Job {
 	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
 	tg.AddTask(task)
 	job.AddTaskGroup(tg)
+	if maxParallel < 0 {
+		// No deployments: what a job with max_parallel = 0 gets.
+		job.Update = &api.UpdateStrategy{MaxParallel: ptr(0)}
+	}
 	if maxParallel > 0 {
 		job.Update = &api.UpdateStrategy{MaxParallel: ptr(maxParallel), MinHealthyTime: ptr(time.Duration(0)),
 			HealthyDeadline: ptr(5 * time.Minute), ProgressDeadline: ptr(10 * time.Minute), HealthCheck: ptr("task_states")}

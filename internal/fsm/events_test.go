@@ -47,7 +47,7 @@ func TestApply_PublishesEventsAtEntryIndex(t *testing.T) {
 		"7 Node:NodeEligibility:n2",
 		"8 Node:NodeDeregistration:n2",
 		"9 Job:JobRegistered:web Evaluation:JobRegistered:e1",
-		"10 Deployment:PlanResult:d1 Allocation:PlanResult:a1 Evaluation:PlanResult:e1 Job:PlanResult:web",
+		"10 Allocation:PlanResult:a1 Deployment:PlanResult:d1 Evaluation:PlanResult:e1 Job:PlanResult:web",
 		"11 Evaluation:EvaluationUpdated:e1",
 		"12 Allocation:AllocationUpdated:a1",
 		"13 Allocation:AllocationUpdated:a1 Evaluation:AllocationUpdated:e2",

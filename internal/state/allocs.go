@@ -217,7 +217,7 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
-	sums := summaryBatch{}
+	sums := newDerivedRows()
 	for _, a := range allocs {
 		if err := upsertAllocTxn(txn, index, a, nil, jobs, sums); err != nil {
 			return err
@@ -251,7 +251,7 @@ func allocLookup(txn *memdb.Txn, id string) (*structs.Allocation, error) {
 // replaces in.Job in the copy: a plan's placements point at the stored
 // object of their job version, and making that the only copy of each
 // placement saves one of the struct (456 bytes) per placement.
-func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *structs.Job, jobs jobKeys, sums summaryBatch) error {
+func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *structs.Job, jobs jobKeys, sums *derivedRows) error {
 	if in == nil || in.ID == "" {
 		return fmt.Errorf("state: upsert alloc: missing alloc or alloc ID")
 	}
@@ -307,11 +307,11 @@ func upsertAllocTxn(txn *memdb.Txn, index uint64, in *structs.Allocation, job *s
 // writeAlloc inserts alloc (replacing existing, nil if new) and maintains
 // everything derived from it: summary, deployment counters, the previous
 // allocation's NextAllocation.
-func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jobKeys, sums summaryBatch) error {
+func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jobKeys, sums *derivedRows) error {
 	if err := sums.transition(txn, ex, a); err != nil {
 		return err
 	}
-	if err := deploymentAllocTransition(txn, index, ex, a); err != nil {
+	if err := sums.deployment(txn, ex, a); err != nil {
 		return err
 	}
 	if err := txn.Insert(tableAllocs, a); err != nil {
@@ -360,7 +360,7 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
-	sums := summaryBatch{}
+	sums := newDerivedRows()
 	nodes := map[string]bool{}
 	var nodeOrder []string
 	freedSeen := map[string]bool{}
@@ -404,7 +404,7 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 				return nil, err
 			}
 		}
-		if err := deploymentAllocTransition(txn, index, ex, &c); err != nil {
+		if err := sums.deployment(txn, ex, &c); err != nil {
 			return nil, err
 		}
 		if err := txn.Insert(tableAllocs, &c); err != nil {
@@ -469,10 +469,20 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 	return freed, nil
 }
 
-// summaryBatch accumulates the summary changes of one write (a client
-// update, a plan, a set of server-side alloc upserts):
-// each job's summary is copied on its first change and written once.
-type summaryBatch map[structs.NamespacedID]*batchedSummary
+// derivedRows accumulates what one write (a client update, a plan, a set of
+// server-side alloc upserts) changes in rows derived from allocations: each
+// job's summary and each deployment is copied on its first change and
+// written once by write, not copied and inserted once per allocation (a
+// plan of 1,000 placements into one deployment was 1,000 copies of it).
+// Nothing in a write reads those rows between its allocations and write.
+type derivedRows struct {
+	sums map[structs.NamespacedID]*batchedSummary
+	deps map[string]*structs.Deployment // copies changed by this write
+}
+
+func newDerivedRows() *derivedRows {
+	return &derivedRows{sums: map[structs.NamespacedID]*batchedSummary{}}
+}
 
 type batchedSummary struct {
 	sum     *structs.JobSummary // a copy; nil when the job has none
@@ -484,12 +494,12 @@ type batchedSummary struct {
 // counters. Allocations of an older incarnation of the job, or of a group
 // the job no longer has, are not counted. The summary is copied once per
 // job and written by write.
-func (m summaryBatch) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
+func (b *derivedRows) transition(txn *memdb.Txn, ex, a *structs.Allocation) error {
 	if ex != nil && ex.ClientStatus == a.ClientStatus {
 		return nil
 	}
 	key := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
-	cs, ok := m[key]
+	cs, ok := b.sums[key]
 	if !ok {
 		stored, err := summaryFor(txn, a.Namespace, a.JobID)
 		if err != nil {
@@ -499,7 +509,7 @@ func (m summaryBatch) transition(txn *memdb.Txn, ex, a *structs.Allocation) erro
 		if stored != nil {
 			cs.sum = stored.Copy()
 		}
-		m[key] = cs
+		b.sums[key] = cs
 	}
 	sum := cs.sum
 	if sum == nil || (a.Job != nil && a.Job.CreateIndex != sum.CreateIndex) {
@@ -525,9 +535,9 @@ func (m summaryBatch) transition(txn *memdb.Txn, ex, a *structs.Allocation) erro
 }
 
 // write stores the changed summaries in job order (determinism).
-func (m summaryBatch) write(txn *memdb.Txn, index uint64) error {
-	keys := make([]structs.NamespacedID, 0, len(m))
-	for k, cs := range m {
+func (b *derivedRows) write(txn *memdb.Txn, index uint64) error {
+	keys := make([]structs.NamespacedID, 0, len(b.sums))
+	for k, cs := range b.sums {
 		if cs.changed {
 			keys = append(keys, k)
 		}
@@ -539,11 +549,11 @@ func (m summaryBatch) write(txn *memdb.Txn, index uint64) error {
 		return keys[i].ID < keys[j].ID
 	})
 	for _, k := range keys {
-		if err := putSummary(txn, index, m[k].sum); err != nil {
+		if err := putSummary(txn, index, b.sums[k].sum); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.writeDeployments(txn, index)
 }
 
 func nodeAllocsDeletedKey(nodeID string) string { return "allocs_deleted/" + nodeID }

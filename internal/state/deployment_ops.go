@@ -281,7 +281,7 @@ func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.Appl
 		return fmt.Errorf("deployment %q has terminal status %q", d.ID, d.Status)
 	}
 	jobs := jobKeys{}
-	sums := summaryBatch{}
+	sums := newDerivedRows()
 	set := func(id string, healthy bool) error {
 		ex, err := allocLookup(txn, id)
 		if err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -155,16 +156,17 @@ func applyDeploymentUpdate(txn *memdb.Txn, index uint64, u *structs.DeploymentSt
 	return bumpIndex(txn, index, tableDeployment)
 }
 
-// deploymentAllocTransition keeps a deployment's per-group counters in step
+// deployment keeps a deployment's per-group counters in step
 // with its allocations, as Nomad does: an allocation new to the deployment
 // (placed, or updated in place into it) counts as placed (a canary is
 // recorded in PlacedCanaries), and the first
 // placement of a group starts its progress deadline (the allocation's
 // ModifyTime plus ProgressDeadline); the first health reported counts as
 // healthy or unhealthy, and healthy moves RequireProgressBy to the health
-// timestamp plus ProgressDeadline when that is later; a healthy allocation
-// that turns unhealthy (set by hand) moves from one counter to the other.
-func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allocation) error {
+// timestamp plus ProgressDeadline when that is later; an allocation whose
+// health is set the other way by hand moves from one counter to the other.
+// The changed deployment is written once, by write.
+func (b *derivedRows) deployment(txn *memdb.Txn, ex, a *structs.Allocation) error {
 	if a.DeploymentID == "" {
 		return nil
 	}
@@ -190,18 +192,28 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 		}
 	case hadHealth && hasHealth && *ex.DeploymentStatus.Healthy && !isHealthy:
 		healthy, unhealthy = -1, 1
+	case hadHealth && hasHealth && !*ex.DeploymentStatus.Healthy && isHealthy:
+		// Set healthy by hand after all: the counters follow either way.
+		healthy, unhealthy = 1, -1
 	}
 	if placed == 0 && healthy == 0 && unhealthy == 0 {
 		return nil
 	}
-	raw, err := txn.First(tableDeployment, "id", a.DeploymentID)
-	if err != nil {
-		return fmt.Errorf("state: deployment lookup: %w", err)
+	d := b.deps[a.DeploymentID]
+	if d == nil {
+		raw, err := txn.First(tableDeployment, "id", a.DeploymentID)
+		if err != nil {
+			return fmt.Errorf("state: deployment lookup: %w", err)
+		}
+		if raw == nil {
+			return nil
+		}
+		d = copyDeployment(raw.(*structs.Deployment))
+		if b.deps == nil {
+			b.deps = map[string]*structs.Deployment{}
+		}
+		b.deps[d.ID] = d
 	}
-	if raw == nil {
-		return nil
-	}
-	d := copyDeployment(raw.(*structs.Deployment))
 	st := d.TaskGroups[a.TaskGroup]
 	if st == nil {
 		return nil
@@ -223,10 +235,27 @@ func deploymentAllocTransition(txn *memdb.Txn, index uint64, ex, a *structs.Allo
 			}
 		}
 	}
-	d.ModifyIndex = index
-	if err := txn.Insert(tableDeployment, d); err != nil {
-		return fmt.Errorf("state: deployment insert: %w", err)
+	return nil
+}
+
+// writeDeployments stores the deployments this write changed, in ID order.
+func (b *derivedRows) writeDeployments(txn *memdb.Txn, index uint64) error {
+	if len(b.deps) == 0 {
+		return nil
 	}
+	ids := make([]string, 0, len(b.deps))
+	for id := range b.deps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		d := b.deps[id]
+		d.ModifyIndex = index
+		if err := txn.Insert(tableDeployment, d); err != nil {
+			return fmt.Errorf("state: deployment insert: %w", err)
+		}
+	}
+	b.deps = nil
 	return bumpIndex(txn, index, tableDeployment)
 }
 

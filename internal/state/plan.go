@@ -60,7 +60,7 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 
 	// Each job's summary is copied once for the plan's allocations and
 	// written after them (nothing in between reads it).
-	sums := summaryBatch{}
+	sums := newDerivedRows()
 	for _, diff := range req.AllocsStopped {
 		if err := applyStopDiff(txn, index, diff, false, jobs, sums); err != nil {
 			return err
@@ -130,7 +130,7 @@ func upsertPlanResultsTxn(txn *memdb.Txn, index uint64, req *structs.ApplyPlanRe
 
 // applyStopDiff merges a stop (or preemption) onto the stored allocation.
 // Unknown allocations are ignored.
-func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preempted bool, jobs jobKeys, sums summaryBatch) error {
+func applyStopDiff(txn *memdb.Txn, index uint64, diff *structs.Allocation, preempted bool, jobs jobKeys, sums *derivedRows) error {
 	if diff == nil {
 		return nil
 	}
