@@ -30,17 +30,20 @@ func TestSmall(t *testing.T) {
 }
 
 // TestNodeLossSmall loses nodes after all run; with the server's default
-// heartbeat TTL (10 s + 10 s grace) recovery takes about 20 s.
+// heartbeat TTL (10 s + 10 s grace) recovery takes about 20 s. The lost
+// nodes are picked at random and the scheduler packs allocations on few
+// nodes, so half the nodes are lost: with a quarter, a CI run once lost
+// only empty nodes and measured nothing.
 func TestNodeLossSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process and waits for heartbeat expiry")
 	}
 	res, err := run(context.Background(), options{Nodes: 20, Jobs: 2, Count: 10, Timeout: 3 * time.Minute,
-		RunDelay: 10 * time.Millisecond, LosePercent: 25, Logf: t.Logf})
+		RunDelay: 10 * time.Millisecond, LosePercent: 50, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("run: %v (%+v)", err, res)
 	}
-	if res.LostNodes != 5 || res.LostAllocs == 0 || res.RecoverSeconds <= 0 {
+	if res.LostNodes != 10 || res.LostAllocs == 0 || res.RecoverSeconds <= 0 {
 		t.Fatalf("node loss not measured: %+v", res)
 	}
 }
