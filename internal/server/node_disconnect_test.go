@@ -53,7 +53,7 @@ func TestDisconnectedNodeAndReconcileStrategies(t *testing.T) {
 				}
 				return cur.ClientStatus == structs.AllocClientStatusUnknown && repl != nil
 			})
-			fakeClients(t, s, "web") // the replacement runs
+			fakeClients(t, s, "web")          // the replacement runs
 			time.Sleep(10 * time.Millisecond) // the replacement has run for less time than the original
 
 			// a comes back: initializing until its client pushes.
