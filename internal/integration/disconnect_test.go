@@ -172,4 +172,3 @@ func testDisconnectReconcile(t *testing.T, strategy, keep string) {
 		return running[0].ID == want && stopped[lose]
 	})
 }
-
