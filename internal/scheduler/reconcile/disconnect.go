@@ -30,12 +30,14 @@ func lostAfter(tg *structs.TaskGroup) time.Duration {
 
 func supportsDisconnect(tg *structs.TaskGroup) bool { return lostAfter(tg) > 0 }
 
-// replaceOnDisconnect is disconnect.replace (default true).
+// replaceOnDisconnect is disconnect.replace (default true), or the
+// negation of the deprecated prevent_reschedule_on_lost (a job submitted
+// through the API keeps the old key; the jobspec parser translates it).
 func replaceOnDisconnect(tg *structs.TaskGroup) bool {
 	if tg.Disconnect != nil && tg.Disconnect.Replace != nil {
 		return *tg.Disconnect.Replace
 	}
-	return true
+	return !tg.PreventRescheduleOnLost
 }
 
 // lastClientStatus is the last recorded ClientStatus transition of a.

@@ -33,6 +33,10 @@ func TestCompute(t *testing.T) {
 	discNoReplace := jobV(1, 2, func(j *structs.Job) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Replace: ptr(false)}
 	})
+	legacyNoReplace := jobV(1, 2, func(j *structs.Job) {
+		j.TaskGroups[0].MaxClientDisconnect = ptr(time.Hour)
+		j.TaskGroups[0].PreventRescheduleOnLost = true
+	})
 	discKeepRepl := jobV(1, 2, func(j *structs.Job) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Reconcile: ptr("keep_replacement")}
 	})
@@ -191,6 +195,9 @@ func TestCompute(t *testing.T) {
 			tainted: disconnected, want: "place=web.g[0] disconnect=web.g[0] evals=1"},
 		{name: "disconnecting without replace: marked unknown only", job: discNoReplace,
 			allocs:  []*structs.Allocation{on(alloc(discNoReplace, 0, "n1", "running"), "n9"), alloc(discNoReplace, 1, "n1", "running")},
+			tainted: disconnected, want: "disconnect=web.g[0] evals=1"},
+		{name: "legacy max_client_disconnect and prevent_reschedule_on_lost: marked unknown only", job: legacyNoReplace,
+			allocs:  []*structs.Allocation{on(alloc(legacyNoReplace, 0, "n1", "running"), "n9"), alloc(legacyNoReplace, 1, "n1", "running")},
 			tainted: disconnected, want: "disconnect=web.g[0] evals=1"},
 		{name: "unknown within the window: kept, not replaced twice", job: disc,
 			allocs: []*structs.Allocation{unknownSince(on(alloc(disc, 0, "n1", "unknown"), "n9"), now.Add(-time.Minute)),
