@@ -44,11 +44,13 @@ import (
 // settles at exactly count running allocations.
 //
 // R4_SEED=<n> runs the one seed a failure printed; R4_RUNS=<n> sets the
-// number of runs (1,000 by default, 200 with -short) and R4_FIRST=<n> the
+// number of runs (1,000 by default, 200 with -short or -race) and R4_FIRST=<n> the
 // first seed (1).
 func TestReconnectProtocolModel(t *testing.T) {
 	runs, first := 1000, int64(1)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
+		// Seeds 1-200 (the race detector makes 1,000 take a minute; CI runs
+		// this package with it).
 		runs = 200
 	}
 	if v := os.Getenv("R4_RUNS"); v != "" {
