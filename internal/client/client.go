@@ -57,6 +57,9 @@ type Client struct {
 	allocIndex map[string]uint64
 
 	sync *allocSync
+	// hbStop is the last successful heartbeat, for stop_on_client_after
+	// (heartbeatstop.go).
+	hbStop *heartbeatStop
 	// state persists allocations and task handles (nil in dev mode).
 	state *state.DB
 	// host samples the host for /v1/client/stats and the host gauges.
@@ -122,6 +125,7 @@ func New(cfg Config) (*Client, error) {
 		shutdownCh:       make(chan struct{}),
 	}
 	c.sync = newAllocSync(c)
+	c.hbStop = newHeartbeatStop(cfg.StateDir, cfg.DevMode, c.now())
 	c.host = &hoststats.Collector{ProcRoot: cfg.ProcRoot, AllocDir: cfg.AllocDir}
 	id, secret, err := nodeIdentity(cfg.StateDir, cfg.DevMode)
 	if err != nil {
@@ -247,7 +251,11 @@ func (c *Client) Node() *structs.Node {
 func (c *Client) Start() {
 	c.startOnce.Do(func() {
 		c.restoreState()
-		c.wg.Add(3)
+		// A client away longer than a group's stop_on_client_after stops
+		// those allocations before anything else (heartbeatstop.go).
+		c.stopSilentAllocs()
+		c.wg.Add(4)
+		go func() { defer c.wg.Done(); c.watchHeartbeatStop() }()
 		go func() { defer c.wg.Done(); c.registerAndHeartbeat() }()
 		go func() { defer c.wg.Done(); c.watchAllocations() }()
 		go func() { defer c.wg.Done(); c.sync.run() }()

@@ -110,6 +110,7 @@ func (c *Client) register() (time.Duration, error) {
 	if err := c.cfg.RPC.RPC("Node.Register", req, &resp); err != nil {
 		return 0, err
 	}
+	c.hbStop.ok(c.now())
 	c.logger.Info("node registered", "node_id", node.ID)
 	ttl := resp.HeartbeatTTL
 	if ttl <= 0 {
@@ -127,6 +128,7 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	if err := c.cfg.RPC.RPC("Node.UpdateStatus", req, &resp); err != nil {
 		return 0, err
 	}
+	c.hbStop.ok(c.now())
 	c.nodeMu.Lock()
 	c.node.Status = structs.NodeStatusReady
 	c.nodeMu.Unlock()

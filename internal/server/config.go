@@ -130,6 +130,14 @@ type Config struct {
 	// workers, when > 0, replaces NumSchedulers*workersPerScheduler as the
 	// number of workers (tests).
 	workers int
+	// brokerClock and schedulerClock, when set, replace the wall clock of
+	// the eval broker (WaitUntil, nack timers) and of the schedulers
+	// (tests that move time by hand, as the reconnect model test does).
+	brokerClock    clock.Clock
+	schedulerClock func() time.Time
+	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
+	// updates are batched over (tests making many pushes).
+	allocBatchWindow time.Duration
 }
 
 // bootstrapSchedulerConfig is the scheduler configuration the config

@@ -122,12 +122,14 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 			// Never straight back to ready: the client must push its allocs first.
 			newStatus = structs.NodeStatusInit
 		case structs.NodeStatusInit:
-			live, err := st.AllocsByNodeTerminal(nil, node.ID, false)
-			if err != nil {
-				return err
-			}
-			if len(live) > 0 && node.LastAllocUpdateIndex <= node.LastMissedHeartbeatIndex {
-				newStatus = structs.NodeStatusInit
+			if node.LastAllocUpdateIndex <= node.LastMissedHeartbeatIndex {
+				waiting, err := awaitingClientPush(st, node.ID)
+				if err != nil {
+					return err
+				}
+				if waiting {
+					newStatus = structs.NodeStatusInit
+				}
 			}
 		}
 	}
@@ -158,6 +160,27 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 	}
 	n.fillHeartbeat(node.ID, newStatus, reply)
 	return nil
+}
+
+// awaitingClientPush reports whether the node has a live allocation the
+// servers hold as unknown: its client has not told them what it is doing
+// since it was marked missing, and a scheduler pass on the node would
+// decide from that stale state (seed 001). A node whose allocations were
+// never marked unknown (it came back before any pass acted on its absence)
+// has nothing stale to wait for: holding it would keep it initializing
+// until some allocation happened to change, as its client only pushes
+// changes.
+func awaitingClientPush(st *state.StateStore, nodeID string) (bool, error) {
+	live, err := st.AllocsByNodeTerminal(nil, nodeID, false)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range live {
+		if a.ClientStatus == structs.AllocClientStatusUnknown {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func needsNodeEvals(from, to string) bool {
@@ -411,7 +434,18 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 			continue
 		}
 		failed := upd.ClientStatus == structs.AllocClientStatusFailed && existing.ClientStatus != structs.AllocClientStatusFailed &&
-			!existing.ServerTerminalStatus() && existing.FollowupEvalID == ""
+			!existing.ServerTerminalStatus()
+		if failed && existing.FollowupEvalID != "" {
+			// A follow-up still waiting handles the failure. One that is done
+			// (the disconnect window's, canceled when the allocation came
+			// back) does not: without an eval of its own the failure would
+			// never be replaced.
+			followup, err := st.EvalByID(nil, existing.FollowupEvalID)
+			if err != nil {
+				return err
+			}
+			failed = followup == nil || followup.TerminalStatus()
+		}
 		if !failed && existing.ClientStatus != structs.AllocClientStatusUnknown {
 			// Most updates (pending -> running, a task's events) need no
 			// evaluation: skip the job lookup.

@@ -2,18 +2,20 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// A node that missed its heartbeats and comes back with live allocations
-// stays initializing until its client has pushed their state; only then
-// does its next heartbeat make it ready again (otherwise the scheduler
-// would act on allocation statuses from before the outage). Client updates
-// before the outage must not count, however many there were.
-func TestNodeBackFromMissedHeartbeatWaitsForAllocPush(t *testing.T) {
+// A node that missed its heartbeats and comes back before any scheduler
+// pass acted on its absence (its allocations are still running, not
+// unknown, on the servers) has nothing stale to wait for: its next
+// heartbeat makes it ready without a push. It used to stay initializing
+// until one of its allocations changed, which a healthy client's need not
+// ever do (the reconnect model test found it: R4_SEED=7).
+func TestNodeBackBeforeAnyPassIsReadyWithoutPush(t *testing.T) {
 	// No worker takes service evaluations: the node-down evaluation would
 	// otherwise mark the allocation lost (no longer live) at a moment of
 	// its choosing. The allocation is placed by a plan submitted here.
@@ -66,11 +68,53 @@ func TestNodeBackFromMissedHeartbeatWaitsForAllocPush(t *testing.T) {
 	if got := heartbeat(structs.NodeStatusInit); got != structs.NodeStatusInit {
 		t.Fatalf("status = %s, want init", got)
 	}
-	if got := heartbeat(structs.NodeStatusReady); got != structs.NodeStatusInit {
-		t.Fatalf("ready before pushing its allocs: status = %s, want init", got)
-	}
-	push()
 	if got := heartbeat(structs.NodeStatusReady); got != structs.NodeStatusReady {
-		t.Fatalf("after the push: status = %s, want ready", got)
+		t.Fatalf("status = %s, want ready: its allocation was never marked unknown", got)
+	}
+}
+
+// A node back from disconnected whose allocation the servers marked
+// unknown stays initializing, however often it heartbeats, until its client
+// has pushed that allocation's state; pushes from before the outage do not
+// count.
+func TestNodeBackFromDisconnectWaitsForAllocPush(t *testing.T) {
+	s := testServer(t, nil)
+	a := testNode(t, s, 4000, 8192)
+	job := testJob("web", 1)
+	hour := time.Hour
+	job.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: &hour}
+	evalDone(t, s, register(t, s, job).EvalID)
+	fakeClients(t, s, "web")
+	orig := liveAllocs(t, s, "web")[0]
+	s.heartbeats.Clear(a.ID)
+	if err := s.markNodesDown([]string{a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the allocation unknown", func() bool {
+		cur, _ := s.State().AllocByID(nil, orig.ID)
+		return cur.ClientStatus == structs.AllocClientStatusUnknown
+	})
+	heartbeat := func() string {
+		t.Helper()
+		var r structs.NodeUpdateResponse
+		if err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: a.ID, SecretID: a.SecretID,
+			Status: structs.NodeStatusReady}, &r); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := s.State().NodeByID(nil, a.ID)
+		return n.Status
+	}
+	for i := 0; i < 3; i++ {
+		if got := heartbeat(); got != structs.NodeStatusInit {
+			t.Fatalf("heartbeat %d before the push: %s, want initializing", i+1, got)
+		}
+	}
+	up := &structs.Allocation{ID: orig.ID, NodeID: a.ID, ClientStatus: structs.AllocClientStatusRunning}
+	var r structs.GenericResponse
+	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{up}}, &r); err != nil {
+		t.Fatal(err)
+	}
+	if got := heartbeat(); got != structs.NodeStatusReady {
+		t.Fatalf("after the push: %s, want ready", got)
 	}
 }

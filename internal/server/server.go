@@ -117,6 +117,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		SubsequentNackDelay: 20 * time.Second,
 		DeliveryLimit:       cfg.EvalDeliveryLimit,
 		Logger:              s.logger.Named("broker"),
+		Clock:               cfg.brokerClock,
 	})
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
 	s.planQueue = planqueue.New()
@@ -127,7 +128,11 @@ func NewServer(cfg *Config) (*Server, error) {
 		FailoverTTL:  cfg.FailoverHeartbeatTTL,
 		Clock:        cfg.HeartbeatClock,
 	}, s.heartbeatsExpired)
-	s.allocBatch = newAllocUpdateBatcher(s, 50*time.Millisecond)
+	allocWindow := 50 * time.Millisecond
+	if cfg.allocBatchWindow > 0 {
+		allocWindow = cfg.allocBatchWindow
+	}
+	s.allocBatch = newAllocUpdateBatcher(s, allocWindow)
 	s.evalUpdates = newEvalUpdateBatcher(s)
 	s.jobRegs = newJobRegisterBatcher(s)
 	s.periodic = s.newPeriodicDispatcher()

@@ -273,7 +273,11 @@ func (w *Worker) flush() error {
 }
 
 func (w *Worker) schedConfig() scheduler.Config {
-	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: time.Now, Superseded: w.srv.jobSuperseded}
+	now := time.Now
+	if w.srv.config.schedulerClock != nil {
+		now = w.srv.config.schedulerClock
+	}
+	return scheduler.Config{Logger: w.srv.logger.Named("scheduler"), Clock: now, Superseded: w.srv.jobSuperseded}
 }
 
 // jobSuperseded reports whether job, as a scheduler's snapshot has it, is

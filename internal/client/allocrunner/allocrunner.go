@@ -313,6 +313,16 @@ func (ar *AllocRunner) Kill(reason string) {
 	})
 }
 
+// Killed reports whether Kill was called.
+func (ar *AllocRunner) Killed() bool {
+	select {
+	case <-ar.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
 // Destroy kills the allocation, waits for its tasks and removes its
 // directory.
 func (ar *AllocRunner) Destroy() error {

@@ -30,12 +30,14 @@ func lostAfter(tg *structs.TaskGroup) time.Duration {
 
 func supportsDisconnect(tg *structs.TaskGroup) bool { return lostAfter(tg) > 0 }
 
-// replaceOnDisconnect is disconnect.replace (default true).
+// replaceOnDisconnect is disconnect.replace (default true), or the
+// negation of the deprecated prevent_reschedule_on_lost (a job submitted
+// through the API keeps the old key; the jobspec parser translates it).
 func replaceOnDisconnect(tg *structs.TaskGroup) bool {
 	if tg.Disconnect != nil && tg.Disconnect.Replace != nil {
 		return *tg.Disconnect.Replace
 	}
-	return true
+	return !tg.PreventRescheduleOnLost
 }
 
 // lastClientStatus is the last recorded ClientStatus transition of a.
@@ -73,7 +75,8 @@ func expired(a *structs.Allocation, tg *structs.TaskGroup, now time.Time) bool {
 // replacement: a replacement on a newer job version always wins; then
 // keep_original, keep_replacement, longest_running (the one whose tasks
 // started first) or best_score (the higher placement score on its node;
-// the default). Losers are stopped; a kept original rejoins untainted and
+// the default); a replacement that is not running yet never wins over a
+// running original. Losers are stopped; a kept original rejoins untainted and
 // is sent as a reconnect update.
 func (r *reconciler) computeReconnecting(tg *structs.TaskGroup, untainted, reconnecting *allocSet, all allocSet, du *structs.DesiredUpdates) {
 	replacementsOf := make(map[string][]*structs.Allocation)
@@ -123,11 +126,37 @@ func (r *reconciler) computeReconnecting(tg *structs.TaskGroup, untainted, recon
 	}
 }
 
+// stopFailedReplacements stops, rather than reschedules, a replacement
+// that failed while its original was disconnected, once the original is
+// back and running: the original holds the name again. Rescheduled, the
+// failed replacement would count toward the group beside it, and the pass
+// would stop another name's allocation as one too many.
+func (r *reconciler) stopFailedReplacements(untainted, reconnecting allocSet, du *structs.DesiredUpdates) {
+	for id, a := range untainted {
+		if a.ClientStatus != structs.AllocClientStatusFailed || a.PreviousAllocation == "" || a.ServerTerminalStatus() {
+			continue
+		}
+		orig, ok := reconnecting[a.PreviousAllocation]
+		if !ok || orig.ClientStatus != structs.AllocClientStatusRunning || orig.DesiredStatus != structs.AllocDesiredStatusRun {
+			continue
+		}
+		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: DescReconnected})
+		du.Stop++
+		delete(untainted, id)
+	}
+}
+
 // pickReplacement reports whether repl, rather than the reconnected orig,
 // is the one to keep.
 func pickReplacement(strategy string, orig, repl *structs.Allocation) bool {
 	if orig.Job != nil && repl.Job != nil && olderVersion(orig, repl.Job) {
 		return true
+	}
+	if orig.ClientStatus == structs.AllocClientStatusRunning && repl.ClientStatus != structs.AllocClientStatusRunning {
+		// A replacement that has not started (its own client may be
+		// silent) never wins over the running original: stopping the
+		// original for it would leave the name with no running copy.
+		return false
 	}
 	switch strategy {
 	case api.ReconcileOptionKeepReplacement:

@@ -29,6 +29,9 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 	b := classify(all, tg, r.in.TaintedNodes, r.in.Now)
 	du.Ignore += uint64(len(b.ignore))
 
+	if len(b.reconnecting) > 0 {
+		r.stopFailedReplacements(b.untainted, b.reconnecting, du)
+	}
 	rs := filterByRescheduleable(r.in.Batch, false, b.untainted, r.in.Now, r.in.EvalID, r.deployment, r.job, tg)
 	untainted := rs.untainted
 	rescheduleNow := rs.now

@@ -44,9 +44,24 @@ func computePlacements(job *structs.Job, tg *structs.TaskGroup, names *nameIndex
 		out.named = append(out.named, Placement{Name: a.Name, TaskGroup: tg, PreviousAlloc: a, Reschedule: resched,
 			Canary: isCanary(a), Job: keepVersion(a)})
 	}
+	// A lost allocation that already has a live replacement (one placed
+	// while it was disconnected, now past lost_after) is not replaced
+	// again: its replacement holds its name, and a second one would leave
+	// another lost allocation's name empty.
+	replaced := make(map[string]bool)
+	for _, set := range []allocSet{untainted, migrate} {
+		for _, a := range set {
+			if a.PreviousAllocation != "" {
+				replaced[a.PreviousAllocation] = true
+			}
+		}
+	}
 	for _, a := range lost.nameOrder() {
 		if existing >= tg.Count {
 			break
+		}
+		if replaced[a.ID] {
+			continue
 		}
 		existing++
 		out.named = append(out.named, Placement{Name: a.Name, TaskGroup: tg, PreviousAlloc: a, Lost: true,

@@ -33,6 +33,13 @@ func TestCompute(t *testing.T) {
 	discNoReplace := jobV(1, 2, func(j *structs.Job) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Replace: ptr(false)}
 	})
+	legacyNoReplace := jobV(1, 2, func(j *structs.Job) {
+		j.TaskGroups[0].MaxClientDisconnect = ptr(time.Hour)
+		j.TaskGroups[0].PreventRescheduleOnLost = true
+	})
+	discKeepRepl := jobV(1, 2, func(j *structs.Job) {
+		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: ptr(time.Hour), Reconcile: ptr("keep_replacement")}
+	})
 
 	stopAfterJob := jobV(1, 3, func(j *structs.Job) {
 		j.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{StopOnClientAfter: ptr(time.Minute)}
@@ -189,6 +196,9 @@ func TestCompute(t *testing.T) {
 		{name: "disconnecting without replace: marked unknown only", job: discNoReplace,
 			allocs:  []*structs.Allocation{on(alloc(discNoReplace, 0, "n1", "running"), "n9"), alloc(discNoReplace, 1, "n1", "running")},
 			tainted: disconnected, want: "disconnect=web.g[0] evals=1"},
+		{name: "legacy max_client_disconnect and prevent_reschedule_on_lost: marked unknown only", job: legacyNoReplace,
+			allocs:  []*structs.Allocation{on(alloc(legacyNoReplace, 0, "n1", "running"), "n9"), alloc(legacyNoReplace, 1, "n1", "running")},
+			tainted: disconnected, want: "disconnect=web.g[0] evals=1"},
 		{name: "unknown within the window: kept, not replaced twice", job: disc,
 			allocs: []*structs.Allocation{unknownSince(on(alloc(disc, 0, "n1", "unknown"), "n9"), now.Add(-time.Minute)),
 				func() *structs.Allocation {
@@ -208,6 +218,45 @@ func TestCompute(t *testing.T) {
 			}(),
 				func() *structs.Allocation {
 					a := alloc(disc, 0, "n2", "running")
+					a.ID = "repl"
+					a.PreviousAllocation = "v1-0"
+					return a
+				}(),
+				alloc(disc, 1, "n1", "running")},
+			want: "stop=web.g[0] reconnect=web.g[0]"},
+		// Found by the reconnect model test (internal/server, R4).
+		{name: "unknown past the window with a live replacement: lost, not replaced twice", job: disc,
+			allocs: []*structs.Allocation{unknownSince(on(alloc(disc, 0, "n1", "unknown"), "n9"), now.Add(-2*time.Hour)),
+				func() *structs.Allocation {
+					a := alloc(disc, 0, "n2", "running")
+					a.ID = "repl"
+					a.PreviousAllocation = "v1-0"
+					return a
+				}(),
+				on(alloc(disc, 1, "n1", "pending"), "n9")},
+			tainted: disconnected, want: "place=web.g[1]:lost stop=web.g[0]:lost,web.g[1]:lost"},
+		{name: "reconnecting: a replacement that has not started does not win (keep_replacement)", job: discKeepRepl,
+			allocs: []*structs.Allocation{func() *structs.Allocation {
+				a := unknownSince(alloc(discKeepRepl, 0, "n1", "running"), now.Add(-time.Minute))
+				a.ClientStatus = "running"
+				return a
+			}(),
+				func() *structs.Allocation {
+					a := alloc(discKeepRepl, 0, "n2", "pending")
+					a.ID = "repl"
+					a.PreviousAllocation = "v1-0"
+					return a
+				}(),
+				alloc(discKeepRepl, 1, "n1", "running")},
+			want: "stop=web.g[0] reconnect=web.g[0]"},
+		{name: "reconnecting: a replacement that failed meanwhile is stopped, not rescheduled beside the original", job: disc,
+			allocs: []*structs.Allocation{func() *structs.Allocation {
+				a := unknownSince(alloc(disc, 0, "n1", "running"), now.Add(-time.Minute))
+				a.ClientStatus = "running"
+				return a
+			}(),
+				func() *structs.Allocation {
+					a := failedAt(alloc(disc, 0, "n2", "running"), now.Add(-time.Minute))
 					a.ID = "repl"
 					a.PreviousAllocation = "v1-0"
 					return a

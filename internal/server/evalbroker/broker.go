@@ -583,6 +583,23 @@ func (b *Broker) Cancelable(batchSize int) []*structs.Evaluation {
 	return out
 }
 
+// DueWaiting is how many evals held for their WaitUntil are due by the
+// broker's clock but not yet released to their queues (the release runs
+// on the broker's own goroutine; a test that moved a fake clock waits for
+// this to reach 0).
+func (b *Broker) DueWaiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	n := 0
+	for _, it := range b.delayed.items {
+		if !it.eval.WaitUntil.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // Stats returns queue sizes.
 func (b *Broker) Stats() Stats {
 	b.mu.Lock()

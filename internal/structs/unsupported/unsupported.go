@@ -179,18 +179,6 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"disconnect stop_on_client_after", gapWarn, "a client cut off from its servers does not stop these allocations itself (the servers do wait that long before replacing them)", func(c groupCtx) []string {
-		return when(c.tg.Disconnect != nil && c.tg.Disconnect.StopOnClientAfter != nil, "disconnect stop_on_client_after")
-	}},
-	{"max_client_disconnect", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { lost_after }", func(c groupCtx) []string {
-		return when(c.tg.MaxClientDisconnect != nil, "max_client_disconnect")
-	}},
-	{"stop_after_client_disconnect", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { stop_on_client_after }", func(c groupCtx) []string {
-		return when(c.tg.StopAfterClientDisconnect != nil, "stop_after_client_disconnect")
-	}},
-	{"prevent_reschedule_on_lost", gapWarn, "ignored since Nomad 1.10 as well; use disconnect { replace }", func(c groupCtx) []string {
-		return when(c.tg.PreventRescheduleOnLost, "prevent_reschedule_on_lost")
-	}},
 	{"ephemeral_disk sticky/migrate", gapWarn, "a replacement allocation starts with an empty alloc dir", func(c groupCtx) []string {
 		d := c.tg.EphemeralDisk
 		return when(d != nil && (d.Sticky || d.Migrate), "ephemeral_disk sticky/migrate")

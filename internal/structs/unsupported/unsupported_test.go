@@ -124,12 +124,6 @@ func TestCheck_Decisions(t *testing.T) {
 		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
-		{"disconnect stop_on_client_after", func(j *api.Job) {
-			tg(j).Disconnect = &api.DisconnectStrategy{LostAfter: dur(time.Hour), StopOnClientAfter: dur(time.Minute)}
-		}, "", gp + `disconnect stop_on_client_after is accepted`},
-		{"max_client_disconnect", func(j *api.Job) { tg(j).MaxClientDisconnect = dur(time.Hour) }, "", gp + `max_client_disconnect is accepted`},
-		{"stop_after_client_disconnect", func(j *api.Job) { tg(j).StopAfterClientDisconnect = dur(time.Hour) }, "", gp + `stop_after_client_disconnect is accepted`},
-		{"prevent_reschedule_on_lost", func(j *api.Job) { tg(j).PreventRescheduleOnLost = new(true) }, "", gp + `prevent_reschedule_on_lost is accepted`},
 		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
 		{"group shutdown_delay", func(j *api.Job) { tg(j).ShutdownDelay = dur(5 * time.Second) }, "", gp + `shutdown_delay is accepted`},
 		{"task shutdown_delay", func(j *api.Job) { task(j).ShutdownDelay = 5 * time.Second }, "", tp + `shutdown_delay is accepted`},
@@ -195,6 +189,17 @@ func TestCheck_ExplicitDefaultsAreQuiet(t *testing.T) {
 	j.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(5)), Policy: map[string]any{"check": "cpu"}}
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Errorf("group scaling policy: want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+	// The disconnect block, all of it, and the deprecated keys it replaces
+	// are acted on (servers and clients).
+	hour, minute := time.Hour, time.Minute
+	j = gapJob("service")
+	j.TaskGroups[0].Disconnect = &api.DisconnectStrategy{LostAfter: &hour, StopOnClientAfter: &minute}
+	j.TaskGroups[0].MaxClientDisconnect = &hour
+	j.TaskGroups[0].StopAfterClientDisconnect = &hour
+	j.TaskGroups[0].PreventRescheduleOnLost = new(true)
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("disconnect block and legacy keys: want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
 	// max_parallel = 0 turns rolling updates off in Nomad too.
 	j = gapJob("service")
