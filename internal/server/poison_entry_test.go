@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -24,7 +25,7 @@ func TestDeepTaskConfigIsRefusedBeforeRaft(t *testing.T) {
 	s := testServer(t, nil)
 	job := testJob("deep", 1)
 	job.TaskGroups[0].Tasks[0].Config["nest"] = deeplyNested(3000)
-	before := s.raft.LastIndex()
+	before := quiescentIndex(t, s)
 
 	var reg structs.JobRegisterResponse
 	err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg)
@@ -57,7 +58,7 @@ func TestRaftApplyRefusesUndecodableEntries(t *testing.T) {
 	job := testJob("deep", 1)
 	job.TaskGroups[0].Tasks[0].Config["nest"] = deeplyNested(3000) // as if validation had missed it
 	job.Canonicalize()
-	before := s.raft.LastIndex()
+	before := quiescentIndex(t, s)
 	_, _, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
 	code, msg := structs.ErrorCode(err)
 	if code != 400 || !strings.Contains(msg, "could not read back") {
@@ -70,4 +71,20 @@ func TestRaftApplyRefusesUndecodableEntries(t *testing.T) {
 	if _, _, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("ok", 1)}); err != nil {
 		t.Fatalf("a normal entry: %v", err)
 	}
+}
+
+// quiescentIndex waits until the new leader's own first writes (keyring,
+// cluster metadata, scheduler configuration) are done, the Raft index
+// unchanged for 300 ms, and returns it: an index taken earlier can move
+// under a test that checks nothing was proposed.
+func quiescentIndex(t *testing.T, s *Server) uint64 {
+	t.Helper()
+	last, since := s.raft.LastIndex(), time.Now()
+	waitFor(t, 10*time.Second, "a quiet Raft log", func() bool {
+		if idx := s.raft.LastIndex(); idx != last {
+			last, since = idx, time.Now()
+		}
+		return time.Since(since) >= 300*time.Millisecond
+	})
+	return last
 }
