@@ -29,6 +29,10 @@ func jobCountErrors(job *structs.Job, limit int) []string {
 		if tg.Count > limit {
 			errs = append(errs, fmt.Sprintf("Task group %q: count %d exceeds the server's job_max_count (%d)", tg.Name, tg.Count, limit))
 		}
+		// Canaries are placed beside the group's allocations: bounded alike.
+		if u := tg.Update; u != nil && u.Canary != nil && *u.Canary > limit {
+			errs = append(errs, fmt.Sprintf("Task group %q: update.canary %d exceeds the server's job_max_count (%d)", tg.Name, *u.Canary, limit))
+		}
 		total += min(tg.Count, limit+1) // groups x (limit+1): cannot overflow
 	}
 	if len(errs) == 0 && total > limit {

@@ -54,6 +54,14 @@ func TestJobMaxCountRefusedEverywhere(t *testing.T) {
 	if code, msg := structs.ErrorCode(err); code != 400 || !strings.Contains(msg, `Job "two": the sum of its group counts (12) exceeds the server's job_max_count (10)`) {
 		t.Fatalf("sum over the limit: got %d %q", code, msg)
 	}
+	// Canaries are placements too: a canary count over the limit is refused.
+	canaries := testJob("canaries", 1)
+	huge := 1_000_000_000
+	canaries.TaskGroups[0].Update = &structs.UpdateStrategy{Canary: &huge}
+	err = s.RPC("Job.Register", &structs.JobRegisterRequest{Job: canaries}, &rr)
+	if code, msg := structs.ErrorCode(err); code != 400 || !strings.Contains(msg, `Task group "web": update.canary 1000000000 exceeds the server's job_max_count (10)`) {
+		t.Fatalf("canaries over the limit: got %d %q", code, msg)
+	}
 	// At the limit is fine.
 	register(t, s, testJob("ten", 10))
 }

@@ -187,6 +187,9 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 	if rp := tg.RestartPolicy; rp != nil {
 		validateRestart(prefix+": RestartPolicy", rp, v)
 	}
+	if u := tg.Update; u != nil {
+		validateUpdate(prefix+": Update", u, v)
+	}
 	staticPorts := map[string]string{}
 	labels := map[string]bool{}
 	for ni, n := range tg.Networks {
@@ -284,6 +287,51 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 	}
 	if leaders > 1 {
 		v.add("%s: only one task may be marked as leader", prefix)
+	}
+}
+
+// validateUpdate checks an update block as Nomad does; unset fields (not
+// yet canonicalized) are left alone.
+func validateUpdate(prefix string, u *UpdateStrategy, v *ValidationError) {
+	dur := func(d *time.Duration) time.Duration {
+		if d == nil {
+			return 0
+		}
+		return *d
+	}
+	if u.HealthCheck != nil {
+		switch *u.HealthCheck {
+		case "", "checks", "task_states", "manual":
+		default:
+			v.add("%s.HealthCheck: invalid health check %q (checks, task_states or manual)", prefix, *u.HealthCheck)
+		}
+	}
+	if u.MaxParallel != nil && *u.MaxParallel < 0 {
+		v.add("%s.MaxParallel must not be negative (got %d)", prefix, *u.MaxParallel)
+	}
+	if u.Canary != nil && *u.Canary < 0 {
+		v.add("%s.Canary must not be negative (got %d)", prefix, *u.Canary)
+	}
+	if u.AutoPromote != nil && *u.AutoPromote && (u.Canary == nil || *u.Canary == 0) {
+		v.add("%s.AutoPromote needs a Canary count greater than zero", prefix)
+	}
+	if u.MinHealthyTime != nil && *u.MinHealthyTime < 0 {
+		v.add("%s.MinHealthyTime must not be negative", prefix)
+	}
+	if u.HealthyDeadline != nil && *u.HealthyDeadline <= 0 {
+		v.add("%s.HealthyDeadline must be greater than zero", prefix)
+	}
+	if u.ProgressDeadline != nil && *u.ProgressDeadline < 0 {
+		v.add("%s.ProgressDeadline must not be negative", prefix)
+	}
+	if u.Stagger != nil && *u.Stagger <= 0 {
+		v.add("%s.Stagger must be greater than zero", prefix)
+	}
+	if u.MinHealthyTime != nil && u.HealthyDeadline != nil && dur(u.MinHealthyTime) >= dur(u.HealthyDeadline) {
+		v.add("%s: MinHealthyTime (%v) must be less than HealthyDeadline (%v)", prefix, dur(u.MinHealthyTime), dur(u.HealthyDeadline))
+	}
+	if u.HealthyDeadline != nil && dur(u.ProgressDeadline) > 0 && dur(u.HealthyDeadline) >= dur(u.ProgressDeadline) {
+		v.add("%s: HealthyDeadline (%v) must be less than ProgressDeadline (%v)", prefix, dur(u.HealthyDeadline), dur(u.ProgressDeadline))
 	}
 }
 

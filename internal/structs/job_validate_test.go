@@ -3,6 +3,7 @@ package structs
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func validJob() *Job {
@@ -30,6 +31,31 @@ func TestValidateNamesTheField(t *testing.T) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "a", Value: 80}, {Label: "b", Value: 80}}}}
 		}, "static port 80 is used by both"},
 	}
+	upd := func(f func(u *UpdateStrategy)) func(j *Job) {
+		return func(j *Job) {
+			u := &UpdateStrategy{}
+			f(u)
+			j.TaskGroups[0].Update = u
+		}
+	}
+	d := func(v time.Duration) *time.Duration { return &v }
+	n := func(v int) *int { return &v }
+	cases = append(cases, []struct {
+		name string
+		mut  func(j *Job)
+		want string
+	}{
+		{"update health check", upd(func(u *UpdateStrategy) { s := "bogus"; u.HealthCheck = &s }), `Task group "g": Update.HealthCheck: invalid health check "bogus"`},
+		{"update max_parallel", upd(func(u *UpdateStrategy) { u.MaxParallel = n(-5) }), "Update.MaxParallel must not be negative (got -5)"},
+		{"update canary", upd(func(u *UpdateStrategy) { u.Canary = n(-1) }), "Update.Canary must not be negative"},
+		{"update auto_promote", upd(func(u *UpdateStrategy) { t := true; u.AutoPromote = &t }), "Update.AutoPromote needs a Canary"},
+		{"update min_healthy_time", upd(func(u *UpdateStrategy) { u.MinHealthyTime = d(-1) }), "Update.MinHealthyTime must not be negative"},
+		{"update healthy_deadline", upd(func(u *UpdateStrategy) { u.HealthyDeadline = d(0) }), "Update.HealthyDeadline must be greater than zero"},
+		{"update progress_deadline", upd(func(u *UpdateStrategy) { u.ProgressDeadline = d(-5) }), "Update.ProgressDeadline must not be negative"},
+		{"update stagger", upd(func(u *UpdateStrategy) { u.Stagger = d(-1) }), "Update.Stagger must be greater than zero"},
+		{"update min >= deadline", upd(func(u *UpdateStrategy) { u.MinHealthyTime, u.HealthyDeadline = d(10), d(1) }), "MinHealthyTime (10ns) must be less than HealthyDeadline (1ns)"},
+		{"update deadline >= progress", upd(func(u *UpdateStrategy) { u.HealthyDeadline, u.ProgressDeadline = d(time.Minute), d(time.Second) }), "HealthyDeadline (1m0s) must be less than ProgressDeadline (1s)"},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := validJob()
