@@ -13,6 +13,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -89,6 +90,7 @@ func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
+		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
@@ -121,6 +123,17 @@ func (a *Agent) dockerConfig() docker.PluginConfig {
 		}
 	}
 	return c
+}
+
+// qemuConfig is the agent's `plugin "qemu"` config (validated at load: an
+// error cannot happen here; the defaults are used if it does).
+func (a *Agent) qemuConfig() qemu.PluginConfig {
+	if p := a.config.Plugins[qemu.Name]; p != nil {
+		if pc, err := qemu.ParsePluginConfig(p.Config); err == nil {
+			return pc
+		}
+	}
+	return qemu.PluginConfig{}
 }
 
 // devicePlugins builds the device plugins the agent configuration names.

@@ -23,6 +23,10 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"docker", map[string]any{"image": "redis", "portz": []any{"http"}}, true, `unknown key "portz"`},
 		{"docker", map[string]any{"image": "redis", "shm_size": "big"}, true, `shm_size must be an integer`},
 		{"docker", map[string]any{"command": "x"}, true, `"image" is required`},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "kvm", "port_map": []any{map[string]any{"http": 80.0}}}, true, ""},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "hvf"}, true, `accelerator must be "tcg" or "kvm"`},
+		{"qemu", map[string]any{"image_path": "vm.img", "drive_interface": "usb"}, true, `drive_interface must be one of`},
+		{"qemu", map[string]any{"args": []any{"-snapshot"}}, true, `"image_path" is required`},
 		{"podman", map[string]any{"image": "redis"}, false, ""},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
@@ -39,10 +43,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,qemu,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || IsPlugin("exec") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || !IsPlugin("qemu") || IsPlugin("podman") || IsPlugin("exec") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }
