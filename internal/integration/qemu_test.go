@@ -25,6 +25,8 @@ import (
 // answers on the allocation's port; a client agent killed with SIGKILL
 // and started again re-attaches to the same qemu process (not restarted);
 // `job stop` powers the guest down through QMP within the kill timeout.
+// (`alloc logs` and stats ask the client agent: servers do not forward
+// client requests yet.)
 
 const qemuJob = `
 job "vm" {
@@ -190,6 +192,14 @@ func TestQemuJobBootsReattachesAndStopsGracefully(t *testing.T) {
 	pids = qemuPIDs(allocID)
 	if len(pids) != 1 {
 		t.Fatalf("want one qemu process for the allocation, got %v", pids)
+	}
+	// The VM's use, as the stats API reports it.
+	u, err := cli.client.Allocations().Stats(al, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := u.Tasks["vm"]; ts == nil || ts.ResourceUsage == nil || ts.ResourceUsage.MemoryStats.RSS < 16<<20 {
+		t.Fatalf("stats of the running VM: %+v", ts)
 	}
 
 	// The client agent dies; the VM does not, and the restarted agent
