@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -130,5 +131,76 @@ func TestQMPPowerdown(t *testing.T) {
 
 	if err := qmpPowerdown(t.TempDir(), time.Second); err == nil || !strings.Contains(err.Error(), "connect to the QMP monitor") {
 		t.Fatalf("no monitor: %v", err)
+	}
+}
+
+// Through a stand-in emulator (a script): the VM process runs under the
+// supervisor with the command line built from the task, its output lands
+// in the task's log file, and a graceful stop whose monitor does not
+// answer falls back to the stop signal at once instead of waiting out the
+// kill timeout.
+func TestStopWithoutMonitorFallsBackToSignal(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "qemu-system-x86_64")
+	script := `#!/bin/sh
+if [ "$1" = --version ]; then echo 'QEMU emulator version 7.2.22'; exit 0; fi
+echo "args: $*"
+trap 'echo got-term; exit 3' TERM
+while :; do sleep 0.1; done
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alloc := t.TempDir()
+	task := filepath.Join(alloc, "vm")
+	logs := filepath.Join(alloc, "alloc", "logs")
+	for _, d := range []string{task, logs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(task, "disk.img"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &drivers.TaskConfig{ID: "a1/vm", AllocID: "a1", Name: "vm", AllocDir: alloc, TaskDir: task,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Logs: &drivers.LogConfig{Dir: logs, MaxFiles: 2, MaxFileSizeMB: 1},
+		Config: map[string]any{"image_path": "disk.img", "graceful_shutdown": true}}
+	d := New(Config{Binary: bin})
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	stdout := filepath.Join(logs, "vm.stdout.0")
+	read := func() string { b, _ := os.ReadFile(stdout); return string(b) }
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(read(), "args: ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the emulator's output never reached %s", stdout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	real, _ := filepath.EvalSymlinks(filepath.Join(task, "disk.img"))
+	for _, want := range []string{"-machine type=pc,accel=tcg", "-drive file=" + real + ",if=ide", "-qmp unix:qmp.sock,server=on,wait=off"} {
+		if !strings.Contains(read(), want) {
+			t.Fatalf("command line %q lacks %q", read(), want)
+		}
+	}
+	start := time.Now()
+	if err := d.StopTask(cfg.ID, 30*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("stop took %s: it waited for a monitor that does not exist", took)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ch, err := d.WaitTask(ctx, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r == nil || r.ExitCode != 3 {
+		t.Fatalf("exit %+v, want the emulator's own exit code 3 after SIGTERM", r)
+	}
+	if !strings.Contains(read(), "got-term") {
+		t.Fatalf("the emulator never got SIGTERM: %q", read())
 	}
 }

@@ -216,7 +216,8 @@ func TestVMKilledWhenGuestIgnoresPowerdown(t *testing.T) {
 	}
 }
 
-// KVM: the image's firmware and boot loader run with accelerator "kvm".
+// KVM: the image's firmware and boot loader run with accelerator "kvm",
+// from a virtio disk.
 // (On our CI machines, a nested PVM hypervisor, a stock Debian kernel does
 // not get past its decompressor under KVM, so the full boot is the TCG
 // test above.)
@@ -229,7 +230,9 @@ func TestVMStartsWithKVM(t *testing.T) {
 		t.Skipf("/dev/kvm is not usable (%v)", err)
 	}
 	img := qemutest.Image(t)
-	cfg := vmTask(t, img, map[string]any{"accelerator": "kvm"})
+	// The firmware boots the image from a virtio disk; the guest agent's
+	// socket is there for a guest that runs one.
+	cfg := vmTask(t, img, map[string]any{"accelerator": "kvm", "drive_interface": "virtio", "guest_agent": true})
 	d := New(Config{Binary: bin})
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -241,8 +244,13 @@ func TestVMStartsWithKVM(t *testing.T) {
 		t.Fatalf("inspect: %+v %v", st, err)
 	}
 	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(st.PIDs[0]) + "/cmdline")
-	if !strings.Contains(string(cmdline), "accel=kvm") {
-		t.Fatalf("qemu runs without KVM: %q", cmdline)
+	if !strings.Contains(string(cmdline), "accel=kvm") || !strings.Contains(string(cmdline), "if=virtio") {
+		t.Fatalf("qemu runs without KVM or the virtio disk: %q", cmdline)
+	}
+	if c, err := dialTaskSocket(cfg.TaskDir, guestAgentSocket, time.Second); err != nil {
+		t.Fatalf("guest agent socket: %v", err)
+	} else {
+		c.Close()
 	}
 	start := time.Now()
 	if err := d.StopTask(cfg.ID, 5*time.Second, "SIGTERM"); err != nil {
