@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
@@ -221,7 +222,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	}
 	// A socket left by an earlier run of the task would make qemu fail.
 	for _, s := range []string{monitorSocket, guestAgentSocket} {
-		_ = os.Remove(cfg.TaskDir + "/" + s)
+		_ = os.Remove(filepath.Join(cfg.TaskDir, s))
 	}
 	args := commandArgs(cfg, tc, v)
 	h, err := d.inner.StartTask(innerConfig(cfg, bin, args))
@@ -338,7 +339,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		return err
 	}
 	for _, s := range []string{monitorSocket, guestAgentSocket} {
-		_ = os.Remove(t.cfg.TaskDir + "/" + s)
+		_ = os.Remove(filepath.Join(t.cfg.TaskDir, s))
 	}
 	d.mu.Lock()
 	delete(d.tasks, taskID)

@@ -162,10 +162,17 @@ func Image(t testing.TB) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyFile(tmpImg, img+".tmp"); err != nil {
+	// Test binaries of other packages may build the same image at the
+	// same time: each writes its own file and renames it into place.
+	tmp, err := os.CreateTemp(dir, "disk.img.*")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(img+".tmp", img); err != nil {
+	tmp.Close()
+	if err := copyFile(tmpImg, tmp.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), img); err != nil {
 		t.Fatal(err)
 	}
 	return img
@@ -195,11 +202,19 @@ func findKernel(t testing.TB) (kernel, modDir, source string) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(os.TempDir(), "drover-qemu-kernel-"+shortHash(fmt.Sprintf("%s %d %d", deb, st.Size(), st.ModTime().UnixNano())))
-	if _, err := os.Stat(filepath.Join(out, "done")); err != nil {
-		_ = os.RemoveAll(out)
-		run(t, "dpkg-deb", "-x", deb, out)
-		if err := os.WriteFile(filepath.Join(out, "done"), nil, 0o644); err != nil {
+	if _, err := os.Stat(out); err != nil {
+		// Extracted beside it and renamed into place: a concurrent
+		// extraction of the same package wins or loses whole.
+		tmp, err := os.MkdirTemp(os.TempDir(), "drover-qemu-kernel-tmp-")
+		if err != nil {
 			t.Fatal(err)
+		}
+		run(t, "dpkg-deb", "-x", deb, tmp)
+		if err := os.Rename(tmp, out); err != nil {
+			_ = os.RemoveAll(tmp)
+			if _, serr := os.Stat(out); serr != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	ks, _ := filepath.Glob(filepath.Join(out, "boot", "vmlinuz-*"))
