@@ -350,3 +350,9 @@ func (c *Client) Allocs() []*structs.Allocation {
 	}
 	return out
 }
+
+// HasAlloc reports whether this client runs (or keeps) the allocation.
+func (c *Client) HasAlloc(allocID string) bool {
+	_, err := c.getAllocRunner(allocID)
+	return err == nil
+}
