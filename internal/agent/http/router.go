@@ -85,7 +85,7 @@ type Config struct {
 	Allocs     LocalAllocs      // nil: the agent runs no client
 	// Reach opens pipes to other nodes' agents; nil: requests about
 	// another node are refused.
-	Reach NodeDialer
+	Reach      NodeDialer
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
 	Schedulers SchedulerWorkers // nil: the agent runs no server
