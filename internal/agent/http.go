@@ -47,6 +47,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.AllocStats = a.client
 		cfg.GC = a.client
 		cfg.Allocs = a.client
+		cfg.AllocOps = a.client
 	}
 	cfg.Reach = nodeDialer{a}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {

@@ -83,6 +83,7 @@ type Config struct {
 	AllocStats ClientAllocStats // nil: the agent runs no client
 	GC         ClientGC         // nil: the agent runs no client
 	Allocs     LocalAllocs      // nil: the agent runs no client
+	AllocOps   ClientAllocOps   // nil: the agent runs no client
 	// Reach opens pipes to other nodes' agents; nil: requests about
 	// another node are refused.
 	Reach      NodeDialer
