@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
@@ -24,6 +25,9 @@ type Client struct {
 	cfg    Config
 	logger hclog.Logger
 	now    func() time.Time
+
+	// allocMetricsBusy: a pass of publishAllocMetrics is running.
+	allocMetricsBusy atomic.Bool
 
 	nodeMu sync.RWMutex
 	node   *structs.Node

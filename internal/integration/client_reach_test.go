@@ -24,7 +24,10 @@ func TestClientAPIsThroughServer(t *testing.T) {
 		"server": map[string]any{"bootstrap_expect": 1},
 	})
 	srv.waitReady(false)
-	rawExec := map[string]any{"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}}}
+	rawExec := map[string]any{
+		"plugin":    map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		"telemetry": map[string]any{"publish_allocation_metrics": true, "collection_interval": "200ms"},
+	}
 	servers := fmt.Sprintf("127.0.0.1:%d", srv.rpc)
 	clients := []*agent{
 		startAgent(t, t.TempDir(), []string{"-client", "-servers", servers}, rawExec),
@@ -93,6 +96,20 @@ i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`
 			if code != 0 || !strings.Contains(out, "Task Resources:") || !strings.Contains(out, "MiB/32 MiB") {
 				t.Fatalf("alloc status -stats: %d\n%s", code, out)
 			}
+			waitFor(t, 20*time.Second, "the task's published memory gauge", func() bool {
+				m, _, err := node.client.Operator().MetricsSummary(nil)
+				if err != nil {
+					return false
+				}
+				for _, g := range m.Gauges {
+					l := g.DisplayLabels
+					if strings.HasSuffix(g.Name, ".client.allocs.memory.rss") && l["alloc_id"] == a.ID && l["task"] == "t" &&
+						l["job"] == "reach" && l["task_group"] == "g" && l["namespace"] == "default" && g.Value > 0 {
+						return true
+					}
+				}
+				return false
+			})
 			out, code = srv.cli("", "node", "status", "-stats", a.NodeID)
 			if code != 0 || !strings.Contains(out, "CPU Stats") || strings.Contains(out, "unavailable") {
 				t.Fatalf("node status -stats: %d\n%s", code, out)
