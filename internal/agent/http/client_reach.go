@@ -69,6 +69,11 @@ func (s *server) onAllocNode(prefix string, h apiHandler) apiHandler {
 			return nil, err
 		}
 		if reply.Alloc == nil {
+			if strings.HasSuffix(r.URL.Path, "/exec") {
+				// As Nomad, exec refuses after the upgrade, with the
+				// reason in the close frame: the local handler does.
+				return h(w, r)
+			}
 			return nil, structs.NewErrCoded(http.StatusNotFound, "Unknown allocation %q", id)
 		}
 		if reply.Alloc.NodeID == "" || reply.Alloc.NodeID == s.localNodeID() {

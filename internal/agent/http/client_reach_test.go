@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -154,5 +155,23 @@ func TestRelayUnknownAlloc(t *testing.T) {
 	env.rpc.fail("Alloc.GetAlloc", errors.New("no leader"))
 	if code, _, _ := env.raw(t, "GET", "/v1/client/fs/cat/a9?path=x", ""); code == 200 {
 		t.Fatalf("rpc failure: %d", code)
+	}
+}
+
+// exec of an allocation the servers do not know is refused as Nomad does,
+// after the upgrade with the reason in the close frame (what the api
+// client's Exec returns as its error), not with a status.
+func TestRelayExecUnknownAlloc(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.FS = nil; c.Reach = &tcpDialer{} })
+	env.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{})
+	url := "ws" + strings.TrimPrefix(env.srv.URL, "http") + `/v1/client/allocation/a9/exec?task=web&command=%5B%22sh%22%5D`
+	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var f api.ExecStreamingOutput
+	if err := conn.ReadJSON(&f); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || err.(*websocket.CloseError).Text != `Unknown allocation "a9"` {
+		t.Fatalf("want a close with the refusal, got %v", err)
 	}
 }
