@@ -112,7 +112,9 @@ func (a *Agent) dataDir(sub string) (string, error) {
 		return "", err
 	}
 	a.tmpDirs = append(a.tmpDirs, dir)
-	return dir, nil
+	// Traversable as a configured data dir is: a task run as its `user`
+	// must reach its task directory below it.
+	return dir, os.Chmod(dir, 0o711)
 }
 
 func (a *Agent) setupServer() error {
