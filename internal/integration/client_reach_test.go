@@ -85,6 +85,16 @@ i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`
 			if code != 0 || !strings.Contains(out, "tick 1\n") {
 				t.Fatalf("alloc fs cat: %d %q", code, tail(out, 5))
 			}
+			// The other client agent reaches it too (through a server).
+			for _, c := range clients {
+				if c == node {
+					continue
+				}
+				out, code := c.cli("", "alloc", "fs", a.ID, "alloc/logs/t.stdout.0")
+				if code != 0 || !strings.Contains(out, "tick 1\n") {
+					t.Fatalf("alloc fs cat through the other client: %d %q", code, tail(out, 5))
+				}
+			}
 
 			out, code = srv.cli("", "alloc", "exec", "-i=false", "-t=false", a.ID, "/bin/sh", "-c", `echo "in $NOMAD_ALLOC_ID"; exit 5`)
 			if code != 5 || strings.TrimSpace(out) != "in "+a.ID {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -137,11 +138,10 @@ func (s *server) relayToNode(w http.ResponseWriter, r *http.Request, nodeID stri
 		}
 		return nil, structs.NewErrCoded(http.StatusServiceUnavailable, "no path to node %s: %v", nodeID, err)
 	}
-	used := false
+	var used atomic.Bool
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if !used {
-				used = true
+			if used.CompareAndSwap(false, true) {
 				return conn, nil
 			}
 			return s.cfg.Reach.DialNode(ctx, nodeID)
@@ -166,8 +166,8 @@ func (s *server) relayToNode(w http.ResponseWriter, r *http.Request, nodeID stri
 		},
 	}
 	rp.ServeHTTP(w, r)
-	if !used {
-		conn.Close()
+	if used.CompareAndSwap(false, true) {
+		conn.Close() // never handed to the transport
 	}
 	if relayErr != nil {
 		if r.Context().Err() != nil {
