@@ -48,7 +48,9 @@ Usage: `+BinaryName+` alloc restart [options] <allocation> <task>
 Restart Options:
 
   -task <task-name>   The task to restart (or give it after the allocation).
-  -all-tasks          Restart every task of the allocation.
+  -all-tasks          Restart every task of the allocation (refused while
+                      one of them is not running: Drover does not run a
+                      finished lifecycle task again yet).
   -verbose            Show full IDs.
 `) + "\n" + globalHelp
 }

@@ -9,10 +9,12 @@ import (
 )
 
 // AllocRestart restarts an allocation's tasks in place (`alloc restart`):
-// the named task, or every running task. allTasks asks for every task;
-// Drover runs no lifecycle hooks to re-run, so it restarts every running
-// task too. Each restart records Restart Signaled then Restarting and
-// counts in the task's restarts. Refusals are coded 4xx errors.
+// the named task, or every running task. allTasks asks for every task,
+// which is the same while every task runs; Nomad also runs completed
+// lifecycle tasks again, which Drover does not do yet, so allTasks with a
+// task that is not running is refused, naming it. Each restart records
+// Restart Signaled then Restarting and counts in the task's restarts.
+// Refusals are coded 4xx errors.
 func (c *Client) AllocRestart(allocID, task string, allTasks bool) error {
 	if task != "" && allTasks {
 		return structs.NewErrCoded(400, "task name cannot be set when all tasks are restarted")
@@ -27,6 +29,12 @@ func (c *Client) AllocRestart(allocID, task string, allTasks bool) error {
 			return structs.NewErrCoded(404, "task %q not found in allocation %s", task, allocID)
 		}
 		tasks = []string{task}
+	} else if allTasks {
+		for _, name := range ar.TaskNames() {
+			if st := ar.TaskState(name); st == nil || st.State != structs.TaskStateRunning {
+				return structs.NewErrCoded(400, "restarting all tasks would run task %q again, which is not running; Drover cannot run a finished task again yet: restart the running tasks (without all tasks)", name)
+			}
+		}
 	} else if !ar.AnyTaskRunning() {
 		return structs.NewErrCoded(400, "no task of allocation %s is running", allocID)
 	}

@@ -24,7 +24,7 @@ type NodeConfig struct {
 	Proto   byte
 	Logger  hclog.Logger
 	// MinBackoff and MaxBackoff bound the wait between connection
-	// attempts (0: 500 ms and 15 s).
+	// attempts (0: 500 ms and 5 s).
 	MinBackoff, MaxBackoff time.Duration
 }
 
@@ -53,7 +53,7 @@ func StartNode(cfg NodeConfig) *NodeSession {
 		cfg.MinBackoff = 500 * time.Millisecond
 	}
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 15 * time.Second
+		cfg.MaxBackoff = 5 * time.Second
 	}
 	n := &NodeSession{cfg: cfg, log: cfg.Logger, ln: newChanListener(), stop: make(chan struct{}), done: make(chan struct{})}
 	n.srv = &http.Server{Handler: cfg.Handler, ReadHeaderTimeout: 30 * time.Second}

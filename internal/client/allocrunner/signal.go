@@ -53,3 +53,12 @@ func (ar *AllocRunner) AnyTaskRunning() bool {
 	}
 	return false
 }
+
+// TaskNames lists the allocation's tasks in the job's order.
+func (ar *AllocRunner) TaskNames() []string {
+	out := make([]string, 0, len(ar.tasks))
+	for _, e := range ar.tasks {
+		out = append(out, e.tr.Task().Name)
+	}
+	return out
+}
