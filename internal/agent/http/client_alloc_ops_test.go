@@ -55,6 +55,9 @@ func TestAllocOpsRoutes(t *testing.T) {
 	if err != nil || checks == nil || len(checks) != 0 {
 		t.Fatalf("checks: %v %v", checks, err)
 	}
+	if code, _, body := env.raw(t, "GET", "/v1/allocation/a1/checks", ""); code != 200 || strings.TrimSpace(body) != "{}" {
+		t.Fatalf("server-side checks route: %d %q", code, body)
+	}
 	if got := strings.Join(ops.calls, "|"); got != "restart web running|restart  all|signal web SIGUSR1" {
 		t.Fatalf("calls %q", got)
 	}
