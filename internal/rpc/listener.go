@@ -15,7 +15,8 @@ import (
 
 // Listener accepts connections on the RPC port and dispatches them by their
 // first byte: net/rpc sessions to the rpc.Server, Raft connections to the
-// RaftLayer, yamux sessions to per-stream net/rpc sessions.
+// RaftLayer, yamux sessions to per-stream net/rpc sessions, and any other
+// byte to the handler registered for it (Handle).
 type Listener struct {
 	ln     net.Listener
 	srv    *rpc.Server
