@@ -34,7 +34,9 @@ type Hub struct {
 
 	mu       sync.Mutex
 	sessions map[string]*yamux.Session
-	closed   bool
+	// via remembers the peer that last had a node's session, tried first.
+	via    map[string]string
+	closed bool
 }
 
 // NewHub builds a server's hub.
@@ -45,7 +47,7 @@ func NewHub(cfg HubConfig) *Hub {
 	if cfg.Peers == nil {
 		cfg.Peers = func() []string { return nil }
 	}
-	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*yamux.Session{}}
+	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*yamux.Session{}, via: map[string]string{}}
 }
 
 // ErrNoPath: no server holds a session of the node.
@@ -154,13 +156,32 @@ func (h *Hub) DialNode(ctx context.Context, nodeID string) (net.Conn, error) {
 	if c, err := h.openLocal(nodeID); err == nil {
 		return c, nil
 	}
-	for _, p := range h.cfg.Peers() {
+	peers := h.cfg.Peers()
+	h.mu.Lock()
+	last := h.via[nodeID]
+	h.mu.Unlock()
+	if last != "" {
+		// The peer that had the session last time first.
+		for i, p := range peers {
+			if p == last {
+				peers = append([]string{p}, append(peers[:i:i], peers[i+1:]...)...)
+				break
+			}
+		}
+	}
+	for _, p := range peers {
 		c, err := DialTunnel(ctx, p, h.cfg.Proto, nodeID, false)
 		if err == nil {
+			h.mu.Lock()
+			h.via[nodeID] = p
+			h.mu.Unlock()
 			return c, nil
 		}
 		h.log.Trace("peer has no path to node", "peer", p, "node_id", nodeID, "error", err)
 	}
+	h.mu.Lock()
+	delete(h.via, nodeID)
+	h.mu.Unlock()
 	return nil, errNoPath(nodeID)
 }
 
