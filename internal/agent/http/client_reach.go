@@ -63,6 +63,7 @@ func (s *server) onAllocNode(prefix string, h apiHandler) apiHandler {
 		}
 		args := structs.AllocSpecificRequest{AllocID: id}
 		args.Region = s.requestRegion(r)
+		args.Namespace = requestNamespace(r)
 		args.AuthToken = requestToken(r)
 		args.AllowStale = true
 		var reply structs.SingleAllocResponse
