@@ -70,6 +70,7 @@ func (a *Agent) setupClient() error {
 	if t := c.Telemetry; t != nil {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
+		cfg.PublishAllocationMetrics = t.PublishAllocationMetrics
 	}
 	if r := cc.Reserved; r != nil {
 		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}

@@ -60,12 +60,15 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":  mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status": mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":   mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":     boolFlags("stat", "verbose"),
-	"alloc stop":   boolFlags("detach", "verbose"),
-	"node status":  mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"eval status":   mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status":  mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":    mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":      boolFlags("stat", "verbose"),
+	"alloc stop":    boolFlags("detach", "verbose"),
+	"alloc restart": mergeFlags(boolFlags("all-tasks", "verbose"), complete.Flags{"-task": complete.PredictAnything}),
+	"alloc signal":  mergeFlags(boolFlags("verbose"), complete.Flags{"-s": complete.PredictSet("SIGHUP", "SIGINT", "SIGKILL", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2"), "-task": complete.PredictAnything}),
+	"alloc checks":  mergeFlags(outputFlags, boolFlags("verbose")),
+	"node status":   mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
 	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),
 		complete.Flags{"-deadline": complete.PredictAnything, "-m": complete.PredictAnything, "-meta": complete.PredictAnything}),
 	"node eligibility":          boolFlags("enable", "disable", "self"),
@@ -118,7 +121,7 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "jobs")
 	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
 		return idPredictor(m.Client, "deployments")
-	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
+	case "alloc status", "alloc logs", "alloc fs", "alloc stop", "alloc restart", "alloc signal", "alloc checks", "alloc exec":
 		return idPredictor(m.Client, "allocs")
 	case "eval status", "eval delete":
 		return idPredictor(m.Client, "evals")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
+	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
 	"github.com/drover-project/drover/internal/server/deploywatch"
@@ -31,6 +32,9 @@ import (
 type Server struct {
 	config *Config
 	logger hclog.Logger
+
+	// reach holds the client agents' sessions (reach.go).
+	reach *reach.Hub
 
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
@@ -218,6 +222,7 @@ func (s *Server) setupRPCListener() error {
 	}
 	// Serving starts in NewServer once Raft is set up: endpoints read it.
 	s.listener = droverrpc.NewListener(ln, s.rpcServer, s.raftLayer, s.logger.Named("rpc"))
+	s.setupReach()
 	return nil
 }
 
@@ -315,6 +320,7 @@ func (s *Server) Shutdown() error {
 		if s.listener != nil {
 			s.listener.Close()
 		}
+		s.reach.Close()
 		s.pool.Shutdown()
 		s.wg.Wait()
 	})

@@ -85,6 +85,10 @@ var authRoutes = []struct{ method, path, body string }{
 	{"PUT", "/v1/system/reconcile/summaries", ""},
 	{"PUT", "/v1/client/gc?node_id=n1", ""},
 	{"PUT", "/v1/client/allocation/a1/gc", ""},
+	{"PUT", "/v1/client/allocation/a1/restart", `{"TaskName":"web"}`},
+	{"PUT", "/v1/client/allocation/a1/signal", `{"Task":"web","Signal":"SIGUSR1"}`},
+	{"GET", "/v1/client/allocation/a1/checks", ""},
+	{"GET", "/v1/allocation/a1/checks", ""},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {
