@@ -233,6 +233,7 @@ func (s *Server) registerEndpoints() error {
 		"Deployment": &Deployment{s},
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
+		"NodePool":   &NodePool{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
