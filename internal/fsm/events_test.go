@@ -56,6 +56,7 @@ func TestApply_PublishesEventsAtEntryIndex(t *testing.T) {
 		"16 Job:JobDeregistered:batch",
 		"21 Allocation:PlanResult:a2",
 		"22 Job:JobRegistered:scaled",
+		"27 Node:NodeRegistration:n3",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
