@@ -308,6 +308,10 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 	if err != nil {
 		return err
 	}
+	readable, err := j.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -323,6 +327,7 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 			}
 			return all[a].ID < all[b].ID
 		})
+		all = onlyReadable(all, readable, func(j *structs.Job) string { return j.Namespace })
 		page, next, err := paginate(all, &args.QueryOptions, func(j *structs.Job) string { return j.Namespace + "/" + j.ID }, keep[*structs.Job](filter))
 		if err != nil {
 			return err

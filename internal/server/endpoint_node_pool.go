@@ -176,7 +176,7 @@ func (p *NodePool) ListJobs(args *structs.NodePoolSpecificRequest, reply *struct
 	if err != nil {
 		return err
 	}
-	readable, err := p.srv.namespaceReadable(&args.QueryOptions)
+	readable, err := p.srv.listNamespaces(&args.QueryOptions)
 	if err != nil {
 		return err
 	}
@@ -195,10 +195,11 @@ func (p *NodePool) ListJobs(args *structs.NodePoolSpecificRequest, reply *struct
 		}
 		var all []*structs.Job
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			if j := raw.(*structs.Job); j.NodePool == args.Name && readable(j.Namespace) {
+			if j := raw.(*structs.Job); j.NodePool == args.Name {
 				all = append(all, j)
 			}
 		}
+		all = onlyReadable(all, readable, func(j *structs.Job) string { return j.Namespace })
 		sort.SliceStable(all, func(a, b int) bool {
 			if all[a].Namespace != all[b].Namespace {
 				return all[a].Namespace < all[b].Namespace

@@ -35,6 +35,10 @@ type Server struct {
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
 
+	// namespaceACL filters lists across namespaces by token
+	// (namespace_access.go); nil allows every namespace.
+	namespaceACL func(token string) (func(ns string) bool, error)
+
 	fsm  *fsm.FSM
 	raft *raft.Raft
 	// raftProtocol is the Raft protocol version this server speaks.

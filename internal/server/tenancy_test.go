@@ -270,3 +270,83 @@ func TestNodePoolSchedulerConfiguration(t *testing.T) {
 		t.Fatalf("cluster algorithm: %q", cfg.Algorithm)
 	}
 }
+
+// ?namespace=* lists every namespace's objects, one namespace only its own,
+// and the namespace seam (namespaceACL, set by the ACL system) removes the
+// namespaces a token may not read from every list across namespaces.
+func TestListsAcrossNamespaces(t *testing.T) {
+	s := testServer(t, nil)
+	poolNode(t, s, "")
+	upsertNamespace(t, s, &structs.Namespace{Name: "team-a"})
+	upsertNamespace(t, s, &structs.Namespace{Name: "team-b"})
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := registerIn(s, ns, scalingJob("web", 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "allocs in both namespaces", func() bool {
+		a, _ := s.State().AllocsByJob(nil, "team-a", "web", false)
+		b, _ := s.State().AllocsByJob(nil, "team-b", "web", false)
+		return len(a) == 2 && len(b) == 2
+	})
+	count := func(ns, token string) map[string]int {
+		q := structs.QueryOptions{Namespace: ns, AuthToken: token}
+		got := map[string]int{}
+		var jobs structs.JobListResponse
+		if err := s.RPC("Job.List", &structs.JobListRequest{QueryOptions: q}, &jobs); err != nil {
+			t.Fatal(err)
+		}
+		got["jobs"] = len(jobs.Jobs)
+		var allocs structs.AllocListResponse
+		if err := s.RPC("Alloc.List", &structs.AllocListRequest{QueryOptions: q}, &allocs); err != nil {
+			t.Fatal(err)
+		}
+		got["allocs"] = len(allocs.Allocations)
+		var evals structs.EvalListResponse
+		if err := s.RPC("Eval.List", &structs.EvalListRequest{QueryOptions: q}, &evals); err != nil {
+			t.Fatal(err)
+		}
+		got["evals"] = len(evals.Evaluations)
+		var pols structs.ScalingPolicyListResponse
+		if err := s.RPC("Scaling.ListPolicies", &structs.ScalingPolicyListRequest{QueryOptions: q}, &pols); err != nil {
+			t.Fatal(err)
+		}
+		got["policies"] = len(pols.Policies)
+		var nss structs.NamespaceListResponse
+		if err := s.RPC("Namespace.ListNamespaces", &structs.GenericRequest{QueryOptions: q}, &nss); err != nil {
+			t.Fatal(err)
+		}
+		got["namespaces"] = len(nss.Namespaces)
+		var pj structs.NodePoolJobsResponse
+		if err := s.RPC("NodePool.ListJobs", &structs.NodePoolSpecificRequest{Name: "default", QueryOptions: q}, &pj); err != nil {
+			t.Fatal(err)
+		}
+		got["pool jobs"] = len(pj.Jobs)
+		return got
+	}
+	want := func(got map[string]int, jobs, allocs, evals, policies, namespaces int) {
+		t.Helper()
+		w := map[string]int{"jobs": jobs, "allocs": allocs, "evals": evals, "policies": policies, "namespaces": namespaces, "pool jobs": jobs}
+		for k, v := range w {
+			if got[k] != v {
+				t.Fatalf("%s: got %d, want %d (all: %v)", k, got[k], v, got)
+			}
+		}
+	}
+	want(count("*", ""), 2, 4, 2, 4, 3)
+	want(count("team-a", ""), 1, 2, 1, 2, 3)
+	want(count("default", ""), 0, 0, 0, 0, 3)
+
+	s.namespaceACL = func(token string) (func(string) bool, error) {
+		if token != "a-reader" {
+			return nil, structs.ErrPermissionDenied
+		}
+		return func(ns string) bool { return ns == "team-a" }, nil
+	}
+	want(count("*", "a-reader"), 1, 2, 1, 2, 1)
+	var jobs structs.JobListResponse
+	err := s.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{Namespace: "*", AuthToken: "nobody"}}, &jobs)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("unknown token across namespaces: %v", err)
+	}
+}
