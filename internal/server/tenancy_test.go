@@ -185,6 +185,17 @@ func TestNodePoolBuiltinsAndDelete(t *testing.T) {
 	wantCode(t, del("all"), 400, `built-in node pool "all" cannot be deleted`)
 	wantCode(t, del("ghost"), 404, `node pool "ghost" not found`)
 
+	// A node may not register into "all" nor into a pool with a bad name.
+	for _, pool := range []string{"all", "bad pool"} {
+		n := &structs.Node{ID: uuid.NewString(), SecretID: uuid.NewString(), Name: "x", Datacenter: "dc1", NodePool: pool,
+			Attributes: map[string]string{"kernel.name": "linux"}}
+		err := s.RPC("Node.Register", &structs.NodeRegisterRequest{Node: n}, &structs.NodeUpdateResponse{})
+		wantCode(t, err, 400, "node pool")
+	}
+	if p, _ := s.State().NodePoolByName(nil, "bad pool"); p != nil {
+		t.Fatal("a refused registration created its pool")
+	}
+
 	// A node registering into a pool nobody created creates it.
 	poolNode(t, s, "edge")
 	if p, _ := s.State().NodePoolByName(nil, "edge"); p == nil {

@@ -85,6 +85,10 @@ type NodePoolJobsResponse struct {
 	QueryMeta
 }
 
+// ValidNodePoolName reports whether name follows Nomad's rule for node
+// pool names (letters, digits, '-' and '_', 1 to 128 of them).
+func ValidNodePoolName(name string) bool { return validNodePoolName.MatchString(name) }
+
 // IsBuiltinNodePool reports whether name is "default" or "all".
 func IsBuiltinNodePool(name string) bool {
 	return name == DefaultNodePool || name == AllNodePool
