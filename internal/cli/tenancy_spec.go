@@ -67,7 +67,6 @@ type nodePoolSpec struct {
 	Description string         `hcl:"description,optional"`
 	Meta        *metaSpec      `hcl:"meta,block"`
 	Scheduler   *poolSchedSpec `hcl:"scheduler_config,block"`
-	Remain      hcl.Body       `hcl:",remain"`
 }
 
 type poolSchedSpec struct {
