@@ -36,8 +36,8 @@ meta {
 	}
 	for src, want := range map[string]string{
 		`name = "x"` + "\n" + `descripton = "typo"`: `Unsupported argument; An argument named "descripton"`,
-		`meta { a = 1 }`:                          `meta "a": value must be a string`,
-		`name = `:                                 "ns.hcl:1",
+		`meta { a = 1 }`: `meta "a": value must be a string`,
+		`name = `:        "ns.hcl:1",
 	} {
 		if _, err := parseNamespaceSpec([]byte(src), "ns.hcl", false); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", src, err, want)

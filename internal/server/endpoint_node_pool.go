@@ -22,6 +22,10 @@ func (p *NodePool) List(args *structs.GenericRequest, reply *structs.NodePoolLis
 	if err != nil {
 		return err
 	}
+	readable, err := p.srv.nodePoolReadable(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return p.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.NodePools(ws)
 		if err != nil {
@@ -33,6 +37,7 @@ func (p *NodePool) List(args *structs.GenericRequest, reply *structs.NodePoolLis
 				all = append(all, pool)
 			}
 		}
+		all = onlyReadable(all, readable, func(p *structs.NodePool) string { return p.Name })
 		page, next, err := paginate(all, &args.QueryOptions, func(p *structs.NodePool) string { return p.Name }, keep[*structs.NodePool](filter))
 		if err != nil {
 			return err

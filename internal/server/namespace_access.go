@@ -42,3 +42,14 @@ func onlyReadable[T any](items []T, readable func(string) bool, nsOf func(T) str
 	}
 	return out
 }
+
+// nodePoolReadable is the seam through which the node pool list is
+// filtered by the request's token (Nomad lists the pools a token may read
+// with node_pool "read"). With ACLs off, or until the ACL system sets
+// Server.nodePoolACL, every pool is listed.
+func (s *Server) nodePoolReadable(q *structs.QueryOptions) (func(pool string) bool, error) {
+	if s.nodePoolACL == nil {
+		return nil, nil
+	}
+	return s.nodePoolACL(q.AuthToken)
+}

@@ -38,6 +38,9 @@ type Server struct {
 	// namespaceACL filters lists across namespaces by token
 	// (namespace_access.go); nil allows every namespace.
 	namespaceACL func(token string) (func(ns string) bool, error)
+	// nodePoolACL filters the node pool list by token (namespace_access.go);
+	// nil allows every pool.
+	nodePoolACL func(token string) (func(pool string) bool, error)
 
 	fsm  *fsm.FSM
 	raft *raft.Raft

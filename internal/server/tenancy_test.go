@@ -355,6 +355,12 @@ func TestListsAcrossNamespaces(t *testing.T) {
 		return func(ns string) bool { return ns == "team-a" }, nil
 	}
 	want(count("*", "a-reader"), 1, 2, 1, 2, 1)
+
+	s.nodePoolACL = func(string) (func(string) bool, error) { return func(p string) bool { return p == "default" }, nil }
+	var pools structs.NodePoolListResponse
+	if err := s.RPC("NodePool.List", &structs.GenericRequest{}, &pools); err != nil || len(pools.NodePools) != 1 || pools.NodePools[0].Name != "default" {
+		t.Fatalf("pool list through the pool seam: %v %+v", err, pools.NodePools)
+	}
 	var jobs structs.JobListResponse
 	err := s.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{Namespace: "*", AuthToken: "nobody"}}, &jobs)
 	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
