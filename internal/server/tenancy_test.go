@@ -143,6 +143,9 @@ func TestJobNodePoolFromNamespace(t *testing.T) {
 	upsertPool(t, s, &structs.NodePool{Name: "gpu"})
 	upsertPool(t, s, &structs.NodePool{Name: "cpu"})
 	upsertNamespace(t, s, &structs.Namespace{Name: "ml", NodePoolConfiguration: &structs.NamespaceNodePoolConfiguration{Default: "gpu", Allowed: []string{"gpu"}}})
+	var dresp structs.GenericResponse
+	err := s.RPC("NodePool.DeleteNodePools", &structs.NodePoolDeleteRequest{Names: []string{"gpu"}}, &dresp)
+	wantCode(t, err, 400, `node pool "gpu" is the default node pool of namespace "ml"`)
 
 	if err := registerIn(s, "ml", testJob("train", 0)); err != nil {
 		t.Fatal(err)

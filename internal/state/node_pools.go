@@ -57,8 +57,8 @@ func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) er
 }
 
 // DeleteNodePools deletes node pools by name. It refuses (deleting none) a
-// built-in pool, a pool that does not exist, and a pool that still has
-// nodes or jobs: the entry is checked here as well as
+// built-in pool, a pool that does not exist, a pool that still has nodes or
+// jobs and the default pool of a namespace: the entry is checked here as well as
 // by the server so a node registering between the check and the entry
 // cannot be left in a missing pool.
 func (s *StateStore) DeleteNodePools(index uint64, names []string) error {
@@ -123,6 +123,15 @@ func nodePoolDeletable(txn *memdb.Txn, name string) error {
 	}
 	if jobCount > 0 {
 		return structs.NewErrCoded(400, "node pool %q has %d job(s) in it", name, jobCount)
+	}
+	nss, err := txn.Get(tableNamespaces, "id")
+	if err != nil {
+		return fmt.Errorf("state: namespace lookup: %w", err)
+	}
+	for r := nss.Next(); r != nil; r = nss.Next() {
+		if ns := r.(*structs.Namespace); ns.NodePoolConfiguration != nil && ns.NodePoolConfiguration.Default == name {
+			return structs.NewErrCoded(400, "node pool %q is the default node pool of namespace %q", name, ns.Name)
+		}
 	}
 	return nil
 }
