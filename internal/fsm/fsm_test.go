@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,6 +208,19 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	}
 	if p, _ := st.NodePoolByName(nil, "gpu"); p == nil || p.NodeIdentityTTL != time.Hour || p.SchedulerConfiguration.SchedulerAlgorithm != "spread" {
 		t.Errorf("node pool gpu = %+v", p)
+	}
+	// A registration into a namespace deleted after the server's check
+	// is refused by the entry, on every server alike.
+	l := entry(t, 28, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: func() *structs.Job {
+		j := testJob("late")
+		j.Namespace = "gone"
+		return j
+	}()})
+	if err, _ := f.Apply(l).(error); err == nil || !strings.Contains(err.Error(), `nonexistent namespace "gone"`) {
+		t.Errorf("job into a deleted namespace: %v", err)
+	}
+	if j, _ := st.JobByID(nil, "gone", "late"); j != nil {
+		t.Error("job stored in a deleted namespace")
 	}
 	if p, _ := st.NodePoolByName(nil, "tmp"); p != nil {
 		t.Error("node pool tmp not deleted")
