@@ -39,6 +39,13 @@ type Server struct {
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
 
+	// namespaceACL filters lists across namespaces by token
+	// (namespace_access.go); nil allows every namespace.
+	namespaceACL func(token string) (func(ns string) bool, error)
+	// nodePoolACL filters the node pool list by token (namespace_access.go);
+	// nil allows every pool.
+	nodePoolACL func(token string) (func(pool string) bool, error)
+
 	fsm  *fsm.FSM
 	raft *raft.Raft
 	// raftProtocol is the Raft protocol version this server speaks.
@@ -238,6 +245,7 @@ func (s *Server) registerEndpoints() error {
 		"Deployment": &Deployment{s},
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
+		"NodePool":   &NodePool{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
