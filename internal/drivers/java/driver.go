@@ -42,6 +42,9 @@ type Driver struct {
 
 	mu   sync.Mutex
 	info *javaInfo // cached after the first successful `java -version`
+	// probed is closed once the first probe (started by New, so a JVM's
+	// start-up never delays the agent's) has finished.
+	probed chan struct{}
 }
 
 var (
@@ -52,7 +55,15 @@ var (
 
 // New returns a driver.
 func New(cfg Config) *Driver {
-	return &Driver{Driver: exec.New(exec.Config{Plugin: cfg.Plugin, ChrootEnv: cfg.ChrootEnv, Logger: cfg.Logger, Name: Name}), cfg: cfg}
+	d := &Driver{Driver: exec.New(exec.Config{Plugin: cfg.Plugin, ChrootEnv: cfg.ChrootEnv, Logger: cfg.Logger, Name: Name}),
+		cfg: cfg, probed: make(chan struct{})}
+	go func() {
+		if os.Geteuid() == 0 { // else the driver is undetected anyway
+			_, _ = d.java()
+		}
+		close(d.probed)
+	}()
+	return d
 }
 
 // Name implements drivers.Driver.
@@ -132,6 +143,13 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	fp := d.Driver.Fingerprint()
 	if fp.Health == drivers.HealthUndetected {
 		return fp
+	}
+	select {
+	case <-d.probed:
+	default:
+		// The client fingerprints again shortly.
+		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected,
+			HealthDescription: "checking the JVM (java -version)"}
 	}
 	info, err := d.java()
 	if err != nil {

@@ -55,6 +55,7 @@ func TestParseTaskConfig(t *testing.T) {
 func requireJava(t *testing.T) *Driver {
 	t.Helper()
 	d := New(Config{})
+	<-d.probed
 	fp := d.Fingerprint()
 	why := ""
 	if fp.Health != drivers.HealthHealthy {
