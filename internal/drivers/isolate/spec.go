@@ -191,3 +191,11 @@ func ResolveCaps(defaults, allowed, add, drop []string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// CapNumber is a capability's number (-1: unknown).
+func CapNumber(name string) int {
+	if n, ok := capNumbers[name]; ok {
+		return n
+	}
+	return -1
+}

@@ -1,0 +1,138 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/drivers/isolate"
+)
+
+func readTrim(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// The task's grant becomes its cgroup limits: memory_max is the hard limit
+// and memory the soft one (oversubscription), CPU MHz are cpu shares,
+// reserved cores are its cpuset; stats come from those cgroups.
+func TestExecLimitsAndStats(t *testing.T) {
+	requireIsolation(t)
+	d := New(Config{})
+	tc := newTask(t, "limits", map[string]any{"command": "/bin/sh", "args": []any{"-c",
+		`grep Cpus_allowed_list /proc/self/status; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600`}})
+	tc.Resources.Memory.MemoryMB, tc.Resources.Memory.MemoryMaxMB = 32, 96
+	tc.Resources.Cpu.CpuShares, tc.Resources.Cpu.ReservedCores = 300, []uint16{1}
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	cg := d.mustTask(t, tc.ID).cg
+	for file, want := range map[string]string{
+		filepath.Join(cg.Dir("memory"), "memory.limit_in_bytes"):      fmt.Sprint(96 << 20),
+		filepath.Join(cg.Dir("memory"), "memory.soft_limit_in_bytes"): fmt.Sprint(32 << 20),
+		filepath.Join(cg.Dir("cpu"), "cpu.shares"):                    "300",
+		filepath.Join(cg.Dir("cpuset"), "cpuset.cpus"):                "1",
+		filepath.Join(cg.Dir("pids"), "pids.max"):                     "max",
+	} {
+		if got := readTrim(t, file); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	waitFor(t, 10*time.Second, "the task's cpuset printed", func() bool {
+		out, _ := output(t, tc)
+		return strings.Contains(out, "Cpus_allowed_list:\t1\n")
+	})
+	s1, err := d.TaskStats(context.Background(), tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Memory.Usage == 0 || s1.Memory.RSS == 0 && s1.Memory.Cache == 0 {
+		t.Errorf("memory stats empty: %+v", s1.Memory)
+	}
+	if _, err := d.TaskStats(context.Background(), tc.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func capMask(caps []string) uint64 {
+	var m uint64
+	for _, c := range caps {
+		m |= 1 << uint(isolate.CapNumber(c))
+	}
+	return m
+}
+
+// Capabilities: Nomad's default set, cap_drop = ["all"] leaves none,
+// cap_add within allow_caps adds one.
+func TestExecCapabilities(t *testing.T) {
+	requireIsolation(t)
+	for name, c := range map[string]struct {
+		plugin PluginConfig
+		config map[string]any
+		want   []string
+	}{
+		"default":          {DefaultPluginConfig(), map[string]any{}, isolate.DefaultCaps()},
+		"drop all":         {DefaultPluginConfig(), map[string]any{"cap_drop": []any{"all"}}, nil},
+		"drop all add one": {DefaultPluginConfig(), map[string]any{"cap_drop": []any{"ALL"}, "cap_add": []any{"CAP_CHOWN"}}, []string{"chown"}},
+		"allowed add": {func() PluginConfig {
+			p := DefaultPluginConfig()
+			p.AllowCaps = append(p.AllowCaps, "net_raw")
+			return p
+		}(),
+			map[string]any{"cap_add": []any{"net_raw"}}, append(isolate.DefaultCaps(), "net_raw")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := New(Config{Plugin: c.plugin})
+			cfg := map[string]any{"command": "grep", "args": []any{"CapBnd", "/proc/self/status"}}
+			for k, v := range c.config {
+				cfg[k] = v
+			}
+			tc := newTask(t, strings.ReplaceAll(name, " ", "-"), cfg)
+			tc.User = "root"
+			r, out, errOut := runToExit(t, d, tc)
+			want := fmt.Sprintf("CapBnd:\t%016x\n", capMask(c.want))
+			if !r.Successful() || out != want {
+				t.Fatalf("got %q (exit %+v, stderr %q), want %q", out, r, errOut, want)
+			}
+		})
+	}
+}
+
+// no_pivot_root still confines the task to its root; pid_mode = "host",
+// allowed by the plugin's default_pid_mode, shows the host's processes.
+func TestExecPluginModes(t *testing.T) {
+	requireIsolation(t)
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultPluginConfig()
+	p.NoPivotRoot = true
+	tc := newTask(t, "nopivot", map[string]any{"command": "/bin/sh", "args": []any{"-c", "cat " + secret + " || echo invisible; echo pid=$$"}})
+	r, out, errOut := runToExit(t, New(Config{Plugin: p}), tc)
+	if !r.Successful() || out != "invisible\npid=1\n" {
+		t.Fatalf("no_pivot_root: %q %q %+v", out, errOut, r)
+	}
+
+	p = DefaultPluginConfig()
+	p.DefaultPIDMode = ModeHost
+	tc = newTask(t, "hostpid", map[string]any{"command": "/bin/sh", "pid_mode": "host", "args": []any{"-c", "echo pid=$$; ls /proc | grep -c '^[0-9]'"}})
+	r, out, errOut = runToExit(t, New(Config{Plugin: p}), tc)
+	if !r.Successful() || strings.HasPrefix(out, "pid=1\n") {
+		t.Fatalf("pid_mode host: %q %q %+v", out, errOut, r)
+	}
+	var n int
+	fmt.Sscanf(strings.SplitN(out, "\n", 2)[1], "%d", &n)
+	if n < 5 {
+		t.Errorf("pid_mode host sees only %d processes", n)
+	}
+}
