@@ -45,7 +45,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // newTask lays out an allocation directory as the client does and returns
 // a task config running command with args.
-func newTask(t *testing.T, id string, config map[string]any) *drivers.TaskConfig {
+func newTask(t testing.TB, id string, config map[string]any) *drivers.TaskConfig {
 	t.Helper()
 	allocDir := filepath.Join(t.TempDir(), "alloc-"+id)
 	taskDir := filepath.Join(allocDir, id)
