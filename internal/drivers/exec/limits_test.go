@@ -136,3 +136,16 @@ func TestExecPluginModes(t *testing.T) {
 		t.Errorf("pid_mode host sees only %d processes", n)
 	}
 }
+
+// The kernel's memory and knobs are out of a task's reach, even as root.
+func TestExecMasksProc(t *testing.T) {
+	requireIsolation(t)
+	tc := newTask(t, "mask", map[string]any{"command": "/bin/sh", "args": []any{"-c",
+		`echo "kcore=$(wc -c < /proc/kcore 2>/dev/null)"; echo 1 > /proc/sys/vm/drop_caches && echo wrote-sysctl; echo "firmware=$(ls /sys/firmware | wc -l)"; echo x > /sys/kernel/profiling && echo wrote-sys; true`}})
+	tc.User = "root"
+	r, out, errOut := runToExit(t, New(Config{}), tc)
+	if !r.Successful() || !strings.Contains(out, "firmware=0\n") || strings.Contains(out, "wrote-") ||
+		!strings.Contains(out, "kcore=0\n") && !strings.Contains(out, "kcore=\n") {
+		t.Fatalf("proc/sys not masked: %q (stderr %q, exit %+v)", out, errOut, r)
+	}
+}

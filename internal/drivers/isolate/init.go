@@ -137,8 +137,13 @@ func buildRoot(s *Spec) error {
 		if err := bindInto(root, "/proc", "/proc", false); err != nil {
 			return err
 		}
-	} else if err := mountAt(root, "/proc", "proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return err
+	} else {
+		if err := mountAt(root, "/proc", "proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return err
+		}
+		if err := maskProc(root); err != nil {
+			return err
+		}
 	}
 	if err := mountAt(root, "/sys", "sysfs", "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
 		// A sysfs mount can be refused (it is tied to the network
@@ -147,7 +152,46 @@ func buildRoot(s *Spec) error {
 			return err
 		}
 	}
+	if fw := filepath.Join(root, "sys", "firmware"); dirExists(fw) {
+		if err := unix.Mount("tmpfs", fw, "tmpfs", unix.MS_RDONLY, "size=0"); err != nil {
+			return fmt.Errorf("mask /sys/firmware: %w", err)
+		}
+	}
 	return buildDev(root)
+}
+
+// maskProc hides what a container runtime hides from a task in its /proc
+// (kernel memory, keys, timers) and makes the kernel's knobs read-only, as
+// Nomad's executor does through libcontainer.
+func maskProc(root string) error {
+	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi"} {
+		target := filepath.Join(root, "proc", p)
+		fi, err := os.Stat(target)
+		if err != nil {
+			continue // not on this kernel
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY, "size=0")
+		} else {
+			err = unix.Mount("/dev/null", target, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", p, err)
+		}
+	}
+	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
+		target := filepath.Join(root, "proc", p)
+		if _, err := os.Stat(target); err != nil {
+			continue
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind /proc/%s: %w", p, err)
+		}
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("make /proc/%s read-only: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // buildDev mounts a tmpfs /dev with the devices a process expects.
@@ -316,4 +360,9 @@ func lookPath(cmd string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("command %q not found in the task's root (PATH %s, /local)", cmd, path)
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
