@@ -161,6 +161,14 @@ func TestExecDriverAllocExec(t *testing.T) {
 	if code != 4 || !strings.Contains(out, "pid1=sleep 600 \n") || !strings.Contains(out, "user=nobody\n") {
 		t.Fatalf("alloc exec (exit %d) did not run inside the task:\n%s", code, out)
 	}
+	// The task's cgroups answer the stats endpoint.
+	st, err := a.client.Allocations().Stats(&api.Allocation{ID: allocID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := st.Tasks["t"]; ts == nil || ts.ResourceUsage == nil || ts.ResourceUsage.MemoryStats == nil || ts.ResourceUsage.MemoryStats.Usage == 0 {
+		t.Fatalf("no memory stats for the exec task: %+v", st.Tasks)
+	}
 }
 
 // A client agent killed with SIGKILL and started again re-attaches to its
