@@ -129,6 +129,13 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the %s driver must run as root", d.name)
 	}
+	d.mu.Lock()
+	_, dup := d.tasks[cfg.ID]
+	d.mu.Unlock()
+	if dup {
+		// Checked before the cgroup cleanup below, which would kill it.
+		return nil, fmt.Errorf("task %q is already started", cfg.ID)
+	}
 	t, spec, err := d.prepare(cfg, tc, extraChroot)
 	if err != nil {
 		return nil, err
@@ -266,10 +273,18 @@ func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
 	if h == nil || h.Config == nil {
 		return errors.New("handle with a task config is required")
 	}
-	if err := d.inner.RecoverTask(h); err != nil {
-		return err
+	d.mu.Lock()
+	_, exists := d.tasks[h.Config.ID]
+	d.mu.Unlock()
+	if exists {
+		return nil // already attached
 	}
 	cfg := h.Config
+	if err := d.inner.RecoverTask(h); err != nil {
+		// The task is gone for good: so are its limits.
+		_ = (&isolate.Cgroups{Parent: cfg.CgroupParent, Name: cgroupName(cfg.ID)}).Destroy()
+		return err
+	}
 	t := &task{cfg: cfg, cg: &isolate.Cgroups{Parent: cfg.CgroupParent, Name: cgroupName(cfg.ID)}, user: cfg.User}
 	if tc, err := ParseTaskConfig(cfg.Config); err == nil {
 		if pt, _, err := d.prepare(cfg, tc, nil); err == nil {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,6 +161,23 @@ func TestExecRecover(t *testing.T) {
 	d2 := New(Config{})
 	if err := d2.RecoverTask(h); err != nil {
 		t.Fatal(err)
+	}
+	if err := d2.RecoverTask(h); err != nil {
+		t.Fatalf("recovering twice: %v", err)
+	}
+	st0, err := d2.InspectTask(tc.ID)
+	if err != nil || len(st0.PIDs) == 0 {
+		t.Fatalf("inspect: %+v %v", st0, err)
+	}
+	// Starting it again must neither work nor harm the running task.
+	if _, err := d2.StartTask(tc); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Fatalf("second start: %v", err)
+	}
+	for _, pid := range st0.PIDs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if f := strings.Fields(string(b)); err != nil || len(f) < 3 || f[2] == "Z" {
+			t.Fatalf("the refused second start killed the task's process %d", pid)
+		}
 	}
 	st, err := d2.InspectTask(tc.ID)
 	if err != nil || st.State != drivers.TaskStateRunning {
