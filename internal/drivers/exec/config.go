@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/drover-project/drover/internal/drivers/isolate"
@@ -25,6 +26,45 @@ type PluginConfig struct {
 	// PidsLimit, when > 0, is the pids limit of every task that sets
 	// none, and the most a task may ask for.
 	PidsLimit int64
+	// DeniedUIDs/DeniedGIDs: a task whose user has one of these IDs (its
+	// primary group or any of its groups for GIDs) is refused.
+	DeniedUIDs IDSet
+	DeniedGIDs IDSet
+}
+
+// IDSet is a set of uid or gid ranges, written "0,10-20".
+type IDSet [][2]int
+
+// ParseIDSet reads "0,10-20" (empty: no IDs).
+func ParseIDSet(s string) (IDSet, error) {
+	var out IDSet
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%q is not an ID or a range lo-hi", part)
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out, nil
+}
+
+// Contains reports whether id is in the set.
+func (s IDSet) Contains(id int) bool {
+	for _, r := range s {
+		if id >= r[0] && id <= r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultPluginConfig is Nomad's defaults: private namespaces, pivot_root,
@@ -68,9 +108,19 @@ func ParsePluginConfig(m map[string]any) (PluginConfig, error) {
 				err = fmt.Errorf("config: pids_limit must not be negative, got %d", c.PidsLimit)
 			}
 		case "denied_host_uids", "denied_host_gids":
-			err = fmt.Errorf("config: %s is not supported yet; remove it", k)
+			var str string
+			if str, err = asString(k, v); err == nil {
+				var set IDSet
+				if set, err = ParseIDSet(str); err != nil {
+					err = fmt.Errorf("config: %s: %w", k, err)
+				} else if k == "denied_host_uids" {
+					c.DeniedUIDs = set
+				} else {
+					c.DeniedGIDs = set
+				}
+			}
 		default:
-			err = fmt.Errorf("config: unknown key %q (exec's agent options: no_pivot_root, default_pid_mode, default_ipc_mode, allow_caps, pids_limit)", k)
+			err = fmt.Errorf("config: unknown key %q (exec's agent options: no_pivot_root, default_pid_mode, default_ipc_mode, allow_caps, pids_limit, denied_host_uids, denied_host_gids)", k)
 		}
 		if err != nil {
 			return c, err

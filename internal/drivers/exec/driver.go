@@ -202,8 +202,17 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 	if user == "" {
 		user = DefaultUser
 	}
-	if _, err := isolate.LookupUser(user); err != nil {
+	cred, err := isolate.LookupUser(user)
+	if err != nil {
 		return nil, nil, err
+	}
+	if pc.DeniedUIDs.Contains(cred.Uid) {
+		return nil, nil, fmt.Errorf("user %q (uid %d) is denied by the %s plugin's denied_host_uids", user, cred.Uid, d.name)
+	}
+	for _, g := range append([]int{cred.Gid}, cred.Groups...) {
+		if pc.DeniedGIDs.Contains(g) {
+			return nil, nil, fmt.Errorf("user %q (group %d) is denied by the %s plugin's denied_host_gids", user, g, d.name)
+		}
 	}
 	chroot := d.cfg.ChrootEnv
 	if chroot == nil {

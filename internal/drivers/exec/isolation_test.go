@@ -208,7 +208,11 @@ func (d *Driver) tasksCgroupDir(tc *drivers.TaskConfig) string {
 // the reason, and leaves no cgroup behind.
 func TestExecStartRefusals(t *testing.T) {
 	requireIsolation(t)
-	d := New(Config{})
+	p, err := ParsePluginConfig(map[string]any{"denied_host_uids": "0,100-200", "denied_host_gids": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(Config{Plugin: p})
 	for name, c := range map[string]struct {
 		config map[string]any
 		user   string
@@ -219,6 +223,8 @@ func TestExecStartRefusals(t *testing.T) {
 		"cap not allowed":  {map[string]any{"command": "true", "cap_add": []any{"net_raw"}}, "", "net_raw are not allowed"},
 		"unknown user":     {map[string]any{"command": "true"}, "no-such-user", `user "no-such-user" does not exist`},
 		"pids above agent": {map[string]any{"command": "true", "pids_limit": 5}, "", ""},
+		"denied uid":       {map[string]any{"command": "true"}, "root", `user "root" (uid 0) is denied by the exec plugin's denied_host_uids`},
+		"denied gid":       {map[string]any{"command": "true"}, "65534:5", `user "65534:5" (group 5) is denied by the exec plugin's denied_host_gids`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc := newTask(t, strings.ReplaceAll(name, " ", "-"), c.config)
