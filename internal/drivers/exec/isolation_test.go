@@ -247,3 +247,23 @@ func TestExecStartRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A task cannot make the next start create files on the host through a
+// symlink it left in its own directory.
+func TestExecRefusesSymlinkedMountTargets(t *testing.T) {
+	requireIsolation(t)
+	hostDir := t.TempDir()
+	src := t.TempDir()
+	d := New(Config{ChrootEnv: map[string]string{"/bin": "/bin", "/lib": "/lib", "/lib64": "/lib64", "/usr": "/usr", src: "/run/thing"}})
+	tc := newTask(t, "symlink", map[string]any{"command": "/bin/true"})
+	if err := os.Symlink(hostDir, filepath.Join(tc.TaskDir, "run")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.StartTask(tc)
+	if err == nil || !strings.Contains(err.Error(), "/run in the task directory is a symlink") {
+		t.Fatalf("want a refusal naming the symlink, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(hostDir, "thing")); !os.IsNotExist(err) {
+		t.Fatalf("the init created a directory on the host through the task's symlink: %v", err)
+	}
+}

@@ -222,6 +222,9 @@ func buildDev(root string) error {
 
 func mountAt(root, dst, source, fstype string, flags uintptr, data string) error {
 	target := filepath.Join(root, dst)
+	if err := noSymlinks(root, dst, false); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dst, err)
 	}
@@ -243,7 +246,11 @@ func bindInto(root, src, dst string, readOnly bool) error {
 		return err
 	}
 	target := filepath.Join(root, filepath.Clean("/"+dst))
-	if fi.Mode()&os.ModeSymlink != 0 {
+	isLink := fi.Mode()&os.ModeSymlink != 0
+	if err := noSymlinks(root, dst, isLink); err != nil {
+		return err
+	}
+	if isLink {
 		link, err := os.Readlink(src)
 		if err != nil {
 			return err
@@ -279,6 +286,30 @@ func bindInto(root, src, dst string, readOnly bool) error {
 	if readOnly {
 		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("make %s read-only: %w", dst, err)
+		}
+	}
+	return nil
+}
+
+// noSymlinks refuses a mount target inside the task's root reached through
+// a symlink: the task owns its directory and could otherwise point a path
+// the init creates (as root, on the host's filesystem, before the root
+// changes) anywhere on the host. lastMayLink allows the final component
+// to be a symlink (chroot_env symlinks are recreated as symlinks).
+func noSymlinks(root, dst string, lastMayLink bool) error {
+	parts := strings.Split(strings.Trim(filepath.Clean("/"+dst), "/"), "/")
+	cur := root
+	for i, p := range parts {
+		cur = filepath.Join(cur, p)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 && !(lastMayLink && i == len(parts)-1) {
+			return fmt.Errorf("%s in the task directory is a symlink: refusing to mount %s through it", strings.TrimPrefix(cur, root), dst)
 		}
 	}
 	return nil
