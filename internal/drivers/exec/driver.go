@@ -100,7 +100,7 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected,
 			HealthDescription: d.name + " driver must run as root"}
 	}
-	if err := isolate.CgroupsV1(); err != nil {
+	if err := isolate.CheckCgroups(); err != nil {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUnhealthy,
 			HealthDescription: err.Error()}
 	}
@@ -244,7 +244,7 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 	for _, a := range tc.Args {
 		args = append(args, rw(a))
 	}
-	t := &task{cfg: cfg, cg: &isolate.Cgroups{Parent: cfg.CgroupParent, Name: cgroupName(cfg.ID)}, user: user,
+	t := &task{cfg: cfg, cg: isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)), user: user,
 		hostPID: pidMode == ModeHost, hostIPC: ipcMode == ModeHost, env: envList}
 	spec := &isolate.Spec{
 		Root: cfg.TaskDir, SharedAlloc: filepath.Join(cfg.AllocDir, "alloc"), Chroot: all,
@@ -291,10 +291,10 @@ func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
 	cfg := h.Config
 	if err := d.inner.RecoverTask(h); err != nil {
 		// The task is gone for good: so are its limits.
-		_ = (&isolate.Cgroups{Parent: cfg.CgroupParent, Name: cgroupName(cfg.ID)}).Destroy()
+		_ = isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)).Destroy()
 		return err
 	}
-	t := &task{cfg: cfg, cg: &isolate.Cgroups{Parent: cfg.CgroupParent, Name: cgroupName(cfg.ID)}, user: cfg.User}
+	t := &task{cfg: cfg, cg: isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)), user: cfg.User}
 	if tc, err := ParseTaskConfig(cfg.Config); err == nil {
 		if pt, _, err := d.prepare(cfg, tc, nil); err == nil {
 			t = pt

@@ -118,5 +118,5 @@ func runToExit(t *testing.T, d *Driver, tc *drivers.TaskConfig) (*drivers.ExitRe
 }
 
 func (*task) cgFor(tc *drivers.TaskConfig) *isolate.Cgroups {
-	return &isolate.Cgroups{Parent: tc.CgroupParent, Name: cgroupName(tc.ID)}
+	return isolate.NewCgroups(tc.CgroupParent, cgroupName(tc.ID))
 }

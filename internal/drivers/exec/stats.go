@@ -34,10 +34,11 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string) (*drivers.TaskRes
 		if wall > 0 && s.CPUNanos >= prev.CPUNanos {
 			u.CPU.Percent = float64(s.CPUNanos-prev.CPUNanos) / wall * 100
 		}
-		// cpuacct.stat counts USER_HZ (100/s) ticks.
-		if ticks := float64(s.UserTicks+s.SysTicks) - float64(prev.UserTicks+prev.SysTicks); ticks > 0 {
-			user := float64(s.UserTicks) - float64(prev.UserTicks)
-			u.CPU.UserMode = u.CPU.Percent * user / ticks
+		// The user/system split is coarser (v1 counts 10 ms ticks): it
+		// divides the precise total.
+		if both := float64(s.UserNanos+s.SysNanos) - float64(prev.UserNanos+prev.SysNanos); both > 0 {
+			user := float64(s.UserNanos) - float64(prev.UserNanos)
+			u.CPU.UserMode = u.CPU.Percent * user / both
 			u.CPU.SystemMode = u.CPU.Percent - u.CPU.UserMode
 		}
 	}

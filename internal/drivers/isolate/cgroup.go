@@ -14,14 +14,31 @@ import (
 // CgroupRoot is where the v1 hierarchies are mounted (a variable for tests).
 var CgroupRoot = "/sys/fs/cgroup"
 
-const cgroup1Magic = 0x27e0eb
+const (
+	cgroup1Magic = 0x27e0eb
+	cgroup2Magic = 0x63677270
+)
 
 // controllers are the v1 hierarchies a task gets a cgroup in.
 var controllers = []string{"memory", "cpu", "cpuacct", "cpuset", "pids"}
 
-// CgroupsV1 reports whether every controller the driver limits with is a
-// mounted cgroup v1 hierarchy, and if not, which one is missing.
-func CgroupsV1() error {
+// CheckCgroups reports whether the host has what the limits are written
+// to: every v1 controller mounted, or a pure cgroup v2 host with the
+// memory, pids, cpu and cpuset controllers; if not, why.
+func CheckCgroups() error {
+	if isV2() {
+		return v2Check()
+	}
+	return cgroupsV1()
+}
+
+// isV2 reports a pure cgroup v2 host (the unified hierarchy at the root).
+func isV2() bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(CgroupRoot, &st) == nil && int64(st.Type) == cgroup2Magic
+}
+
+func cgroupsV1() error {
 	for _, c := range controllers {
 		var st syscall.Statfs_t
 		p := filepath.Join(CgroupRoot, c)
@@ -29,7 +46,7 @@ func CgroupsV1() error {
 			return fmt.Errorf("cgroup v1 controller %s is not mounted at %s", c, p)
 		}
 		if int64(st.Type) != cgroup1Magic {
-			return fmt.Errorf("%s is not a cgroup v1 hierarchy (cgroup v2 resource limits are not implemented yet)", p)
+			return fmt.Errorf("%s is not a cgroup v1 hierarchy, and %s is not a pure cgroup v2 host", p, CgroupRoot)
 		}
 	}
 	return nil
@@ -44,24 +61,38 @@ type Limits struct {
 	PidsMax     int64 // 0: no limit
 }
 
-// Cgroups are one task's cgroups, one per v1 controller. Their paths are
-// derived from the task alone, so a restarted agent finds them again.
+// Cgroups are one task's cgroups: one per v1 controller, or its one v2
+// cgroup (the same one raw_exec's supervisor clones the task into). Their
+// paths are derived from the task alone, so a restarted agent finds them
+// again.
 type Cgroups struct {
 	Parent string
 	Name   string
+	V2     bool
 }
 
-// Dir is the task's cgroup in one controller.
+// NewCgroups names a task's cgroups on this host.
+func NewCgroups(parent, name string) *Cgroups {
+	return &Cgroups{Parent: parent, Name: name, V2: isV2()}
+}
+
+// Dir is the task's cgroup in one controller (v2: its only cgroup).
 func (c *Cgroups) Dir(ctrl string) string {
 	p := c.Parent
 	if p == "" {
 		p = "drover"
+	}
+	if c.V2 {
+		return filepath.Join(CgroupRoot, filepath.Clean("/"+p), c.Name)
 	}
 	return filepath.Join(CgroupRoot, ctrl, filepath.Clean("/"+p), c.Name)
 }
 
 // Paths are the task's cgroup dirs, for Spec.Cgroups.
 func (c *Cgroups) Paths() []string {
+	if c.V2 {
+		return []string{c.Dir("")}
+	}
 	out := make([]string, 0, len(controllers))
 	for _, ctrl := range controllers {
 		out = append(out, c.Dir(ctrl))
@@ -71,6 +102,9 @@ func (c *Cgroups) Paths() []string {
 
 // Create makes the task's cgroups and writes its limits.
 func (c *Cgroups) Create(l Limits) error {
+	if c.V2 {
+		return c.createV2(l)
+	}
 	for _, ctrl := range controllers {
 		if err := os.MkdirAll(c.Dir(ctrl), 0o755); err != nil {
 			return fmt.Errorf("create %s cgroup: %w", ctrl, err)
@@ -160,7 +194,11 @@ func (c *Cgroups) initCpuset(cores []uint16) error {
 func (c *Cgroups) Destroy() error {
 	deadline := time.Now().Add(10 * time.Second)
 	var errs []error
-	for _, ctrl := range controllers {
+	ctrls := controllers
+	if c.V2 {
+		ctrls = []string{""}
+	}
+	for _, ctrl := range ctrls {
 		dir := c.Dir(ctrl)
 		for {
 			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -191,6 +229,9 @@ func (c *Cgroups) Destroy() error {
 // OOMKilled reports whether the kernel's OOM killer killed a process of
 // the task's memory cgroup.
 func (c *Cgroups) OOMKilled() bool {
+	if c.V2 {
+		return c.oomKilledV2()
+	}
 	b, err := os.ReadFile(filepath.Join(c.Dir("memory"), "memory.oom_control"))
 	if err != nil {
 		return false
@@ -208,8 +249,8 @@ func (c *Cgroups) OOMKilled() bool {
 // Sample is one reading of the task's cgroup counters.
 type Sample struct {
 	At                    time.Time
-	CPUNanos              uint64 // cpuacct.usage
-	UserTicks, SysTicks   uint64 // cpuacct.stat, USER_HZ
+	CPUNanos              uint64
+	UserNanos, SysNanos   uint64
 	ThrottledPeriods      uint64
 	ThrottledNanos        uint64
 	RSS, Cache, Swap      uint64
@@ -218,6 +259,9 @@ type Sample struct {
 
 // Read takes a sample.
 func (c *Cgroups) Read() (*Sample, error) {
+	if c.V2 {
+		return c.readV2()
+	}
 	s := &Sample{At: time.Now()}
 	num := func(ctrl, file string) (uint64, error) {
 		b, err := os.ReadFile(filepath.Join(c.Dir(ctrl), file))
@@ -241,8 +285,8 @@ func (c *Cgroups) Read() (*Sample, error) {
 	if s.CPUNanos, err = num("cpuacct", "cpuacct.usage"); err != nil {
 		return nil, fmt.Errorf("read cpu usage: %w", err)
 	}
-	st := kv("cpuacct", "cpuacct.stat")
-	s.UserTicks, s.SysTicks = st["user"], st["system"]
+	st := kv("cpuacct", "cpuacct.stat") // USER_HZ (100/s) ticks
+	s.UserNanos, s.SysNanos = st["user"]*10_000_000, st["system"]*10_000_000
 	th := kv("cpu", "cpu.stat")
 	s.ThrottledPeriods, s.ThrottledNanos = th["nr_throttled"], th["throttled_time"]
 	if s.MemUsage, err = num("memory", "memory.usage_in_bytes"); err != nil {

@@ -1,6 +1,6 @@
 // Package isolate owns the Linux isolation of the exec and java drivers: the
 // namespaces a task is cloned into, the root filesystem built for it inside
-// its own mount namespace, its user and capabilities, its cgroup v1 limits,
+// its own mount namespace, its user and capabilities, its cgroup limits,
 // and running a command inside a running task's namespaces (alloc exec).
 //
 // A task is started as this same binary re-executed with the hidden first
@@ -22,6 +22,10 @@
 // costs one syscall whatever the directory's size (hard-linking /usr is tens
 // of thousands of links per task and fails across filesystems), lives only
 // in the task's mount namespace, and disappears with it.
+//
+// Limits go to cgroup v1 (one cgroup per controller, joined by the init
+// before it execs) or, on a pure cgroup v2 host, to the task's one v2
+// cgroup, which is the one raw_exec's supervisor clones the init into.
 //
 // The package must never decide what a task may do: its caller (the
 // driver) resolves the capability set, the user and the limits from the
