@@ -91,8 +91,8 @@ func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
-		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver.exec")}),
-		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver.java")}),
+		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
+		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())

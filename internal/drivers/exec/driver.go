@@ -31,7 +31,8 @@ type Config struct {
 	// task); nil means Nomad's default map.
 	ChrootEnv map[string]string
 	Logger    hclog.Logger
-	// Name is the driver's name (the java driver reuses this one).
+	// Name is the driver's name (the java driver reuses this one); the
+	// logger is named after it.
 	Name string
 }
 
@@ -82,7 +83,7 @@ func New(cfg Config) *Driver {
 		p.NoPivotRoot, p.PidsLimit = cfg.Plugin.NoPivotRoot, cfg.Plugin.PidsLimit
 		cfg.Plugin = p
 	}
-	return &Driver{cfg: cfg, name: name, logger: l,
+	return &Driver{cfg: cfg, name: name, logger: l.Named(name),
 		inner: rawexec.New(rawexec.Config{Enabled: true, Logger: l, Name: name}), tasks: map[string]*task{}}
 }
 
