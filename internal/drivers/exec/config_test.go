@@ -1,8 +1,12 @@
 package exec
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/isolate"
 )
 
 func TestParsePluginConfig(t *testing.T) {
@@ -46,5 +50,24 @@ func TestParseTaskConfig(t *testing.T) {
 		if _, err := ParseTaskConfig(m); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: want %q, got %v", m, want, err)
 		}
+	}
+}
+
+// The fingerprint: detected only as root; healthy only with the cgroup
+// hierarchies the limits go to, else unhealthy saying which is missing.
+func TestFingerprint(t *testing.T) {
+	fp := New(Config{}).Fingerprint()
+	if os.Geteuid() != 0 {
+		if fp.Health != drivers.HealthUndetected || !strings.Contains(fp.HealthDescription, "must run as root") {
+			t.Fatalf("non-root: %+v", fp)
+		}
+		return
+	}
+	old := isolate.CgroupRoot
+	isolate.CgroupRoot = t.TempDir()
+	defer func() { isolate.CgroupRoot = old }()
+	fp = New(Config{}).Fingerprint()
+	if fp.Health != drivers.HealthUnhealthy || !strings.Contains(fp.HealthDescription, "cgroup v1 controller memory is not mounted") || fp.Attributes["driver.exec"] != "" {
+		t.Fatalf("without cgroups: %+v", fp)
 	}
 }
