@@ -141,6 +141,16 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 	if err != nil {
 		return nil, err
 	}
+	// The task's own directories belong to its user, as in Nomad: a task
+	// running as nobody reads its secrets and writes its local dir.
+	for _, dir := range []string{"local", "secrets", "tmp"} {
+		p := filepath.Join(cfg.TaskDir, dir)
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			if err := os.Chown(p, spec.cred.Uid, spec.cred.Gid); err != nil {
+				return nil, fmt.Errorf("give %s to the task's user: %w", dir, err)
+			}
+		}
+	}
 	// Whatever an earlier start of this task left in its cgroups would run
 	// twice, and stale limits must not stay.
 	if err := t.cg.Destroy(); err != nil {
@@ -169,6 +179,7 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 type prepared struct {
 	*isolate.Spec
 	pids int64
+	cred *isolate.Cred
 }
 
 // prepare resolves the task's isolation from its config and the plugin's.
@@ -252,7 +263,7 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 		Path: args[0], Args: args, Env: envList, WorkDir: tc.WorkDir, User: user, Caps: caps,
 		NoPivotRoot: pc.NoPivotRoot, HostPID: t.hostPID, HostIPC: t.hostIPC, Cgroups: t.cg.Paths(),
 	}
-	return t, &prepared{Spec: spec, pids: pids}, nil
+	return t, &prepared{Spec: spec, pids: pids, cred: cred}, nil
 }
 
 // rewriter maps host paths of the task's directories, as interpolated into

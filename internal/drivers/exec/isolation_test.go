@@ -23,13 +23,14 @@ func TestExecIsolatesTask(t *testing.T) {
 	d := New(Config{})
 	tc := newTask(t, "iso", map[string]any{"command": "/bin/sh", "args": []any{"-c",
 		`echo "pid=$$"; echo "procs=$(ls /proc | grep -c '^[0-9]')"; echo "uid=$(id -u)"; ` +
-			`cat ` + secret + ` || echo "secret=invisible"; echo "taskdir=$NOMAD_TASK_DIR"; ls /alloc; echo hi > /local/out`}})
+			`cat ` + secret + ` || echo "secret=invisible"; echo "taskdir=$NOMAD_TASK_DIR"; ls /alloc; echo hi > /local/out; ` +
+			`echo tok > /secrets/token && cat /secrets/token`}})
 	r, out, errOut := runToExit(t, d, tc)
 	t.Logf("task's stdout:\n%s", out)
 	if !r.Successful() {
 		t.Fatalf("task failed: %+v\nstdout: %s\nstderr: %s", r, out, errOut)
 	}
-	for _, want := range []string{"pid=1\n", "uid=65534\n", "secret=invisible\n", "taskdir=/local\n", "logs\n"} {
+	for _, want := range []string{"pid=1\n", "uid=65534\n", "secret=invisible\n", "taskdir=/local\n", "logs\n", "tok\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s\nstderr: %s", want, out, errOut)
 		}
