@@ -155,3 +155,27 @@ func newTask(t *testing.T, id string) *drivers.TaskConfig {
 			Memory: structs.AllocatedMemoryResources{MemoryMB: 256}},
 	}
 }
+
+// The JDK's directory joins the task's root only when chroot_env does not
+// already show it at the same path (through a real directory).
+func TestJDKCovered(t *testing.T) {
+	jdk := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Dir(jdk), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		chroot map[string]string
+		want   bool
+	}{
+		{map[string]string{filepath.Dir(jdk): filepath.Dir(jdk)}, true},
+		{map[string]string{jdk: jdk}, true},
+		{map[string]string{filepath.Dir(jdk): "/elsewhere"}, false},
+		{map[string]string{"/usr": "/usr"}, strings.HasPrefix(jdk, "/usr/")},
+		{map[string]string{link: link}, false},
+	} {
+		if got := covered(c.chroot, jdk); got != c.want {
+			t.Errorf("covered(%v, %s) = %v, want %v", c.chroot, jdk, got, c.want)
+		}
+	}
+}
