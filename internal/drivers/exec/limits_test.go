@@ -149,3 +149,14 @@ func TestExecMasksProc(t *testing.T) {
 		t.Fatalf("proc/sys not masked: %q (stderr %q, exit %+v)", out, errOut, r)
 	}
 }
+
+// A pids limit as small as the task itself works: the init's own threads
+// (it is a Go program until it execs the task) do not count against it.
+func TestExecTinyPidsLimit(t *testing.T) {
+	requireIsolation(t)
+	tc := newTask(t, "tinypids", map[string]any{"command": "/bin/sh", "pids_limit": 1, "args": []any{"-c", "echo alone"}})
+	r, out, errOut := runToExit(t, New(Config{}), tc)
+	if !r.Successful() || out != "alone\n" {
+		t.Fatalf("pids_limit 1: %q %q %+v", out, errOut, r)
+	}
+}

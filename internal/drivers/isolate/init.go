@@ -67,10 +67,23 @@ func initMain(specPath string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	for _, cg := range s.Cgroups {
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("0"), 0); err != nil {
-			return fmt.Errorf("join cgroup %s: %w", cg, err)
+	// The cgroups are opened now (they are out of sight once the root
+	// changes) and joined just before the exec: the limits then cover the
+	// task from its first instruction, while this Go program's own threads
+	// never count against a small pids limit (moving a process in is not
+	// limited, forking in is).
+	var joins []*os.File
+	defer func() {
+		for _, f := range joins {
+			f.Close()
 		}
+	}()
+	for _, cg := range s.Cgroups {
+		f, err := os.OpenFile(filepath.Join(cg, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("open cgroup %s: %w", cg, err)
+		}
+		joins = append(joins, f)
 	}
 	// The user is looked up in the host's files before the root changes
 	// (the default chroot_env binds the same /etc).
@@ -97,6 +110,11 @@ func initMain(specPath string) error {
 	path, err := lookPath(s.Path, s.Env)
 	if err != nil {
 		return err
+	}
+	for _, f := range joins {
+		if _, err := f.Write([]byte("0")); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", filepath.Dir(f.Name()), err)
+		}
 	}
 	if err := dropBounding(s.Caps); err != nil {
 		return err
