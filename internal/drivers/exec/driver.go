@@ -56,6 +56,7 @@ type task struct {
 	hostPID bool
 	hostIPC bool
 	env     []string
+	caps    []string
 
 	statsMu sync.Mutex
 	last    *isolate.Sample
@@ -257,7 +258,7 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 		args = append(args, rw(a))
 	}
 	t := &task{cfg: cfg, cg: isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)), user: user,
-		hostPID: pidMode == ModeHost, hostIPC: ipcMode == ModeHost, env: envList}
+		hostPID: pidMode == ModeHost, hostIPC: ipcMode == ModeHost, env: envList, caps: caps}
 	spec := &isolate.Spec{
 		Root: cfg.TaskDir, SharedAlloc: filepath.Join(cfg.AllocDir, "alloc"), Chroot: all,
 		Path: args[0], Args: args, Env: envList, WorkDir: tc.WorkDir, User: user, Caps: caps,

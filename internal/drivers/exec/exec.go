@@ -35,7 +35,7 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 		return -1, err
 	}
 	e := &isolate.Enter{PID: pid, Cgroups: t.cg.Paths(), Cred: cred, HostPID: t.hostPID, HostIPC: t.hostIPC,
-		Env: t.env, Command: opts.Command}
+		Env: t.env, Command: opts.Command, Caps: t.caps}
 	cmd, err := e.Cmd()
 	if err != nil {
 		return -1, err

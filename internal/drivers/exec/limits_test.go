@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/isolate"
 )
 
@@ -158,5 +159,31 @@ func TestExecTinyPidsLimit(t *testing.T) {
 	r, out, errOut := runToExit(t, New(Config{}), tc)
 	if !r.Successful() || out != "alone\n" {
 		t.Fatalf("pids_limit 1: %q %q %+v", out, errOut, r)
+	}
+}
+
+// alloc exec into a root task gets the task's capability set, not root's
+// full one.
+func TestExecIntoTaskKeepsCapabilities(t *testing.T) {
+	requireIsolation(t)
+	d := New(Config{})
+	tc := newTask(t, "execcaps", map[string]any{"command": "sleep", "args": []any{"600"}, "cap_drop": []any{"all"}, "cap_add": []any{"chown"}})
+	tc.User = "root"
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	var out, errOut strings.Builder
+	code, err := d.ExecTask(context.Background(), tc.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "grep CapBnd /proc/self/status; id -u; echo pid1=$(cat /proc/1/comm)"}, Stdout: &out, Stderr: &errOut})
+	if !isolate.EnterKeepsCaps {
+		if err == nil || !strings.Contains(err.Error(), "needs a drover built with cgo") {
+			t.Fatalf("a build without cgo must refuse exec into a root task, got %d %v %q", code, err, out.String())
+		}
+		return
+	}
+	want := fmt.Sprintf("CapBnd:\t%016x\n0\npid1=sleep\n", capMask([]string{"chown"}))
+	if err != nil || code != 0 || out.String() != want {
+		t.Fatalf("exec: code %d err %v out %q (want %q) stderr %q", code, err, out.String(), want, errOut.String())
 	}
 }

@@ -18,6 +18,13 @@
 // the init's PID: the supervisor that started the init is the task's
 // parent, as with raw_exec.
 //
+// alloc exec runs the command through this binary again (EnterCommand):
+// with cgo, a C constructor joins the task's cgroups, namespaces and root,
+// drops the capabilities outside the task's set and switches user before
+// the Go runtime starts (a multi-threaded process cannot join a mount
+// namespace); without cgo, util-linux's nsenter does it, and exec into a
+// root task is refused since nsenter cannot keep its capability set.
+//
 // Bind mounts rather than copies or hard links build the root: a bind mount
 // costs one syscall whatever the directory's size (hard-linking /usr is tens
 // of thousands of links per task and fails across filesystems), lives only
