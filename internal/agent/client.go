@@ -12,6 +12,8 @@ import (
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker"
+	execdriver "github.com/drover-project/drover/internal/drivers/exec"
+	"github.com/drover-project/drover/internal/drivers/java"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
@@ -92,11 +94,34 @@ func (a *Agent) drivers() []drivers.Driver {
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
 		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
+		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
+		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// isolatedConfig is the agent's `plugin "exec"` (or "java") config over
+// Nomad's defaults; validated at load, so the defaults on an error cannot
+// happen.
+func (a *Agent) isolatedConfig(name string) execdriver.PluginConfig {
+	if p := a.config.Plugins[name]; p != nil {
+		if pc, err := execdriver.ParsePluginConfig(p.Config); err == nil {
+			return pc
+		}
+	}
+	return execdriver.DefaultPluginConfig()
+}
+
+// chrootEnv is the client's chroot_env; nil (Nomad's default map) when
+// unset.
+func (a *Agent) chrootEnv() map[string]string {
+	if cc := a.config.Client; cc != nil && len(cc.ChrootEnv) > 0 {
+		return cc.ChrootEnv
+	}
+	return nil
 }
 
 // devDriverHealthInterval is how often a dev agent fingerprints its drivers

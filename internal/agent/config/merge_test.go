@@ -162,7 +162,7 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
 		{"plugin raw_exec", "plugin \"raw_exec\" {\n config { enabled = true }\n}", ""},
 		{"plugin fake_device", "plugin \"fake_device\" {\n config { count = 1 }\n}", ""},
-		{"plugin podman", "plugin \"podman\" {}", `plugin "podman" is not a task driver or device plugin built into Drover (built in: docker, fake_device, mock_driver, qemu, raw_exec)`},
+		{"plugin podman", "plugin \"podman\" {}", `plugin "podman" is not a task driver or device plugin built into Drover (built in: docker, exec, fake_device, java, mock_driver, qemu, raw_exec)`},
 		{"plugin docker", "plugin \"docker\" {\n config {\n allow_privileged = true\n volumes { enabled = true }\n }\n}", ""},
 		{"docker option typo", "plugin \"docker\" {\n config { endpiont = \"unix:///x\" }\n}", `plugin "docker" config: unknown key "endpiont"`},
 		{"raw_exec option typo", "plugin \"raw_exec\" {\n config { enabeld = true }\n}", `plugin "raw_exec" config: unknown key "enabeld" (raw_exec's agent options: enabled)`},
