@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,21 @@ func TestMTLSServerClientAndCLI(t *testing.T) {
 		return strings.Contains(bad.out.String(), `not valid for region \"global\"`) ||
 			strings.Contains(bad.out.String(), `not valid for region "global"`)
 	})
+	// The server reaches the client's file system over the client's node
+	// session, inside TLS.
+	allocs := srv.allocsOf("secure")
+	if len(allocs) != 1 {
+		t.Fatalf("allocs of secure: %d", len(allocs))
+	}
+	rc, err := srv.client.AllocFS().Cat(&api.Allocation{ID: allocs[0].ID, NodeID: allocs[0].NodeID}, "alloc/logs/t.stdout.0", nil)
+	if err != nil {
+		t.Fatalf("alloc fs cat through the server: %v", err)
+	}
+	logb, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(logb) != "secure\n" {
+		t.Errorf("task log through the server = %q, want \"secure\\n\"", logb)
+	}
 	for _, l := range strings.Split(bad.out.String(), "\n") {
 		if strings.Contains(l, "not valid for region") {
 			t.Logf("other-region client: %s", l)
