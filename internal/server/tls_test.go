@@ -54,7 +54,9 @@ func TestServersOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.RPCTLS = &droverrpc.TLSListenerConfig{Config: st.IncomingRPC(), Require: true,
-			Verify: func(cs tls.ConnectionState, proto byte) error { return st.VerifyIncoming(cs, proto == droverrpc.ProtoRaft) }}
+			Verify: func(cs tls.ConnectionState, proto byte) error {
+				return st.VerifyIncoming(cs, proto == droverrpc.ProtoRaft)
+			}}
 		cfg.RPCDialer = &droverrpc.Dialer{TLS: st.OutgoingRPC}
 	})
 	waitFor(t, 10*time.Second, "a leader elected over TLS", func() bool { return currentLeader(servers) != nil })
