@@ -168,6 +168,14 @@ func TestMTLSServerClientAndCLI(t *testing.T) {
 	if err == nil {
 		t.Errorf("node status without a client certificate succeeded under verify_https_client:\n%s", out)
 	}
+	waitFor(t, 5*time.Second, "the server's log to name the refused HTTPS client", func() bool {
+		for _, l := range strings.Split(srv.out.String(), "\n") {
+			if strings.Contains(l, "agent.http") && strings.Contains(l, "TLS handshake error") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// SIGHUP reloads a renewed server certificate.
 	before := httpsSerial(t, dir, srv.http)
