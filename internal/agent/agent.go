@@ -23,6 +23,7 @@ import (
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/version"
 )
 
@@ -36,6 +37,10 @@ type Agent struct {
 
 	pool    *droverrpc.Pool
 	servers []string // client-only agents: server RPC addresses
+	// tls holds the tls block's material (nil when TLS is off); rpcDialer
+	// dials servers' RPC ports (TLS with tls.rpc; nil: plain).
+	tls       *tlsutil.Store
+	rpcDialer *droverrpc.Dialer
 	// nodeSession is the client's session servers reach it by (reach.go).
 	nodeSession *reach.NodeSession
 
@@ -83,6 +88,10 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: HTTP listener on %s: %w", cfg.HTTPAddr(), err)
 	}
+	if err := a.setupTLS(); err != nil {
+		a.Shutdown()
+		return nil, err
+	}
 	if cfg.Server != nil && cfg.Server.Enabled {
 		if err := a.setupServer(); err != nil {
 			a.Shutdown()
@@ -124,6 +133,7 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	sc.Logger = a.logger
+	a.serverTLS(sc)
 	if !c.DevMode {
 		dir := c.Server.DataDir
 		if dir == "" {

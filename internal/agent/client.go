@@ -62,6 +62,7 @@ func (a *Agent) setupClient() error {
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
+		TLSEnabled:         c.TLS != nil && c.TLS.EnableHTTP,
 		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}

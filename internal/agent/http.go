@@ -60,7 +60,10 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.config.EnableDebug {
 		h = withPprof(h)
 	}
-	a.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	a.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		// Refused TLS handshakes (no client certificate, unknown CA) are
+		// logged with the agent's other lines, not raw on stderr.
+		ErrorLog: a.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})}
 	go func() {
 		if err := a.httpSrv.Serve(a.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("HTTP server stopped", "error", err)

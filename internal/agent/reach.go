@@ -28,6 +28,7 @@ func (a *Agent) startNodeSession(api http.Handler) {
 		Handler: relayedRoutes(api),
 		Proto:   droverrpc.ProtoNodeSession,
 		Logger:  a.logger.Named("reach"),
+		Dial:    a.dialRPC(),
 	})
 }
 
@@ -62,7 +63,7 @@ func (d nodeDialer) DialNode(ctx context.Context, nodeID string) (net.Conn, erro
 	var err error = structs.NewErrCoded(503, "no servers known: set client.servers or -servers")
 	for _, addr := range d.a.servers {
 		var c net.Conn
-		if c, err = reach.DialTunnel(ctx, addr, droverrpc.ProtoNodeTunnel, nodeID, true); err == nil {
+		if c, err = reach.DialTunnelVia(ctx, d.a.dialRPC(), addr, droverrpc.ProtoNodeTunnel, nodeID, true); err == nil {
 			return c, nil
 		}
 	}

@@ -150,6 +150,13 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"node pool nodes":  f(&NodePoolNodesCommand{Meta: m}),
 		"node pool jobs":   f(&NodePoolJobsCommand{Meta: m}),
 
+		// Certificates for TLS.
+		"tls":             f(&GroupCommand{Meta: m, Name: "tls", Synopsis_: "Generate self-signed TLS certificates for Drover"}),
+		"tls ca":          f(&GroupCommand{Meta: m, Name: "tls ca", Synopsis_: "Manage the certificate authority"}),
+		"tls ca create":   f(&TLSCACreateCommand{Meta: m}),
+		"tls cert":        f(&GroupCommand{Meta: m, Name: "tls cert", Synopsis_: "Manage certificates"}),
+		"tls cert create": f(&TLSCertCreateCommand{Meta: m}),
+
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),
 		"stop":     f(&JobStopCommand{Meta: m}),

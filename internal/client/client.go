@@ -194,7 +194,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	n := &structs.Node{
 		ID: id, SecretID: secret, Name: name, Datacenter: cfg.Datacenter, NodeClass: cfg.NodeClass,
 		NodePool: cfg.NodePool, Meta: mergeNodeMeta(c.metaStatic, c.metaDynamic), Status: structs.NodeStatusInit,
-		SchedulingEligibility: structs.NodeSchedulingEligible,
+		SchedulingEligibility: structs.NodeSchedulingEligible, TLSEnabled: cfg.TLSEnabled,
 	}
 	var deny []string
 	if d := cfg.Options["fingerprint.denylist"]; d != "" {

@@ -37,6 +37,8 @@ type Config struct {
 	NetworkInterface string
 	// BindAddr is the agent's advertise/bind address; it picks the
 	// fingerprinted interface when NetworkInterface is empty.
+	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
+	TLSEnabled      bool
 	BindAddr        string
 	CPUTotalCompute int
 	MemoryTotalMB   int

@@ -24,6 +24,18 @@ type HubConfig struct {
 	// Proto is the byte that opens a tunnel on a peer's RPC port.
 	Proto  byte
 	Logger hclog.Logger
+	// Dial connects to a peer's RPC port (nil: plain TCP); with tls.rpc
+	// it returns a TLS connection.
+	Dial DialFunc
+}
+
+// DialFunc connects to an RPC port; the protocol byte is written on what it
+// returns.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+func plainDial(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // Hub is a server's side: the sessions of the nodes connected to it and
@@ -170,7 +182,7 @@ func (h *Hub) DialNode(ctx context.Context, nodeID string) (net.Conn, error) {
 		}
 	}
 	for _, p := range peers {
-		c, err := DialTunnel(ctx, p, h.cfg.Proto, nodeID, false)
+		c, err := DialTunnelVia(ctx, h.cfg.Dial, p, h.cfg.Proto, nodeID, false)
 		if err == nil {
 			h.mu.Lock()
 			h.via[nodeID] = p
@@ -238,8 +250,17 @@ func (h *Hub) Close() {
 // DialTunnel opens a pipe to the node through the server at addr (search:
 // that server may look for it on the other servers).
 func DialTunnel(ctx context.Context, addr string, proto byte, nodeID string, search bool) (net.Conn, error) {
-	d := net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	return DialTunnelVia(ctx, nil, addr, proto, nodeID, search)
+}
+
+// DialTunnelVia is DialTunnel connecting with dial (nil: plain TCP).
+func DialTunnelVia(ctx context.Context, dial DialFunc, addr string, proto byte, nodeID string, search bool) (net.Conn, error) {
+	if dial == nil {
+		dial = plainDial
+	}
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	conn, err := dial(dctx, addr)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package reach
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -26,6 +27,9 @@ type NodeConfig struct {
 	// MinBackoff and MaxBackoff bound the wait between connection
 	// attempts (0: 500 ms and 5 s).
 	MinBackoff, MaxBackoff time.Duration
+	// Dial connects to a server's RPC port (nil: plain TCP); with tls.rpc
+	// it returns a TLS connection.
+	Dial DialFunc
 }
 
 // NodeSession keeps a client agent's session to a server open, connecting
@@ -103,7 +107,13 @@ func (n *NodeSession) run() {
 
 // serveOne connects to addr and serves the session until it ends.
 func (n *NodeSession) serveOne(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, handshakeTimeout)
+	dial := n.cfg.Dial
+	if dial == nil {
+		dial = plainDial
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	conn, err := dial(ctx, addr)
+	cancel()
 	if err != nil {
 		return err
 	}

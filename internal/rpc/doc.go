@@ -1,6 +1,7 @@
 // Package rpc owns the agent-to-agent transport: one TCP listener on the RPC
 // port whose first byte selects the protocol (net/rpc with msgpack, Raft, or
-// a yamux session multiplexing many net/rpc streams), the Raft stream layer
+// a yamux session multiplexing many net/rpc streams, each of them possibly
+// inside TLS), the Raft stream layer
 // riding on that port, a client connection pool, and in-process calls.
 //
 // It must never know what the RPCs mean: endpoints are registered by the
@@ -18,4 +19,7 @@ const (
 	// ProtoNodeTunnel: a byte pipe to a client agent through the server
 	// holding its session (internal/reach).
 	ProtoNodeTunnel byte = 0x05
+	// ProtoTLS: a TLS handshake follows; inside it the dialer writes one
+	// of the bytes above (tls.go).
+	ProtoTLS byte = 0x06
 )

@@ -30,6 +30,9 @@ type Listener struct {
 	// extra are the handlers of protocol bytes other packages own
 	// (Handle); each takes over the connection.
 	extra map[byte]func(net.Conn)
+	// tls, when set, lets connections upgrade (ProtoTLS) and may require
+	// them to (tls.go).
+	tls *TLSListenerConfig
 }
 
 // Handle hands every connection whose first byte is proto to fn, which
@@ -108,13 +111,35 @@ func (l *Listener) handle(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	switch b[0] {
+	l.mu.Lock()
+	tc := l.tls
+	l.mu.Unlock()
+	switch {
+	case b[0] == ProtoTLS:
+		l.handleTLS(conn, tc)
+	case tc != nil && tc.Require:
+		l.logger.Warn("rpc: plaintext connection refused: tls.rpc requires TLS", "remote", conn.RemoteAddr())
+		conn.Close()
+	default:
+		l.dispatch(conn, b[0], l.serveRPC)
+	}
+}
+
+// serveRPC serves one net/rpc session on c.
+func (l *Listener) serveRPC(c io.ReadWriteCloser) {
+	l.srv.ServeCodec(NewServerCodec(bufferedConn(c)))
+}
+
+// dispatch hands conn to the protocol b selects; net/rpc sessions are
+// served by serve.
+func (l *Listener) dispatch(conn net.Conn, b byte, serve func(io.ReadWriteCloser)) {
+	switch b {
 	case ProtoRPC:
 		if !l.track(conn) {
 			return
 		}
 		defer l.untrack(conn)
-		l.srv.ServeCodec(NewServerCodec(bufferedConn(conn)))
+		serve(conn)
 	case ProtoRaft:
 		if l.raft == nil {
 			conn.Close()
@@ -138,11 +163,11 @@ func (l *Listener) handle(conn net.Conn) {
 				sess.Close()
 				return
 			}
-			go l.srv.ServeCodec(NewServerCodec(bufferedConn(stream)))
+			go serve(stream)
 		}
 	default:
 		l.mu.Lock()
-		fn := l.extra[b[0]]
+		fn := l.extra[b]
 		l.mu.Unlock()
 		if fn != nil {
 			if !l.track(conn) {
@@ -152,7 +177,7 @@ func (l *Listener) handle(conn net.Conn) {
 			fn(conn)
 			return
 		}
-		l.logger.Warn("rpc: unknown protocol byte", "byte", b[0], "remote", conn.RemoteAddr())
+		l.logger.Warn("rpc: unknown protocol byte", "byte", b, "remote", conn.RemoteAddr())
 		conn.Close()
 	}
 }

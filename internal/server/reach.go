@@ -18,6 +18,7 @@ func (s *Server) setupReach() {
 		Peers:  s.otherServers,
 		Proto:  droverrpc.ProtoNodeTunnel,
 		Logger: s.logger.Named("reach"),
+		Dial:   s.config.RPCDialer.DialContext,
 	})
 	s.listener.Handle(droverrpc.ProtoNodeSession, s.reach.HandleSession)
 	s.listener.Handle(droverrpc.ProtoNodeTunnel, s.reach.HandleTunnel)

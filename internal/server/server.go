@@ -229,6 +229,15 @@ func (s *Server) setupRPCListener() error {
 	}
 	// Serving starts in NewServer once Raft is set up: endpoints read it.
 	s.listener = droverrpc.NewListener(ln, s.rpcServer, s.raftLayer, s.logger.Named("rpc"))
+	if s.config.RPCTLS != nil {
+		s.listener.SetTLS(s.config.RPCTLS)
+	}
+	if d := s.config.RPCDialer; d != nil {
+		s.pool.SetDialer(d)
+		if s.raftLayer != nil {
+			s.raftLayer.SetDialer(d)
+		}
+	}
 	s.setupReach()
 	return nil
 }

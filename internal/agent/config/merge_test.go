@@ -135,8 +135,10 @@ func TestValidate_FeatureGates(t *testing.T) {
 	}{
 		{"acl enabled", "acl { enabled = true }", `acl.enabled = true is not supported yet`},
 		{"acl off with ttls", "acl {\n enabled = false\n token_ttl = \"1m\"\n}", ""},
-		{"tls http", "tls { http = true }", "tls.http = true is not supported yet"},
-		{"tls rpc", "tls { rpc = true }", "tls.rpc = true is not supported yet"},
+		{"tls http without files", "tls { http = true }", "tls.ca_file, tls.cert_file, tls.key_file must be set"},
+		{"tls rpc missing ca", "tls {\n rpc = true\n ca_file = \"/nonexistent/ca.pem\"\n cert_file = \"/c\"\n key_file = \"/k\"\n}", "tls.ca_file: open /nonexistent/ca.pem"},
+		{"tls bad min version", "tls { tls_min_version = \"tls9\" }", "tls.tls_min_version \"tls9\" is not one of"},
+		{"tls bad suite", "tls { tls_cipher_suites = \"TLS_NOPE\" }", "unknown cipher suite \"TLS_NOPE\""},
 		{"tls files only", "tls { ca_file = \"/ca.pem\" }", ""},
 		{"vault enabled", "vault {\n enabled = true\n address = \"https://v\"\n}", "vault.enabled = true is not supported yet"},
 		{"vault off", "vault {\n enabled = false\n address = \"https://v\"\n}", ""},

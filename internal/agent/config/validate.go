@@ -76,6 +76,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, t.validate()...)
 	}
 	errs = append(errs, c.checkPlugins()...)
+	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.checkFeatureGates()...)
 	for _, err := range errs {
 		if e, ok := err.(*Error); ok {
