@@ -13,6 +13,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/podman"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -89,6 +90,7 @@ func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
+		podman.New(podman.Config{Plugin: a.podmanConfig(), Logger: a.logger.Named("driver.podman")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
@@ -121,6 +123,19 @@ func (a *Agent) dockerConfig() docker.PluginConfig {
 		}
 	}
 	return c
+}
+
+// podmanConfig is the agent's `plugin "nomad-driver-podman"` config over
+// the upstream driver's defaults (validated at load, as dockerConfig's).
+func (a *Agent) podmanConfig() docker.PluginConfig {
+	for _, name := range []string{podman.PluginName, podman.Name} {
+		if p := a.config.Plugins[name]; p != nil {
+			if pc, err := podman.ParsePluginConfig(p.Config); err == nil {
+				return pc
+			}
+		}
+	}
+	return podman.DefaultPluginConfig()
 }
 
 // devicePlugins builds the device plugins the agent configuration names.

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/podman"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
 
@@ -26,6 +27,7 @@ import (
 var drivers = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidateTaskConfig,
 	docker.Name:  docker.ValidateTaskConfig,
+	podman.Name:  podman.ValidateTaskConfig,
 	mock.Name:    mock.ValidateTaskConfig,
 }
 
@@ -34,6 +36,10 @@ var drivers = map[string]func(map[string]any) error{
 var plugins = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidatePluginConfig,
 	docker.Name:  docker.ValidatePluginConfig,
+	// The upstream podman driver's plugin block is named after its binary
+	// (nomad-driver-podman); an operator who named it podman used that.
+	podman.PluginName: podman.ValidatePluginConfig,
+	podman.Name:       podman.ValidatePluginConfig,
 	mock.Name: func(m map[string]any) error {
 		for k := range m {
 			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)

@@ -23,7 +23,14 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"docker", map[string]any{"image": "redis", "portz": []any{"http"}}, true, `unknown key "portz"`},
 		{"docker", map[string]any{"image": "redis", "shm_size": "big"}, true, `shm_size must be an integer`},
 		{"docker", map[string]any{"command": "x"}, true, `"image" is required`},
-		{"podman", map[string]any{"image": "redis"}, false, ""},
+		{"podman", map[string]any{"image": "docker://redis", "ports": []any{"http"}, "working_dir": "/srv"}, true, ""},
+		{"podman", map[string]any{"image": "docker-archive:local/hello.tar"}, true, ""},
+		{"podman", map[string]any{"image": "redis", "work_dirr": "/srv"}, true, `unknown key "work_dirr"`},
+		{"podman", map[string]any{"image": "redis", "memory_swap": "1g"}, true, `memory_swap is not supported by Drover's podman driver yet`},
+		{"podman", map[string]any{"image": "redis", "working_dir": 3.0}, true, `working_dir must be a string`},
+		{"podman", map[string]any{"image": "oci-archive:x.tar"}, true, `oci-archive: transport is not supported`},
+		{"podman", map[string]any{"image": "redis", "shm_size": "huge"}, true, `shm_size must be a size such as "64m"`},
+		{"exec", map[string]any{"command": "x"}, false, ""},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
 		if known != tc.known {
@@ -39,10 +46,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,nomad-driver-podman,podman,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || IsPlugin("exec") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || !IsPlugin("nomad-driver-podman") || !IsPlugin("podman") || IsPlugin("lxc") || IsPlugin("exec") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }

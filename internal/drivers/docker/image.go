@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -158,14 +157,7 @@ func (r *imageRefs) ensure(ctx context.Context, cli *client.Client, cfg *drivers
 // loadImage is `docker load -i` of a tarball in the task dir (where an
 // artifact put it: a relative path is tried in the task dir, then local/).
 func loadImage(ctx context.Context, cli *client.Client, taskDir, load string) error {
-	path := load
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(taskDir, load)
-		if _, err := os.Stat(path); err != nil {
-			path = filepath.Join(taskDir, "local", load)
-		}
-	}
-	f, err := os.Open(path)
+	f, err := os.Open(loadPath(taskDir, load))
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
