@@ -88,7 +88,6 @@ func TestCheck_Decisions(t *testing.T) {
 		{"task network", func(j *api.Job) {
 			task(j).Resources = &api.Resources{Networks: []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "x"}}}}}
 		}, tp + `resources.network is not supported`, ""},
-		{"cores", func(j *api.Job) { task(j).Resources = &api.Resources{Cores: new(2)} }, tp + `resources.cores is not supported`, ""},
 		{"numa", func(j *api.Job) {
 			task(j).Resources = &api.Resources{NUMA: &api.NUMAResource{Affinity: "require"}}
 		}, tp + `resources.numa is not supported`, ""},
