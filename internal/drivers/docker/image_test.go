@@ -115,7 +115,7 @@ func TestEngineLoadImage(t *testing.T) {
 func TestPullProgressSummary(t *testing.T) {
 	p := newPullProgress()
 	for _, m := range []jsonMessage{
-		{Status: "Pulling from library/redis", ID: ""},
+		{Status: "Pulling from library/redis", ID: "7"},
 		{ID: "a", Status: "Pulling fs layer"},
 		{ID: "b", Status: "Already exists"},
 		{ID: "a", Status: "Downloading", ProgressDetail: struct {

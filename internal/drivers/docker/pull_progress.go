@@ -36,8 +36,15 @@ type layerProgress struct {
 
 func newPullProgress() *pullProgress { return &pullProgress{layers: map[string]*layerProgress{}} }
 
+// layerStatuses are the statuses of messages about one layer (others, such
+// as "Pulling from <repo>" with the tag as ID, are not).
+var layerStatuses = map[string]bool{
+	"Pulling fs layer": true, "Waiting": true, "Downloading": true, "Verifying Checksum": true,
+	"Download complete": true, "Extracting": true, "Pull complete": true, "Already exists": true,
+}
+
 func (p *pullProgress) add(m jsonMessage) {
-	if m.ID == "" {
+	if m.ID == "" || !layerStatuses[m.Status] {
 		return
 	}
 	l := p.layers[m.ID]
