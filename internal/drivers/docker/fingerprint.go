@@ -51,8 +51,6 @@ func (d *Driver) podmanAttributes(ctx context.Context, cli *client.Client, versi
 		"driver." + n + ".api_version":        apiVersion,
 		"driver." + n + ".volumes.enabled":    fmt.Sprint(d.cfg.VolumesEnabled),
 		"driver." + n + ".privileged.enabled": fmt.Sprint(d.cfg.AllowPrivileged),
-		"driver." + n + ".socketName":         "default",
-		"driver." + n + ".defaultPodman":      "true",
 	}
 	if info, err := cli.Info(ctx); err == nil {
 		rootless := false
