@@ -48,6 +48,7 @@ func (a *Agent) setupClient() error {
 		NetworkInterface:   cc.NetworkInterface,
 		BindAddr:           bind,
 		CPUTotalCompute:    cc.CPUTotalCompute,
+		ReservableCores:    cc.ReservableCores,
 		MemoryTotalMB:      cc.MemoryTotalMB,
 		MinDynamicPort:     cc.MinDynamicPort,
 		MaxDynamicPort:     cc.MaxDynamicPort,
@@ -72,7 +73,7 @@ func (a *Agent) setupClient() error {
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
 	}
 	if r := cc.Reserved; r != nil {
-		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}
+		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts, Cores: r.Cores}
 	}
 	cl, err := client.New(cfg)
 	if err != nil {

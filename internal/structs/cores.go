@@ -3,6 +3,8 @@ package structs
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // DimensionCores is what AllocsFit and the scheduler report when a node
@@ -90,4 +92,35 @@ func coreCollision(node *Node, allocs []*Allocation) string {
 		}
 	}
 	return ""
+}
+
+// ParseCores reads a cpuset list such as "0-3,6" (Nomad's
+// client.reserved.cores and client.reservable_cores), sorted, without
+// duplicates.
+func ParseCores(spec string) ([]uint16, error) {
+	seen := map[uint16]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
+		}
+		if err != nil || a > b || b >= MaxTaskCores {
+			return nil, fmt.Errorf("%q is not a core ID or range of core IDs (such as 0-3)", part)
+		}
+		for c := a; c <= b; c++ {
+			seen[uint16(c)] = true
+		}
+	}
+	out := make([]uint16, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
 }
