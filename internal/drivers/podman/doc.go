@@ -7,7 +7,7 @@
 // docker driver's own engine tests, pointed at podman's socket with no
 // change, passed except two engine quirks (a one-shot stats sample has no
 // previous sample, so the CPU percent is an average since start; OOM kills
-// are not flagged, see below). So this driver is the docker driver
+// are not flagged, see below; both handled here). So this driver is the docker driver
 // (internal/drivers/docker) run with podman's flavor over the compatible
 // API: one implementation of create/start/wait, log streaming into the
 // rotated files, recovery after an agent restart, stop with kill_signal and
@@ -16,12 +16,15 @@
 // is podman's own is here: the task `config {}` keys of the upstream
 // nomad-driver-podman (mapped onto the docker driver's), the agent's
 // `plugin "nomad-driver-podman"` keys, the service socket, the fingerprint
-// attributes (driver.podman.version, .rootless, .cgroupVersion), and the
-// stats sampling (the first sample of a stream, which carries the previous).
+// attributes (driver.podman.version, .rootless, .cgroupVersion), the
+// stats sampling (the first sample of a stream, which carries the previous)
+// and OOM detection.
 //
-// Known engine limit: podman 4.3 with cgroup v1 (this machine) does not
-// report OOM kills (State.OOMKilled stays false, also for `podman run`);
-// a task killed for memory ends with exit code 137 and no OOM flag.
+// OOM: podman 4.3.1 with conmon 2.1.6 never sets State.OOMKilled (also for
+// `podman run`): conmon writes its "oom" marker into its working directory,
+// where podman does not look. A podman container that ends with exit code
+// 137 is therefore checked against the kernel's log (/dev/kmsg), whose
+// oom-kill record names the container's memory cgroup (libpod-<id>).
 //
 // Root without CAP_SYS_RESOURCE (containers here) cannot give a container
 // podman's default rlimits (nofile 1048576): every start fails with

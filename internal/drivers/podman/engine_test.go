@@ -251,3 +251,30 @@ func TestPodmanFingerprint(t *testing.T) {
 		t.Fatalf("fingerprint without a service: %+v", fp)
 	}
 }
+
+// A container over its memory limit is reported OOM killed (from the
+// kernel's record: podman 4.3 does not flag it itself).
+func TestPodmanOOMKilled(t *testing.T) {
+	d, _, img := engineDriver(t)
+	cfg := engineTask(t, "hog", map[string]any{"image": img, "command": "/bin/sh", "args": []any{"-c", "tail /dev/zero"}})
+	cfg.Resources.Memory.MemoryMB = 16
+	if _, err := d.StartTask(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	if res := waitExit(t, d, cfg.ID); !res.OOMKilled || res.ExitCode != 137 {
+		t.Fatalf("want OOM killed with exit code 137, got %+v", res)
+	}
+	// A container killed by a signal it was sent is not.
+	cfg2 := engineTask(t, "sleeper", map[string]any{"image": img, "command": "/bin/sleep", "args": []any{"300"}})
+	if _, err := d.StartTask(cfg2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg2.ID, true) })
+	if err := d.StopTask(cfg2.ID, 0, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	if res := waitExit(t, d, cfg2.ID); res.OOMKilled || res.ExitCode != 137 {
+		t.Fatalf("a killed container: want exit 137 without OOM, got %+v", res)
+	}
+}
