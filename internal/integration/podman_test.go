@@ -200,3 +200,39 @@ func TestPodmanJobServesExecsReattachesAndStops(t *testing.T) {
 		})
 	}
 }
+
+// A podman task over its memory limit: the allocation fails and its
+// Terminated event says OOM Killed (the driver reads the kernel's record:
+// podman 4.3 does not flag it).
+func TestPodmanOOMKillReported(t *testing.T) {
+	pcli := podmantest.Client(t)
+	img := podmantest.LoadImage(t, pcli)
+	a := devAgent(t)
+	dir := t.TempDir()
+	job := strings.ReplaceAll(strings.ReplaceAll(dockerOOMJob, `driver = "docker"`, `driver = "podman"`), `job "doom"`, `job "poom"`)
+	if err := os.WriteFile(filepath.Join(dir, "poom.nomad.hcl"), []byte(fmt.Sprintf(job, img)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := a.cli(dir, "job", "run", "-detach", "poom.nomad.hcl"); code != 0 {
+		t.Fatalf("job run: exit %d\n%s", code, out)
+	}
+	var al *api.Allocation
+	waitFor(t, 60*time.Second, "the allocation fails", func() bool {
+		s := a.allocsOf("poom")
+		if len(s) != 1 || s[0].ClientStatus != "failed" {
+			return false
+		}
+		var err error
+		al, _, err = a.client.Allocations().Info(s[0].ID, nil)
+		return err == nil
+	})
+	var term *api.TaskEvent
+	for _, e := range al.TaskStates["hog"].Events {
+		if e.Type == "Terminated" {
+			term = e
+		}
+	}
+	if term == nil || term.Details["oom_killed"] != "true" || term.ExitCode != 137 || !strings.Contains(term.DisplayMessage, "OOM Killed") {
+		t.Fatalf("want a Terminated event saying OOM killed, got %+v", term)
+	}
+}
