@@ -19,6 +19,7 @@ import (
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/heapfloor"
+	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
 	"github.com/drover-project/drover/internal/structs"
@@ -35,6 +36,8 @@ type Agent struct {
 
 	pool    *droverrpc.Pool
 	servers []string // client-only agents: server RPC addresses
+	// nodeSession is the client's session servers reach it by (reach.go).
+	nodeSession *reach.NodeSession
 
 	httpLn  net.Listener
 	httpSrv *http.Server
@@ -109,7 +112,9 @@ func (a *Agent) dataDir(sub string) (string, error) {
 		return "", err
 	}
 	a.tmpDirs = append(a.tmpDirs, dir)
-	return dir, nil
+	// Traversable as a configured data dir is: a task run as its `user`
+	// must reach its task directory below it.
+	return dir, os.Chmod(dir, 0o711)
 }
 
 func (a *Agent) setupServer() error {
@@ -294,6 +299,9 @@ func (a *Agent) Leave() {
 func (a *Agent) Shutdown() error {
 	var err error
 	a.shutdown.Do(func() {
+		if a.nodeSession != nil {
+			a.nodeSession.Close()
+		}
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/podman"
+	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -71,6 +72,7 @@ func (a *Agent) setupClient() error {
 	if t := c.Telemetry; t != nil {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
+		cfg.PublishAllocationMetrics = t.PublishAllocationMetrics
 	}
 	if r := cc.Reserved; r != nil {
 		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts, Cores: r.Cores}
@@ -92,6 +94,7 @@ func (a *Agent) drivers() []drivers.Driver {
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
 		podman.New(podman.Config{Plugin: a.podmanConfig(), Logger: a.logger.Named("driver.podman")}),
+		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
@@ -137,6 +140,17 @@ func (a *Agent) podmanConfig() docker.PluginConfig {
 		}
 	}
 	return podman.DefaultPluginConfig()
+}
+
+// qemuConfig is the agent's `plugin "qemu"` config (validated at load: an
+// error cannot happen here; the defaults are used if it does).
+func (a *Agent) qemuConfig() qemu.PluginConfig {
+	if p := a.config.Plugins[qemu.Name]; p != nil {
+		if pc, err := qemu.ParsePluginConfig(p.Config); err == nil {
+			return pc
+		}
+	}
+	return qemu.PluginConfig{}
 }
 
 // devicePlugins builds the device plugins the agent configuration names.

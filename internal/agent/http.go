@@ -46,12 +46,16 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.Exec = a.client
 		cfg.AllocStats = a.client
 		cfg.GC = a.client
+		cfg.Allocs = a.client
+		cfg.AllocOps = a.client
 	}
+	cfg.Reach = nodeDialer{a}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}
 	}
 	api := httpapi.NewHandler(cfg)
 	a.httpAPI = api
+	a.startNodeSession(api)
 	var h http.Handler = api
 	if a.config.EnableDebug {
 		h = withPprof(h)

@@ -70,6 +70,9 @@ type Config struct {
 	// PublishNodeMetrics publishes the host and allocated-resource gauges
 	// (telemetry.publish_node_metrics).
 	PublishNodeMetrics bool
+	// PublishAllocationMetrics publishes each running task's memory and
+	// CPU gauges (telemetry.publish_allocation_metrics).
+	PublishAllocationMetrics bool
 	// DriverHealthInterval is how often drivers are fingerprinted again
 	// (0: every 15 s).
 	DriverHealthInterval time.Duration

@@ -12,4 +12,10 @@ const (
 	ProtoRPC       byte = 0x01 // one net/rpc (msgpack) session
 	ProtoRaft      byte = 0x02 // handed to the Raft transport
 	ProtoMultiplex byte = 0x03 // yamux session; every stream is ProtoRPC
+	// ProtoNodeSession: a client agent's session to a server, which the
+	// server uses to open streams to the client (internal/reach).
+	ProtoNodeSession byte = 0x04
+	// ProtoNodeTunnel: a byte pipe to a client agent through the server
+	// holding its session (internal/reach).
+	ProtoNodeTunnel byte = 0x05
 )

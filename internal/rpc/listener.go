@@ -15,7 +15,8 @@ import (
 
 // Listener accepts connections on the RPC port and dispatches them by their
 // first byte: net/rpc sessions to the rpc.Server, Raft connections to the
-// RaftLayer, yamux sessions to per-stream net/rpc sessions.
+// RaftLayer, yamux sessions to per-stream net/rpc sessions, and any other
+// byte to the handler registered for it (Handle).
 type Listener struct {
 	ln     net.Listener
 	srv    *rpc.Server
@@ -26,6 +27,22 @@ type Listener struct {
 	conns  map[io.Closer]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// extra are the handlers of protocol bytes other packages own
+	// (Handle); each takes over the connection.
+	extra map[byte]func(net.Conn)
+}
+
+// Handle hands every connection whose first byte is proto to fn, which
+// owns it from then on (it must close it). Connections arriving before
+// the handler is set are closed. The
+// listener closes such connections it still tracks when it closes.
+func (l *Listener) Handle(proto byte, fn func(net.Conn)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.extra == nil {
+		l.extra = map[byte]func(net.Conn){}
+	}
+	l.extra[proto] = fn
 }
 
 // NewListener wraps ln. raft may be nil when Raft does not ride on this port.
@@ -124,6 +141,17 @@ func (l *Listener) handle(conn net.Conn) {
 			go l.srv.ServeCodec(NewServerCodec(bufferedConn(stream)))
 		}
 	default:
+		l.mu.Lock()
+		fn := l.extra[b[0]]
+		l.mu.Unlock()
+		if fn != nil {
+			if !l.track(conn) {
+				return
+			}
+			defer l.untrack(conn)
+			fn(conn)
+			return
+		}
 		l.logger.Warn("rpc: unknown protocol byte", "byte", b[0], "remote", conn.RemoteAddr())
 		conn.Close()
 	}

@@ -36,8 +36,8 @@ import "fmt"
 //	telemetry.datadog_address,               REFUSED: those sinks are not built and the
 //	  telemetry.circonus_api_token            metrics would go nowhere; the Datadog agent
 //	                                         takes statsd_address (DogStatsD speaks statsd)
-//	telemetry.publish_allocation_metrics     accepted: per-allocation resource usage is
-//	  and the other metric filters            not measured yet, so not published
+//	telemetry.disable_dispatched_job_      accepted and ignored
+//	  summary_metrics
 //	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
 //	  -dev-vault                             the dev integrations are not built
 var featureGates = []struct {

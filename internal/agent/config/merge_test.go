@@ -162,7 +162,7 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
 		{"plugin raw_exec", "plugin \"raw_exec\" {\n config { enabled = true }\n}", ""},
 		{"plugin fake_device", "plugin \"fake_device\" {\n config { count = 1 }\n}", ""},
-		{"plugin lxc", "plugin \"lxc\" {}", `plugin "lxc" is not a task driver or device plugin built into Drover (built in: docker, fake_device, mock_driver, nomad-driver-podman, podman, raw_exec)`},
+		{"plugin lxc", "plugin \"lxc\" {}", `plugin "lxc" is not a task driver or device plugin built into Drover (built in: docker, fake_device, mock_driver, nomad-driver-podman, podman, qemu, raw_exec)`},
 		{"reserved cores", "client {\n reserved { cores = \"0-1\" }\n reservable_cores = \"0-3\"\n}", ""},
 		{"reserved cores bad", "client {\n reserved { cores = \"two\" }\n}", `client.reserved.cores: "two" is not a core ID or range`},
 		{"reservable cores bad", "client {\n reservable_cores = \"3-1\"\n}", `client.reservable_cores: "3-1" is not a core ID or range`},

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/drivers/podman"
+	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
 
@@ -29,6 +30,7 @@ var drivers = map[string]func(map[string]any) error{
 	docker.Name:  docker.ValidateTaskConfig,
 	podman.Name:  podman.ValidateTaskConfig,
 	mock.Name:    mock.ValidateTaskConfig,
+	qemu.Name:    qemu.ValidateTaskConfig,
 }
 
 // plugins maps each name a `plugin "<name>"` agent block may have (the
@@ -40,6 +42,7 @@ var plugins = map[string]func(map[string]any) error{
 	// (nomad-driver-podman); an operator who named it podman used that.
 	podman.PluginName: podman.ValidatePluginConfig,
 	podman.Name:       podman.ValidatePluginConfig,
+	qemu.Name:         qemu.ValidatePluginConfig,
 	mock.Name: func(m map[string]any) error {
 		for k := range m {
 			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)

@@ -30,7 +30,11 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"podman", map[string]any{"image": "redis", "working_dir": 3.0}, true, `working_dir must be a string`},
 		{"podman", map[string]any{"image": "oci-archive:x.tar"}, true, `oci-archive: transport is not supported`},
 		{"podman", map[string]any{"image": "redis", "shm_size": "huge"}, true, `shm_size must be a size such as "64m"`},
-		{"exec", map[string]any{"command": "x"}, false, ""},
+		{"lxc", map[string]any{"command": "x"}, false, ""},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "kvm", "port_map": []any{map[string]any{"http": 80.0}}}, true, ""},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "hvf"}, true, `accelerator must be "tcg" or "kvm"`},
+		{"qemu", map[string]any{"image_path": "vm.img", "drive_interface": "usb"}, true, `drive_interface must be one of`},
+		{"qemu", map[string]any{"args": []any{"-snapshot"}}, true, `"image_path" is required`},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
 		if known != tc.known {
@@ -46,10 +50,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,nomad-driver-podman,podman,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,nomad-driver-podman,podman,qemu,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || !IsPlugin("nomad-driver-podman") || !IsPlugin("podman") || IsPlugin("lxc") || IsPlugin("exec") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || !IsPlugin("qemu") || !IsPlugin("nomad-driver-podman") || !IsPlugin("podman") || IsPlugin("lxc") || IsPlugin("exec") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }

@@ -292,6 +292,10 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, err
 	}
+	usr, err := resolveUser(cfg.User)
+	if err != nil {
+		return nil, err
+	}
 
 	trk := d.tracker()
 	override := tc.V2Override
@@ -318,6 +322,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	spec := &shimSpec{
 		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
 		Cgroup: cg, Task: cfg.Name, Logs: cfg.Logs, StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+		User: usr,
 	}
 	if spec.Task == "" {
 		spec.Task = cgroupName(cfg.ID)

@@ -54,6 +54,8 @@ type shimSpec struct {
 	// output goes to directly.
 	StdoutPath string `json:"stdout_path,omitempty"`
 	StderrPath string `json:"stderr_path,omitempty"`
+	// User is the task's `user`, resolved (nil: the agent's user).
+	User *taskUser `json:"user,omitempty"`
 }
 
 // shimState is written by the shim once the task runs.
@@ -139,7 +141,7 @@ func shimMain(dir string) int {
 	cmd := &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.User.credential()},
 	}
 	if err := spec.Cgroup.start(cmd); err != nil {
 		return fail(fmt.Errorf("start %s: %w", spec.Path, err))

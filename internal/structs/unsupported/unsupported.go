@@ -243,8 +243,8 @@ var taskGaps = []gap[taskCtx]{
 	{"schedule", gapRefuse, "the task would run all the time, not only in its schedule", func(c taskCtx) []string {
 		return when(c.t.Schedule != nil, "schedule")
 	}},
-	{"user", gapRefuse, "raw_exec runs every task as the agent's user, so the task would run with more privileges than asked (docker runs the container as the user)", func(c taskCtx) []string {
-		return when(c.t.User != "" && c.t.Driver != "docker", fmt.Sprintf("user %q", c.t.User))
+	{"user", gapRefuse, "this driver runs every task as the agent's user, so the task would run with more privileges than asked (docker and raw_exec run the task as the user)", func(c taskCtx) []string {
+		return when(c.t.User != "" && c.t.Driver != "docker" && c.t.Driver != "raw_exec", fmt.Sprintf("user %q", c.t.User))
 	}},
 	{"identity env/file", gapRefuse, "workload identity tokens are not given to tasks yet; the task would start without its token", func(c taskCtx) []string {
 		var out []string
