@@ -85,3 +85,42 @@ func TestAllocsFitRefusesSharedCore(t *testing.T) {
 		t.Fatalf("the operator's reserved core fits (%v, %q)", ok, dim)
 	}
 }
+
+// A system job asking cores gets a core on every node, beside a service
+// allocation already holding one there.
+func TestCoresSystemJobBesideService(t *testing.T) {
+	h := NewHarness()
+	h.State.UpsertNode(coreNode("n1"))
+	h.State.UpsertNode(coreNode("n2"))
+	svc := coresJob("svc", 1, 1)
+	h.State.UpsertJob(svc)
+	process(t, h, mockEval(svc))
+	sys := coresJob("sys", 1, 2)
+	sys.Type = structs.JobTypeSystem
+	h.State.UpsertJob(sys)
+	process(t, h, mockEval(sys))
+
+	held := map[string]map[uint16]string{}
+	for _, id := range []string{"svc", "sys"} {
+		for _, a := range liveAllocs(h, id) {
+			if held[a.NodeID] == nil {
+				held[a.NodeID] = map[uint16]string{}
+			}
+			for _, c := range a.AllocatedResources.Tasks["server"].Cpu.ReservedCores {
+				if other, dup := held[a.NodeID][c]; dup || c == 0 {
+					t.Fatalf("node %s core %d: %s and %s", a.NodeID, c, other, a.Name)
+				}
+				held[a.NodeID][c] = a.Name
+			}
+		}
+	}
+	if got := len(liveAllocs(h, "sys")); got != 2 {
+		t.Fatalf("system allocs %d, want one per node", got)
+	}
+	if total := len(held["n1"]) + len(held["n2"]); total != 5 {
+		t.Fatalf("cores held %v, want 5 (1 service + 2 system on each node)", held)
+	}
+	if err := h.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
