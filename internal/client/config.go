@@ -19,6 +19,8 @@ type Reserved struct {
 	MemoryMB      int
 	DiskMB        int
 	ReservedPorts string // "22,80,8000-8100"
+	// Cores is the cpuset of cores held back from tasks\' `cores` ("0-1").
+	Cores string
 }
 
 // Config configures a Client.
@@ -41,6 +43,9 @@ type Config struct {
 	TLSEnabled      bool
 	BindAddr        string
 	CPUTotalCompute int
+	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:
+	// all), client.reservable_cores.
+	ReservableCores string
 	MemoryTotalMB   int
 	MinDynamicPort  int
 	MaxDynamicPort  int

@@ -193,11 +193,11 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 	// A plugin that does not exist is named with the file and the line of
 	// its block, in HCL and JSON (which has no lines).
 	plugin := filepath.Join(dir, "plugins.hcl")
-	if err := os.WriteFile(plugin, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"podman\" {\n  config { allow_privileged = true }\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(plugin, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"lxc\" {\n  config { allow_privileged = true }\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pluginJSON := filepath.Join(dir, "plugins")
-	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"lxc": {"config": {}}}}`), 0o644); err != nil {
+	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"rkt": {"config": {}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, _, err = ParseAgentArgs([]string{"-config", path, "-config", plugin, "-config", pluginJSON})
@@ -205,7 +205,7 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg = cfg.Validate().Error()
-	for _, want := range []string{plugin + `:5: plugin "podman" is not a task driver`, pluginJSON + `: plugin "lxc" is not a task driver`} {
+	for _, want := range []string{plugin + `:5: plugin "lxc" is not a task driver`, pluginJSON + `: plugin "rkt" is not a task driver`} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error %q does not contain %q", msg, want)
 		}
