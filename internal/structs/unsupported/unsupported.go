@@ -440,4 +440,4 @@ func ptrVal[T any](p *T) T {
 }
 
 // honoursUser are the drivers that run a task as its `user`.
-var honoursUser = map[string]bool{"docker": true, "exec": true, "java": true, "raw_exec": true}
+var honoursUser = map[string]bool{"docker": true, "podman": true, "exec": true, "java": true, "raw_exec": true}
