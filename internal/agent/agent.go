@@ -18,10 +18,10 @@ import (
 	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/client/servers"
 	"github.com/drover-project/drover/internal/heapfloor"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
-	"github.com/drover-project/drover/internal/structs"
 	"github.com/drover-project/drover/internal/version"
 )
 
@@ -34,7 +34,7 @@ type Agent struct {
 	client *client.Client
 
 	pool    *droverrpc.Pool
-	servers []string // client-only agents: server RPC addresses
+	servers *servers.Manager // client-only agents: the servers they know
 
 	httpLn  net.Listener
 	httpSrv *http.Server
@@ -251,25 +251,6 @@ func persistentID(path string) (string, error) {
 	return id, os.WriteFile(path, []byte(id), 0o600)
 }
 
-// RPC routes a call to a server: in-process when this agent is one,
-// otherwise to a configured server (trying each).
-func (a *Agent) RPC(method string, args, reply any) error {
-	if a.server != nil {
-		return a.server.RPC(method, args, reply)
-	}
-	if len(a.servers) == 0 {
-		return structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
-	}
-	var err error
-	for _, addr := range a.servers {
-		err = a.pool.Call(addr, method, args, reply)
-		if err == nil || droverrpc.IsServerError(err) {
-			return err
-		}
-	}
-	return err
-}
-
 // Server returns the agent's server (nil on client-only agents).
 func (a *Agent) Server() *server.Server { return a.server }
 
@@ -294,6 +275,9 @@ func (a *Agent) Leave() {
 func (a *Agent) Shutdown() error {
 	var err error
 	a.shutdown.Do(func() {
+		if a.servers != nil {
+			a.servers.Stop() // a call retrying while no server answers gives up
+		}
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

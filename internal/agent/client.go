@@ -25,9 +25,11 @@ func (a *Agent) setupClient() error {
 		return err
 	}
 	if a.server == nil {
+		var addrs []string
 		for _, s := range cc.Servers {
-			a.servers = append(a.servers, withDefaultPort(s, 4647))
+			addrs = append(addrs, withDefaultPort(s, 4647))
 		}
+		a.servers = a.newServerManager(addrs)
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
 	devs, err := a.devicePlugins()
@@ -55,7 +57,7 @@ func (a *Agent) setupClient() error {
 		DevMode:            c.DevMode,
 		Drivers:            a.drivers(),
 		Devices:            devs,
-		RPC:                a,
+		RPC:                serverLearner{a},
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
