@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -41,6 +42,15 @@ func (s *Server) monitorLeadership() {
 				start()
 			case stopCh != nil:
 				stop()
+			}
+		case <-s.reassertCh:
+			// A snapshot was restored: what the leader services hold came
+			// from the replaced state. Start them again if still leading.
+			if stopCh != nil {
+				stop()
+				if s.raft.State() == raft.Leader {
+					start()
+				}
 			}
 		case <-s.shutdownCh:
 			stop()

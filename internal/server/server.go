@@ -88,6 +88,10 @@ type Server struct {
 	// coreGCMu runs one garbage collection at a time (core_gc.go).
 	coreGCMu sync.Mutex
 
+	// reassertCh asks the leadership monitor to restart the leader
+	// services from the current state (snapshot_ops.go).
+	reassertCh chan struct{}
+
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
 	wg           sync.WaitGroup
@@ -109,6 +113,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		rpcServer:  rpc.NewServer(),
 		pool:       droverrpc.NewPool(10 * time.Second),
 		shutdownCh: make(chan struct{}),
+		reassertCh: make(chan struct{}, 1),
 	}
 
 	s.broker = evalbroker.New(evalbroker.Config{

@@ -168,6 +168,8 @@ func (s *server) routes() []route {
 		{"/v1/regions", s.regionsRequest},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
+		{"/v1/operator/raft/transfer-leadership", s.operatorRaftTransferLeadershipRequest},
+		{"/v1/operator/snapshot", s.operatorSnapshotRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
