@@ -135,6 +135,10 @@ type Config struct {
 	// (tests that move time by hand, as the reconnect model test does).
 	brokerClock    clock.Clock
 	schedulerClock func() time.Time
+	// wrapRaftTransport, when set, wraps the Raft transport Raft is given
+	// (tests inject faults through it; forwarding still finds the leader by
+	// its real address).
+	wrapRaftTransport func(raft.Transport) raft.Transport
 	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
 	// updates are batched over (tests making many pushes).
 	allocBatchWindow time.Duration

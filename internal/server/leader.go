@@ -122,19 +122,35 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.servicesUp.Store(1)
 	s.establishCount.Add(1)
 
-	go s.planApply(stopCh)
-	go s.reapFailedEvals(stopCh)
-	go s.reapCancelableAndDuplicates(stopCh)
-	go s.periodicUnblockFailed(stopCh)
+	// The loops that live as long as the leadership (leaderLoopTasks of
+	// them), counted while they run so a test can tell that exactly one
+	// set runs, on the leader.
+	s.goLeader(func() { s.planApply(stopCh) })
+	s.goLeader(func() { s.reapFailedEvals(stopCh) })
+	s.goLeader(func() { s.reapCancelableAndDuplicates(stopCh) })
+	s.goLeader(func() { s.periodicUnblockFailed(stopCh) })
+	s.goLeader(func() { s.emitLeaderStats(stopCh) })
+	s.goLeader(func() { s.watchSchedulerConfig(stopCh) })
+	s.goLeader(func() { s.drainer.Run(stopCh) })
+	s.goLeader(func() { s.runCoreGC(stopCh) })
+	s.goLeader(func() { s.runJobRestarts(stopCh) })
+	// One-shot: each ends once its work is done.
 	go s.initializeKeyring(stopCh, gen)
-	go s.emitLeaderStats(stopCh)
-	go s.watchSchedulerConfig(stopCh)
-	go s.drainer.Run(stopCh)
-	go s.runCoreGC(stopCh)
-	go s.runJobRestarts(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
+}
+
+// leaderLoopTasks is how many goLeader loops a leadership starts.
+const leaderLoopTasks = 9
+
+// goLeader runs one of the leadership's loops, counted in leaderTasks.
+func (s *Server) goLeader(fn func()) {
+	s.leaderTasks.Add(1)
+	go func() {
+		defer s.leaderTasks.Add(-1)
+		fn()
+	}()
 }
 
 // revokeLeadership tears every leader-only service down. Safe to call when

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -93,8 +94,12 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 	}
 }
 
+// setQueryMeta says how fresh a locally served answer is: on the leader
+// (also while it waits for its barrier: it is the one that commits) 0 and
+// known; on a follower the time since it last heard from a leader, and
+// whether it knows one now.
 func (s *Server) setQueryMeta(m *structs.QueryMeta) {
-	if s.IsLeader() {
+	if s.IsLeader() || s.raft.State() == raft.Leader {
 		m.KnownLeader = true
 		m.LastContact = 0
 		return

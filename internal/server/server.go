@@ -81,6 +81,7 @@ type Server struct {
 	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
 	establishCount         atomic.Int64  // times leader services were started (tests)
 	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
+	leaderTasks            atomic.Int32  // leader-only goroutines running here (tests)
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
