@@ -216,12 +216,15 @@ func TestTransferLeadership(t *testing.T) {
 	}
 }
 
-// A server that comes back with an empty log after the leader compacted
-// its log (low raft_snapshot_threshold and raft_trailing_logs) catches up
-// from the leader's snapshot and serves the data written while it was away.
+// A server that comes back with an empty data dir (replaced, or new with
+// the same identity) after the leader compacted its log (low
+// raft_snapshot_threshold and raft_trailing_logs) catches up from the
+// leader's snapshot and serves the data written while it was away.
 func TestServerCatchesUpFromLeaderSnapshot(t *testing.T) {
 	var addrs []string
 	servers := testClusterWith(t, 3, func(i int, cfg *Config) {
+		// Raft on disk: a bolt log and file snapshots, as a real server.
+		cfg.DevMode, cfg.DataDir = false, t.TempDir()
 		cfg.RaftSnapshotThreshold = 16
 		cfg.RaftTrailingLogs = 4
 		cfg.RaftSnapshotInterval = 50 * time.Millisecond
@@ -240,11 +243,20 @@ func TestServerCatchesUpFromLeaderSnapshot(t *testing.T) {
 	goneCfg := *gone.config
 	gone.Shutdown()
 
+	live := []*Server{}
+	for _, s := range servers {
+		if s != gone {
+			live = append(live, s)
+		}
+	}
 	for i := 0; i < 60; i++ {
-		register(t, leader, testJob(fmt.Sprintf("while-away-%d", i), 0))
+		registerRetrying(t, live, testJob(fmt.Sprintf("while-away-%d", i), 0))
 	}
 	var snapIdx uint64
 	waitFor(t, 20*time.Second, "the leader snapshots and compacts its log", func() bool {
+		if l := currentLeader(live); l != nil {
+			leader = l
+		}
 		fmt.Sscan(leader.raft.Stats()["last_snapshot_index"], &snapIdx)
 		return snapIdx > 20
 	})
@@ -258,6 +270,7 @@ func TestServerCatchesUpFromLeaderSnapshot(t *testing.T) {
 	})
 	cfg := goneCfg
 	cfg.RPCListener = ln
+	cfg.DataDir = t.TempDir() // its log and snapshots are gone
 	rc := *goneCfg.RaftConfig
 	cfg.RaftConfig = &rc
 	back, err := NewServer(&cfg)
@@ -271,9 +284,26 @@ func TestServerCatchesUpFromLeaderSnapshot(t *testing.T) {
 		return idx >= snapIdx && jobExists(t, back, "while-away-59") && jobExists(t, back, "while-away-0")
 	})
 	// And it keeps following: a write after the catch-up reaches it.
-	register(t, back, testJob("after-catch-up", 0))
+	registerRetrying(t, []*Server{back}, testJob("after-catch-up", 0))
 	waitFor(t, 10*time.Second, "a later write on the returning server", func() bool { return jobExists(t, back, "after-catch-up") })
 	if back.raft.State() == raft.Shutdown {
 		t.Fatal("returning server shut down")
+	}
+}
+
+// registerRetrying registers job through the first of servers that takes
+// it, retrying while leadership moves (a short election under -race).
+func registerRetrying(t *testing.T, servers []*Server, job *structs.Job) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		var resp structs.JobRegisterResponse
+		err := servers[i%len(servers)].RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp)
+		if err == nil {
+			return
+		}
+		if err.Error() != structs.ErrNoLeader.Error() || time.Now().After(deadline) {
+			t.Fatalf("registering %s: %v", job.ID, err)
+		}
 	}
 }
