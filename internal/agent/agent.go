@@ -33,8 +33,11 @@ type Agent struct {
 	server *server.Server
 	client *client.Client
 
-	pool    *droverrpc.Pool
-	servers []string // client-only agents: server RPC addresses
+	pool *droverrpc.Pool
+	// servers are a client-only agent's server RPC addresses (PUT
+	// /v1/agent/servers replaces them).
+	servers   []string
+	serversMu sync.RWMutex
 
 	httpLn  net.Listener
 	httpSrv *http.Server
@@ -42,6 +45,10 @@ type Agent struct {
 	inmem   *metrics.InmemSink
 	// inmemSince is when inmem was created: its first interval is partial.
 	inmemSince time.Time
+
+	// joinStop ends retry_join (join.go) at shutdown; joinWG waits for it.
+	joinStop chan struct{}
+	joinWG   sync.WaitGroup
 
 	tmpDirs []string
 	// heapFloor paces the GC of a server process (nil when off).
@@ -67,7 +74,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")
 		}
 	}
-	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second)}
+	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second), joinStop: make(chan struct{})}
 	since := time.Now()
 	inm, prom, err := setupMetrics(cfg.Telemetry, cfg.NodeName)
 	if err != nil {
@@ -139,6 +146,9 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	a.server = srv
+	if err := a.startJoining(); err != nil {
+		return err
+	}
 	floor := heapfloor.DefaultFloor()
 	if c.Server.GCHeapFloorMB != nil {
 		floor = uint64(*c.Server.GCHeapFloorMB) << 20
@@ -162,8 +172,8 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.BootstrapExpect > 0 {
 		sc.BootstrapExpect = s.BootstrapExpect
 	}
-	if s.BootstrapExpect > 1 {
-		return nil, fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
+	if err := serfServerConfig(c, sc); err != nil {
+		return nil, err
 	}
 	if s.NumSchedulers != nil && *s.NumSchedulers > 0 {
 		sc.NumSchedulers = *s.NumSchedulers
@@ -257,11 +267,12 @@ func (a *Agent) RPC(method string, args, reply any) error {
 	if a.server != nil {
 		return a.server.RPC(method, args, reply)
 	}
-	if len(a.servers) == 0 {
+	servers := a.clientServers()
+	if len(servers) == 0 {
 		return structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
 	}
 	var err error
-	for _, addr := range a.servers {
+	for _, addr := range servers {
 		err = a.pool.Call(addr, method, args, reply)
 		if err == nil || droverrpc.IsServerError(err) {
 			return err
@@ -287,6 +298,10 @@ func (a *Agent) Leave() {
 		a.logger.Info("leaving: stopping every task this client runs")
 		a.client.Leave()
 	}
+	if a.server != nil {
+		a.logger.Info("leaving: this server leaves the gossip pool and Raft")
+		a.server.Leave()
+	}
 }
 
 // Shutdown stops the client (its tasks keep running outside dev mode), the
@@ -294,6 +309,8 @@ func (a *Agent) Leave() {
 func (a *Agent) Shutdown() error {
 	var err error
 	a.shutdown.Do(func() {
+		close(a.joinStop)
+		a.joinWG.Wait()
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

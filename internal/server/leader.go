@@ -122,6 +122,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.drainer.Run(stopCh)
 	go s.runCoreGC(stopCh)
 	go s.runJobRestarts(stopCh)
+	go s.serfReconcileLoop(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
