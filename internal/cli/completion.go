@@ -74,6 +74,8 @@ var commandFlags = map[string]complete.Flags{
 	"operator raft list-peers":  boolFlags("json"),
 	"operator raft remove-peer": complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
 	"server members":            mergeFlags(boolFlags("verbose", "detailed", "json")),
+	"server join":               {},
+	"server force-leave":        boolFlags("prune"),
 	"agent-info":                outputFlags,
 	"status":                    boolFlags("verbose"),
 	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{

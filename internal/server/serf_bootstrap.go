@@ -36,7 +36,8 @@ func (s *Server) maybeBootstrap() {
 			return
 		}
 		if p.Bootstrap {
-			s.logger.Error("a server in bootstrap mode (bootstrap_expect = 1) is in the pool: not bootstrapping", "member", p.Name)
+			// Its cluster exists: its leader adds this server.
+			s.logger.Debug("a server in bootstrap mode (bootstrap_expect = 1) is in the pool: waiting to be added to its cluster", "member", p.Name)
 			g.mu.Unlock()
 			return
 		}
