@@ -43,6 +43,10 @@ type Agent struct {
 	// inmemSince is when inmem was created: its first interval is partial.
 	inmemSince time.Time
 
+	// joinStop ends retry_join (join.go) at shutdown; joinWG waits for it.
+	joinStop chan struct{}
+	joinWG   sync.WaitGroup
+
 	tmpDirs []string
 	// heapFloor paces the GC of a server process (nil when off).
 	heapFloor *heapfloor.Tuner
@@ -67,7 +71,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")
 		}
 	}
-	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second)}
+	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second), joinStop: make(chan struct{})}
 	since := time.Now()
 	inm, prom, err := setupMetrics(cfg.Telemetry, cfg.NodeName)
 	if err != nil {
@@ -139,6 +143,9 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	a.server = srv
+	if err := a.startJoining(); err != nil {
+		return err
+	}
 	floor := heapfloor.DefaultFloor()
 	if c.Server.GCHeapFloorMB != nil {
 		floor = uint64(*c.Server.GCHeapFloorMB) << 20
@@ -162,8 +169,8 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.BootstrapExpect > 0 {
 		sc.BootstrapExpect = s.BootstrapExpect
 	}
-	if s.BootstrapExpect > 1 {
-		return nil, fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
+	if err := serfServerConfig(c, sc); err != nil {
+		return nil, err
 	}
 	if s.NumSchedulers != nil && *s.NumSchedulers > 0 {
 		sc.NumSchedulers = *s.NumSchedulers
@@ -268,6 +275,10 @@ func (a *Agent) Leave() {
 		a.logger.Info("leaving: stopping every task this client runs")
 		a.client.Leave()
 	}
+	if a.server != nil {
+		a.logger.Info("leaving: this server leaves the gossip pool and Raft")
+		a.server.Leave()
+	}
 }
 
 // Shutdown stops the client (its tasks keep running outside dev mode), the
@@ -278,6 +289,8 @@ func (a *Agent) Shutdown() error {
 		if a.servers != nil {
 			a.servers.Stop() // a call retrying while no server answers gives up
 		}
+		close(a.joinStop)
+		a.joinWG.Wait()
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

@@ -20,6 +20,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	cfg := httpapi.Config{
 		RPC:          a,
 		Agent:        &agentInfo{a: a},
+		Membership:   &membership{a: a},
 		ParseJob:     parseJob,
 		Logger:       a.logger.Named("http"),
 		MetricsSink:  a.inmem,

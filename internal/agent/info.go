@@ -54,14 +54,17 @@ func (i *agentInfo) member() *structs.ServerMember {
 		Tags: tags, Status: "alive", ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4}
 }
 
-// Members lists the servers this agent knows. Gossip membership comes with
-// the HA work; until then a server reports itself.
+// Members lists the servers in this server's gossip pool (itself first).
 func (i *agentInfo) Members() (*structs.ServerMembersResponse, error) {
 	if i.a.server == nil {
 		return nil, structs.NewErrCoded(501, "agent is not a server; ask a server for members")
 	}
+	members, ok := i.gossipMembers()
+	if !ok {
+		members = []*structs.ServerMember{i.member()}
+	}
 	return &structs.ServerMembersResponse{ServerName: i.a.config.NodeName, ServerRegion: i.a.config.Region,
-		ServerDC: i.a.config.Datacenter, Members: []*structs.ServerMember{i.member()}}, nil
+		ServerDC: i.a.config.Datacenter, Members: members}, nil
 }
 
 func (i *agentInfo) Self() map[string]any {
@@ -88,7 +91,11 @@ func (i *agentInfo) Self() map[string]any {
 	}
 	out := map[string]any{"config": cfg, "stats": stats}
 	if i.a.server != nil {
-		out["member"] = i.member()
+		if self, ok := i.a.server.LocalMember(); ok {
+			out["member"] = serfMember(self)
+		} else {
+			out["member"] = i.member()
+		}
 	}
 	return out
 }

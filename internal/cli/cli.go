@@ -100,6 +100,8 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"node meta apply":                   f(&NodeMetaApplyCommand{Meta: m}),
 		"server":                            f(&GroupCommand{Meta: m, Name: "server", Synopsis_: "Interact with servers"}),
 		"server members":                    f(&ServerMembersCommand{Meta: m}),
+		"server join":                       f(&ServerJoinCommand{Meta: m}),
+		"server force-leave":                f(&ServerForceLeaveCommand{Meta: m}),
 		"operator":                          f(&GroupCommand{Meta: m, Name: "operator", Synopsis_: "Provides cluster-level tools for operators"}),
 		"operator raft":                     f(&GroupCommand{Meta: m, Name: "operator raft", Synopsis_: "Provides access to the Raft subsystem"}),
 		"operator raft list-peers":          f(&OperatorRaftListPeersCommand{Meta: m}),

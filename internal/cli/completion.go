@@ -78,6 +78,8 @@ var commandFlags = map[string]complete.Flags{
 	"operator snapshot restore":         complete.Flags{},
 	"operator snapshot inspect":         complete.Flags{},
 	"server members":                    mergeFlags(boolFlags("verbose", "detailed", "json")),
+	"server join":                       {},
+	"server force-leave":                boolFlags("prune"),
 	"agent-info":                        outputFlags,
 	"status":                            boolFlags("verbose"),
 	"monitor": mergeFlags(boolFlags("json", "log-include-location"), complete.Flags{

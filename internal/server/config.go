@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/serf/serf"
 
 	"github.com/drover-project/drover/internal/server/clock"
 	"github.com/drover-project/drover/internal/structs"
@@ -28,6 +30,19 @@ type Config struct {
 	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)
 
 	BootstrapExpect int
+
+	// SerfBindAddr is the "ip:port" serf LAN gossip listens on (TCP and
+	// UDP); empty runs no gossip (in-process tests). SerfAdvertise is the
+	// address announced to the other servers. SerfEncryptKey, when set,
+	// encrypts gossip (server.encrypt). SerfTuning, when set, adjusts the
+	// serf and memberlist configs last (tests shorten failure detection).
+	SerfBindAddr     string
+	SerfAdvertise    string
+	SerfEncryptKey   []byte
+	SerfTuning       func(*serf.Config, *memberlist.Config)
+	RejoinAfterLeave bool
+	// NonVoter joins Raft without a vote (server.non_voting_server).
+	NonVoter bool
 
 	// RPCListener is the listener for the RPC port; when nil one is opened
 	// on RPCAddr.

@@ -134,6 +134,10 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.goLeader(func() { s.drainer.Run(stopCh) })
 	s.goLeader(func() { s.runCoreGC(stopCh) })
 	s.goLeader(func() { s.runJobRestarts(stopCh) })
+	if s.gossip != nil {
+		// Raft membership follows gossip (one more loop on such servers).
+		s.goLeader(func() { s.serfReconcileLoop(stopCh) })
+	}
 	// One-shot: each ends once its work is done.
 	go s.initializeKeyring(stopCh, gen)
 
@@ -141,7 +145,8 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.restorePeriodicDispatcher(stopCh, gen)
 }
 
-// leaderLoopTasks is how many goLeader loops a leadership starts.
+// leaderLoopTasks is how many goLeader loops a leadership starts on a
+// server without gossip (one more with it).
 const leaderLoopTasks = 9
 
 // goLeader runs one of the leadership's loops, counted in leaderTasks.

@@ -84,6 +84,9 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return err
 	}
+	if existing {
+		s.bootstrapped.Store(true)
+	}
 	if !existing {
 		peers := cfg.Peers
 		if len(peers) == 0 && cfg.BootstrapExpect <= 1 {

@@ -47,6 +47,12 @@ type Server struct {
 	pool      *droverrpc.Pool
 	rpcAddr   string // advertised RPC (and Raft) address
 
+	// gossip is serf LAN membership (serf.go); nil when SerfBindAddr is
+	// empty (in-process tests). bootstrapped is set once Raft has a
+	// configuration, by bootstrap_expect or found on disk.
+	gossip       *serfState
+	bootstrapped atomic.Bool
+
 	broker     *evalbroker.Broker
 	events     *events.Broker // nil when the event stream is disabled
 	blocked    *blockedevals.BlockedEvals
@@ -175,6 +181,12 @@ func NewServer(cfg *Config) (*Server, error) {
 	// starts) would find no Raft to ask for the leader. Connections made
 	// meanwhile wait in the listen backlog.
 	go s.listener.Serve()
+	if cfg.SerfBindAddr != "" {
+		if err := s.setupSerf(); err != nil {
+			s.Shutdown()
+			return nil, err
+		}
+	}
 
 	s.wg.Add(1)
 	go func() {
@@ -309,6 +321,7 @@ func (s *Server) Shutdown() error {
 			s.events.Close()
 		}
 		s.allocBatch.stop()
+		s.shutdownSerf()
 		s.revokeLeadership()
 		if s.raft != nil {
 			if ferr := s.raft.Shutdown().Error(); ferr != nil {

@@ -84,6 +84,7 @@ type Config struct {
 	GC         ClientGC         // nil: the agent runs no client
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
+	Membership Membership       // nil: join, force-leave and servers answer 501
 	Schedulers SchedulerWorkers // nil: the agent runs no server
 	Events     EventStreamer    // nil: /v1/event/stream answers 501
 	// EventHeartbeat is how often an idle event stream sends {}; 0 means
@@ -178,6 +179,9 @@ func (s *server) routes() []route {
 
 		{"/v1/agent/self", s.agentSelfRequest},
 		{"/v1/agent/members", s.agentMembersRequest},
+		{"/v1/agent/join", s.agentJoinRequest},
+		{"/v1/agent/force-leave", s.agentForceLeaveRequest},
+		{"/v1/agent/servers", s.agentServersRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
 		{"/v1/agent/monitor", s.agentMonitorRequest},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},

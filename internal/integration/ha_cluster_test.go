@@ -1,0 +1,402 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// haCluster is three server processes (Raft on disk) joined by retry_join,
+// and client agents that know every server.
+type haCluster struct {
+	t       *testing.T
+	servers []*agent
+	names   []string
+	clients []*agent
+}
+
+// startAgentOn is startAgent with the ports chosen by the caller (servers
+// must know each other's serf ports before they start).
+func startAgentOn(t *testing.T, httpPort, rpcPort, serfPort int, dataDir string, args []string, cfg map[string]any) *agent {
+	t.Helper()
+	a := &agent{t: t, http: httpPort, rpc: rpcPort, serf: serfPort, dataDir: dataDir, args: args}
+	base := map[string]any{
+		"bind_addr":          "127.0.0.1",
+		"ports":              map[string]int{"http": httpPort, "rpc": rpcPort, "serf": serfPort},
+		"log_level":          "DEBUG",
+		"leave_on_interrupt": true,
+		"data_dir":           dataDir,
+	}
+	for k, v := range cfg {
+		base[k] = v
+	}
+	b, _ := json.Marshal(base)
+	a.cfgPath = filepath.Join(t.TempDir(), "agent-config")
+	if err := os.WriteFile(a.cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
+	t.Cleanup(a.stop)
+	return a
+}
+
+func startHACluster(t *testing.T, clients int) *haCluster {
+	c := &haCluster{t: t}
+	type ports struct{ http, rpc, serf int }
+	var ps []ports
+	var serfAddrs, rpcAddrs []string
+	for i := 0; i < 3; i++ {
+		p := ports{freePort(t), freePort(t), freePort(t)}
+		ps = append(ps, p)
+		serfAddrs = append(serfAddrs, fmt.Sprintf("127.0.0.1:%d", p.serf))
+		rpcAddrs = append(rpcAddrs, fmt.Sprintf("127.0.0.1:%d", p.rpc))
+	}
+	for i, p := range ps {
+		name := fmt.Sprintf("ha-s%d", i+1)
+		c.names = append(c.names, name+".global")
+		c.servers = append(c.servers, startAgentOn(t, p.http, p.rpc, p.serf, t.TempDir(), []string{"-server"}, map[string]any{
+			"name": name,
+			"server": map[string]any{"enabled": true, "bootstrap_expect": 3,
+				"server_join": map[string]any{"retry_join": serfAddrs, "retry_interval": "1s"}},
+		}))
+	}
+	c.waitLeader(nil, 30*time.Second)
+	for i := 0; i < clients; i++ {
+		cl := startAgent(t, t.TempDir(), []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}, map[string]any{
+			"name":   fmt.Sprintf("ha-c%d", i+1),
+			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		})
+		c.clients = append(c.clients, cl)
+	}
+	if clients > 0 {
+		waitFor(t, 30*time.Second, "client nodes ready", func() bool {
+			nodes, _, err := c.servers[0].client.Nodes().List(nil)
+			if err != nil || len(nodes) != clients {
+				return false
+			}
+			for _, n := range nodes {
+				if n.Status != "ready" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return c
+}
+
+// alive is every server process not killed (excluding skip).
+func (c *haCluster) alive(skip *agent) []*agent {
+	var out []*agent
+	for _, s := range c.servers {
+		if s == skip {
+			continue
+		}
+		select {
+		case <-s.exited:
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// waitLeader waits until every live server (but skip) names the same
+// leader, which is one of them, and returns it.
+func (c *haCluster) waitLeader(skip *agent, d time.Duration) *agent {
+	c.t.Helper()
+	var leader *agent
+	waitFor(c.t, d, "one leader agreed on by every live server", func() bool {
+		leader = nil
+		var addr string
+		for _, s := range c.alive(skip) {
+			l, err := s.client.Status().Leader()
+			if err != nil || l == "" || (addr != "" && l != addr) {
+				return false
+			}
+			addr = l
+		}
+		for _, s := range c.alive(skip) {
+			if addr == fmt.Sprintf("127.0.0.1:%d", s.rpc) {
+				leader = s
+			}
+		}
+		return leader != nil
+	})
+	return leader
+}
+
+func (c *haCluster) raftPeers(a *agent) []string {
+	conf, err := a.client.Operator().RaftGetConfiguration(nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range conf.Servers {
+		out = append(out, s.Address)
+	}
+	return out
+}
+
+func (c *haCluster) memberStatus(a *agent) map[string]string {
+	m, err := a.client.Agent().Members()
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, mem := range m.Members {
+		out[mem.Name] = mem.Status
+	}
+	return out
+}
+
+func countZeroJob(id string) *api.Job {
+	job := rawExecJob(id, "service", 0, "sleep 600")
+	return job
+}
+
+func runningAllocs(a *agent, jobID string) map[string]string {
+	allocs, _, err := a.client.Jobs().Allocations(jobID, false, nil)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, al := range allocs {
+		if al.ClientStatus == "running" {
+			out[al.ID] = al.NodeID
+		}
+	}
+	return out
+}
+
+// Three servers joined by retry_join and two client agents: jobs registered
+// through any server run; SIGKILL of the leader elects a new one within
+// seconds, loses no acknowledged write, keeps accepting writes, runs a job
+// registered after it, and marks no node down; the killed server restarts
+// and serves the new data; a dead server force-left with -prune leaves the
+// members and the Raft peers.
+func TestHAClusterFailover(t *testing.T) {
+	c := startHACluster(t, 2)
+	for _, s := range c.servers {
+		if peers := c.raftPeers(s); len(peers) != 3 {
+			t.Fatalf("server %d sees Raft peers %v, want 3", s.http, peers)
+		}
+	}
+
+	// A job through each server runs.
+	for i, s := range c.servers {
+		id := fmt.Sprintf("before-%d", i)
+		if _, _, err := s.client.Jobs().Register(rawExecJob(id, "service", 1, "sleep 600"), nil); err != nil {
+			t.Fatalf("registering %s through server %d: %v", id, i, err)
+		}
+	}
+	before := map[string]map[string]string{}
+	waitFor(t, 60*time.Second, "the three jobs running", func() bool {
+		for i := range c.servers {
+			id := fmt.Sprintf("before-%d", i)
+			r := runningAllocs(c.servers[0], id)
+			if len(r) != 1 {
+				return false
+			}
+			before[id] = r
+		}
+		return true
+	})
+
+	// Writes keep coming through every server while the leader dies.
+	leader := c.waitLeader(nil, 10*time.Second)
+	var (
+		mu    sync.Mutex
+		acked []string
+		stop  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	for w, s := range c.servers {
+		if s == leader {
+			continue
+		}
+		wg.Add(1)
+		go func(w int, s *agent) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if _, _, err := s.client.Jobs().Register(countZeroJob(id), nil); err == nil {
+					mu.Lock()
+					acked = append(acked, id)
+					mu.Unlock()
+				}
+				time.Sleep(20 * time.Millisecond) // pacing the load, not synchronisation
+			}
+		}(w, s)
+	}
+	waitFor(t, 15*time.Second, "writes acknowledged before the kill", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 5
+	})
+	killedAt := time.Now()
+	leader.kill()
+	newLeader := c.waitLeader(leader, 15*time.Second)
+	took := time.Since(killedAt)
+	t.Logf("new leader %d after %v", newLeader.http, took)
+	if took > 10*time.Second {
+		t.Fatalf("a new leader took %v", took)
+	}
+	// Writes are accepted again: the writers ack after the election.
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	waitFor(t, 15*time.Second, "writes acknowledged after the election", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) > n+5
+	})
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged job is there, on every survivor (consistent reads
+	// are forwarded to the leader; stale reads show the follower's copy once
+	// it caught up).
+	jobs, _, err := newLeader.client.Jobs().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, j := range jobs {
+		have[j.ID] = true
+	}
+	for _, id := range append([]string{"before-0", "before-1", "before-2"}, acked...) {
+		if !have[id] {
+			t.Fatalf("acknowledged job %s is missing after the failover (%d acked)", id, len(acked))
+		}
+	}
+	t.Logf("%d writes acknowledged across the failover, none lost", len(acked))
+
+	// A job registered after the failover runs.
+	other := c.alive(leader)
+	if _, _, err := other[len(other)-1].client.Jobs().Register(rawExecJob("after", "service", 1, "sleep 600"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the post-failover job running", func() bool {
+		return len(runningAllocs(newLeader, "after")) == 1
+	})
+
+	// No node was marked down, and the allocations that ran before still
+	// run where they were (none replaced).
+	nodes, _, err := newLeader.client.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Status != "ready" {
+			t.Fatalf("node %s is %s after the failover", n.Name, n.Status)
+		}
+	}
+	for id, want := range before {
+		got := runningAllocs(newLeader, id)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("job %s allocations changed across the failover: %v, were %v", id, got, want)
+		}
+	}
+
+	// The killed server restarts, rejoins and serves the new data on a
+	// stale (local) read.
+	leader.start()
+	waitFor(t, 30*time.Second, "the restarted server serving the post-failover job locally", func() bool {
+		j, _, err := leader.client.Jobs().Info("after", &api.QueryOptions{AllowStale: true})
+		return err == nil && j != nil && *j.ID == "after"
+	})
+	if l := c.waitLeader(nil, 15*time.Second); l == nil {
+		t.Fatal("no leader after the restart")
+	}
+
+	// A follower dies; force-leave -prune removes it from the members and
+	// from Raft.
+	cur := c.waitLeader(nil, 15*time.Second)
+	var victim *agent
+	var victimName string
+	for i, s := range c.servers {
+		if s != cur {
+			victim, victimName = s, c.names[i]
+			break
+		}
+	}
+	victim.kill()
+	waitFor(t, 30*time.Second, "the killed follower seen failed", func() bool {
+		return c.memberStatus(cur)[victimName] == "failed"
+	})
+	if out, code := cur.cli(t.TempDir(), "server", "force-leave", "-prune", victimName); code != 0 {
+		t.Fatalf("server force-leave -prune (%d): %s", code, out)
+	}
+	victimAddr := fmt.Sprintf("127.0.0.1:%d", victim.rpc)
+	waitFor(t, 30*time.Second, "the pruned server gone from members and Raft peers", func() bool {
+		if _, ok := c.memberStatus(cur)[victimName]; ok {
+			return false
+		}
+		for _, p := range c.raftPeers(cur) {
+			if p == victimAddr {
+				return false
+			}
+		}
+		return len(c.raftPeers(cur)) == 2
+	})
+	out, code := cur.cli(t.TempDir(), "server", "members")
+	if code != 0 || strings.Contains(out, victimName) {
+		t.Fatalf("server members after the prune (%d):\n%s", code, out)
+	}
+	// Two of two voters: writes still commit.
+	if _, _, err := cur.client.Jobs().Register(countZeroJob("after-prune"), nil); err != nil {
+		t.Fatalf("write after the prune: %v", err)
+	}
+}
+
+// Joining by hand: a server started alone (bootstrap_expect = 1 on the
+// first only) and another started without joining; `server join` brings
+// the second into the first's gossip pool and Raft.
+func TestServerJoinCLI(t *testing.T) {
+	s1 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "join-a", "server": map[string]any{"bootstrap_expect": 1}})
+	s1.waitReady(false)
+	s2 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "join-b", "server": map[string]any{"bootstrap_expect": 2}})
+	waitFor(t, 20*time.Second, "the second server's API", func() bool {
+		_, err := s2.client.Agent().Self()
+		return err == nil
+	})
+	out, code := s2.cli(t.TempDir(), "server", "join", fmt.Sprintf("127.0.0.1:%d", s1.serf))
+	if code != 0 || !strings.Contains(out, "Joined 1 servers successfully") {
+		t.Fatalf("server join (%d): %s", code, out)
+	}
+	waitFor(t, 20*time.Second, "the joined server in Raft and following the leader", func() bool {
+		conf, err := s1.client.Operator().RaftGetConfiguration(nil)
+		if err != nil || len(conf.Servers) != 2 {
+			return false
+		}
+		l, err := s2.client.Status().Leader()
+		return err == nil && l == fmt.Sprintf("127.0.0.1:%d", s1.rpc)
+	})
+	out, code = s1.cli(t.TempDir(), "server", "members", "-detailed")
+	if code != 0 || !strings.Contains(out, "join-a.global") || !strings.Contains(out, "join-b.global") || !strings.Contains(out, "role=nomad") {
+		t.Fatalf("server members -detailed (%d):\n%s", code, out)
+	}
+	// Joining nothing is a clear failure.
+	resp, err := http.Post(s1.url("/v1/agent/join"), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("join without ?address= answered %d", resp.StatusCode)
+	}
+}
