@@ -106,3 +106,37 @@ func TestForwardingStaleReadsAndNoLeader(t *testing.T) {
 		register(t, s, testJob("healed-"+s.config.NodeName, 0))
 	}
 }
+
+// A write reaching a follower right after the leader died (the follower
+// still names it as leader) waits for the next leader instead of failing
+// with the dead leader's connection error.
+func TestForwardWaitsForNextLeaderWhenLeaderDies(t *testing.T) {
+	servers := testClusterWith(t, 3, func(i int, cfg *Config) {
+		rc := *cfg.RaftConfig
+		// The followers take a while to notice the leader is gone.
+		rc.HeartbeatTimeout, rc.ElectionTimeout = time.Second, time.Second
+		rc.LeaderLeaseTimeout = 500 * time.Millisecond
+		cfg.RaftConfig = &rc
+	})
+	waitFor(t, 20*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
+	leader := currentLeader(servers)
+	var fol *Server
+	for _, s := range servers {
+		if s != leader {
+			fol = s
+			break
+		}
+	}
+	dead := leader.RPCAddr()
+	leader.Shutdown()
+	if got := fol.LeaderAddr(); got != dead {
+		t.Skipf("the follower already forgot the dead leader (names %q): nothing to test", got)
+	}
+	var rr structs.JobRegisterResponse
+	if err := fol.RPC("Job.Register", &structs.JobRegisterRequest{Job: testJob("after-leader-died", 0)}, &rr); err != nil {
+		t.Fatalf("write through a follower right after the leader died: %v", err)
+	}
+	if fol.LeaderAddr() == dead || !jobExists(t, fol, "after-leader-died") {
+		t.Fatalf("write answered but not committed by a new leader (leader %q)", fol.LeaderAddr())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 
+	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -19,6 +20,9 @@ const maxQueryTime = 300 * time.Second
 // returns handled=true when the call was answered remotely (or failed),
 // false when the caller should serve it locally. With no leader it retries
 // for RPCHoldTimeout and then fails with ErrNoLeader, which callers retry.
+// A leader that cannot be connected to (it just died, and this server has
+// not yet noticed) is the same as none: the call was not sent, so it waits
+// for the next leader rather than failing at once.
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, structs.NewErrCoded(400, "No path to region %q", region)
@@ -30,7 +34,11 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 	for {
 		addr := s.LeaderAddr()
 		if addr != "" && addr != s.rpcAddr {
-			return true, s.pool.Call(addr, method, args, reply)
+			err := s.pool.Call(addr, method, args, reply)
+			if err == nil || !droverrpc.IsConnectError(err) || time.Now().After(deadline) {
+				return true, err
+			}
+			s.logger.Debug("leader unreachable, waiting for a leader", "leader", addr, "method", method, "error", err)
 		}
 		if (addr == s.rpcAddr && s.IsLeader()) || (allowStale && s.stateReady()) {
 			return false, nil
