@@ -23,9 +23,9 @@ const (
 // that comes back with live allocations stays initializing until its client
 // has told the servers what those allocations are doing now. A heartbeat
 // that succeeds after failures other than "No cluster leader" (no server
-// answered: they were down, or this node was cut off) does the same: meanwhile the servers may have
-// marked the node down and its allocations lost, and what they last
-// acknowledged from this client no longer holds.
+// answered: they were down, or this node was cut off) does the same:
+// meanwhile the servers may have marked the node down and its allocations
+// lost, and what they last acknowledged from this client no longer holds.
 func (c *Client) registerAndHeartbeat() {
 	first := true
 	for !c.shuttingDown() {
