@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,8 +48,12 @@ func TestR2LeaderKilledEvery5s(t *testing.T) {
 	reasons := map[string]int{} // why writes failed (first 60 characters)
 	reason := func(err error) {
 		r := err.Error()
-		if len(r) > 60 {
-			r = r[:60]
+		switch {
+		case strings.Contains(r, "dial tcp"), strings.Contains(r, "EOF"), strings.Contains(r, "read tcp"),
+			strings.Contains(r, "connection reset"):
+			r = "the server asked was killed or restarting"
+		case len(r) > 80:
+			r = r[:80]
 		}
 		reasons[r]++
 	}
