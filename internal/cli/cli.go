@@ -114,6 +114,10 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job periodic force":        f(&JobPeriodicForceCommand{Meta: m}),
 
 		// Scheduler configuration (a block of its own keeps the alignment above).
+		"operator autopilot":            f(&GroupCommand{Meta: m, Name: "operator autopilot", Synopsis_: "Provides access to the Autopilot subsystem"}),
+		"operator autopilot get-config": f(&OperatorAutopilotGetCommand{Meta: m}),
+		"operator autopilot set-config": f(&OperatorAutopilotSetCommand{Meta: m}),
+		"operator autopilot health":     f(&OperatorAutopilotHealthCommand{Meta: m}),
 		"operator scheduler":            f(&GroupCommand{Meta: m, Name: "operator scheduler", Synopsis_: "Provides access to the scheduler configuration"}),
 		"operator scheduler get-config": f(&OperatorSchedulerGetConfigCommand{Meta: m}),
 		"operator scheduler set-config": f(&OperatorSchedulerSetConfigCommand{Meta: m}),

@@ -68,7 +68,7 @@ func startHACluster(t *testing.T, clients int) *haCluster {
 				"server_join": map[string]any{"retry_join": serfAddrs, "retry_interval": "1s"}},
 		}))
 	}
-	c.waitLeader(nil, 30*time.Second)
+	c.waitLeader(nil, 60*time.Second)
 	for i := 0; i < clients; i++ {
 		cl := startAgent(t, t.TempDir(), []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}, map[string]any{
 			"name":   fmt.Sprintf("ha-c%d", i+1),
@@ -191,6 +191,20 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 
+	// Autopilot sees three healthy voters: one may fail.
+	waitFor(t, 30*time.Second, "autopilot reporting three healthy voters", func() bool {
+		h, _, err := c.servers[1].client.Operator().AutopilotServerHealth(nil)
+		if err != nil || !h.Healthy || len(h.Voters) != 3 || h.FailureTolerance != 1 || len(h.Servers) != 3 {
+			return false
+		}
+		for _, s := range h.Servers {
+			if !s.Healthy || s.SerfStatus != "alive" {
+				return false
+			}
+		}
+		return true
+	})
+
 	// A job through each server runs.
 	for i, s := range c.servers {
 		id := fmt.Sprintf("before-%d", i)
@@ -312,12 +326,33 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 
-	// The killed server restarts, rejoins and serves the new data on a
-	// stale (local) read.
+	// Autopilot's dead-server cleanup takes the dead leader out of Raft
+	// once gossip sees it failed (a majority always stays).
+	deadAddr := fmt.Sprintf("127.0.0.1:%d", leader.rpc)
+	waitFor(t, 60*time.Second, "autopilot removing the dead server from Raft", func() bool {
+		peers := c.raftPeers(newLeader)
+		for _, p := range peers {
+			if p == deadAddr {
+				return false
+			}
+		}
+		return len(peers) == 2
+	})
+
+	// The killed server restarts, rejoins (the leader adds it back to
+	// Raft) and serves the new data on a stale (local) read.
 	leader.start()
 	waitFor(t, 30*time.Second, "the restarted server serving the post-failover job locally", func() bool {
 		j, _, err := leader.client.Jobs().Info("after", &api.QueryOptions{AllowStale: true})
 		return err == nil && j != nil && *j.ID == "after"
+	})
+	waitFor(t, 30*time.Second, "the restarted server back in Raft", func() bool {
+		for _, p := range c.raftPeers(newLeader) {
+			if p == deadAddr {
+				return len(c.raftPeers(newLeader)) == 3
+			}
+		}
+		return false
 	})
 	if l := c.waitLeader(nil, 15*time.Second); l == nil {
 		t.Fatal("no leader after the restart")
@@ -335,8 +370,9 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 	victim.kill()
-	waitFor(t, 30*time.Second, "the killed follower seen failed", func() bool {
-		return c.memberStatus(cur)[victimName] == "failed"
+	waitFor(t, 30*time.Second, "the killed follower seen failed (or already force-left by autopilot)", func() bool {
+		st := c.memberStatus(cur)[victimName]
+		return st == "failed" || st == "left"
 	})
 	if out, code := cur.cli(t.TempDir(), "server", "force-leave", "-prune", victimName); code != 0 {
 		t.Fatalf("server force-leave -prune (%d): %s", code, out)

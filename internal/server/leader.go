@@ -123,6 +123,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	go s.runCoreGC(stopCh)
 	go s.runJobRestarts(stopCh)
 	go s.serfReconcileLoop(stopCh)
+	go s.startAutopilot(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)

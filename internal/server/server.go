@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
@@ -52,6 +53,8 @@ type Server struct {
 	// configuration, by bootstrap_expect or found on disk.
 	gossip       *serfState
 	bootstrapped atomic.Bool
+	// autopilot runs on the leader (autopilot.go); nil without gossip.
+	autopilot *autopilot.Autopilot
 
 	broker     *evalbroker.Broker
 	events     *events.Broker // nil when the event stream is disabled
@@ -180,6 +183,7 @@ func NewServer(cfg *Config) (*Server, error) {
 			s.Shutdown()
 			return nil, err
 		}
+		s.setupAutopilot()
 	}
 
 	s.wg.Add(1)
