@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -434,5 +436,50 @@ func TestServerJoinCLI(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("join without ?address= answered %d", resp.StatusCode)
+	}
+}
+
+// Gossip encryption: a server with the cluster's key (made by `operator
+// gossip keyring -generate`) joins; one with another key, or none, cannot.
+func TestGossipEncryption(t *testing.T) {
+	gen := func() string {
+		out, err := exec.Command(droverBin, "operator", "gossip", "keyring", "-generate").Output()
+		if err != nil {
+			t.Fatalf("keyring -generate: %v", err)
+		}
+		key := strings.TrimSpace(string(out))
+		if b, err := base64.StdEncoding.DecodeString(key); err != nil || len(b) != 32 {
+			t.Fatalf("keyring -generate printed %q, not a base64 32-byte key", key)
+		}
+		return key
+	}
+	key, other := gen(), gen()
+	s1 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-a", "server": map[string]any{"bootstrap_expect": 1, "encrypt": key}})
+	s1.waitReady(false)
+	join := func(a *agent) (int, error) {
+		waitFor(t, 20*time.Second, "the agent's API", func() bool {
+			_, err := a.client.Agent().Self()
+			return err == nil
+		})
+		return a.client.Agent().Join(fmt.Sprintf("127.0.0.1:%d", s1.serf))
+	}
+	s2 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-b", "server": map[string]any{"bootstrap_expect": 2, "encrypt": key}})
+	if n, err := join(s2); err != nil || n != 1 {
+		t.Fatalf("a server with the same key did not join: %d, %v", n, err)
+	}
+	s3 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-c", "server": map[string]any{"bootstrap_expect": 2, "encrypt": other}})
+	if n, err := join(s3); err == nil || n != 0 {
+		t.Fatalf("a server with another key joined: %d, %v", n, err)
+	}
+	s4 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-d", "server": map[string]any{"bootstrap_expect": 2}})
+	if n, err := join(s4); err == nil || n != 0 {
+		t.Fatalf("a server without a key joined: %d, %v", n, err)
+	}
+	m, err := s1.client.Agent().Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Members) != 2 {
+		t.Fatalf("members of the encrypted pool: %d, want 2 (enc-a, enc-b)", len(m.Members))
 	}
 }
