@@ -483,3 +483,30 @@ func TestGossipEncryption(t *testing.T) {
 		t.Fatalf("members of the encrypted pool: %d, want 2 (enc-a, enc-b)", len(m.Members))
 	}
 }
+
+// operator autopilot get-config / set-config / health on a dev agent: the
+// agent's autopilot block is what the first leader stores; set-config
+// changes it through Raft; a bad value is refused naming the flag.
+func TestOperatorAutopilotCLI(t *testing.T) {
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{"autopilot": map[string]any{"server_stabilization_time": "7s"}})
+	a.waitReady(false)
+	dir := t.TempDir()
+	out, code := a.cli(dir, "operator", "autopilot", "get-config")
+	if code != 0 || !strings.Contains(out, "ServerStabilizationTime = 7s") || !strings.Contains(out, "CleanupDeadServers      = true") {
+		t.Fatalf("get-config (%d):\n%s", code, out)
+	}
+	if out, code = a.cli(dir, "operator", "autopilot", "set-config", "-min-quorum", "3", "-cleanup-dead-servers=false"); code != 0 {
+		t.Fatalf("set-config (%d):\n%s", code, out)
+	}
+	cfg, _, err := a.client.Operator().AutopilotGetConfiguration(nil)
+	if err != nil || cfg.MinQuorum != 3 || cfg.CleanupDeadServers || cfg.ServerStabilizationTime != 7*time.Second {
+		t.Fatalf("after set-config: %+v %v", cfg, err)
+	}
+	if out, code = a.cli(dir, "operator", "autopilot", "set-config", "-last-contact-threshold", "soon"); code == 0 || !strings.Contains(out, "-last-contact-threshold") {
+		t.Fatalf("a bad duration was accepted (%d):\n%s", code, out)
+	}
+	waitFor(t, 20*time.Second, "autopilot health of the dev server", func() bool {
+		out, code = a.cli(dir, "operator", "autopilot", "health")
+		return code == 0 && strings.Contains(out, "Healthy          = true")
+	})
+}
