@@ -150,4 +150,3 @@ func TestTwoBootstrapServersAreNotMerged(t *testing.T) {
 		t.Fatal("a bootstrap-mode server lost its leadership")
 	}
 }
-
