@@ -32,6 +32,7 @@ func (s *Server) setupAutopilot() {
 	}
 	s.autopilot = autopilot.New(s.raft, &autopilotDelegate{s},
 		autopilot.WithLogger(s.logger.Named("autopilot")),
+		autopilot.WithPromoter(&promoter{}),
 		autopilot.WithReconcileInterval(s.config.AutopilotInterval),
 		autopilot.WithUpdateInterval(s.config.AutopilotInterval/5))
 }
@@ -118,9 +119,13 @@ func (d *autopilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 		case serf.StatusLeft:
 			status = autopilot.NodeLeft
 		}
+		nodeType := autopilot.NodeVoter
+		if p.NonVoter {
+			nodeType = nodeNonVoter
+		}
 		out[raft.ServerID(p.ID)] = &autopilot.Server{
 			ID: raft.ServerID(p.ID), Name: p.Name, Address: raft.ServerAddress(p.Addr),
-			NodeStatus: status, Version: p.Build, Meta: m.Tags, RaftVersion: p.RaftVersion, NodeType: autopilot.NodeVoter,
+			NodeStatus: status, Version: p.Build, Meta: m.Tags, RaftVersion: p.RaftVersion, NodeType: nodeType,
 			IsLeader: raft.ServerAddress(p.Addr) == leader,
 		}
 	}
@@ -248,4 +253,34 @@ func sortServerHealth(h []structs.AutopilotServerHealth) {
 			h[j], h[j-1] = h[j-1], h[j]
 		}
 	}
+}
+
+// nodeNonVoter is the autopilot node type of a server started with
+// server.non_voting_server: it replicates but never gets a vote.
+const nodeNonVoter autopilot.NodeType = "nonvoter"
+
+// promoter is autopilot's stable promoter (healthy, stable non-voters are
+// promoted) except for servers that asked not to vote.
+type promoter struct{ autopilot.StablePromoter }
+
+func (p *promoter) GetNodeTypes(c *autopilot.Config, s *autopilot.State) map[raft.ServerID]autopilot.NodeType {
+	types := p.StablePromoter.GetNodeTypes(c, s)
+	for id, srv := range s.Servers {
+		if srv.Server.Meta["nonvoter"] == "1" {
+			types[id] = nodeNonVoter
+		}
+	}
+	return types
+}
+
+func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autopilot.State) autopilot.RaftChanges {
+	changes := p.StablePromoter.CalculatePromotionsAndDemotions(c, s)
+	var keep []raft.ServerID
+	for _, id := range changes.Promotions {
+		if srv := s.Servers[id]; srv == nil || srv.Server.Meta["nonvoter"] != "1" {
+			keep = append(keep, id)
+		}
+	}
+	changes.Promotions = keep
+	return changes
 }
