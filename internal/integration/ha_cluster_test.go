@@ -424,6 +424,17 @@ func TestServerJoinCLI(t *testing.T) {
 		l, err := s2.client.Status().Leader()
 		return err == nil && l == fmt.Sprintf("127.0.0.1:%d", s1.rpc)
 	})
+	conf, err := s1.client.Operator().RaftGetConfiguration(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, srv := range conf.Servers {
+		names = append(names, srv.Node)
+	}
+	if strings.Join(names, ",") != "join-a.global,join-b.global" && strings.Join(names, ",") != "join-b.global,join-a.global" {
+		t.Fatalf("Raft peers are named %v, want their member names", names)
+	}
 	out, code = s1.cli(t.TempDir(), "server", "members", "-detailed")
 	if code != 0 || !strings.Contains(out, "join-a.global") || !strings.Contains(out, "join-b.global") || !strings.Contains(out, "role=nomad") {
 		t.Fatalf("server members -detailed (%d):\n%s", code, out)

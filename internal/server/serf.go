@@ -252,6 +252,17 @@ func (s *Server) Members() []serf.Member {
 	return s.gossip.serf.Members()
 }
 
+// memberName is the gossip name of the server with Raft ID id ("" when
+// gossip does not know it).
+func (s *Server) memberName(id string) string {
+	for _, m := range s.Members() {
+		if p, ok := parseServer(m); ok && p.ID == id {
+			return m.Name
+		}
+	}
+	return ""
+}
+
 // LocalMember is this server's own member entry.
 func (s *Server) LocalMember() (serf.Member, bool) {
 	if s.gossip == nil {
