@@ -28,6 +28,13 @@ func (a *Agent) setupClient() error {
 		for _, s := range cc.Servers {
 			a.servers = append(a.servers, withDefaultPort(s, 4647))
 		}
+		// client { server_join { ... } } names servers by their RPC address
+		// too (join.go: servers gossip; clients only need the addresses).
+		if sj := cc.ServerJoin; sj != nil {
+			for _, s := range append(append([]string(nil), sj.StartJoin...), sj.RetryJoin...) {
+				a.servers = append(a.servers, withDefaultPort(s, 4647))
+			}
+		}
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
 	devs, err := a.devicePlugins()

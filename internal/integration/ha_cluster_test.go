@@ -72,10 +72,18 @@ func startHACluster(t *testing.T, clients int) *haCluster {
 	}
 	c.waitLeader(nil, 60*time.Second)
 	for i := 0; i < clients; i++ {
-		cl := startAgent(t, t.TempDir(), []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}, map[string]any{
+		// The first client names the servers with -servers, the others
+		// with client { server_join { retry_join } }.
+		args := []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}
+		extra := map[string]any{
 			"name":   fmt.Sprintf("ha-c%d", i+1),
 			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
-		})
+		}
+		if i > 0 {
+			args = []string{"-client"}
+			extra["client"] = map[string]any{"server_join": map[string]any{"retry_join": rpcAddrs}}
+		}
+		cl := startAgent(t, t.TempDir(), args, extra)
 		c.clients = append(c.clients, cl)
 	}
 	if clients > 0 {
