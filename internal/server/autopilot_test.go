@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 )
 
 // A healthy, stable non-voter is promoted unless it was started with
