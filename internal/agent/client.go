@@ -29,6 +29,13 @@ func (a *Agent) setupClient() error {
 		for _, s := range cc.Servers {
 			addrs = append(addrs, withDefaultPort(s, 4647))
 		}
+		// client { server_join { ... } } names servers by their RPC address
+		// too (join.go: servers gossip; clients only need the addresses).
+		if sj := cc.ServerJoin; sj != nil {
+			for _, s := range append(append([]string(nil), sj.StartJoin...), sj.RetryJoin...) {
+				addrs = append(addrs, withDefaultPort(s, 4647))
+			}
+		}
 		a.servers = a.newServerManager(addrs)
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/server"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Joining the servers' gossip pool: server.start_join (once, at start: a
@@ -46,6 +47,26 @@ func serfServerConfig(c *config.Config, sc *server.Config) error {
 	sc.SerfAdvertise = c.AdvertiseSerfAddr()
 	sc.RejoinAfterLeave = c.Server.RejoinAfterLeave
 	sc.NonVoter = c.Server.NonVotingServer
+	if ap := c.Autopilot; ap != nil {
+		d := structs.DefaultAutopilotConfig()
+		setBool(&d.CleanupDeadServers, ap.CleanupDeadServers)
+		if ap.LastContactThreshold > 0 {
+			d.LastContactThreshold = ap.LastContactThreshold
+		}
+		if ap.MaxTrailingLogs > 0 {
+			d.MaxTrailingLogs = uint64(ap.MaxTrailingLogs)
+		}
+		if ap.MinQuorum > 0 {
+			d.MinQuorum = uint(ap.MinQuorum)
+		}
+		if ap.ServerStabilizationTime > 0 {
+			d.ServerStabilizationTime = ap.ServerStabilizationTime
+		}
+		setBool(&d.EnableRedundancyZones, ap.EnableRedundancyZones)
+		setBool(&d.DisableUpgradeMigration, ap.DisableUpgradeMigration)
+		setBool(&d.EnableCustomUpgrades, ap.EnableCustomUpgrades)
+		sc.AutopilotConfig = d
+	}
 	if k := c.Server.EncryptKey; k != "" {
 		key, err := base64.StdEncoding.DecodeString(k)
 		if err != nil {

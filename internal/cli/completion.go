@@ -102,6 +102,12 @@ var commandFlags = map[string]complete.Flags{
 	"system reconcile summaries": {},
 
 	// Scheduler configuration.
+	"operator gossip keyring":       boolFlags("generate"),
+	"operator autopilot get-config": outputFlags,
+	"operator autopilot set-config": mergeFlags(boolFlags("cleanup-dead-servers", "enable-redundancy-zones", "disable-upgrade-migration", "enable-custom-upgrades"),
+		complete.Flags{"-last-contact-threshold": complete.PredictAnything, "-max-trailing-logs": complete.PredictAnything,
+			"-min-quorum": complete.PredictAnything, "-server-stabilization-time": complete.PredictAnything}),
+	"operator autopilot health":     boolFlags("json"),
 	"operator scheduler get-config": outputFlags,
 	"operator scheduler set-config": {
 		"-check-index": complete.PredictAnything, "-scheduler-algorithm": complete.PredictSet("binpack", "spread"),

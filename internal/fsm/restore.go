@@ -210,6 +210,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.SchedulerConfigRestore(v))
+	case AutopilotConfigSnapshot:
+		v := new(structs.AutopilotConfig)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.AutopilotConfigRestore(v))
 	}
 	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
 }

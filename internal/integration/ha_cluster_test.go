@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -68,12 +70,20 @@ func startHACluster(t *testing.T, clients int) *haCluster {
 				"server_join": map[string]any{"retry_join": serfAddrs, "retry_interval": "1s"}},
 		}))
 	}
-	c.waitLeader(nil, 30*time.Second)
+	c.waitLeader(nil, 60*time.Second)
 	for i := 0; i < clients; i++ {
-		cl := startAgent(t, t.TempDir(), []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}, map[string]any{
+		// The first client names the servers with -servers, the others
+		// with client { server_join { retry_join } }.
+		args := []string{"-client", "-servers", strings.Join(rpcAddrs, ",")}
+		extra := map[string]any{
 			"name":   fmt.Sprintf("ha-c%d", i+1),
 			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
-		})
+		}
+		if i > 0 {
+			args = []string{"-client"}
+			extra["client"] = map[string]any{"server_join": map[string]any{"retry_join": rpcAddrs}}
+		}
+		cl := startAgent(t, t.TempDir(), args, extra)
 		c.clients = append(c.clients, cl)
 	}
 	if clients > 0 {
@@ -190,6 +200,20 @@ func TestHAClusterFailover(t *testing.T) {
 			t.Fatalf("server %d sees Raft peers %v, want 3", s.http, peers)
 		}
 	}
+
+	// Autopilot sees three healthy voters: one may fail.
+	waitFor(t, 30*time.Second, "autopilot reporting three healthy voters", func() bool {
+		h, _, err := c.servers[1].client.Operator().AutopilotServerHealth(nil)
+		if err != nil || !h.Healthy || len(h.Voters) != 3 || h.FailureTolerance != 1 || len(h.Servers) != 3 {
+			return false
+		}
+		for _, s := range h.Servers {
+			if !s.Healthy || s.SerfStatus != "alive" {
+				return false
+			}
+		}
+		return true
+	})
 
 	// A job through each server runs.
 	for i, s := range c.servers {
@@ -312,12 +336,33 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 
-	// The killed server restarts, rejoins and serves the new data on a
-	// stale (local) read.
+	// Autopilot's dead-server cleanup takes the dead leader out of Raft
+	// once gossip sees it failed (a majority always stays).
+	deadAddr := fmt.Sprintf("127.0.0.1:%d", leader.rpc)
+	waitFor(t, 60*time.Second, "autopilot removing the dead server from Raft", func() bool {
+		peers := c.raftPeers(newLeader)
+		for _, p := range peers {
+			if p == deadAddr {
+				return false
+			}
+		}
+		return len(peers) == 2
+	})
+
+	// The killed server restarts, rejoins (the leader adds it back to
+	// Raft) and serves the new data on a stale (local) read.
 	leader.start()
 	waitFor(t, 30*time.Second, "the restarted server serving the post-failover job locally", func() bool {
 		j, _, err := leader.client.Jobs().Info("after", &api.QueryOptions{AllowStale: true})
 		return err == nil && j != nil && *j.ID == "after"
+	})
+	waitFor(t, 30*time.Second, "the restarted server back in Raft", func() bool {
+		for _, p := range c.raftPeers(newLeader) {
+			if p == deadAddr {
+				return len(c.raftPeers(newLeader)) == 3
+			}
+		}
+		return false
 	})
 	if l := c.waitLeader(nil, 15*time.Second); l == nil {
 		t.Fatal("no leader after the restart")
@@ -335,8 +380,9 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 	victim.kill()
-	waitFor(t, 30*time.Second, "the killed follower seen failed", func() bool {
-		return c.memberStatus(cur)[victimName] == "failed"
+	waitFor(t, 30*time.Second, "the killed follower seen failed (or already force-left by autopilot)", func() bool {
+		st := c.memberStatus(cur)[victimName]
+		return st == "failed" || st == "left"
 	})
 	if out, code := cur.cli(t.TempDir(), "server", "force-leave", "-prune", victimName); code != 0 {
 		t.Fatalf("server force-leave -prune (%d): %s", code, out)
@@ -386,6 +432,17 @@ func TestServerJoinCLI(t *testing.T) {
 		l, err := s2.client.Status().Leader()
 		return err == nil && l == fmt.Sprintf("127.0.0.1:%d", s1.rpc)
 	})
+	conf, err := s1.client.Operator().RaftGetConfiguration(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, srv := range conf.Servers {
+		names = append(names, srv.Node)
+	}
+	if strings.Join(names, ",") != "join-a.global,join-b.global" && strings.Join(names, ",") != "join-b.global,join-a.global" {
+		t.Fatalf("Raft peers are named %v, want their member names", names)
+	}
 	out, code = s1.cli(t.TempDir(), "server", "members", "-detailed")
 	if code != 0 || !strings.Contains(out, "join-a.global") || !strings.Contains(out, "join-b.global") || !strings.Contains(out, "role=nomad") {
 		t.Fatalf("server members -detailed (%d):\n%s", code, out)
@@ -399,4 +456,76 @@ func TestServerJoinCLI(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("join without ?address= answered %d", resp.StatusCode)
 	}
+}
+
+// Gossip encryption: a server with the cluster's key (made by `operator
+// gossip keyring -generate`) joins; one with another key, or none, cannot.
+func TestGossipEncryption(t *testing.T) {
+	gen := func() string {
+		out, err := exec.Command(droverBin, "operator", "gossip", "keyring", "-generate").Output()
+		if err != nil {
+			t.Fatalf("keyring -generate: %v", err)
+		}
+		key := strings.TrimSpace(string(out))
+		if b, err := base64.StdEncoding.DecodeString(key); err != nil || len(b) != 32 {
+			t.Fatalf("keyring -generate printed %q, not a base64 32-byte key", key)
+		}
+		return key
+	}
+	key, other := gen(), gen()
+	s1 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-a", "server": map[string]any{"bootstrap_expect": 1, "encrypt": key}})
+	s1.waitReady(false)
+	join := func(a *agent) (int, error) {
+		waitFor(t, 20*time.Second, "the agent's API", func() bool {
+			_, err := a.client.Agent().Self()
+			return err == nil
+		})
+		return a.client.Agent().Join(fmt.Sprintf("127.0.0.1:%d", s1.serf))
+	}
+	s2 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-b", "server": map[string]any{"bootstrap_expect": 2, "encrypt": key}})
+	if n, err := join(s2); err != nil || n != 1 {
+		t.Fatalf("a server with the same key did not join: %d, %v", n, err)
+	}
+	s3 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-c", "server": map[string]any{"bootstrap_expect": 2, "encrypt": other}})
+	if n, err := join(s3); err == nil || n != 0 {
+		t.Fatalf("a server with another key joined: %d, %v", n, err)
+	}
+	s4 := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{"name": "enc-d", "server": map[string]any{"bootstrap_expect": 2}})
+	if n, err := join(s4); err == nil || n != 0 {
+		t.Fatalf("a server without a key joined: %d, %v", n, err)
+	}
+	m, err := s1.client.Agent().Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Members) != 2 {
+		t.Fatalf("members of the encrypted pool: %d, want 2 (enc-a, enc-b)", len(m.Members))
+	}
+}
+
+// operator autopilot get-config / set-config / health on a dev agent: the
+// agent's autopilot block is what the first leader stores; set-config
+// changes it through Raft; a bad value is refused naming the flag.
+func TestOperatorAutopilotCLI(t *testing.T) {
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{"autopilot": map[string]any{"server_stabilization_time": "7s"}})
+	a.waitReady(false)
+	dir := t.TempDir()
+	out, code := a.cli(dir, "operator", "autopilot", "get-config")
+	if code != 0 || !strings.Contains(out, "ServerStabilizationTime = 7s") || !strings.Contains(out, "CleanupDeadServers      = true") {
+		t.Fatalf("get-config (%d):\n%s", code, out)
+	}
+	if out, code = a.cli(dir, "operator", "autopilot", "set-config", "-min-quorum", "3", "-cleanup-dead-servers=false"); code != 0 {
+		t.Fatalf("set-config (%d):\n%s", code, out)
+	}
+	cfg, _, err := a.client.Operator().AutopilotGetConfiguration(nil)
+	if err != nil || cfg.MinQuorum != 3 || cfg.CleanupDeadServers || cfg.ServerStabilizationTime != 7*time.Second {
+		t.Fatalf("after set-config: %+v %v", cfg, err)
+	}
+	if out, code = a.cli(dir, "operator", "autopilot", "set-config", "-last-contact-threshold", "soon"); code == 0 || !strings.Contains(out, "-last-contact-threshold") {
+		t.Fatalf("a bad duration was accepted (%d):\n%s", code, out)
+	}
+	waitFor(t, 20*time.Second, "autopilot health of the dev server", func() bool {
+		out, code = a.cli(dir, "operator", "autopilot", "health")
+		return code == 0 && strings.Contains(out, "Healthy          = true")
+	})
 }

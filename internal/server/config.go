@@ -43,6 +43,13 @@ type Config struct {
 	RejoinAfterLeave bool
 	// NonVoter joins Raft without a vote (server.non_voting_server).
 	NonVoter bool
+	// AutopilotConfig is the autopilot configuration the first leader
+	// stores when none is (the agent's `autopilot` block); nil means
+	// Nomad's defaults. AutopilotInterval is how often autopilot
+	// reconciles (its health updates run five times as often); 0 means
+	// 10 s.
+	AutopilotConfig   *structs.AutopilotConfig
+	AutopilotInterval time.Duration
 
 	// RPCListener is the listener for the RPC port; when nil one is opened
 	// on RPCAddr.
@@ -238,6 +245,9 @@ func (c *Config) fill() {
 	}
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
+	}
+	if c.AutopilotInterval <= 0 {
+		c.AutopilotInterval = 10 * time.Second
 	}
 	c.GC.fill()
 	if c.Logger == nil {

@@ -136,7 +136,10 @@ func TestForwardWaitsForNextLeaderWhenLeaderDies(t *testing.T) {
 	if err := fol.RPC("Job.Register", &structs.JobRegisterRequest{Job: testJob("after-leader-died", 0)}, &rr); err != nil {
 		t.Fatalf("write through a follower right after the leader died: %v", err)
 	}
-	if fol.LeaderAddr() == dead || !jobExists(t, fol, "after-leader-died") {
-		t.Fatalf("write answered but not committed by a new leader (leader %q)", fol.LeaderAddr())
+	if fol.LeaderAddr() == dead {
+		t.Fatalf("write answered while the follower still names the dead leader %q", dead)
 	}
+	waitFor(t, 10*time.Second, "the write committed by the new leader reaching the follower", func() bool {
+		return jobExists(t, fol, "after-leader-died")
+	})
 }

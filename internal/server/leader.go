@@ -74,8 +74,9 @@ func (s *Server) leaderLoop(stopCh chan struct{}) {
 		}
 	}
 	s.establishLeadership(stopCh)
-	defer s.revokeLeadership()
 	<-stopCh
+	s.revokeLeadership()
+	s.waitLeaderTasks()
 }
 
 // waitBarrier issues a Raft barrier and waits for it without ever blocking
@@ -135,8 +136,10 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.goLeader(func() { s.runCoreGC(stopCh) })
 	s.goLeader(func() { s.runJobRestarts(stopCh) })
 	if s.gossip != nil {
-		// Raft membership follows gossip (one more loop on such servers).
+		// Raft membership follows gossip, and autopilot watches the
+		// servers it finds (two more loops on such servers).
 		s.goLeader(func() { s.serfReconcileLoop(stopCh) })
+		s.goLeader(func() { s.runAutopilot(stopCh) })
 	}
 	// One-shot: each ends once its work is done.
 	go s.initializeKeyring(stopCh, gen)
@@ -146,16 +149,39 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 }
 
 // leaderLoopTasks is how many goLeader loops a leadership starts on a
-// server without gossip (one more with it).
+// server without gossip (two more with it).
 const leaderLoopTasks = 9
 
-// goLeader runs one of the leadership's loops, counted in leaderTasks.
+// goLeader runs one of the leadership's loops, counted in leaderTasks and
+// in the term's wait group (leaderLoop waits for them before the next term
+// may start its own).
 func (s *Server) goLeader(fn func()) {
 	s.leaderTasks.Add(1)
+	s.leaderWG.Add(1)
 	go func() {
+		defer s.leaderWG.Done()
 		defer s.leaderTasks.Add(-1)
 		fn()
 	}()
+}
+
+// leaderTasksGrace bounds how long a lost leadership waits for its loops
+// to end before the next one may start. Each loop ends on stopCh (a Raft
+// write in flight ends with the leadership); past this, something is stuck:
+// it is logged, and leadership handling goes on rather than stalling.
+const leaderTasksGrace = 30 * time.Second
+
+// waitLeaderTasks waits for the ended term's loops, so that two terms'
+// loops (two drainers, two plan appliers, two autopilots) never run at once
+// on one server.
+func (s *Server) waitLeaderTasks() {
+	done := make(chan struct{})
+	go func() { s.leaderWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(leaderTasksGrace):
+		s.logger.Error("leader loops still running after leadership was lost", "running", s.leaderTasks.Load(), "waited", leaderTasksGrace)
+	}
 }
 
 // revokeLeadership tears every leader-only service down. Safe to call when

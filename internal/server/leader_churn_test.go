@@ -89,6 +89,26 @@ func TestLeadershipChurnWithFaults(t *testing.T) {
 		}
 	}
 
+	// Two terms' leader loops must never run at once on one server (two
+	// plan appliers, two drainers): sample how many run.
+	var maxTasks atomic.Int32
+	sampleDone := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+			for _, s := range servers {
+				if n := s.leaderTasks.Load(); n > maxTasks.Load() {
+					maxTasks.Store(n)
+				}
+			}
+		}
+	}()
+
 	// waitNewLeader waits for a leader other than old (or the same one in
 	// a later term). A Raft that is blocked never gets there.
 	waitNewLeader := func(old *Server, oldTerm uint64, d time.Duration) *Server {
@@ -147,6 +167,10 @@ func TestLeadershipChurnWithFaults(t *testing.T) {
 	case <-waitDone:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("RPC callers never returned: %d started, %d finished", started.Load(), finished.Load())
+	}
+	<-sampleDone
+	if m := maxTasks.Load(); m > leaderLoopTasks {
+		t.Fatalf("%d leader loops ran at once on one server (one term has %d): two terms overlapped", m, leaderLoopTasks)
 	}
 	if started.Load() != finished.Load() {
 		t.Fatalf("%d RPCs started, %d returned", started.Load(), finished.Load())

@@ -27,6 +27,10 @@ type serfState struct {
 	// never blocks the event handler (the periodic pass catches up).
 	reconcileCh chan serf.Member
 
+	// bootstrapping is held while maybeBootstrap runs (it asks other
+	// servers over RPC, which must never stall serf's event delivery).
+	bootstrapping sync.Mutex
+
 	mu sync.Mutex
 	// peers are the servers of this region seen alive, by serf name.
 	peers map[string]*serverParts
@@ -199,7 +203,7 @@ func (s *Server) serfEventHandler() {
 	for {
 		select {
 		case <-retry.C:
-			s.maybeBootstrap()
+			s.triggerBootstrap()
 		case e := <-g.eventCh:
 			me, ok := e.(serf.MemberEvent)
 			if !ok {
@@ -220,7 +224,7 @@ func (s *Server) serfEventHandler() {
 				g.mu.Unlock()
 				if me.EventType() == serf.EventMemberJoin {
 					s.logger.Info("server joined the gossip pool", "member", m.Name, "addr", parts.Addr)
-					s.maybeBootstrap()
+					s.triggerBootstrap()
 				}
 				if me.EventType() == serf.EventMemberReap {
 					// The member is gone from serf's list: the reconcile
@@ -252,6 +256,17 @@ func (s *Server) Members() []serf.Member {
 	return s.gossip.serf.Members()
 }
 
+// memberName is the gossip name of the server with Raft ID id ("" when
+// gossip does not know it).
+func (s *Server) memberName(id string) string {
+	for _, m := range s.Members() {
+		if p, ok := parseServer(m); ok && p.ID == id {
+			return m.Name
+		}
+	}
+	return ""
+}
+
 // LocalMember is this server's own member entry.
 func (s *Server) LocalMember() (serf.Member, bool) {
 	if s.gossip == nil {
@@ -260,8 +275,8 @@ func (s *Server) LocalMember() (serf.Member, bool) {
 	return s.gossip.serf.LocalMember(), true
 }
 
-// Join contacts the gossip pool at each address (host or host:port; port
-// 4648 when missing) and returns how many were reached.
+// Join contacts the gossip pool at each address (host or host:port; this
+// server's serf port when missing) and returns how many were reached.
 func (s *Server) Join(addrs []string) (int, error) {
 	if s.gossip == nil {
 		return 0, fmt.Errorf("gossip is not running on this server")

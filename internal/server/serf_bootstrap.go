@@ -10,6 +10,20 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
+// triggerBootstrap runs maybeBootstrap in the background, once at a time.
+func (s *Server) triggerBootstrap() {
+	if s.config.BootstrapExpect <= 1 || s.bootstrapped.Load() {
+		return
+	}
+	go func() {
+		if !s.gossip.bootstrapping.TryLock() {
+			return
+		}
+		defer s.gossip.bootstrapping.Unlock()
+		s.maybeBootstrap()
+	}()
+}
+
 // maybeBootstrap bootstraps Raft once bootstrap_expect servers of this
 // region are in the gossip pool. It never bootstraps twice, never when this
 // server has Raft state, and never when another server already has peers

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
@@ -52,6 +53,8 @@ type Server struct {
 	// configuration, by bootstrap_expect or found on disk.
 	gossip       *serfState
 	bootstrapped atomic.Bool
+	// autopilot runs on the leader (autopilot.go); nil without gossip.
+	autopilot *autopilot.Autopilot
 
 	broker     *evalbroker.Broker
 	events     *events.Broker // nil when the event stream is disabled
@@ -84,10 +87,11 @@ type Server struct {
 
 	// leadership
 	isLeader               atomic.Bool
-	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
-	establishCount         atomic.Int64  // times leader services were started (tests)
-	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
-	leaderTasks            atomic.Int32  // leader-only goroutines running here (tests)
+	leaderGen              atomic.Uint64  // bumps on every establish; guards stale goroutines
+	establishCount         atomic.Int64   // times leader services were started (tests)
+	servicesUp             atomic.Int32   // 1 while leader services run here (tests)
+	leaderTasks            atomic.Int32   // leader-only goroutines running here (tests)
+	leaderWG               sync.WaitGroup // the leader-only goroutines (waitLeaderTasks)
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
@@ -186,6 +190,7 @@ func NewServer(cfg *Config) (*Server, error) {
 			s.Shutdown()
 			return nil, err
 		}
+		s.setupAutopilot()
 	}
 
 	s.wg.Add(1)

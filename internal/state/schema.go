@@ -219,6 +219,7 @@ func schema() *memdb.DBSchema {
 			},
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
+		tableAutopilotConfig: autopilotConfigTable(),
 		tableJobRestart:      jobRestartTable(),
 	}}
 }

@@ -174,6 +174,8 @@ func (s *server) routes() []route {
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
+		{"/v1/operator/autopilot/configuration", s.operatorAutopilotConfigRequest},
+		{"/v1/operator/autopilot/health", s.operatorAutopilotHealthRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 
