@@ -4,9 +4,9 @@
 // call while none answers. It never decides what a call means: the client
 // and its RPC endpoints do.
 //
-// Each client shuffles its list once, so a fleet spreads over the servers;
-// it keeps calling the first server until that one fails, then rotates it to
-// the back. While no server answers, a call tries every known server, then
+// Each client shuffles its list (once, and again when the set of servers
+// changes), so a fleet spreads over the servers; it keeps calling the first
+// server until that one fails, then rotates it to the back. While no server answers, a call tries every known server, then
 // waits an exponentially growing, jittered delay and tries them all again,
 // up to the manager's hold time.
 package servers
@@ -94,9 +94,11 @@ func (m *Manager) Servers() []string {
 }
 
 // SetServers replaces the list (learned from the servers, or PUT by an
-// operator). The new list is shuffled; the current server stays first when
-// it is still in it, so a refresh does not move a client's connection. An
-// empty list is ignored: a client never forgets every server.
+// operator). The same set of servers changes nothing: every heartbeat
+// answer names them, and the client keeps its server. A different set is
+// shuffled anew, so clients that all started with one configured address
+// spread over every server they learn, and a server that joins takes its
+// share. An empty list is ignored: a client never forgets every server.
 func (m *Manager) SetServers(addrs []string) {
 	addrs = dedupe(addrs)
 	if len(addrs) == 0 {
@@ -107,17 +109,7 @@ func (m *Manager) SetServers(addrs []string) {
 	if sameSet(m.list, addrs) {
 		return
 	}
-	next := shuffled(addrs)
-	if len(m.list) > 0 {
-		cur := m.list[0]
-		for i, a := range next {
-			if a == cur {
-				next[0], next[i] = next[i], next[0]
-				break
-			}
-		}
-	}
-	m.list = next
+	m.list = shuffled(addrs)
 }
 
 // Current is the server calls go to first ("" when none is known).

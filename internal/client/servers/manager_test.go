@@ -60,6 +60,22 @@ func TestManager_ShuffledPerClient(t *testing.T) {
 	}
 }
 
+// Clients that all start with one configured address spread over the
+// servers they learn.
+func TestManager_LearnedServersSpreadClients(t *testing.T) {
+	on := map[string]int{}
+	for i := 0; i < 300; i++ {
+		m := newTest(&fakeCluster{}, "a:4647")
+		m.SetServers(three)
+		on[m.Current()]++
+	}
+	for _, s := range three {
+		if on[s] < 50 {
+			t.Fatalf("300 clients after learning three servers: %v", on)
+		}
+	}
+}
+
 // A client keeps its server while it answers, and moves to another when it
 // fails, without waiting.
 func TestManager_StickyThenRotatesOnFailure(t *testing.T) {
@@ -162,13 +178,21 @@ func TestManager_EndpointErrors(t *testing.T) {
 	}
 }
 
-// SetServers replaces the list but keeps the current server first; an
-// empty list is ignored; an empty manager answers a clear error.
+// SetServers: the same set keeps the order (and the current server); a
+// new set is taken, deduplicated; an empty list is ignored; an empty
+// manager answers a clear error.
 func TestManager_SetServers(t *testing.T) {
 	m := newTest(&fakeCluster{}, "a:4647")
 	m.SetServers([]string{"c:4647", "b:4647", "a:4647", "a:4647", " "})
-	if got := m.Servers(); got[0] != "a:4647" || len(got) != 3 {
+	got := m.Servers()
+	if len(got) != 3 {
 		t.Fatalf("after SetServers: %v", got)
+	}
+	for i := 0; i < 20; i++ {
+		m.SetServers([]string{"a:4647", "b:4647", "c:4647"})
+		if !slices.Equal(m.Servers(), got) {
+			t.Fatalf("the same set reordered the list: %v, was %v", m.Servers(), got)
+		}
 	}
 	m.SetServers(nil)
 	if len(m.Servers()) != 3 {
@@ -178,8 +202,8 @@ func TestManager_SetServers(t *testing.T) {
 	if got := m.Servers(); !slices.Equal(got, []string{"d:4647"}) {
 		t.Fatalf("replacement: %v", got)
 	}
-	var got string
-	if err := newTest(&fakeCluster{}).Call("Status.Ping", nil, &got); err == nil || !errors.Is(err, ErrNoServers) {
+	var answer string
+	if err := newTest(&fakeCluster{}).Call("Status.Ping", nil, &answer); err == nil || !errors.Is(err, ErrNoServers) {
 		t.Fatalf("no servers: %v", err)
 	}
 }
