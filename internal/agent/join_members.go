@@ -3,6 +3,7 @@ package agent
 import (
 	"net"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -11,7 +12,7 @@ import (
 // membership answers /v1/agent/{join,force-leave,servers} (httpapi.Membership).
 type membership struct{ a *Agent }
 
-var errNotServer = structs.NewErrCoded(501, "this agent runs no server: join and force-leave are server operations")
+var errNotServer = structs.NewErrCoded(501, "this agent runs no server: join, force-leave and the gossip keyring are server operations")
 
 func (m *membership) Join(addrs []string) (int, error) {
 	if m.a.server == nil {
@@ -88,4 +89,15 @@ func (i *agentInfo) gossipMembers() ([]*structs.ServerMember, bool) {
 		}
 	}
 	return out, true
+}
+
+func (m *membership) Keyring(op, key string) (*api.KeyringResponse, error) {
+	if m.a.server == nil {
+		return nil, errNotServer
+	}
+	resp, err := m.a.server.KeyringOp(op, key)
+	if err != nil {
+		return nil, err
+	}
+	return &api.KeyringResponse{Messages: resp.Messages, Keys: resp.Keys, NumNodes: resp.NumNodes}, nil
 }

@@ -23,6 +23,9 @@ import (
 type serfState struct {
 	serf    *serf.Serf
 	eventCh chan serf.Event
+	// encrypted is set when gossip is encrypted (server.encrypt or a
+	// keyring file): only then can keys be listed, installed or removed.
+	encrypted bool
 	// reconcileCh hands member changes to the leader's reconcile loop; it
 	// never blocks the event handler (the periodic pass catches up).
 	reconcileCh chan serf.Member
@@ -135,13 +138,14 @@ func (s *Server) setupSerf() error {
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	}
-	if len(cfg.SerfEncryptKey) > 0 {
-		kr, err := memberlist.NewKeyring(nil, cfg.SerfEncryptKey)
-		if err != nil {
-			return fmt.Errorf("server: gossip encryption key: %w", err)
-		}
+	kr, keyringFile, err := s.gossipKeyring()
+	if err != nil {
+		return err
+	}
+	if kr != nil {
 		mc.Keyring = kr
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+		sc.KeyringFile = keyringFile
 	}
 	if cfg.SerfTuning != nil {
 		cfg.SerfTuning(sc, mc)
@@ -158,6 +162,7 @@ func (s *Server) setupSerf() error {
 	}
 
 	st := &serfState{
+		encrypted:   kr != nil,
 		eventCh:     make(chan serf.Event, 256),
 		reconcileCh: make(chan serf.Member, 64),
 		peers:       map[string]*serverParts{},
