@@ -4,7 +4,6 @@ import (
 	"net"
 
 	"github.com/hashicorp/nomad/api"
-	"github.com/hashicorp/serf/serf"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -64,31 +63,6 @@ func (a *Agent) clientServers() []string {
 	a.serversMu.RLock()
 	defer a.serversMu.RUnlock()
 	return append([]string(nil), a.servers...)
-}
-
-// serfMember converts a gossip member to the /v1/agent/members shape.
-func serfMember(m serf.Member) *structs.ServerMember {
-	status := m.Status.String()
-	return &structs.ServerMember{Name: m.Name, Addr: m.Addr.String(), Port: m.Port, Tags: m.Tags, Status: status,
-		ProtocolMin: m.ProtocolMin, ProtocolMax: m.ProtocolMax, ProtocolCur: m.ProtocolCur,
-		DelegateMin: m.DelegateMin, DelegateMax: m.DelegateMax, DelegateCur: m.DelegateCur}
-}
-
-// gossipMembers lists the gossip pool, this server first; ok is false
-// when the server runs no gossip.
-func (i *agentInfo) gossipMembers() ([]*structs.ServerMember, bool) {
-	members := i.a.server.Members()
-	if members == nil {
-		return nil, false
-	}
-	self, _ := i.a.server.LocalMember()
-	out := []*structs.ServerMember{serfMember(self)}
-	for _, m := range members {
-		if m.Name != self.Name {
-			out = append(out, serfMember(m))
-		}
-	}
-	return out, true
 }
 
 func (m *membership) Keyring(op, key string) (*api.KeyringResponse, error) {

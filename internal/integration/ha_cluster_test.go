@@ -201,6 +201,11 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 
+	// A client agent answers members by asking a server.
+	if m := c.memberStatus(c.clients[1]); len(m) != 3 || m["ha-s1.global"] != "alive" {
+		t.Fatalf("members through a client agent: %v", m)
+	}
+
 	// Autopilot sees three healthy voters: one may fail.
 	waitFor(t, 30*time.Second, "autopilot reporting three healthy voters", func() bool {
 		h, _, err := c.servers[1].client.Operator().AutopilotServerHealth(nil)

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Serf LAN gossip among the servers of a region: how servers find each
@@ -360,4 +362,34 @@ func (s *Server) shutdownSerf() {
 	if s.gossip != nil {
 		s.gossip.serf.Shutdown()
 	}
+}
+
+// MembersResponse is the gossip pool as /v1/agent/members shows it, this
+// server first.
+func (s *Server) MembersResponse() *structs.ServerMembersResponse {
+	out := &structs.ServerMembersResponse{ServerName: s.config.NodeName, ServerRegion: s.config.Region, ServerDC: s.config.Datacenter}
+	if s.gossip == nil {
+		return out
+	}
+	self := s.gossip.serf.LocalMember()
+	out.Members = append(out.Members, serfMemberStruct(self))
+	for _, m := range s.gossip.serf.Members() {
+		if m.Name != self.Name {
+			out.Members = append(out.Members, serfMemberStruct(m))
+		}
+	}
+	return out
+}
+
+func serfMemberStruct(m serf.Member) *structs.ServerMember {
+	return &structs.ServerMember{Name: m.Name, Addr: m.Addr.String(), Port: m.Port, Tags: m.Tags, Status: m.Status.String(),
+		ProtocolMin: m.ProtocolMin, ProtocolMax: m.ProtocolMax, ProtocolCur: m.ProtocolCur,
+		DelegateMin: m.DelegateMin, DelegateMax: m.DelegateMax, DelegateCur: m.DelegateCur}
+}
+
+// Members answers a client agent's /v1/agent/members: this server's view of
+// the gossip pool.
+func (s *Status) Members(args *structs.GenericRequest, reply *structs.ServerMembersResponse) error {
+	*reply = *s.srv.MembersResponse()
+	return nil
 }
