@@ -565,3 +565,19 @@ func TestOperatorAutopilotCLI(t *testing.T) {
 		return code == 0 && strings.Contains(out, "Healthy          = true")
 	})
 }
+
+// retry_join that never reaches a server gives up after retry_max attempts
+// and the agent exits with an error, as Nomad's does.
+func TestRetryJoinMaxExits(t *testing.T) {
+	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	a := startAgent(t, t.TempDir(), []string{"-server", "-retry-join", closed, "-retry-max", "2", "-retry-interval", "100ms"},
+		map[string]any{"server": map[string]any{"bootstrap_expect": 3}})
+	select {
+	case <-a.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent still runs after retry_max failed joins")
+	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(a.out.String(), "retry_max") {
+		t.Fatalf("exit code %d, output:\n%s", code, tail(a.out.String(), 20))
+	}
+}
