@@ -133,6 +133,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 // not leading.
 func (s *Server) revokeLeadership() {
 	s.isLeader.Store(false)
+	s.stopAutopilot()
 	if !s.servicesUp.CompareAndSwap(1, 0) {
 		return // not running (or another caller is tearing them down)
 	}
