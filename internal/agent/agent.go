@@ -46,6 +46,8 @@ type Agent struct {
 	// joinStop ends retry_join (join.go) at shutdown; joinWG waits for it.
 	joinStop chan struct{}
 	joinWG   sync.WaitGroup
+	// fatalCh carries an error that ends the agent (retry_join exhausted).
+	fatalCh chan error
 
 	tmpDirs []string
 	// heapFloor paces the GC of a server process (nil when off).
@@ -71,7 +73,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")
 		}
 	}
-	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second), joinStop: make(chan struct{})}
+	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second), joinStop: make(chan struct{}), fatalCh: make(chan error, 1)}
 	since := time.Now()
 	inm, prom, err := setupMetrics(cfg.Telemetry, cfg.NodeName)
 	if err != nil {

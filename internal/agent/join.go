@@ -12,8 +12,9 @@ import (
 
 // Joining the servers' gossip pool: server.start_join (once, at start: a
 // failure stops the agent, as Nomad) and server.retry_join (in the
-// background every retry_interval, retry_max times at most; 0 is no limit),
-// from the server block or its server_join block, and -join/-retry-join.
+// background every retry_interval, retry_max times at most, 0 being no
+// limit; when they run out the agent exits, as Nomad's), from the server
+// block or its server_join block, and -join/-retry-join.
 
 // joinPlan is the merged join configuration of the server block.
 type joinPlan struct {
@@ -111,7 +112,7 @@ func (a *Agent) retryJoin(p joinPlan) {
 			return
 		}
 		if p.max > 0 && attempt >= p.max {
-			a.logger.Error("retry_join: giving up", "attempts", attempt, "error", err)
+			a.fatalCh <- fmt.Errorf("agent: retry_join: %d attempts to join %v failed (retry_max): %v", attempt, p.retry, err)
 			return
 		}
 		a.logger.Warn("retry_join: join failed; retrying", "addresses", p.retry, "in", p.interval, "error", err)

@@ -3,7 +3,7 @@ package agent
 import (
 	"net"
 
-	"github.com/hashicorp/serf/serf"
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -11,7 +11,7 @@ import (
 // membership answers /v1/agent/{join,force-leave,servers} (httpapi.Membership).
 type membership struct{ a *Agent }
 
-var errNotServer = structs.NewErrCoded(501, "this agent runs no server: join and force-leave are server operations")
+var errNotServer = structs.NewErrCoded(501, "this agent runs no server: join, force-leave and the gossip keyring are server operations")
 
 func (m *membership) Join(addrs []string) (int, error) {
 	if m.a.server == nil {
@@ -71,27 +71,13 @@ func (a *Agent) clientServers() []string {
 	return a.servers.Servers()
 }
 
-// serfMember converts a gossip member to the /v1/agent/members shape.
-func serfMember(m serf.Member) *structs.ServerMember {
-	status := m.Status.String()
-	return &structs.ServerMember{Name: m.Name, Addr: m.Addr.String(), Port: m.Port, Tags: m.Tags, Status: status,
-		ProtocolMin: m.ProtocolMin, ProtocolMax: m.ProtocolMax, ProtocolCur: m.ProtocolCur,
-		DelegateMin: m.DelegateMin, DelegateMax: m.DelegateMax, DelegateCur: m.DelegateCur}
-}
-
-// gossipMembers lists the gossip pool, this server first; ok is false
-// when the server runs no gossip.
-func (i *agentInfo) gossipMembers() ([]*structs.ServerMember, bool) {
-	members := i.a.server.Members()
-	if members == nil {
-		return nil, false
+func (m *membership) Keyring(op, key string) (*api.KeyringResponse, error) {
+	if m.a.server == nil {
+		return nil, errNotServer
 	}
-	self, _ := i.a.server.LocalMember()
-	out := []*structs.ServerMember{serfMember(self)}
-	for _, m := range members {
-		if m.Name != self.Name {
-			out = append(out, serfMember(m))
-		}
+	resp, err := m.a.server.KeyringOp(op, key)
+	if err != nil {
+		return nil, err
 	}
-	return out, true
+	return &api.KeyringResponse{Messages: resp.Messages, Keys: resp.Keys, NumNodes: resp.NumNodes}, nil
 }

@@ -102,7 +102,8 @@ var commandFlags = map[string]complete.Flags{
 	"system reconcile summaries": {},
 
 	// Scheduler configuration.
-	"operator gossip keyring":       boolFlags("generate"),
+	"operator gossip keyring": mergeFlags(boolFlags("generate", "list"),
+		complete.Flags{"-install": complete.PredictAnything, "-use": complete.PredictAnything, "-remove": complete.PredictAnything}),
 	"operator autopilot get-config": outputFlags,
 	"operator autopilot set-config": mergeFlags(boolFlags("cleanup-dead-servers", "enable-redundancy-zones", "disable-upgrade-migration", "enable-custom-upgrades"),
 		complete.Flags{"-last-contact-threshold": complete.PredictAnything, "-max-trailing-logs": complete.PredictAnything,

@@ -201,6 +201,11 @@ func TestHAClusterFailover(t *testing.T) {
 		}
 	}
 
+	// A client agent answers members by asking a server.
+	if m := c.memberStatus(c.clients[1]); len(m) != 3 || m["ha-s1.global"] != "alive" {
+		t.Fatalf("members through a client agent: %v", m)
+	}
+
 	// Autopilot sees three healthy voters: one may fail.
 	waitFor(t, 30*time.Second, "autopilot reporting three healthy voters", func() bool {
 		h, _, err := c.servers[1].client.Operator().AutopilotServerHealth(nil)
@@ -501,6 +506,37 @@ func TestGossipEncryption(t *testing.T) {
 	if len(m.Members) != 2 {
 		t.Fatalf("members of the encrypted pool: %d, want 2 (enc-a, enc-b)", len(m.Members))
 	}
+
+	// Rotate to the other key on the running servers: install, use,
+	// remove the old one. The server holding only the new key then joins.
+	dir := t.TempDir()
+	for _, args := range [][]string{{"-install", other}, {"-use", other}, {"-remove", key}} {
+		if out, code := s1.cli(dir, append([]string{"operator", "gossip", "keyring"}, args...)...); code != 0 {
+			t.Fatalf("keyring %v (%d): %s", args, code, out)
+		}
+	}
+	out, code := s2.cli(dir, "operator", "gossip", "keyring", "-list")
+	if code != 0 || !strings.Contains(out, other) || strings.Contains(out, key) || !strings.Contains(out, "2/2") {
+		t.Fatalf("keyring -list after the rotation (%d):\n%s", code, out)
+	}
+	if n, err := join(s3); err != nil || n != 1 {
+		t.Fatalf("the server with the new key did not join after the rotation: %d, %v", n, err)
+	}
+	// The rotated keyring survives a restart (server.encrypt still names
+	// the old key: the keyring in the data dir wins, as in Nomad).
+	s1.stop()
+	s1.start()
+	waitFor(t, 20*time.Second, "the restarted server's API", func() bool {
+		_, err := s1.client.Agent().Self()
+		return err == nil
+	})
+	if out, code := s1.cli(dir, "operator", "gossip", "keyring", "-list"); code != 0 || !strings.Contains(out, other) || strings.Contains(out, key) {
+		t.Fatalf("keyring after a restart (%d):\n%s", code, out)
+	}
+	// Without encryption there is no keyring to change: a clear 400.
+	if out, code := s4.cli(dir, "operator", "gossip", "keyring", "-list"); code == 0 || !strings.Contains(out, "not enabled") {
+		t.Fatalf("keyring -list on an unencrypted server (%d): %s", code, out)
+	}
 }
 
 // operator autopilot get-config / set-config / health on a dev agent: the
@@ -528,4 +564,20 @@ func TestOperatorAutopilotCLI(t *testing.T) {
 		out, code = a.cli(dir, "operator", "autopilot", "health")
 		return code == 0 && strings.Contains(out, "Healthy          = true")
 	})
+}
+
+// retry_join that never reaches a server gives up after retry_max attempts
+// and the agent exits with an error, as Nomad's does.
+func TestRetryJoinMaxExits(t *testing.T) {
+	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	a := startAgent(t, t.TempDir(), []string{"-server", "-retry-join", closed, "-retry-max", "2", "-retry-interval", "100ms"},
+		map[string]any{"server": map[string]any{"bootstrap_expect": 3}})
+	select {
+	case <-a.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent still runs after retry_max failed joins")
+	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(a.out.String(), "retry_max") {
+		t.Fatalf("exit code %d, output:\n%s", code, tail(a.out.String(), 20))
+	}
 }

@@ -37,22 +37,33 @@ func (s *Server) setupAutopilot() {
 		autopilot.WithUpdateInterval(s.config.AutopilotInterval/5))
 }
 
-// runAutopilot runs autopilot until stopCh closes (leader only) and
-// returns once it has stopped: the next leadership term's Start must never
-// race this term's Stop.
-func (s *Server) runAutopilot(stopCh chan struct{}) {
+// startAutopilot starts autopilot for the leadership stopCh belongs to;
+// revokeLeadership stops it (stopAutopilot). The two are serialised so that
+// a start that loses the race with the end of its leadership never runs.
+func (s *Server) startAutopilot(stopCh chan struct{}) {
 	if s.autopilot == nil {
 		return
 	}
 	s.ensureAutopilotConfig()
-	ctx, cancel := context.WithCancel(context.Background())
-	s.autopilot.Start(ctx)
+	s.autopilotMu.Lock()
+	defer s.autopilotMu.Unlock()
 	select {
 	case <-stopCh:
-	case <-s.shutdownCh:
+		return
+	default:
 	}
-	cancel()
-	<-s.autopilot.Stop()
+	s.autopilot.Start(context.Background())
+}
+
+// stopAutopilot stops autopilot without waiting for it (its Raft calls
+// fail fast once leadership is gone).
+func (s *Server) stopAutopilot() {
+	if s.autopilot == nil {
+		return
+	}
+	s.autopilotMu.Lock()
+	defer s.autopilotMu.Unlock()
+	s.autopilot.Stop()
 }
 
 // ensureAutopilotConfig stores the configured autopilot configuration when

@@ -136,20 +136,20 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.goLeader(func() { s.runCoreGC(stopCh) })
 	s.goLeader(func() { s.runJobRestarts(stopCh) })
 	if s.gossip != nil {
-		// Raft membership follows gossip, and autopilot watches the
-		// servers it finds (two more loops on such servers).
+		// Raft membership follows gossip (one more loop on such servers).
 		s.goLeader(func() { s.serfReconcileLoop(stopCh) })
-		s.goLeader(func() { s.runAutopilot(stopCh) })
 	}
-	// One-shot: each ends once its work is done.
+	// One-shot: each ends once its work is done. Autopilot runs in its own
+	// goroutines; revokeLeadership stops it (autopilot.go).
 	go s.initializeKeyring(stopCh, gen)
+	go s.startAutopilot(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
 }
 
 // leaderLoopTasks is how many goLeader loops a leadership starts on a
-// server without gossip (two more with it).
+// server without gossip (one more with it).
 const leaderLoopTasks = 9
 
 // goLeader runs one of the leadership's loops, counted in leaderTasks and
@@ -172,7 +172,7 @@ func (s *Server) goLeader(fn func()) {
 const leaderTasksGrace = 30 * time.Second
 
 // waitLeaderTasks waits for the ended term's loops, so that two terms'
-// loops (two drainers, two plan appliers, two autopilots) never run at once
+// loops (two drainers, two plan appliers) never run at once
 // on one server.
 func (s *Server) waitLeaderTasks() {
 	done := make(chan struct{})
@@ -188,6 +188,7 @@ func (s *Server) waitLeaderTasks() {
 // not leading.
 func (s *Server) revokeLeadership() {
 	s.isLeader.Store(false)
+	s.stopAutopilot()
 	if !s.servicesUp.CompareAndSwap(1, 0) {
 		return // not running (or another caller is tearing them down)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Serf LAN gossip among the servers of a region: how servers find each
@@ -23,6 +25,9 @@ import (
 type serfState struct {
 	serf    *serf.Serf
 	eventCh chan serf.Event
+	// encrypted is set when gossip is encrypted (server.encrypt or a
+	// keyring file): only then can keys be listed, installed or removed.
+	encrypted bool
 	// reconcileCh hands member changes to the leader's reconcile loop; it
 	// never blocks the event handler (the periodic pass catches up).
 	reconcileCh chan serf.Member
@@ -135,13 +140,14 @@ func (s *Server) setupSerf() error {
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	}
-	if len(cfg.SerfEncryptKey) > 0 {
-		kr, err := memberlist.NewKeyring(nil, cfg.SerfEncryptKey)
-		if err != nil {
-			return fmt.Errorf("server: gossip encryption key: %w", err)
-		}
+	kr, keyringFile, err := s.gossipKeyring()
+	if err != nil {
+		return err
+	}
+	if kr != nil {
 		mc.Keyring = kr
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+		sc.KeyringFile = keyringFile
 	}
 	if cfg.SerfTuning != nil {
 		cfg.SerfTuning(sc, mc)
@@ -158,6 +164,7 @@ func (s *Server) setupSerf() error {
 	}
 
 	st := &serfState{
+		encrypted:   kr != nil,
 		eventCh:     make(chan serf.Event, 256),
 		reconcileCh: make(chan serf.Member, 64),
 		peers:       map[string]*serverParts{},
@@ -355,4 +362,34 @@ func (s *Server) shutdownSerf() {
 	if s.gossip != nil {
 		s.gossip.serf.Shutdown()
 	}
+}
+
+// MembersResponse is the gossip pool as /v1/agent/members shows it, this
+// server first.
+func (s *Server) MembersResponse() *structs.ServerMembersResponse {
+	out := &structs.ServerMembersResponse{ServerName: s.config.NodeName, ServerRegion: s.config.Region, ServerDC: s.config.Datacenter}
+	if s.gossip == nil {
+		return out
+	}
+	self := s.gossip.serf.LocalMember()
+	out.Members = append(out.Members, serfMemberStruct(self))
+	for _, m := range s.gossip.serf.Members() {
+		if m.Name != self.Name {
+			out.Members = append(out.Members, serfMemberStruct(m))
+		}
+	}
+	return out
+}
+
+func serfMemberStruct(m serf.Member) *structs.ServerMember {
+	return &structs.ServerMember{Name: m.Name, Addr: m.Addr.String(), Port: m.Port, Tags: m.Tags, Status: m.Status.String(),
+		ProtocolMin: m.ProtocolMin, ProtocolMax: m.ProtocolMax, ProtocolCur: m.ProtocolCur,
+		DelegateMin: m.DelegateMin, DelegateMax: m.DelegateMax, DelegateCur: m.DelegateCur}
+}
+
+// Members answers a client agent's /v1/agent/members: this server's view of
+// the gossip pool.
+func (s *Status) Members(args *structs.GenericRequest, reply *structs.ServerMembersResponse) error {
+	*reply = *s.srv.MembersResponse()
+	return nil
 }

@@ -54,7 +54,8 @@ type Server struct {
 	gossip       *serfState
 	bootstrapped atomic.Bool
 	// autopilot runs on the leader (autopilot.go); nil without gossip.
-	autopilot *autopilot.Autopilot
+	autopilot   *autopilot.Autopilot
+	autopilotMu sync.Mutex
 
 	broker     *evalbroker.Broker
 	events     *events.Broker // nil when the event stream is disabled

@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -18,6 +21,9 @@ type Membership interface {
 	// without a client); SetClientServers replaces them.
 	ClientServers() ([]string, error)
 	SetClientServers(addrs []string) error
+	// Keyring lists ("list") or installs, uses or removes a gossip
+	// encryption key on every server.
+	Keyring(op, key string) (*api.KeyringResponse, error)
 }
 
 // joinResponse is Nomad's /v1/agent/join answer.
@@ -94,4 +100,32 @@ func (s *server) agentServersRequest(w http.ResponseWriter, r *http.Request) (an
 	default:
 		return nil, errInvalidMethod
 	}
+}
+
+// /v1/agent/keyring/{list,install,use,remove}: the gossip encryption keys
+// of every server (list: GET; the others: PUT/POST {"Key": "<base64>"}).
+func (s *server) agentKeyringRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if s.cfg.Membership == nil {
+		return nil, errNoMembership
+	}
+	op := strings.TrimPrefix(r.URL.Path, "/v1/agent/keyring/")
+	var key string
+	switch op {
+	case "list":
+		if r.Method != http.MethodGet {
+			return nil, errInvalidMethod
+		}
+	case "install", "use", "remove":
+		if r.Method != http.MethodPut && r.Method != http.MethodPost {
+			return nil, errInvalidMethod
+		}
+		var body api.KeyringRequest
+		if err := decodeBody(r, &body, false); err != nil {
+			return nil, err
+		}
+		key = body.Key
+	default:
+		return nil, structs.NewErrCoded(404, "unknown keyring operation %q: list, install, use or remove", op)
+	}
+	return s.cfg.Membership.Keyring(op, key)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -26,6 +28,9 @@ func (f *fakeMembership) Join(addrs []string) (int, error) {
 func (f *fakeMembership) ForceLeave(node string, prune bool) error {
 	f.left, f.prune = node, prune
 	return nil
+}
+func (f *fakeMembership) Keyring(op, key string) (*api.KeyringResponse, error) {
+	return &api.KeyringResponse{Keys: map[string]int{key: 1}, NumNodes: 1}, nil
 }
 func (f *fakeMembership) ClientServers() ([]string, error) { return f.servers, nil }
 func (f *fakeMembership) SetClientServers(a []string) error {

@@ -61,6 +61,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"PUT", "/v1/agent/force-leave?node=s1.global", ""},
 	{"GET", "/v1/agent/servers", ""},
 	{"PUT", "/v1/agent/servers?address=127.0.0.1:4647", ""},
+	{"GET", "/v1/agent/keyring/list", ""},
+	{"PUT", "/v1/agent/keyring/install", `{"Key":"RBTrg168gzlMARUXmpQLlELHIyjFNMtPgyTwlq5LrBU="}`},
 	{"GET", "/v1/agent/health", ""},
 	{"GET", "/v1/metrics", ""},
 	{"GET", "/.well-known/jwks.json", ""},

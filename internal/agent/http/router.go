@@ -184,6 +184,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/join", s.agentJoinRequest},
 		{"/v1/agent/force-leave", s.agentForceLeaveRequest},
 		{"/v1/agent/servers", s.agentServersRequest},
+		{"/v1/agent/keyring/", s.agentKeyringRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
 		{"/v1/agent/monitor", s.agentMonitorRequest},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
