@@ -8,7 +8,7 @@ require (
 	github.com/hashicorp/cli v1.1.7
 	github.com/hashicorp/cronexpr v1.1.3 // periodic job cron specs; the version the api module already resolves
 	github.com/hashicorp/go-bexpr v0.1.17 // ?filter= expressions of the list endpoints (GUIDE pin)
-	github.com/hashicorp/go-hclog v1.6.2
+	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-memdb v1.3.5
 	github.com/hashicorp/go-metrics v0.6.1
 	github.com/hashicorp/go-msgpack/v2 v2.1.5
@@ -63,7 +63,7 @@ require (
 	github.com/hashicorp/go-rootcerts v1.0.2 // indirect
 	github.com/hashicorp/go-sockaddr v1.0.7 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect
-	github.com/hashicorp/memberlist v0.6.0 // indirect
+	github.com/hashicorp/memberlist v0.6.0
 	github.com/huandu/xstrings v1.3.3 // indirect
 	github.com/imdario/mergo v0.3.11 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
@@ -98,6 +98,13 @@ require (
 	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/tools v0.47.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
+)
+
+require (
+	github.com/hashicorp/raft-autopilot v0.3.0 // Raft operations: dead-server cleanup, server health (GUIDE §3)
+	github.com/stretchr/objx v0.5.3 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 // go-immutable-radix (go-memdb's tree) with lazily made watch channels:

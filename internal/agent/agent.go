@@ -18,11 +18,11 @@ import (
 	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/client/servers"
 	"github.com/drover-project/drover/internal/heapfloor"
 	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
-	"github.com/drover-project/drover/internal/structs"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -36,7 +36,7 @@ type Agent struct {
 	client *client.Client
 
 	pool    *droverrpc.Pool
-	servers []string // client-only agents: server RPC addresses
+	servers *servers.Manager // client-only agents: the servers they know
 	// tls holds the tls block's material (nil when TLS is off); rpcDialer
 	// dials servers' RPC ports (TLS with tls.rpc; nil: plain).
 	tls       *tlsutil.Store
@@ -50,6 +50,12 @@ type Agent struct {
 	inmem   *metrics.InmemSink
 	// inmemSince is when inmem was created: its first interval is partial.
 	inmemSince time.Time
+
+	// joinStop ends retry_join (join.go) at shutdown; joinWG waits for it.
+	joinStop chan struct{}
+	joinWG   sync.WaitGroup
+	// fatalCh carries an error that ends the agent (retry_join exhausted).
+	fatalCh chan error
 
 	tmpDirs []string
 	// heapFloor paces the GC of a server process (nil when off).
@@ -75,7 +81,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 			return nil, errors.New("agent: must run as a server (-server), a client (-client), or both (-dev)")
 		}
 	}
-	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second)}
+	a := &Agent{config: cfg, logger: logger, pool: droverrpc.NewPool(10 * time.Second), joinStop: make(chan struct{}), fatalCh: make(chan error, 1)}
 	since := time.Now()
 	inm, prom, err := setupMetrics(cfg.Telemetry, cfg.NodeName)
 	if err != nil {
@@ -154,6 +160,9 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	a.server = srv
+	if err := a.startJoining(); err != nil {
+		return err
+	}
 	floor := heapfloor.DefaultFloor()
 	if c.Server.GCHeapFloorMB != nil {
 		floor = uint64(*c.Server.GCHeapFloorMB) << 20
@@ -177,8 +186,8 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	if s.BootstrapExpect > 0 {
 		sc.BootstrapExpect = s.BootstrapExpect
 	}
-	if s.BootstrapExpect > 1 {
-		return nil, fmt.Errorf("agent: server.bootstrap_expect = %d needs server discovery, which this build does not have yet; run a single server (bootstrap_expect = 1)", s.BootstrapExpect)
+	if err := serfServerConfig(c, sc); err != nil {
+		return nil, err
 	}
 	if s.NumSchedulers != nil && *s.NumSchedulers > 0 {
 		sc.NumSchedulers = *s.NumSchedulers
@@ -266,25 +275,6 @@ func persistentID(path string) (string, error) {
 	return id, os.WriteFile(path, []byte(id), 0o600)
 }
 
-// RPC routes a call to a server: in-process when this agent is one,
-// otherwise to a configured server (trying each).
-func (a *Agent) RPC(method string, args, reply any) error {
-	if a.server != nil {
-		return a.server.RPC(method, args, reply)
-	}
-	if len(a.servers) == 0 {
-		return structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
-	}
-	var err error
-	for _, addr := range a.servers {
-		err = a.pool.Call(addr, method, args, reply)
-		if err == nil || droverrpc.IsServerError(err) {
-			return err
-		}
-	}
-	return err
-}
-
 // Server returns the agent's server (nil on client-only agents).
 func (a *Agent) Server() *server.Server { return a.server }
 
@@ -302,6 +292,10 @@ func (a *Agent) Leave() {
 		a.logger.Info("leaving: stopping every task this client runs")
 		a.client.Leave()
 	}
+	if a.server != nil {
+		a.logger.Info("leaving: this server leaves the gossip pool and Raft")
+		a.server.Leave()
+	}
 }
 
 // Shutdown stops the client (its tasks keep running outside dev mode), the
@@ -312,6 +306,11 @@ func (a *Agent) Shutdown() error {
 		if a.nodeSession != nil {
 			a.nodeSession.Close()
 		}
+		if a.servers != nil {
+			a.servers.Stop() // a call retrying while no server answers gives up
+		}
+		close(a.joinStop)
+		a.joinWG.Wait()
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

@@ -29,9 +29,18 @@ func (a *Agent) setupClient() error {
 		return err
 	}
 	if a.server == nil {
+		var addrs []string
 		for _, s := range cc.Servers {
-			a.servers = append(a.servers, withDefaultPort(s, 4647))
+			addrs = append(addrs, withDefaultPort(s, 4647))
 		}
+		// client { server_join { ... } } names servers by their RPC address
+		// too (join.go: servers gossip; clients only need the addresses).
+		if sj := cc.ServerJoin; sj != nil {
+			for _, s := range append(append([]string(nil), sj.StartJoin...), sj.RetryJoin...) {
+				addrs = append(addrs, withDefaultPort(s, 4647))
+			}
+		}
+		a.servers = a.newServerManager(addrs)
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
 	devs, err := a.devicePlugins()
@@ -60,7 +69,7 @@ func (a *Agent) setupClient() error {
 		DevMode:            c.DevMode,
 		Drivers:            a.drivers(),
 		Devices:            devs,
-		RPC:                a,
+		RPC:                serverLearner{a},
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,

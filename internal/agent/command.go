@@ -84,20 +84,33 @@ func (c *Command) Run(args []string) int {
 		defer signal.Stop(sigs)
 	}
 	var caught os.Signal
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			reload(a, args, logger)
-			continue
+	var fatal error
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				reload(a, args, logger)
+				continue
+			}
+			logger.Info("caught signal; shutting down", "signal", sig.String())
+			caught = sig
+			break wait
+		case fatal = <-a.fatalCh:
+			// retry_join gave up (join.go): as Nomad, the agent exits.
+			logger.Error("shutting down", "error", fatal)
+			break wait
 		}
-		logger.Info("caught signal; shutting down", "signal", sig.String())
-		caught = sig
-		break
 	}
 	if leaves(cfg, caught) {
 		a.Leave()
 	}
 	if err := a.Shutdown(); err != nil {
 		logger.Error("shutdown error", "error", err)
+		return 1
+	}
+	if fatal != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", fatal)
 		return 1
 	}
 	return 0

@@ -20,6 +20,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	cfg := httpapi.Config{
 		RPC:          a,
 		Agent:        &agentInfo{a: a},
+		Membership:   &membership{a: a},
 		ParseJob:     parseJob,
 		Logger:       a.logger.Named("http"),
 		MetricsSink:  a.inmem,
@@ -36,7 +37,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	switch {
 	case a.server != nil && a.server.Events() != nil:
 		cfg.Events = serverEvents{a.server.Events()}
-	case a.server == nil && len(a.servers) > 0:
+	case a.server == nil && a.servers != nil && len(a.servers.Servers()) > 0:
 		cfg.Events = forwardedEvents{a}
 	}
 	if a.client != nil {

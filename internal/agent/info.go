@@ -54,14 +54,22 @@ func (i *agentInfo) member() *structs.ServerMember {
 		Tags: tags, Status: "alive", ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4}
 }
 
-// Members lists the servers this agent knows. Gossip membership comes with
-// the HA work; until then a server reports itself.
+// Members lists the servers in the gossip pool (a server's own first; a
+// client agent asks a server).
 func (i *agentInfo) Members() (*structs.ServerMembersResponse, error) {
 	if i.a.server == nil {
-		return nil, structs.NewErrCoded(501, "agent is not a server; ask a server for members")
+		// A client agent asks one of its servers, as Nomad's does.
+		var reply structs.ServerMembersResponse
+		if err := i.a.RPC("Status.Members", &structs.GenericRequest{QueryOptions: structs.QueryOptions{Region: i.a.config.Region, AllowStale: true}}, &reply); err != nil {
+			return nil, err
+		}
+		return &reply, nil
 	}
-	return &structs.ServerMembersResponse{ServerName: i.a.config.NodeName, ServerRegion: i.a.config.Region,
-		ServerDC: i.a.config.Datacenter, Members: []*structs.ServerMember{i.member()}}, nil
+	resp := i.a.server.MembersResponse()
+	if len(resp.Members) == 0 {
+		resp.Members = []*structs.ServerMember{i.member()}
+	}
+	return resp, nil
 }
 
 func (i *agentInfo) Self() map[string]any {
@@ -88,7 +96,11 @@ func (i *agentInfo) Self() map[string]any {
 	}
 	out := map[string]any{"config": cfg, "stats": stats}
 	if i.a.server != nil {
-		out["member"] = i.member()
+		if resp := i.a.server.MembersResponse(); len(resp.Members) > 0 {
+			out["member"] = resp.Members[0]
+		} else {
+			out["member"] = i.member()
+		}
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func (a *Agent) sessionServers() []string {
 	if a.server != nil {
 		return []string{a.server.RPCAddr()}
 	}
-	return a.servers
+	return a.clientServers()
 }
 
 // relayedRoutes serves only the client routes over a node session.
@@ -61,7 +61,7 @@ func (d nodeDialer) DialNode(ctx context.Context, nodeID string) (net.Conn, erro
 		return d.a.server.Reach().DialNode(ctx, nodeID)
 	}
 	var err error = structs.NewErrCoded(503, "no servers known: set client.servers or -servers")
-	for _, addr := range d.a.servers {
+	for _, addr := range d.a.clientServers() {
 		var c net.Conn
 		if c, err = reach.DialTunnelVia(ctx, d.a.dialRPC(), addr, droverrpc.ProtoNodeTunnel, nodeID, true); err == nil {
 			return c, nil

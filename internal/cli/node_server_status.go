@@ -190,6 +190,7 @@ Usage: `+BinaryName+` server members [options]
 
 Server Members Options:
 
+  -detailed  Add each member's gossip tags.
   -json      Output the members as JSON.
 `) + "\n" + globalHelp
 }
@@ -230,13 +231,37 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	}
 	sort.SliceStable(members.Members, func(i, j int) bool { return members.Members[i].Name < members.Members[j].Name })
 	rows := []string{"Name|Address|Port|Status|Leader|Raft Version|Build|Datacenter|Region"}
+	if verbose {
+		rows[0] += "|Tags"
+	}
 	for _, m := range members.Members {
-		isLeader := leaders[m.Tags["region"]] == fmt.Sprintf("%s:%s", m.Addr, m.Tags["port"])
-		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%v|%s|%s|%s|%s", m.Name, m.Addr, m.Port, m.Status, isLeader,
-			m.Tags["raft_vsn"], m.Tags["build"], m.Tags["dc"], m.Tags["region"]))
+		isLeader := leaders[m.Tags["region"]] == fmt.Sprintf("%s:%s", memberRPCHost(m), m.Tags["port"])
+		row := fmt.Sprintf("%s|%s|%d|%s|%v|%s|%s|%s|%s", m.Name, m.Addr, m.Port, m.Status, isLeader,
+			m.Tags["raft_vsn"], m.Tags["build"], m.Tags["dc"], m.Tags["region"])
+		if verbose {
+			keys := make([]string, 0, len(m.Tags))
+			for k := range m.Tags {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var tags []string
+			for _, k := range keys {
+				tags = append(tags, k+"="+m.Tags[k])
+			}
+			row += "|" + strings.Join(tags, ",")
+		}
+		rows = append(rows, row)
 	}
 	c.Ui.Output(formatList(rows))
 	return 0
+}
+
+// memberRPCHost is the host a server member serves RPC on.
+func memberRPCHost(m *api.AgentMember) string {
+	if h := m.Tags["rpc_addr"]; h != "" {
+		return h
+	}
+	return m.Addr
 }
 
 // StatusCommand is `status [prefix]`: jobs without an argument; otherwise the

@@ -13,6 +13,13 @@ type RPCer interface {
 	RPC(method string, args, reply any) error
 }
 
+// ServerLearner is implemented by an RPCer that keeps a list of servers
+// (the agent's server manager): the client hands it the servers each
+// registration and heartbeat answer names, so the list follows the cluster.
+type ServerLearner interface {
+	SetServers(addrs []string)
+}
+
 // Reserved is client.reserved: resources held back from scheduling.
 type Reserved struct {
 	CPU           int // MHz

@@ -164,7 +164,7 @@ func (s *allocSync) run() {
 			s.urgent = true
 			s.mu.Unlock()
 			c.logger.Warn("failed to update allocations", "error", err, "retry_in", backoff)
-			notBefore = time.Now().Add(backoff)
+			notBefore = time.Now().Add(jitter(backoff))
 			backoff = min(backoff*2, allocSyncBackoffMax)
 			continue
 		}

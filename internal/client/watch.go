@@ -57,7 +57,7 @@ func (c *Client) watchAllocations() {
 			if isNodeNotFound(err) {
 				c.triggerReregister()
 			}
-			if !c.sleep(backoff) {
+			if !c.sleep(jitter(backoff)) {
 				return
 			}
 			backoff = min(backoff*2, allocWatchBackoffMax)
@@ -65,7 +65,7 @@ func (c *Client) watchAllocations() {
 		}
 		if err := c.applyAllocs(resp.Allocs, resp.Changed); err != nil {
 			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
-			if !c.sleep(backoff) {
+			if !c.sleep(jitter(backoff)) {
 				return
 			}
 			backoff = min(backoff*2, allocWatchBackoffMax)

@@ -197,6 +197,12 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 			return f.failed(msgType, index, err)
 		}
 		return res
+	case structs.AutopilotConfigRequestType:
+		res := f.applyAutopilotConfig(buf, index)
+		if err, ok := res.(error); ok {
+			return f.failed(msgType, index, err)
+		}
+		return res
 	case structs.JobStabilityRequestType:
 		err = f.applyJobStability(buf, index)
 	case structs.ScalingEventRegisterRequestType:

@@ -32,6 +32,7 @@ var applyKeys = func() (keys [256][]string) {
 		structs.RootKeyUpsertRequestType:                "apply_root_key_meta_upsert",
 		structs.ClusterMetadataRequestType:              "cluster_meta",
 		structs.SchedulerConfigRequestType:              "apply_scheduler_config",
+		structs.AutopilotConfigRequestType:              "apply_autopilot_config",
 		structs.JobStabilityRequestType:                 "job_stability",
 		structs.ScalingEventRegisterRequestType:         "upsert_scaling_event",
 		structs.JobVersionTagRequestType:                "job_version_tag",

@@ -42,6 +42,8 @@ const (
 	// SchedulerConfigSnapshot takes its Raft message type's number, clear
 	// of the types other branches append.
 	SchedulerConfigSnapshot SnapshotType = 30
+	// AutopilotConfigSnapshot takes its Raft message type's number.
+	AutopilotConfigSnapshot SnapshotType = 34
 
 	// TimeTableSnapshot is the index->time table (timetable.go), one
 	// record holding every pair; clear of the numbers other branches take.
@@ -164,6 +166,13 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 				return err
 			}
 			return write(SchedulerConfigSnapshot, c)
+		},
+		func() error {
+			c, err := st.AutopilotConfig(nil)
+			if err != nil || c == nil {
+				return err
+			}
+			return write(AutopilotConfigSnapshot, c)
 		},
 		func() error {
 			if len(s.times) == 0 {

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/serf/serf"
 
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/clock"
@@ -29,6 +31,26 @@ type Config struct {
 	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)
 
 	BootstrapExpect int
+
+	// SerfBindAddr is the "ip:port" serf LAN gossip listens on (TCP and
+	// UDP); empty runs no gossip (in-process tests). SerfAdvertise is the
+	// address announced to the other servers. SerfEncryptKey, when set,
+	// encrypts gossip (server.encrypt). SerfTuning, when set, adjusts the
+	// serf and memberlist configs last (tests shorten failure detection).
+	SerfBindAddr     string
+	SerfAdvertise    string
+	SerfEncryptKey   []byte
+	SerfTuning       func(*serf.Config, *memberlist.Config)
+	RejoinAfterLeave bool
+	// NonVoter joins Raft without a vote (server.non_voting_server).
+	NonVoter bool
+	// AutopilotConfig is the autopilot configuration the first leader
+	// stores when none is (the agent's `autopilot` block); nil means
+	// Nomad's defaults. AutopilotInterval is how often autopilot
+	// reconciles (its health updates run five times as often); 0 means
+	// 10 s.
+	AutopilotConfig   *structs.AutopilotConfig
+	AutopilotInterval time.Duration
 
 	// RPCListener is the listener for the RPC port; when nil one is opened
 	// on RPCAddr.
@@ -140,6 +162,10 @@ type Config struct {
 	// (tests that move time by hand, as the reconnect model test does).
 	brokerClock    clock.Clock
 	schedulerClock func() time.Time
+	// wrapRaftTransport, when set, wraps the Raft transport Raft is given
+	// (tests inject faults through it; forwarding still finds the leader by
+	// its real address).
+	wrapRaftTransport func(raft.Transport) raft.Transport
 	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
 	// updates are batched over (tests making many pushes).
 	allocBatchWindow time.Duration
@@ -224,6 +250,9 @@ func (c *Config) fill() {
 	}
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
+	}
+	if c.AutopilotInterval <= 0 {
+		c.AutopilotInterval = 10 * time.Second
 	}
 	c.GC.fill()
 	if c.Logger == nil {

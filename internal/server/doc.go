@@ -7,7 +7,10 @@
 // scheduler workers. Nodes whose heartbeats
 // stop are marked down in batches: one Raft entry per heartbeat sweep
 // carrying every silent node and one node-update eval per affected job
-// (heartbeat_expire.go).
+// (heartbeat_expire.go). Servers find each other by serf LAN gossip
+// (serf*.go): bootstrap_expect bootstraps Raft once, and the leader adds
+// joining servers to Raft and removes those that leave; autopilot
+// (autopilot.go) tracks server health and removes dead servers.
 //
 // Invariants:
 //   - Every write goes through Raft; the FSM is deterministic, so IDs and

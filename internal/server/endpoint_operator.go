@@ -32,6 +32,8 @@ func (o *Operator) RaftGetConfiguration(args *structs.GenericRequest, reply *str
 		node := string(s.Address)
 		if s.ID == self && o.srv.config.NodeName != "" {
 			node = o.srv.config.NodeName + "." + o.srv.config.Region
+		} else if name := o.srv.memberName(string(s.ID)); name != "" {
+			node = name
 		}
 		reply.Servers = append(reply.Servers, &structs.RaftServer{
 			ID: string(s.ID), Node: node, Address: string(s.Address),

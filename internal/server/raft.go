@@ -49,6 +49,9 @@ func (s *Server) setupRaft() error {
 	if trans == nil {
 		trans = raft.NewNetworkTransportWithLogger(s.raftLayer, 3, 10*time.Second, s.logger.Named("raft-net"))
 	}
+	if cfg.wrapRaftTransport != nil {
+		trans = cfg.wrapRaftTransport(trans)
+	}
 
 	var (
 		logs   raft.LogStore
@@ -80,6 +83,9 @@ func (s *Server) setupRaft() error {
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return err
+	}
+	if existing {
+		s.bootstrapped.Store(true)
 	}
 	if !existing {
 		peers := cfg.Peers

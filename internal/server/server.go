@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
@@ -58,6 +59,15 @@ type Server struct {
 	pool      *droverrpc.Pool
 	rpcAddr   string // advertised RPC (and Raft) address
 
+	// gossip is serf LAN membership (serf.go); nil when SerfBindAddr is
+	// empty (in-process tests). bootstrapped is set once Raft has a
+	// configuration, by bootstrap_expect or found on disk.
+	gossip       *serfState
+	bootstrapped atomic.Bool
+	// autopilot runs on the leader (autopilot.go); nil without gossip.
+	autopilot   *autopilot.Autopilot
+	autopilotMu sync.Mutex
+
 	broker     *evalbroker.Broker
 	events     *events.Broker // nil when the event stream is disabled
 	blocked    *blockedevals.BlockedEvals
@@ -89,15 +99,21 @@ type Server struct {
 
 	// leadership
 	isLeader               atomic.Bool
-	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
-	establishCount         atomic.Int64  // times leader services were started (tests)
-	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
+	leaderGen              atomic.Uint64  // bumps on every establish; guards stale goroutines
+	establishCount         atomic.Int64   // times leader services were started (tests)
+	servicesUp             atomic.Int32   // 1 while leader services run here (tests)
+	leaderTasks            atomic.Int32   // leader-only goroutines running here (tests)
+	leaderWG               sync.WaitGroup // the leader-only goroutines (waitLeaderTasks)
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
 	jobRegs                *jobRegisterBatcher
 	// coreGCMu runs one garbage collection at a time (core_gc.go).
 	coreGCMu sync.Mutex
+
+	// reassertCh asks the leadership monitor to restart the leader
+	// services from the current state (snapshot_ops.go).
+	reassertCh chan struct{}
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -120,6 +136,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		rpcServer:  rpc.NewServer(),
 		pool:       droverrpc.NewPool(10 * time.Second),
 		shutdownCh: make(chan struct{}),
+		reassertCh: make(chan struct{}, 1),
 	}
 
 	s.broker = evalbroker.New(evalbroker.Config{
@@ -180,6 +197,13 @@ func NewServer(cfg *Config) (*Server, error) {
 	// starts) would find no Raft to ask for the leader. Connections made
 	// meanwhile wait in the listen backlog.
 	go s.listener.Serve()
+	if cfg.SerfBindAddr != "" {
+		if err := s.setupSerf(); err != nil {
+			s.Shutdown()
+			return nil, err
+		}
+		s.setupAutopilot()
+	}
 
 	s.wg.Add(1)
 	go func() {
@@ -325,6 +349,7 @@ func (s *Server) Shutdown() error {
 			s.events.Close()
 		}
 		s.allocBatch.stop()
+		s.shutdownSerf()
 		s.revokeLeadership()
 		if s.raft != nil {
 			if ferr := s.raft.Shutdown().Error(); ferr != nil {

@@ -225,6 +225,7 @@ func schema() *memdb.DBSchema {
 			},
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
+		tableAutopilotConfig: autopilotConfigTable(),
 		tableJobRestart:      jobRestartTable(),
 	}}
 }

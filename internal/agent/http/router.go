@@ -89,6 +89,7 @@ type Config struct {
 	Reach      NodeDialer
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
+	Membership Membership       // nil: join, force-leave and servers answer 501
 	Schedulers SchedulerWorkers // nil: the agent runs no server
 	Events     EventStreamer    // nil: /v1/event/stream answers 501
 	// EventHeartbeat is how often an idle event stream sends {}; 0 means
@@ -175,15 +176,23 @@ func (s *server) routes() []route {
 		{"/v1/regions", s.regionsRequest},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
+		{"/v1/operator/raft/transfer-leadership", s.operatorRaftTransferLeadershipRequest},
+		{"/v1/operator/snapshot", s.operatorSnapshotRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
+		{"/v1/operator/autopilot/configuration", s.operatorAutopilotConfigRequest},
+		{"/v1/operator/autopilot/health", s.operatorAutopilotHealthRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace", s.namespaceCreateRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 
 		{"/v1/agent/self", s.agentSelfRequest},
 		{"/v1/agent/members", s.agentMembersRequest},
+		{"/v1/agent/join", s.agentJoinRequest},
+		{"/v1/agent/force-leave", s.agentForceLeaveRequest},
+		{"/v1/agent/servers", s.agentServersRequest},
+		{"/v1/agent/keyring/", s.agentKeyringRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
 		{"/v1/agent/monitor", s.onQueryNode(s.agentMonitorRequest)},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OperatorAutopilotGetCommand is `operator autopilot get-config`.
+type OperatorAutopilotGetCommand struct{ Meta }
+
+func (c *OperatorAutopilotGetCommand) Synopsis() string {
+	return "Display the current Autopilot configuration"
+}
+func (c *OperatorAutopilotGetCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` operator autopilot get-config [options]
+
+  Displays the cluster's Autopilot configuration: dead server cleanup, the
+  health thresholds and how long a new server must be stable.
+
+Autopilot Get Config Options:
+
+  -json          Output the configuration as JSON.
+  -t <template>  Format the configuration with a Go template.
+`) + "\n" + globalHelp
+}
+
+func (c *OperatorAutopilotGetCommand) Run(args []string) int {
+	fs := c.FlagSet("operator autopilot get-config")
+	var out outputFormat
+	out.register(fs)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if err := out.check(); err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	client, ok := c.apiClient()
+	if !ok {
+		return 1
+	}
+	cfg, _, err := client.Operator().AutopilotGetConfiguration(nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying Autopilot configuration: %s", err))
+		return 1
+	}
+	if out.enabled() {
+		return out.emit(&c.Meta, cfg)
+	}
+	c.Ui.Output(formatKV([]string{
+		fmt.Sprintf("CleanupDeadServers|%v", cfg.CleanupDeadServers),
+		fmt.Sprintf("LastContactThreshold|%s", cfg.LastContactThreshold),
+		fmt.Sprintf("MaxTrailingLogs|%d", cfg.MaxTrailingLogs),
+		fmt.Sprintf("MinQuorum|%d", cfg.MinQuorum),
+		fmt.Sprintf("ServerStabilizationTime|%s", cfg.ServerStabilizationTime),
+		fmt.Sprintf("EnableRedundancyZones|%v", cfg.EnableRedundancyZones),
+		fmt.Sprintf("DisableUpgradeMigration|%v", cfg.DisableUpgradeMigration),
+		fmt.Sprintf("EnableCustomUpgrades|%v", cfg.EnableCustomUpgrades),
+	}))
+	return 0
+}
+
+// OperatorAutopilotSetCommand is `operator autopilot set-config`.
+type OperatorAutopilotSetCommand struct{ Meta }
+
+func (c *OperatorAutopilotSetCommand) Synopsis() string {
+	return "Modify the current Autopilot configuration"
+}
+func (c *OperatorAutopilotSetCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` operator autopilot set-config [options]
+
+  Changes the Autopilot configuration; options not given keep their value.
+
+Autopilot Set Config Options:
+
+  -cleanup-dead-servers=[true|false]
+      Remove dead servers from Raft (a majority and -min-quorum always stay).
+  -last-contact-threshold=<duration>
+      How long a server may go without hearing from the leader and stay
+      healthy.
+  -max-trailing-logs=<n>
+      How many Raft entries a healthy server may lag behind the leader.
+  -min-quorum=<n>
+      The fewest servers dead server cleanup leaves.
+  -server-stabilization-time=<duration>
+      How long a new server must be healthy before it gets a vote.
+  -enable-redundancy-zones, -disable-upgrade-migration,
+  -enable-custom-upgrades=[true|false]
+      Nomad Enterprise settings: stored, not acted on.
+`) + "\n" + globalHelp
+}
+
+func (c *OperatorAutopilotSetCommand) Run(args []string) int {
+	var cleanup, zones, noMigration, customUpgrades optBool
+	var lastContact, trailing, minQuorum, stabilization string
+	fs := c.FlagSet("operator autopilot set-config")
+	fs.Var(&cleanup, "cleanup-dead-servers", "")
+	fs.Var(&zones, "enable-redundancy-zones", "")
+	fs.Var(&noMigration, "disable-upgrade-migration", "")
+	fs.Var(&customUpgrades, "enable-custom-upgrades", "")
+	fs.StringVar(&lastContact, "last-contact-threshold", "", "")
+	fs.StringVar(&trailing, "max-trailing-logs", "", "")
+	fs.StringVar(&minQuorum, "min-quorum", "", "")
+	fs.StringVar(&stabilization, "server-stabilization-time", "", "")
+	if err := fs.Parse(args); err != nil {
+		c.Ui.Error(fmt.Sprintf("Error parsing flags: %s", err))
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	if fs.NArg() != 0 {
+		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, ok := c.apiClient()
+	if !ok {
+		return 1
+	}
+	cfg, _, err := client.Operator().AutopilotGetConfiguration(nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying Autopilot configuration: %s", err))
+		return 1
+	}
+	cleanup.apply(&cfg.CleanupDeadServers)
+	zones.apply(&cfg.EnableRedundancyZones)
+	noMigration.apply(&cfg.DisableUpgradeMigration)
+	customUpgrades.apply(&cfg.EnableCustomUpgrades)
+	for _, d := range []struct {
+		flag, val string
+		dst       *time.Duration
+	}{{"last-contact-threshold", lastContact, &cfg.LastContactThreshold}, {"server-stabilization-time", stabilization, &cfg.ServerStabilizationTime}} {
+		if d.val == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.val)
+		if err != nil || v < 0 {
+			c.Ui.Error(fmt.Sprintf("Invalid -%s %q: must be a non-negative duration such as 200ms or 10s", d.flag, d.val))
+			return 1
+		}
+		*d.dst = v
+	}
+	if trailing != "" {
+		v, err := strconv.ParseUint(trailing, 10, 64)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Invalid -max-trailing-logs %q: must be a non-negative integer", trailing))
+			return 1
+		}
+		cfg.MaxTrailingLogs = v
+	}
+	if minQuorum != "" {
+		v, err := strconv.ParseUint(minQuorum, 10, 32)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Invalid -min-quorum %q: must be a non-negative integer", minQuorum))
+			return 1
+		}
+		cfg.MinQuorum = uint(v)
+	}
+	updated, _, err := client.Operator().AutopilotCASConfiguration(cfg, nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error setting Autopilot configuration: %s", err))
+		return 1
+	}
+	if !updated {
+		c.Ui.Error("Autopilot configuration could not be atomically updated, please try again")
+		return 1
+	}
+	c.Ui.Output("Configuration updated!")
+	return 0
+}
+
+// OperatorAutopilotHealthCommand is `operator autopilot health`.
+type OperatorAutopilotHealthCommand struct{ Meta }
+
+func (c *OperatorAutopilotHealthCommand) Synopsis() string {
+	return "Display the health of the servers as Autopilot sees it"
+}
+func (c *OperatorAutopilotHealthCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: `+BinaryName+` operator autopilot health [options]
+
+  Displays each server's health from the leader's point of view: its gossip
+  status, Raft progress and whether it votes; and how many servers the
+  cluster can lose without an outage.
+
+Autopilot Health Options:
+
+  -json   Output the health as JSON.
+`) + "\n" + globalHelp
+}
+
+func (c *OperatorAutopilotHealthCommand) Run(args []string) int {
+	fs := c.FlagSet("operator autopilot health")
+	out := outputFormat{noTemplate: true}
+	out.register(fs)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	client, ok := c.apiClient()
+	if !ok {
+		return 1
+	}
+	h, _, err := client.Operator().AutopilotServerHealth(nil)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error querying Autopilot health: %s", err))
+		return 1
+	}
+	if out.enabled() {
+		return out.emit(&c.Meta, h)
+	}
+	c.Ui.Output(formatKV([]string{
+		fmt.Sprintf("Healthy|%v", h.Healthy),
+		fmt.Sprintf("FailureTolerance|%d", h.FailureTolerance),
+		fmt.Sprintf("Leader|%s", h.Leader),
+		fmt.Sprintf("Voters|%s", strings.Join(h.Voters, ", ")),
+	}))
+	rows := []string{"Name|ID|Address|Serf Status|Voter|Leader|Healthy|Last Contact|Last Term|Last Index"}
+	for _, s := range h.Servers {
+		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%v|%v|%v|%s|%d|%d", s.Name, s.ID, s.Address, s.SerfStatus,
+			s.Voter, s.Leader, s.Healthy, s.LastContact, s.LastTerm, s.LastIndex))
+	}
+	c.Ui.Output("\nServers")
+	c.Ui.Output(formatList(rows))
+	return 0
+}

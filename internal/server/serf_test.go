@@ -1,0 +1,152 @@
+package server
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// gossipServer starts a server with Raft on disk in dir, gossip on a free
+// loopback port and bootstrap_expect = expect.
+func gossipServer(t *testing.T, name, dir string, expect int) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout = 200 * time.Millisecond
+	rc.ElectionTimeout = 200 * time.Millisecond
+	rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
+	cfg := DefaultConfig()
+	cfg.NodeName = name
+	cfg.NodeID = name + "-id"
+	cfg.DataDir = dir
+	cfg.RPCListener = ln
+	cfg.RaftConfig = rc
+	cfg.NumSchedulers = 1
+	cfg.BootstrapExpect = expect
+	cfg.SerfBindAddr = "127.0.0.1:0"
+	cfg.SerfTuning = func(_ *serf.Config, mc *memberlist.Config) {
+		l := memberlist.DefaultLocalConfig()
+		mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval, mc.SuspicionMult = l.ProbeInterval, l.ProbeTimeout, l.GossipInterval, l.SuspicionMult
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	return s
+}
+
+func serfAddr(s *Server) string {
+	m, _ := s.LocalMember()
+	return net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
+}
+
+func raftServers(s *Server) []raft.Server {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// bootstrap_expect = 3: two servers that see each other wait; the third
+// joining bootstraps Raft with all three as voters; a server that leaves
+// gracefully is removed from Raft by the leader; a restarted server with
+// Raft state never bootstraps again.
+func TestBootstrapExpectAndLeave(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	s1 := gossipServer(t, "a", dirs[0], 3)
+	s2 := gossipServer(t, "b", dirs[1], 3)
+	if n, err := s2.Join([]string{serfAddr(s1)}); err != nil || n != 1 {
+		t.Fatalf("join: %d, %v", n, err)
+	}
+	waitFor(t, 10*time.Second, "two members on both", func() bool {
+		return len(s1.Members()) == 2 && len(s2.Members()) == 2
+	})
+	s1.maybeBootstrap()
+	s2.maybeBootstrap()
+	if len(raftServers(s1)) != 0 || len(raftServers(s2)) != 0 {
+		t.Fatalf("bootstrapped with 2 of 3 expected servers: %v / %v", raftServers(s1), raftServers(s2))
+	}
+
+	s3 := gossipServer(t, "c", dirs[2], 3)
+	if _, err := s3.Join([]string{serfAddr(s1)}); err != nil {
+		t.Fatal(err)
+	}
+	servers := []*Server{s1, s2, s3}
+	waitFor(t, 20*time.Second, "a leader with three voters", func() bool {
+		l := currentLeader(servers)
+		return l != nil && len(raftServers(l)) == 3
+	})
+	leader := currentLeader(servers)
+	if _, _, err := leader.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()}); err != nil {
+		t.Fatalf("write on the bootstrapped cluster: %v", err)
+	}
+
+	// A follower leaves gracefully: the leader takes it out of Raft.
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+			break
+		}
+	}
+	follower.Leave()
+	waitFor(t, 20*time.Second, "the leaver removed from Raft", func() bool {
+		for _, srv := range raftServers(leader) {
+			if string(srv.ID) == follower.config.NodeID {
+				return false
+			}
+		}
+		return len(raftServers(leader)) == 2
+	})
+	follower.Shutdown()
+
+	// Restarted on its Raft state, a server counts as bootstrapped at once
+	// and never bootstraps again.
+	var restartDir string
+	for i, s := range servers {
+		if s == follower {
+			restartDir = dirs[i]
+		}
+	}
+	again := gossipServer(t, follower.config.NodeName, restartDir, 3)
+	if !again.bootstrapped.Load() {
+		t.Fatal("a server with Raft state on disk is not marked bootstrapped")
+	}
+}
+
+// Servers in bootstrap mode (bootstrap_expect = 1) are never merged: the
+// leader refuses to add a second one to its Raft.
+func TestTwoBootstrapServersAreNotMerged(t *testing.T) {
+	s1 := gossipServer(t, "x", t.TempDir(), 1)
+	s2 := gossipServer(t, "y", t.TempDir(), 1)
+	waitFor(t, 10*time.Second, "both leading alone", func() bool { return s1.IsLeader() && s2.IsLeader() })
+	if _, err := s2.Join([]string{serfAddr(s1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "both in gossip", func() bool { return len(s1.Members()) == 2 })
+	for _, m := range s1.Members() {
+		if _, ok := parseServer(m); !ok {
+			t.Fatalf("member %s has no server tags: %v", m.Name, m.Tags)
+		}
+		s1.reconcileMember(m)
+	}
+	if n := len(raftServers(s1)); n != 1 {
+		t.Fatalf("a second bootstrap-mode server was added to Raft: %d servers", n)
+	}
+	if !s1.IsLeader() || !s2.IsLeader() {
+		t.Fatal("a bootstrap-mode server lost its leadership")
+	}
+}
