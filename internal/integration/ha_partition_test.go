@@ -121,7 +121,7 @@ func startNetnsServer(t *testing.T, ns, ip string, joins []string) *netnsServer 
 	return s
 }
 
-// isolate drops every packet between s and the other servers (the host
+// cutOff drops every packet between s and the other servers (the host
 // still reaches it).
 func cutOff(t *testing.T, s *netnsServer, others []*netnsServer, on bool) {
 	op := "-I"
