@@ -33,6 +33,13 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.server != nil {
 		cfg.Schedulers = schedulerWorkers{srv: a.server}
 	}
+	if a.config.ACL != nil && a.config.ACL.Enabled {
+		var res httpapi.ACLResolver = &remoteACLs{a: a}
+		if a.server != nil {
+			res = serverACLs{a}
+		}
+		cfg.Auth = &httpapi.ACLAuthorizer{Resolver: res, RPC: a}
+	}
 	switch {
 	case a.server != nil && a.server.Events() != nil:
 		cfg.Events = serverEvents{a.server.Events()}

@@ -39,6 +39,9 @@ var applyKeys = func() (keys [256][]string) {
 	} {
 		keys[t] = []string{"nomad", "fsm", name}
 	}
+	for t, name := range aclApplyNames {
+		keys[t] = []string{"nomad", "fsm", name}
+	}
 	return keys
 }()
 

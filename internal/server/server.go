@@ -87,6 +87,8 @@ type Server struct {
 	jobRegs                *jobRegisterBatcher
 	// coreGCMu runs one garbage collection at a time (core_gc.go).
 	coreGCMu sync.Mutex
+	// acls caches token resolutions (acl_resolve.go).
+	acls aclCache
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -238,6 +240,7 @@ func (s *Server) registerEndpoints() error {
 		"Scaling":    &Scaling{s},
 		"Event":      &Event{s},
 		"System":     &System{s},
+		"ACL":        &ACL{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -103,7 +103,7 @@ var (
 func allocTerminal(a *structs.Allocation) bool { return a.TerminalStatus() }
 
 func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableIndex: {
 			Name:    tableIndex,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(indexEntryKey)},
@@ -221,4 +221,6 @@ func schema() *memdb.DBSchema {
 		tableSchedulerConfig: schedulerConfigTable(),
 		tableJobRestart:      jobRestartTable(),
 	}}
+	aclSchema(db.Tables)
+	return db
 }

@@ -10,9 +10,9 @@ import "fmt"
 //
 //	Key(s)                                   Decision
 //	---------------------------------------  -----------------------------------------------
-//	acl.enabled = true                       REFUSED: ACL enforcement is not built; running
-//	                                         would leave the API open while looking locked.
-//	acl.{token,policy,role}_ttl, ...         accepted, unused while ACLs are off
+//	acl.enabled = true                       accepted: ACLs are enforced (internal/acl)
+//	acl.{token,policy,role}_ttl, ...         accepted; resolutions are cached until any
+//	                                         ACL table changes, so the TTLs are not needed
 //	tls.http = true, tls.rpc = true          REFUSED: Drover would serve plaintext
 //	tls.{ca,cert,key}_file, verify_*, ...    accepted, unused while tls.http/rpc are off
 //	vault.enabled = true (any vault block)   REFUSED: Vault integration is not built
@@ -45,8 +45,6 @@ var featureGates = []struct {
 	refused func(*Config) bool
 	msg     string
 }{
-	{"acl.enabled", func(c *Config) bool { return c.ACL != nil && c.ACL.Enabled },
-		"acl.enabled = true is not supported yet: Drover does not enforce ACLs, so the cluster would be open while appearing protected. Remove it or set acl.enabled = false, and restrict network access to the agent instead"},
 	{"tls.http", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableHTTP },
 		"tls.http = true is not supported yet: the HTTP API would be served in plaintext. Remove it (or set false) and terminate TLS in a proxy in front of port 4646"},
 	{"tls.rpc", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableRPC },

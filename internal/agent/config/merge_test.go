@@ -133,7 +133,7 @@ func TestValidate_FeatureGates(t *testing.T) {
 		name, src string
 		wantErr   string // "" = accepted
 	}{
-		{"acl enabled", "acl { enabled = true }", `acl.enabled = true is not supported yet`},
+		{"acl enabled", "acl { enabled = true }", ""},
 		{"acl off with ttls", "acl {\n enabled = false\n token_ttl = \"1m\"\n}", ""},
 		{"tls http", "tls { http = true }", "tls.http = true is not supported yet"},
 		{"tls rpc", "tls { rpc = true }", "tls.rpc = true is not supported yet"},

@@ -81,7 +81,14 @@ func (s *server) wrap(h apiHandler) http.Handler {
 			s.log.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 		}()
 		tw := &trackingWriter{ResponseWriter: w}
-		if err := s.cfg.Auth.Authorize(r, requestToken(r)); err != nil {
+		if ra, ok := s.cfg.Auth.(requestAuthorizer); ok {
+			ar, err := ra.AuthorizeRequest(r, requestToken(r))
+			if err != nil {
+				s.writeError(tw, r, err)
+				return
+			}
+			r = ar
+		} else if err := s.cfg.Auth.Authorize(r, requestToken(r)); err != nil {
 			s.writeError(tw, r, err)
 			return
 		}
@@ -105,6 +112,7 @@ func (s *server) wrap(h apiHandler) http.Handler {
 		if ws, ok := obj.(withStatus); ok {
 			code, obj = ws.code, ws.obj
 		}
+		obj = filterAnswer(r, obj)
 		s.writeJSON(tw, r, code, obj)
 	})
 }
