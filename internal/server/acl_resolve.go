@@ -225,3 +225,52 @@ func (s *Server) authorizeManagement(secret string) error {
 func isPermissionError(err error) bool {
 	return errors.Is(err, errPermission) || errors.Is(err, ErrTokenNotFound) || errors.Is(err, ErrTokenExpired)
 }
+
+// jobNamespace is the namespace a job write acts in: the job's own, else
+// the request's.
+func jobNamespace(job *structs.Job, reqNS string) string {
+	if job != nil && job.Namespace != "" {
+		return job.Namespace
+	}
+	return namespaceOf(reqNS)
+}
+
+// authorizeDeployment requires submit-job in the deployment's namespace
+// (an unknown deployment is checked in the default namespace; the endpoint
+// then answers 404).
+func (s *Server) authorizeDeployment(secret, id string) error {
+	if !s.config.ACLEnabled {
+		return nil
+	}
+	ns := structs.DefaultNamespace
+	if d, err := s.State().DeploymentByID(nil, id); err == nil && d != nil {
+		ns = d.Namespace
+	}
+	return s.authorizeNS(secret, ns, acl.NamespaceCapabilitySubmitJob)
+}
+
+// authorizeAlloc requires capability in the allocation's namespace.
+func (s *Server) authorizeAlloc(secret, id, capability string) error {
+	if !s.config.ACLEnabled {
+		return nil
+	}
+	ns := structs.DefaultNamespace
+	if a, err := s.State().AllocByID(nil, id); err == nil && a != nil {
+		ns = a.Namespace
+	}
+	return s.authorizeNS(secret, ns, capability)
+}
+
+// authorizeNodeOrManagement admits a client node (its SecretID) or a
+// management token: the RPCs only client agents make.
+func (s *Server) authorizeNodeOrManagement(secret string) error {
+	if !s.config.ACLEnabled {
+		return nil
+	}
+	if secret != "" {
+		if n, err := s.State().NodeBySecretID(nil, secret); err == nil && n != nil {
+			return nil
+		}
+	}
+	return s.authorizeManagement(secret)
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/hashicorp/nomad/api"
@@ -186,6 +187,9 @@ func (s *server) aclTokenRequest(w http.ResponseWriter, r *http.Request) (any, e
 		}
 		setIndex(w, reply.Index)
 		o := reply.OneTimeToken
+		if o == nil {
+			return nil, fmt.Errorf("the server returned no one-time token")
+		}
 		return &api.OneTimeTokenUpsertResponse{OneTimeToken: &api.OneTimeToken{OneTimeSecretID: o.OneTimeSecretID, AccessorID: o.AccessorID,
 			ExpiresAt: o.ExpiresAt, CreateIndex: o.CreateIndex, ModifyIndex: o.ModifyIndex}}, nil
 	case len(parts) == 2 && parts[0] == "onetime" && parts[1] == "exchange":

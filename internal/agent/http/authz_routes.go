@@ -192,7 +192,11 @@ var routeRules = []routeRule{
 	{"GET", "/v1/client/allocation/:id/stats", nsObj("alloc", capRead)},
 	{"GET", "/v1/client/allocation/:id/exec", nsObj("alloc", capExec)},
 	{"GET", "/v1/client/fs/logs/:id", nsObj("alloc", capReadLogs, capReadFS)},
-	{"GET", "/v1/client/fs/:op/:id", nsObj("alloc", capReadFS)},
+	{"GET", "/v1/client/fs/ls/:id", nsObj("alloc", capReadFS)},
+	{"GET", "/v1/client/fs/stat/:id", nsObj("alloc", capReadFS)},
+	{"GET", "/v1/client/fs/cat/:id", nsObj("alloc", capReadFS)},
+	{"GET", "/v1/client/fs/readat/:id", nsObj("alloc", capReadFS)},
+	{"GET", "/v1/client/fs/stream/:id", nsObj("alloc", capReadFS)},
 
 	// ACLs. The ACL RPC endpoint refines these (a token reads its own
 	// policies, roles and itself).
