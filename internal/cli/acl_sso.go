@@ -182,7 +182,7 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 			fmt.Sprintf("Create Index|%d", m.CreateIndex), fmt.Sprintf("Modify Index|%d", m.ModifyIndex)})
 	}
 	add(&aclCommand{name: "acl auth-method create", synopsis: "Create a new ACL auth method", usage: "[options]",
-		help: "Creates an auth method: -name, -type JWT|OIDC, -token-locality, -max-token-ttl, -default, -config <json or @file>.",
+		help:  "Creates an auth method: -name, -type JWT|OIDC, -token-locality, -max-token-ttl, -default, -config <json or @file>.",
 		nargs: 0, flags: methodFlags, flagNames: methodFlagNames,
 		run: func(c *aclCommand, client *api.Client, _ []string) error {
 			m := &api.ACLAuthMethod{}
@@ -285,7 +285,7 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 			fmt.Sprintf("Create Index|%d", r.CreateIndex), fmt.Sprintf("Modify Index|%d", r.ModifyIndex)})
 	}
 	add(&aclCommand{name: "acl binding-rule create", synopsis: "Create a new ACL binding rule", usage: "[options]",
-		help: "Creates a binding rule: -auth-method, -selector (bexpr), -bind-type role|policy|management, -bind-name.",
+		help:  "Creates a binding rule: -auth-method, -selector (bexpr), -bind-type role|policy|management, -bind-name.",
 		nargs: 0, flags: bindFlags, flagNames: bindFlagNames,
 		run: func(c *aclCommand, client *api.Client, _ []string) error {
 			r := &api.ACLBindingRule{}
@@ -352,7 +352,7 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 	// login.
 	var lMethod, lType, lToken string
 	add(&aclCommand{name: "login", synopsis: "Login to Nomad using an auth method", usage: "[options]",
-		help: "Exchanges a JWT (-login-token) with a JWT auth method (-method) for an ACL token and prints it.",
+		help:  "Exchanges a JWT (-login-token) with a JWT auth method (-method) for an ACL token and prints it.",
 		nargs: 0,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&lMethod, "method", "", "")
