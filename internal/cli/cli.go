@@ -133,6 +133,20 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
 		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
 
+		// Namespaces and node pools.
+		"namespace":        f(&GroupCommand{Meta: m, Name: "namespace", Synopsis_: "Interact with namespaces"}),
+		"namespace list":   f(&NamespaceListCommand{Meta: m}),
+		"namespace status": f(&NamespaceStatusCommand{Meta: m}),
+		"namespace apply":  f(&NamespaceApplyCommand{Meta: m}),
+		"namespace delete": f(&NamespaceDeleteCommand{Meta: m}),
+		"node pool":        f(&GroupCommand{Meta: m, Name: "node pool", Synopsis_: "Interact with node pools"}),
+		"node pool list":   f(&NodePoolListCommand{Meta: m}),
+		"node pool info":   f(&NodePoolInfoCommand{Meta: m}),
+		"node pool apply":  f(&NodePoolApplyCommand{Meta: m}),
+		"node pool delete": f(&NodePoolDeleteCommand{Meta: m}),
+		"node pool nodes":  f(&NodePoolNodesCommand{Meta: m}),
+		"node pool jobs":   f(&NodePoolJobsCommand{Meta: m}),
+
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),
 		"stop":     f(&JobStopCommand{Meta: m}),

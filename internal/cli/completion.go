@@ -95,6 +95,19 @@ var commandFlags = map[string]complete.Flags{
 	"system gc":                  {},
 	"system reconcile summaries": {},
 
+	// Namespaces and node pools.
+	"namespace list":   outputFlags,
+	"namespace status": outputFlags,
+	"namespace apply": {"-description": complete.PredictAnything, "-quota": complete.PredictAnything,
+		"-json": complete.PredictNothing},
+	"namespace delete": {},
+	"node pool list":   mergeFlags(outputFlags, complete.Flags{"-filter": complete.PredictAnything}),
+	"node pool info":   outputFlags,
+	"node pool apply":  boolFlags("json"),
+	"node pool delete": {},
+	"node pool nodes":  mergeFlags(outputFlags, boolFlags("verbose"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node pool jobs":   mergeFlags(outputFlags, complete.Flags{"-filter": complete.PredictAnything}),
+
 	// Scheduler configuration.
 	"operator scheduler get-config": outputFlags,
 	"operator scheduler set-config": {
@@ -124,6 +137,14 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "evals")
 	case "node status", "node drain", "node eligibility":
 		return idPredictor(m.Client, "nodes")
+	case "namespace status", "namespace delete":
+		return idPredictor(m.Client, "namespaces")
+	case "namespace apply":
+		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.json"), idPredictor(m.Client, "namespaces"))
+	case "node pool info", "node pool delete", "node pool nodes", "node pool jobs":
+		return idPredictor(m.Client, "node pools")
+	case "node pool apply":
+		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.json"))
 	}
 	return complete.PredictNothing
 }
@@ -172,6 +193,22 @@ func idPredictor(newClient func() (*api.Client, error), kind string) complete.Pr
 			}
 			for _, d := range ds {
 				ids = append(ids, d.ID)
+			}
+		case "namespaces":
+			list, _, err := client.Namespaces().PrefixList(prefix, nil)
+			if err != nil {
+				return nil
+			}
+			for _, n := range list {
+				ids = append(ids, n.Name)
+			}
+		case "node pools":
+			list, _, err := client.NodePools().PrefixList(prefix, nil)
+			if err != nil {
+				return nil
+			}
+			for _, p := range list {
+				ids = append(ids, p.Name)
 			}
 		case "nodes":
 			stubs, _, err := client.Nodes().PrefixList(prefix)

@@ -35,6 +35,10 @@ type Server struct {
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
 
+	// namespaceACL filters lists across namespaces by token
+	// (namespace_access.go); nil allows every namespace.
+	namespaceACL func(token string) (func(ns string) bool, error)
+
 	fsm  *fsm.FSM
 	raft *raft.Raft
 	// raftProtocol is the Raft protocol version this server speaks.
@@ -156,6 +160,16 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	if cfg.ACLEnabled {
+		// Lists across namespaces keep what the token may read.
+		s.namespaceACL = func(token string) (func(string) bool, error) {
+			_, a, err := s.resolveToken(token)
+			if err != nil {
+				return nil, err
+			}
+			return a.AllowNamespace, nil
+		}
+	}
 
 	if err := s.registerEndpoints(); err != nil {
 		return nil, err
@@ -235,6 +249,7 @@ func (s *Server) registerEndpoints() error {
 		"Deployment": &Deployment{s},
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
+		"NodePool":   &NodePool{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},

@@ -99,6 +99,12 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 		return a.AllowNamespace(namespaceFromPath(r))
 	case kindEventStream:
 		return allowEventTopics(r, a)
+	case kindNodePool:
+		segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+		if len(segs) < 4 || (need.nodeRead && !a.AllowNodeRead()) {
+			return false
+		}
+		return a.AllowNodePoolOperation(segs[3], need.caps[0])
 	}
 	return false
 }
@@ -191,11 +197,23 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 
 // filterByNamespace drops the elements of a list answer (a slice of
 // pointers to structs with a Namespace, or for namespaces a Name, field)
-// the ACL does not grant caps on. Management and nil ACLs see all.
+// the ACL does not grant caps on (any capability when caps is empty).
 func filterByNamespace(obj any, a *acl.ACL, caps []string, field string) any {
 	if a == nil || a.IsManagement() {
 		return obj
 	}
+	return filterByField(obj, field, func(ns string) bool {
+		if len(caps) == 0 {
+			return a.AllowNamespace(ns)
+		}
+		return a.AllowNamespaceAnyOperation(ns, caps...)
+	})
+}
+
+// filterByField keeps the elements of a slice of (pointers to) structs
+// whose string field passes keep. Anything else it cannot read is dropped
+// whole: an answer it does not understand is not leaked.
+func filterByField(obj any, field string, keep func(string) bool) any {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Slice {
 		return obj
@@ -217,14 +235,7 @@ func filterByNamespace(obj any, a *acl.ACL, caps []string, field string) any {
 		if !f.IsValid() || f.Kind() != reflect.String {
 			return reflect.MakeSlice(v.Type(), 0, 0).Interface()
 		}
-		ns := f.String()
-		ok := false
-		if len(caps) == 0 {
-			ok = a.AllowNamespace(ns)
-		} else {
-			ok = a.AllowNamespaceAnyOperation(ns, caps...)
-		}
-		if ok {
+		if keep(f.String()) {
 			out = reflect.Append(out, e)
 		}
 	}
@@ -252,6 +263,8 @@ func filterAnswer(r *http.Request, obj any) any {
 		return filterByNamespace(obj, a, rule.need.caps, "Namespace")
 	case filterNamespaces:
 		return filterByNamespace(obj, a, nil, "Name")
+	case filterNodePools:
+		return filterByField(obj, "Name", func(name string) bool { return a.AllowNodePoolOperation(name, "read") })
 	}
 	return obj
 }

@@ -23,6 +23,7 @@ const (
 	kindOperatorRead                  // operator { policy = read }
 	kindOperatorWrite                 // operator { policy = write }
 	kindEventStream                   // per topic (allowEventTopics)
+	kindNodePool                      // caps on the node pool the path names (and node:read if nodeRead)
 )
 
 // listFilter says how a list answer is filtered for non-management tokens.
@@ -33,6 +34,7 @@ const (
 	filterWildcard              // ?namespace=*: keep elements in namespaces with caps
 	filterAlways                // always keep elements in namespaces with caps
 	filterNamespaces            // namespaces list: keep those the token has any capability in
+	filterNodePools             // node pool list: keep the pools the token may read
 )
 
 type need struct {
@@ -41,7 +43,10 @@ type need struct {
 	wildcardOK bool   // namespace "*" allowed; the answer is filtered
 	objectNS   string // "alloc", "eval", "deployment": check in the object's namespace
 	filter     listFilter
+	nodeRead   bool // kindNodePool: node:read too
 }
+
+func nodePool(capability string) need { return need{kind: kindNodePool, caps: []string{capability}} }
 
 var (
 	needPublic      = need{kind: kindPublic}
@@ -140,6 +145,18 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/deployment/promote/:id", nsObj("deployment", capSubmit)},
 	{"WRITE", "/v1/deployment/allocation-health/:id", nsObj("deployment", capSubmit)},
 	{"WRITE", "/v1/deployment/unblock/:id", nsObj("deployment", capSubmit)},
+
+	// Node pools: the list is filtered by node_pool read; one pool needs
+	// its capability. A write to the collection is management-only here
+	// (the pool's name is in the body); PUT /v1/node/pool/<name> takes a
+	// node_pool write token.
+	{"GET", "/v1/node/pools", need{kind: kindAnyToken, filter: filterNodePools}},
+	{"WRITE", "/v1/node/pools", needManagement},
+	{"GET", "/v1/node/pool/:name", nodePool("read")},
+	{"WRITE", "/v1/node/pool/:name", nodePool("write")},
+	{"DELETE", "/v1/node/pool/:name", nodePool("delete")},
+	{"GET", "/v1/node/pool/:name/nodes", need{kind: kindNodePool, caps: []string{"read"}, nodeRead: true}},
+	{"GET", "/v1/node/pool/:name/jobs", need{kind: kindNodePool, caps: []string{"read"}, filter: filterAlways}},
 
 	// Nodes.
 	{"GET", "/v1/nodes", needNodeRead},

@@ -86,6 +86,10 @@ var expectClass = map[string]string{
 	"PUT /v1/acl/binding-rule": "mgmt", "GET /v1/acl/binding-rule/b1": "mgmt",
 	"PUT /v1/acl/binding-rule/b1": "mgmt", "DELETE /v1/acl/binding-rule/b1": "mgmt",
 	"PUT /v1/acl/login": "public",
+	"PUT /v1/namespace": "mgmt", "PUT /v1/namespace/team-a": "mgmt", "DELETE /v1/namespace/team-a": "mgmt",
+	"GET /v1/node/pools": "any", "PUT /v1/node/pools": "mgmt", "GET /v1/node/pool/gpu": "mgmt",
+	"PUT /v1/node/pool/gpu": "mgmt", "DELETE /v1/node/pool/gpu": "mgmt", "GET /v1/node/pool/gpu/nodes": "mgmt",
+	"GET /v1/node/pool/gpu/jobs": "mgmt",
 }
 
 // matrixResolver resolves the matrix's tokens with real compiled policies.

@@ -165,6 +165,8 @@ func (s *server) routes() []route {
 
 		{"/v1/nodes", s.nodesRequest},
 		{"/v1/node/", s.nodeSpecificRequest},
+		{"/v1/node/pools", s.nodePoolsRequest},
+		{"/v1/node/pool/", s.nodePoolSpecificRequest},
 
 		{"/v1/deployments", s.deploymentsRequest},
 		{"/v1/deployment/", s.deploymentSpecificRequest},
@@ -178,6 +180,7 @@ func (s *server) routes() []route {
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/namespaces", s.namespacesRequest},
+		{"/v1/namespace", s.namespaceCreateRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 
 		{"/v1/agent/self", s.agentSelfRequest},
