@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -86,6 +89,12 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 		return a.AllowOperatorWrite()
 	case kindNamespace:
 		ns := requestNamespace(r)
+		if need.jobBody && r.URL.Query().Get("namespace") == "" {
+			// The job's own namespace, as the job endpoints use it.
+			if jns := jobBodyNamespace(r); jns != "" {
+				ns = jns
+			}
+		}
 		if ns == "*" && need.wildcardOK {
 			return true // the answer is filtered (filterByNamespace)
 		}
@@ -107,6 +116,37 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 		return a.AllowNodePoolOperation(segs[3], need.caps[0])
 	}
 	return false
+}
+
+// jobBodyNamespace reads Job.Namespace from a JSON body and puts the body
+// back for the handler. "" when there is none (or the body is not JSON:
+// the handler answers that).
+func jobBodyNamespace(r *http.Request) string {
+	if r.Body == nil || r.Body == http.NoBody {
+		return ""
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
+	if err != nil {
+		return ""
+	}
+	var body struct {
+		Job *struct{ Namespace string }
+	}
+	if json.Unmarshal(b, &body) != nil || body.Job == nil {
+		return ""
+	}
+	return body.Job.Namespace
+}
+
+// errReader returns err (the body's read error, kept for the handler) or EOF.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
 }
 
 // objectNamespace finds the namespace of the object a path names (the

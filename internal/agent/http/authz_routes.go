@@ -44,7 +44,11 @@ type need struct {
 	objectNS   string // "alloc", "eval", "deployment": check in the object's namespace
 	filter     listFilter
 	nodeRead   bool // kindNodePool: node:read too
+	jobBody    bool // without ?namespace=, the namespace is the body's Job.Namespace
 }
+
+// nsJob is ns for the routes whose body is {"Job": ...}.
+func nsJob(caps ...string) need { return need{kind: kindNamespace, caps: caps, jobBody: true} }
 
 func nodePool(capability string) need { return need{kind: kindNodePool, caps: []string{capability}} }
 
@@ -100,11 +104,11 @@ type routeRule struct {
 var routeRules = []routeRule{
 	// Jobs.
 	{"GET", "/v1/jobs", nsList(capList)},
-	{"WRITE", "/v1/jobs", ns(capSubmit)},
+	{"WRITE", "/v1/jobs", nsJob(capSubmit)},
 	{"WRITE", "/v1/jobs/parse", ns(capParse)},
-	{"WRITE", "/v1/validate/job", ns(capRead)},
+	{"WRITE", "/v1/validate/job", nsJob(capRead)},
 	{"GET", "/v1/job/:id", ns(capRead)},
-	{"WRITE", "/v1/job/:id", ns(capSubmit)},
+	{"WRITE", "/v1/job/:id", nsJob(capSubmit)},
 	{"DELETE", "/v1/job/:id", ns(capSubmit)},
 	{"GET", "/v1/job/:id/allocations", ns(capRead)},
 	{"GET", "/v1/job/:id/evaluations", ns(capRead)},
@@ -115,7 +119,7 @@ var routeRules = []routeRule{
 	{"GET", "/v1/job/:id/submission", ns(capRead)},
 	{"WRITE", "/v1/job/:id/versions/:v/tag", ns(capSubmit)},
 	{"DELETE", "/v1/job/:id/versions/:v/tag", ns(capSubmit)},
-	{"WRITE", "/v1/job/:id/plan", ns(capSubmit)},
+	{"WRITE", "/v1/job/:id/plan", nsJob(capSubmit)},
 	{"WRITE", "/v1/job/:id/evaluate", ns(capSubmit)},
 	{"WRITE", "/v1/job/:id/revert", ns(capSubmit)},
 	{"WRITE", "/v1/job/:id/stable", ns(capSubmit)},

@@ -229,3 +229,51 @@ func TestACLWildcardListFiltered(t *testing.T) {
 		t.Fatalf("got %d %s, want only team-a's job", resp.StatusCode, body)
 	}
 }
+
+// A job write without ?namespace= is checked in the job's own namespace,
+// as the job endpoints register it there; the body still reaches the
+// handler whole.
+func TestACLJobBodyNamespace(t *testing.T) {
+	res := matrixResolver{"write-other": compileRules(t, `namespace "other" { policy = "write" }`)}
+	env := newEnv(t, nil)
+	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, Agent: &fakeAgent{serverOK: true}, Auth: &ACLAuthorizer{Resolver: res, RPC: env.rpc}})
+	for _, tc := range []struct {
+		query, jobNS string
+		want         int
+	}{
+		{"", "other", 200},
+		{"", "", 403},
+		{"", "default", 403},
+		{"?namespace=default", "other", 403},
+	} {
+		body := `{"Job":{"ID":"web","Name":"web","Namespace":"` + tc.jobNS + `","Type":"batch","TaskGroups":[]}}`
+		req, _ := http.NewRequest("PUT", env.srv.URL+"/v1/jobs"+tc.query, strings.NewReader(body))
+		req.Header.Set("X-Nomad-Token", "write-other")
+		env.rpc.mu.Lock()
+		before := len(env.rpc.calls)
+		env.rpc.mu.Unlock()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		denied := resp.StatusCode == 403
+		if denied != (tc.want == 403) {
+			t.Errorf("query %q job namespace %q: %d %s", tc.query, tc.jobNS, resp.StatusCode, b)
+		}
+		env.rpc.mu.Lock()
+		if !denied {
+			var reg *structs.JobRegisterRequest
+			for _, c := range env.rpc.calls[before:] {
+				if r, ok := c.Args.(*structs.JobRegisterRequest); ok {
+					reg = r
+				}
+			}
+			if reg == nil || reg.Job == nil || reg.Job.ID != "web" {
+				t.Errorf("the handler did not get the job body: %+v", reg)
+			}
+		}
+		env.rpc.mu.Unlock()
+	}
+}
