@@ -295,3 +295,18 @@ type ACLLoginRequest struct {
 	LoginToken     string
 	WriteRequest
 }
+
+// ACLClientIntroductionTokenRequest asks for a signed JWT that a new
+// client node presents when it first registers.
+type ACLClientIntroductionTokenRequest struct {
+	TTL      time.Duration
+	NodeName string
+	NodePool string
+	WriteRequest
+}
+
+// ACLClientIntroductionTokenResponse holds the signed JWT.
+type ACLClientIntroductionTokenResponse struct {
+	JWT string
+	WriteMeta
+}

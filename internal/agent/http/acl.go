@@ -472,3 +472,21 @@ func (s *server) aclLoginRequest(w http.ResponseWriter, r *http.Request) (any, e
 	setIndex(w, reply.Index)
 	return tokenToAPI(reply.Token), nil
 }
+
+// /v1/acl/identity/client-introduction-token
+func (s *server) aclClientIntroductionRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
+	var in api.ACLIdentityClientIntroductionTokenRequest
+	if err := decodeBody(r, &in, true); err != nil {
+		return nil, err
+	}
+	args := structs.ACLClientIntroductionTokenRequest{TTL: in.TTL, NodeName: in.NodeName, NodePool: in.NodePool}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.ACLClientIntroductionTokenResponse
+	if err := s.cfg.RPC.RPC("ACL.CreateClientIntroductionToken", &args, &reply); err != nil {
+		return nil, err
+	}
+	return &api.ACLIdentityClientIntroductionTokenResponse{JWT: reply.JWT}, nil
+}

@@ -198,6 +198,7 @@ var routeRules = []routeRule{
 	{"GET", "/v1/agent/monitor", needAgentRead},
 	{"GET", "/v1/agent/schedulers", needAgentRead},
 	{"*", "/v1/agent/schedulers/config", needAgentWrite},
+	{"GET", "/v1/agent/pprof/:profile", needAgentWrite},
 	{"GET", "/v1/metrics", needPublic},
 	{"WRITE", "/v1/system/gc", needManagement},
 	{"WRITE", "/v1/system/reconcile/summaries", needManagement},
@@ -244,6 +245,8 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/acl/binding-rule", needManagement},
 	{"*", "/v1/acl/binding-rule/:id", needManagement},
 	{"WRITE", "/v1/acl/login", needPublic},
+	// node_pool write on the body's pool: checked by the RPC.
+	{"WRITE", "/v1/acl/identity/client-introduction-token", needAnyToken},
 }
 
 // matchRoute finds the first rule matching method and the escaped path.

@@ -89,7 +89,8 @@ var expectClass = map[string]string{
 	"PUT /v1/namespace": "mgmt", "PUT /v1/namespace/team-a": "mgmt", "DELETE /v1/namespace/team-a": "mgmt",
 	"GET /v1/node/pools": "any", "PUT /v1/node/pools": "mgmt", "GET /v1/node/pool/gpu": "mgmt",
 	"PUT /v1/node/pool/gpu": "mgmt", "DELETE /v1/node/pool/gpu": "mgmt", "GET /v1/node/pool/gpu/nodes": "mgmt",
-	"GET /v1/node/pool/gpu/jobs": "mgmt",
+	"GET /v1/node/pool/gpu/jobs": "mgmt", "GET /v1/agent/pprof/heap": "agent",
+	"PUT /v1/acl/identity/client-introduction-token": "any",
 }
 
 // matrixResolver resolves the matrix's tokens with real compiled policies.
