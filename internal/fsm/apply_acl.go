@@ -33,7 +33,7 @@ func (f *FSM) applyACL(t structs.MessageType, buf []byte, index uint64) error {
 		if err := decode(buf, &req, "acl bootstrap"); err != nil {
 			return err
 		}
-		return st.BootstrapACLToken(index, req.ResetIndex, req.Token)
+		return st.UpsertBootstrapACLToken(index, req.ResetIndex, req.Token)
 	case structs.ACLRoleUpsertRequestType:
 		var req structs.ACLRoleUpsertRequest
 		if err := decode(buf, &req, "acl role upsert"); err != nil {

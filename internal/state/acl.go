@@ -266,10 +266,10 @@ func (s *StateStore) DeleteACLTokens(index uint64, ids []string) error {
 	return s.aclDelete(index, TableACLTokens, ids)
 }
 
-// BootstrapACLToken stores the first management token. It refuses when a
+// UpsertBootstrapACLToken stores the first management token. It refuses when a
 // bootstrap was done before, unless resetIndex equals that bootstrap's
 // index (the reset file's contents).
-func (s *StateStore) BootstrapACLToken(index, resetIndex uint64, tok *structs.ACLToken) error {
+func (s *StateStore) UpsertBootstrapACLToken(index, resetIndex uint64, tok *structs.ACLToken) error {
 	done, err := s.ACLBootstrapIndex()
 	if err != nil {
 		return err
