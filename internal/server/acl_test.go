@@ -204,3 +204,37 @@ func TestACLRPCWritesEnforced(t *testing.T) {
 		t.Fatalf("register with management: %v", err)
 	}
 }
+
+// The leader deletes expired tokens and one-time tokens.
+func TestACLExpiredTokensCollected(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "r", Rules: `node { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var toks structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"r"}, ExpirationTTL: time.Hour},
+		{Type: "client", Policies: []string{"r"}},
+	}, WriteRequest: wr}, &toks); err != nil {
+		t.Fatal(err)
+	}
+	var ott structs.OneTimeTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertOneTimeToken", &structs.OneTimeTokenUpsertRequest{WriteRequest: structs.WriteRequest{AuthToken: toks.Tokens[1].SecretID}}, &ott); err != nil {
+		t.Fatal(err)
+	}
+	// Two hours on: the TTL token and the one-time token are past expiry.
+	if err := s.gcExpiredACL(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[0].AccessorID); tk != nil {
+		t.Fatal("the expired token is still stored")
+	}
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[1].AccessorID); tk == nil {
+		t.Fatal("the token without expiry was deleted")
+	}
+	if o, _ := st.OneTimeTokenBySecret(nil, ott.OneTimeToken.OneTimeSecretID); o != nil {
+		t.Fatal("the expired one-time token is still stored")
+	}
+}

@@ -329,6 +329,11 @@ func (s *StateStore) DeleteOneTimeToken(index uint64, secret string) error {
 	return s.aclDelete(index, TableOneTimeTokens, []string{secret})
 }
 
+// DeleteOneTimeTokens deletes expired one-time tokens by secret.
+func (s *StateStore) DeleteOneTimeTokens(index uint64, secrets []string) error {
+	return s.aclDelete(index, TableOneTimeTokens, secrets)
+}
+
 // ACLRestore loads one ACL row into its table.
 func (r *StateRestore) ACLRestore(table string, row any) error { return r.insert(table, row) }
 

@@ -22,6 +22,7 @@ const (
 	OneTimeTokenUpsertRequestType    MessageType = 47
 	OneTimeTokenExchangeRequestType  MessageType = 50
 	ACLTokenExpiredDeleteRequestType MessageType = 51
+	OneTimeTokenExpireRequestType    MessageType = 52
 )
 
 // ACL token types and the anonymous token.
