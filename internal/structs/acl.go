@@ -311,3 +311,29 @@ type ACLClientIntroductionTokenResponse struct {
 	JWT string
 	WriteMeta
 }
+
+// ACLOIDCAuthURLRequest starts an OIDC login: the provider URL to send the
+// user to.
+type ACLOIDCAuthURLRequest struct {
+	AuthMethodName string
+	RedirectURI    string
+	ClientNonce    string
+	WriteRequest
+}
+
+// ACLOIDCAuthURLResponse is the provider's authorization URL.
+type ACLOIDCAuthURLResponse struct {
+	AuthURL string
+	WriteMeta
+}
+
+// ACLOIDCCompleteAuthRequest finishes an OIDC login with the code and
+// state the provider redirected back with.
+type ACLOIDCCompleteAuthRequest struct {
+	AuthMethodName string
+	ClientNonce    string
+	State          string
+	Code           string
+	RedirectURI    string
+	WriteRequest
+}

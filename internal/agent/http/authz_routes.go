@@ -245,6 +245,8 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/acl/binding-rule", needManagement},
 	{"*", "/v1/acl/binding-rule/:id", needManagement},
 	{"WRITE", "/v1/acl/login", needPublic},
+	{"WRITE", "/v1/acl/oidc/auth-url", needPublic},
+	{"WRITE", "/v1/acl/oidc/complete-auth", needPublic},
 	// node_pool write on the body's pool: checked by the RPC.
 	{"WRITE", "/v1/acl/identity/client-introduction-token", needAnyToken},
 }

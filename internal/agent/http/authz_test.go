@@ -90,6 +90,7 @@ var expectClass = map[string]string{
 	"GET /v1/node/pools": "any", "PUT /v1/node/pools": "mgmt", "GET /v1/node/pool/gpu": "mgmt",
 	"PUT /v1/node/pool/gpu": "mgmt", "DELETE /v1/node/pool/gpu": "mgmt", "GET /v1/node/pool/gpu/nodes": "mgmt",
 	"GET /v1/node/pool/gpu/jobs": "mgmt", "GET /v1/agent/pprof/heap": "agent",
+	"PUT /v1/acl/oidc/auth-url": "public", "PUT /v1/acl/oidc/complete-auth": "public",
 	"PUT /v1/acl/identity/client-introduction-token": "any",
 }
 

@@ -214,6 +214,8 @@ func (s *server) routes() []route {
 		{"/v1/acl/binding-rule", s.aclBindingRuleCreateRequest},
 		{"/v1/acl/binding-rule/", s.aclBindingRuleRequest},
 		{"/v1/acl/login", s.aclLoginRequest},
+		{"/v1/acl/oidc/auth-url", s.aclOIDCAuthURLRequest},
+		{"/v1/acl/oidc/complete-auth", s.aclOIDCCompleteAuthRequest},
 		{"/v1/acl/identity/client-introduction-token", s.aclClientIntroductionRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},
