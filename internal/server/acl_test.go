@@ -238,3 +238,23 @@ func TestACLExpiredTokensCollected(t *testing.T) {
 		t.Fatal("the expired one-time token is still stored")
 	}
 }
+
+// Requests without a token act as the anonymous token, whose one policy
+// is the one named "anonymous": nothing until it exists.
+func TestACLAnonymousPolicy(t *testing.T) {
+	s, root := aclServer(t)
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err == nil {
+		t.Fatal("anonymous may read before an anonymous policy exists")
+	}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: structs.AnonymousACLPolicy, Rules: `namespace "default" { policy = "read" }`},
+	}, WriteRequest: structs.WriteRequest{AuthToken: root}}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err != nil {
+		t.Fatalf("anonymous cannot read with the anonymous policy: %v", err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilitySubmitJob); err == nil {
+		t.Fatal("anonymous may submit")
+	}
+}
