@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/acl"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -256,5 +257,21 @@ func TestACLAnonymousPolicy(t *testing.T) {
 	}
 	if err := s.authorizeNS("", "default", acl.NamespaceCapabilitySubmitJob); err == nil {
 		t.Fatal("anonymous may submit")
+	}
+}
+
+// The event stream a client agent forwards (Event.Poll, on the RPC port)
+// checks the reader's token.
+func TestACLEventPollNeedsToken(t *testing.T) {
+	s, root := aclServer(t)
+	req := events.Request{Topics: map[string][]string{events.TopicJob: {"*"}}, Namespace: "default"}
+	var reply events.PollResponse
+	err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("anonymous poll: %v", err)
+	}
+	req.AuthToken = root
+	if err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply); err != nil {
+		t.Fatalf("poll with the management token: %v", err)
 	}
 }
