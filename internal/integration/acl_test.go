@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -172,6 +173,24 @@ func TestACLSeparateServerAndClient(t *testing.T) {
 	cli.client.SetSecretID(root.SecretID)
 	if nodes, _, err := cli.client.Nodes().List(nil); err != nil || len(nodes) != 1 {
 		t.Fatalf("node list with the root token on the client agent: %v %v", nodes, err)
+	}
+	// The event stream the client agent forwards carries the token.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evCh, err := cli.client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicJob: {"remote"}}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got := false; !got; {
+		select {
+		case f := <-evCh:
+			if f == nil || f.Err != nil {
+				t.Fatalf("forwarded stream with the root token: %+v", f)
+			}
+			got = len(f.Events) > 0
+		case <-ctx.Done():
+			t.Fatal("no job event through the client agent")
+		}
 	}
 	cli.client.SetSecretID("00000000-0000-4000-8000-000000000000")
 	if _, _, err := cli.client.Nodes().List(nil); err == nil || !strings.Contains(err.Error(), "ACL token not found") {
