@@ -91,6 +91,12 @@ var expectClass = map[string]string{
 	"PUT /v1/node/pool/gpu": "mgmt", "DELETE /v1/node/pool/gpu": "mgmt", "GET /v1/node/pool/gpu/nodes": "mgmt",
 	"GET /v1/node/pool/gpu/jobs": "mgmt", "GET /v1/agent/pprof/heap": "agent",
 	"PUT /v1/acl/oidc/auth-url": "public", "PUT /v1/acl/oidc/complete-auth": "public",
+	// Routes of other branches, for their merge.
+	"PUT /v1/agent/join": "agent", "PUT /v1/agent/force-leave": "agent", "GET /v1/agent/servers": "agent",
+	"PUT /v1/agent/servers": "agent", "GET /v1/agent/keyring/list": "agent", "PUT /v1/agent/keyring/install": "agent",
+	"PUT /v1/operator/raft/transfer-leadership": "operator", "GET /v1/operator/snapshot": "mgmt",
+	"PUT /v1/operator/snapshot": "mgmt", "GET /v1/operator/autopilot/configuration": "operator",
+	"PUT /v1/operator/autopilot/configuration": "operator", "GET /v1/operator/autopilot/health": "operator",
 	"PUT /v1/acl/identity/client-introduction-token": "mgmt",
 }
 
