@@ -180,6 +180,7 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	sc.Datacenter = c.Datacenter
 	sc.Version = version.Version
 	sc.DevMode = c.DevMode
+	sc.ACLEnabled = c.ACL != nil && c.ACL.Enabled
 	sc.RPCAddr = c.RPCAddr()
 	sc.RPCAdvertise = c.AdvertiseRPCAddr()
 	s := c.Server

@@ -27,12 +27,20 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		MetricsSince: a.inmemSince,
 		PromHandler:  prom,
 		Region:       a.config.Region,
+		EnableDebug:  a.config.EnableDebug,
 	}
 	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
 		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate
 	}
 	if a.server != nil {
 		cfg.Schedulers = schedulerWorkers{srv: a.server}
+	}
+	if a.config.ACL != nil && a.config.ACL.Enabled {
+		var res httpapi.ACLResolver = &remoteACLs{a: a}
+		if a.server != nil {
+			res = serverACLs{a}
+		}
+		cfg.Auth = &httpapi.ACLAuthorizer{Resolver: res, RPC: a}
 	}
 	switch {
 	case a.server != nil && a.server.Events() != nil:

@@ -183,6 +183,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 			return AgentCommandFactory()
 		},
 	}
+	addACLCommands(cmds, m)
 	return withCompletion(cmds, m)
 }
 
@@ -228,6 +229,7 @@ type Meta struct {
 
 	address, region, namespace, token string
 	caCert, clientCert, clientKey     string
+	tlsServerName                     string
 	tlsSkipVerify                     bool
 }
 
@@ -242,6 +244,7 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&m.caCert, "ca-cert", "", "")
 	fs.StringVar(&m.clientCert, "client-cert", "", "")
 	fs.StringVar(&m.clientKey, "client-key", "", "")
+	fs.StringVar(&m.tlsServerName, "tls-server-name", "", "")
 	fs.BoolVar(&m.tlsSkipVerify, "tls-skip-verify", false, "")
 	return fs
 }
@@ -282,7 +285,7 @@ func (m *Meta) clientConfig() (*api.Config, error) {
 	if m.token != "" {
 		cfg.SecretID = m.token
 	}
-	if m.caCert != "" || m.clientCert != "" || m.clientKey != "" || m.tlsSkipVerify {
+	if m.caCert != "" || m.clientCert != "" || m.clientKey != "" || m.tlsServerName != "" || m.tlsSkipVerify {
 		if cfg.TLSConfig == nil {
 			cfg.TLSConfig = &api.TLSConfig{}
 		}
@@ -294,6 +297,9 @@ func (m *Meta) clientConfig() (*api.Config, error) {
 		}
 		if m.clientKey != "" {
 			cfg.TLSConfig.ClientKey = m.clientKey
+		}
+		if m.tlsServerName != "" {
+			cfg.TLSConfig.TLSServerName = m.tlsServerName
 		}
 		if m.tlsSkipVerify {
 			cfg.TLSConfig.Insecure = true
@@ -318,9 +324,9 @@ General Options:
   -token=<token>
     The ACL token (SecretID). Overrides NOMAD_TOKEN.
 
-  -ca-cert, -client-cert, -client-key, -tls-skip-verify
+  -ca-cert, -client-cert, -client-key, -tls-server-name, -tls-skip-verify
     TLS settings; override NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY,
-    NOMAD_SKIP_VERIFY.
+    NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY.
 `
 
 // AutocompleteFlags lists the global flags for shell completion.

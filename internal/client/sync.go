@@ -147,7 +147,7 @@ func (s *allocSync) run() {
 		}
 
 		req := &structs.AllocUpdateRequest{Alloc: batch, UpdatedAt: c.now().UnixNano(),
-			WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+			WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: c.secretID()}}
 		var resp structs.GenericResponse
 		err, ok := c.rpcUntilShutdown("Node.UpdateAlloc", req, &resp)
 		if !ok {

@@ -195,6 +195,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 	for attempt := 0; attempt < allocFetchAttempts; attempt++ {
 		req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 			Region: c.cfg.Region, MinQueryIndex: minIndex, MaxQueryTime: 10 * time.Second, AllowStale: true,
+			AuthToken: c.secretID(),
 		}}
 		var resp structs.AllocsGetResponse
 		err, ok := c.rpcUntilShutdown("Alloc.GetAllocs", req, &resp)

@@ -223,5 +223,14 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 		}
 		return wrap(r.AutopilotConfigRestore(v))
 	}
+	for _, at := range aclSnapshotTypes {
+		if at.t == t {
+			v := at.new()
+			if err := dec.Decode(v); err != nil {
+				return wrap(err)
+			}
+			return wrap(r.ACLRestore(at.table, v))
+		}
+	}
 	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
 }

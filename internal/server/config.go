@@ -27,6 +27,10 @@ type Config struct {
 	Datacenter string
 	Version    string
 
+	// ACLEnabled turns ACL enforcement on (acl.enabled): the ACL endpoints
+	// answer and every RPC that checks tokens enforces them.
+	ACLEnabled bool
+
 	DevMode bool   // in-memory Raft and state, single node
 	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)
 

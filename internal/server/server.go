@@ -110,6 +110,10 @@ type Server struct {
 	jobRegs                *jobRegisterBatcher
 	// coreGCMu runs one garbage collection at a time (core_gc.go).
 	coreGCMu sync.Mutex
+	// acls caches token resolutions (acl_resolve.go).
+	acls aclCache
+	// oidc holds the OIDC logins started here (acl_oidc.go).
+	oidc oidcPending
 
 	// reassertCh asks the leadership monitor to restart the leader
 	// services from the current state (snapshot_ops.go).
@@ -182,6 +186,16 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	if cfg.ACLEnabled {
+		// Lists across namespaces keep what the token may read.
+		s.namespaceACL = func(token string) (func(string) bool, error) {
+			_, a, err := s.resolveToken(token)
+			if err != nil {
+				return nil, err
+			}
+			return a.AllowNamespace, nil
+		}
+	}
 
 	if err := s.registerEndpoints(); err != nil {
 		return nil, err
@@ -284,6 +298,7 @@ func (s *Server) registerEndpoints() error {
 		"Scaling":    &Scaling{s},
 		"Event":      &Event{s},
 		"System":     &System{s},
+		"ACL":        &ACL{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -66,9 +66,9 @@ func TestParseAgentArgs_NonDev(t *testing.T) {
 		cfg.Region != "global" || cfg.Ports.RPC != 4647 {
 		t.Fatalf("got %+v", cfg)
 	}
-	// -acl-enabled parses, but Validate refuses it.
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "acl.enabled") {
-		t.Fatalf("Validate = %v", err)
+	// -acl-enabled turns ACLs on.
+	if err := cfg.Validate(); err != nil || !cfg.ACL.Enabled {
+		t.Fatalf("Validate = %v, ACL.Enabled = %v", err, cfg.ACL.Enabled)
 	}
 }
 

@@ -133,7 +133,7 @@ func TestValidate_FeatureGates(t *testing.T) {
 		name, src string
 		wantErr   string // "" = accepted
 	}{
-		{"acl enabled", "acl { enabled = true }", `acl.enabled = true is not supported yet`},
+		{"acl enabled", "acl { enabled = true }", ""},
 		{"acl off with ttls", "acl {\n enabled = false\n token_ttl = \"1m\"\n}", ""},
 		{"tls http without files", "tls { http = true }", "tls.ca_file, tls.cert_file, tls.key_file must be set"},
 		{"tls rpc missing ca", "tls {\n rpc = true\n ca_file = \"/nonexistent/ca.pem\"\n cert_file = \"/c\"\n key_file = \"/k\"\n}", "tls.ca_file: open /nonexistent/ca.pem"},
