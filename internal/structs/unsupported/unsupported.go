@@ -111,7 +111,7 @@ var groupGaps = []gap[groupCtx]{
 	{"network mode", gapRefuse, "tasks would share the host's network instead of getting their own", func(c groupCtx) []string {
 		var out []string
 		for i, n := range c.tg.Networks {
-			if n != nil && n.Mode != "" && n.Mode != "host" {
+			if n != nil && n.Mode != "" && n.Mode != "host" && n.Mode != "bridge" {
 				out = append(out, fmt.Sprintf("network[%d] mode %q", i, n.Mode))
 			}
 		}
@@ -131,7 +131,7 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"network options", gapWarn, "only bridge networking uses them, and Drover runs tasks in the host's network", func(c groupCtx) []string {
+	{"network options", gapWarn, "Drover's bridge networking does not apply them", func(c groupCtx) []string {
 		var out []string
 		for i, n := range c.tg.Networks {
 			if n == nil {

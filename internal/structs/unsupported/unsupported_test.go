@@ -80,7 +80,7 @@ func TestCheck_Decisions(t *testing.T) {
 		{"secret", func(j *api.Job) {
 			task(j).Secrets = []*api.Secret{{Name: "db", Provider: "nomad", Path: "db"}}
 		}, tp + `secret "db" is not supported`, ""},
-		{"bridge network", func(j *api.Job) { tg(j).Networks[0].Mode = "bridge" }, gp + `network[0] mode "bridge" is not supported`, ""},
+		{"cni network", func(j *api.Job) { tg(j).Networks[0].Mode = "cni/mynet" }, gp + `network[0] mode "cni/mynet" is not supported`, ""},
 		{"cni network", func(j *api.Job) { tg(j).Networks[0].Mode = "cni/mynet" }, gp + `network[0] mode "cni/mynet" is not supported`, ""},
 		{"no network", func(j *api.Job) { tg(j).Networks[0].Mode = "none" }, gp + `network[0] mode "none" is not supported`, ""},
 		{"host_network", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].HostNetwork = "private" },
