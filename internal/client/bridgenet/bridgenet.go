@@ -160,6 +160,12 @@ func (m *Manager) ensureBridge() error {
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		return fmt.Errorf("enable IPv4 forwarding: %w", err)
 	}
+	// A port mapped on a loopback address (an agent bound to 127.0.0.1)
+	// is DNAT'ed out of the bridge with its loopback source: the kernel
+	// must route it, and the reply needs a source it can answer.
+	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+br+"/route_localnet", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("enable route_localnet on %s: %w", br, err)
+	}
 	sub := m.subnet.String()
 	if _, err := run("iptables", "-w", "-t", "nat", "-S", PortmapChain); err != nil {
 		if _, err := run("iptables", "-w", "-t", "nat", "-N", PortmapChain); err != nil {
@@ -174,6 +180,7 @@ func (m *Manager) ensureBridge() error {
 		{"filter", "FORWARD", true, []string{"-i", br, "-j", "ACCEPT"}},
 		{"filter", "FORWARD", true, []string{"-o", br, "-j", "ACCEPT"}},
 		{"nat", "POSTROUTING", false, []string{"-s", sub, "!", "-o", br, "-j", "MASQUERADE"}},
+		{"nat", "POSTROUTING", false, []string{"-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"}},
 		{"nat", "PREROUTING", false, []string{"-m", "addrtype", "--dst-type", "LOCAL", "-j", PortmapChain}},
 		{"nat", "OUTPUT", false, []string{"-m", "addrtype", "--dst-type", "LOCAL", "-j", PortmapChain}},
 	}
