@@ -296,3 +296,87 @@ func TestBridgeRawExec(t *testing.T) {
 		}
 	}
 }
+
+// An exec task of a bridge group joins the group's namespace too: it
+// answers on the host port and sees only eth0 and lo.
+func TestBridgeExec(t *testing.T) {
+	requireBridge(t)
+	hello := buildHello(t)
+	const br, subnet = "drvit1", "172.26.121.0/24"
+	t.Cleanup(func() {
+		exec.Command("ip", "link", "del", br).Run()
+		for _, r := range [][]string{
+			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
+			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
+			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
+			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
+		} {
+			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
+		}
+	})
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{
+		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+		"client": map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},
+	})
+	a.waitReady(true)
+	requireExecDriver(t, a, "exec")
+
+	// Batch: Drover restarts a prestart task that completed in a service
+	// job (Nomad does not), which is not what this test is about.
+	job := api.NewBatchJob("bridge-exec", "bridge-exec", "global", 50)
+	job.Datacenters = []string{"*"}
+	tg := api.NewTaskGroup("g", 1)
+	tg.Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
+	// The exec task's root holds the alloc dir, not the test's temp dir:
+	// a prestart task copies the server there.
+	cp := api.NewTask("copy", "raw_exec")
+	cp.Config = map[string]any{"command": "/bin/cp", "args": []string{hello, "${NOMAD_ALLOC_DIR}/hello"}}
+	cp.Lifecycle = &api.TaskLifecycle{Hook: "prestart"}
+	cp.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
+	task := api.NewTask("t", "exec")
+	task.Config = map[string]any{"command": "/alloc/hello"}
+	task.Resources = &api.Resources{CPU: ptr(50), MemoryMB: ptr(64)}
+	tg.AddTask(cp)
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var alloc *api.AllocationListStub
+	waitFor(t, 60*time.Second, "allocation running", func() bool {
+		for _, s := range a.allocsOf("bridge-exec") {
+			if s.ClientStatus == "running" {
+				alloc = s
+				return true
+			}
+			if s.ClientStatus == "failed" {
+				var msgs []string
+				for name, ts := range s.TaskStates {
+					for _, ev := range ts.Events {
+						msgs = append(msgs, name+": "+ev.Type+" "+ev.DisplayMessage)
+					}
+				}
+				t.Fatalf("allocation failed:\n%s\nstderr: %s", strings.Join(msgs, "\n"), a.catLog(s.ID, "t", "stderr"))
+			}
+		}
+		return false
+	})
+	addr := hostPort(t, a.client, alloc.ID)
+	var body string
+	var err error
+	waitFor(t, 20*time.Second, "exec task answering on "+addr, func() bool {
+		body, err = get(addr)
+		return err == nil
+	})
+	f := strings.Fields(body)
+	if len(f) != 3 || f[0] != alloc.ID || !strings.HasPrefix(f[1], "172.26.121.") || f[2] != "lo,eth0" {
+		t.Fatalf("exec task answered %q, want %s, an address of %s and lo,eth0", body, alloc.ID, subnet)
+	}
+	if _, _, err := a.client.Jobs().Deregister("bridge-exec", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "namespace gone", func() bool {
+		_, err := os.Stat("/var/run/netns/" + alloc.ID)
+		return err != nil
+	})
+}
