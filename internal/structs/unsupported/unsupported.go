@@ -192,6 +192,18 @@ var groupGaps = []gap[groupCtx]{
 }
 
 var taskGaps = []gap[taskCtx]{
+	{"bridge network driver", gapRefuse, "the task would not join the group's network namespace (only raw_exec, exec and java tasks do yet)", func(c taskCtx) []string {
+		switch c.t.Driver {
+		case "raw_exec", "exec", "java":
+			return nil
+		}
+		for _, n := range c.tg.Networks {
+			if n != nil && n.Mode == "bridge" {
+				return []string{fmt.Sprintf("driver %q in a bridge network", c.t.Driver)}
+			}
+		}
+		return nil
+	}},
 	{"template", gapRefuse, "the task would start without the files it renders", func(c taskCtx) []string {
 		var out []string
 		for _, t := range c.t.Templates {
