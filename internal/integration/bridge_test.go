@@ -235,6 +235,18 @@ func TestBridgeRawExec(t *testing.T) {
 	if ips[allocs[0].ID] == ips[allocs[1].ID] {
 		t.Fatalf("both allocations got address %s", ips[allocs[0].ID])
 	}
+	// `alloc exec` runs in the allocation's namespace too: /proc/net/dev
+	// lists the reader's namespace's interfaces.
+	out, code := cli.cli("", "alloc", "exec", "-i=false", "-t=false", allocs[0].ID, "/bin/cat", "/proc/net/dev")
+	var ifs []string
+	for _, l := range strings.Split(out, "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok && !strings.Contains(name, "|") {
+			ifs = append(ifs, strings.TrimSpace(name))
+		}
+	}
+	if code != 0 || strings.Join(ifs, ",") != "lo,eth0" && strings.Join(ifs, ",") != "eth0,lo" {
+		t.Fatalf("alloc exec saw interfaces %v (exit %d):\n%s", ifs, code, out)
+	}
 
 	// SIGKILL the client agent and start it again: same namespaces, and
 	// the tasks answer throughout.
