@@ -23,13 +23,14 @@ import (
 
 // Client is the client agent.
 type Client struct {
-	cfg Config
+	cfg    Config
+	logger hclog.Logger
+	now    func() time.Time
+
 	// bridge sets up bridge-mode allocation networks (network.go); nil
 	// when this node cannot, bridgeReason says why.
 	bridge       *bridgenet.Manager
 	bridgeReason string
-	logger       hclog.Logger
-	now          func() time.Time
 
 	// allocMetricsBusy: a pass of publishAllocMetrics is running.
 	allocMetricsBusy atomic.Bool
