@@ -77,6 +77,7 @@ func (a *Agent) setupClient() error {
 		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
+	cfg.BridgeNetworkName, cfg.BridgeNetworkSubnet = cc.BridgeNetworkName, cc.BridgeNetworkSubnet
 	if c.DevMode {
 		// A dev agent notices a driver come or go within seconds.
 		cfg.DriverHealthInterval = devDriverHealthInterval

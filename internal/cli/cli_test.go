@@ -323,3 +323,27 @@ func TestOperatorRaft(t *testing.T) {
 		t.Fatalf("no peer: code %d %q", code, errb)
 	}
 }
+
+// -verbose lists the node's attributes (bridge support among them) and
+// meta, as Nomad's does; without it they are left out.
+func TestNodeStatusVerboseAttributes(t *testing.T) {
+	routes := nodeStatusRoutes()
+	n := *routes["GET /v1/node/"+nodeID].(*api.Node)
+	n.Attributes = map[string]string{"plugins.cni.version.bridge": "0.1.0", "kernel.name": "linux"}
+	n.Meta = map[string]string{"rack": "r1"}
+	routes["GET /v1/node/"+nodeID] = &n
+	f := &fake{routes: routes}
+	out, errb, code := run(t, f.server(t), "node", "status", "-verbose", nodeID[:8])
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	for _, want := range []string{"\nAttributes\nkernel.name                = linux\nplugins.cni.version.bridge = 0.1.0\n", "\nMeta\nrack = r1\n", nodeID} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = run(t, f.server(t), "node", "status", nodeID[:8])
+	if strings.Contains(out, "Attributes") {
+		t.Fatalf("attributes without -verbose:\n%s", out)
+	}
+}

@@ -26,7 +26,7 @@ Node Status Options:
 
   -self      Show the node of the agent the command talks to.
   -stats     Add the host's per-core CPU, memory and disk figures.
-  -verbose   Full IDs.
+  -verbose   Full IDs, and the node's attributes and meta.
   -filter <expr>
              List only the nodes matching this filter expression (the
              language of the API's ?filter=, evaluated on the server
@@ -157,6 +157,21 @@ func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool, host *api.H
 	var b strings.Builder
 	b.WriteString(formatKV(rows))
 	b.WriteString(formatNodeResources(n, allocs, host, detailed))
+	if verbose {
+		// As Nomad's: every attribute (bridge support is
+		// plugins.cni.version.bridge), then the node's meta.
+		var attrs, meta []string
+		for _, k := range sortedKeys(n.Attributes) {
+			attrs = append(attrs, k+"|"+n.Attributes[k])
+		}
+		for _, k := range sortedKeys(n.Meta) {
+			meta = append(meta, k+"|"+n.Meta[k])
+		}
+		b.WriteString("\n\nAttributes\n" + formatKV(attrs))
+		if len(meta) > 0 {
+			b.WriteString("\n\nMeta\n" + formatKV(meta))
+		}
+	}
 	b.WriteString("\n\nAllocations\n")
 	if len(allocs) == 0 {
 		b.WriteString("No allocations placed")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
+	"github.com/drover-project/drover/internal/client/bridgenet"
 	"github.com/drover-project/drover/internal/client/fingerprint"
 	"github.com/drover-project/drover/internal/client/hoststats"
 	"github.com/drover-project/drover/internal/client/state"
@@ -25,6 +26,11 @@ type Client struct {
 	cfg    Config
 	logger hclog.Logger
 	now    func() time.Time
+
+	// bridge sets up bridge-mode allocation networks (network.go); nil
+	// when this node cannot, bridgeReason says why.
+	bridge       *bridgenet.Manager
+	bridgeReason string
 
 	// allocMetricsBusy: a pass of publishAllocMetrics is running.
 	allocMetricsBusy atomic.Bool
@@ -129,6 +135,9 @@ func New(cfg Config) (*Client, error) {
 		shutdownCh:       make(chan struct{}),
 	}
 	c.sync = newAllocSync(c)
+	if err := c.setupBridge(); err != nil {
+		return nil, err
+	}
 	c.hbStop = newHeartbeatStop(cfg.StateDir, cfg.DevMode, c.now())
 	c.host = &hoststats.Collector{ProcRoot: cfg.ProcRoot, AllocDir: cfg.AllocDir}
 	id, secret, err := nodeIdentity(cfg.StateDir, cfg.DevMode)
@@ -212,6 +221,14 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	}
 	fingerprint.Drivers(n, cfg.Drivers, c.now())
 	fingerprint.Devices(n, cfg.Devices.Fingerprint())
+	if c.bridge != nil {
+		// As Nomad's CNI fingerprint names the bridge plugin it found; the
+		// plugin here is built in, so its version is the agent's.
+		n.Attributes[BridgeAttribute] = cfg.Version
+		if n.Attributes[BridgeAttribute] == "" {
+			n.Attributes[BridgeAttribute] = "1"
+		}
+	}
 	for _, d := range cfg.Drivers {
 		if info := n.Drivers[d.Name()]; info != nil && info.Detected {
 			c.drivers[d.Name()] = d

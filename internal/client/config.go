@@ -89,4 +89,8 @@ type Config struct {
 	ProcRoot string
 	// GC is the garbage collection of finished allocations (gc.go).
 	GC GCConfig
+	// BridgeNetworkName and BridgeNetworkSubnet configure the bridge of
+	// groups in network mode "bridge" (defaults "nomad", 172.26.64.0/20).
+	BridgeNetworkName   string
+	BridgeNetworkSubnet string
 }

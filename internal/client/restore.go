@@ -75,6 +75,10 @@ func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}) (*a
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
 		ReserveDevices: c.reserveDevices, Hold: hold,
+		NetworkUnavailable: c.bridgeReason,
+	}
+	if c.bridge != nil {
+		cfg.Network = c.bridge
 	}
 	if c.state != nil {
 		cfg.StateDB = c.state

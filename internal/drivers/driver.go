@@ -62,6 +62,9 @@ type TaskConfig struct {
 	// Ports are the allocation's group network ports (label, host port,
 	// `to` port, host IP), for drivers that publish them (docker).
 	Ports structs.AllocatedPorts
+	// NetNS is the path of the allocation's network namespace (group
+	// network mode "bridge"); the task joins it. Empty: the host's network.
+	NetNS string
 	// CPUTotalCompute is the node's total CPU in MHz (0: unknown), for
 	// drivers that turn a task's MHz into a CPU quota.
 	CPUTotalCompute int64

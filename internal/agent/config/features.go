@@ -37,6 +37,8 @@ import "fmt"
 //	                                         takes statsd_address (DogStatsD speaks statsd)
 //	telemetry.disable_dispatched_job_      accepted and ignored
 //	  summary_metrics
+//	client.bridge_network_subnet_ipv6,       REFUSED when set: bridge networks are IPv4 only
+//	  client.bridge_network_hairpin_mode     and hairpin mode is not set on the bridge ports
 //	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
 //	  -dev-vault                             the dev integrations are not built
 var featureGates = []struct {
@@ -67,6 +69,10 @@ var featureGates = []struct {
 	{"server.client_introduction.enforcement", func(c *Config) bool {
 		return c.Server != nil && c.Server.ClientIntroduction != nil && c.Server.ClientIntroduction.Enforcement == "strict"
 	}, "server.client_introduction.enforcement = \"strict\" is not supported yet: Drover does not verify client introduction tokens. Use \"warn\" or remove the block"},
+	{"client.bridge_network_subnet_ipv6", func(c *Config) bool { return c.Client != nil && c.Client.BridgeNetworkSubnetIPv6 != "" },
+		"client.bridge_network_subnet_ipv6 is not supported yet: bridge allocations get an IPv4 address only. Remove it"},
+	{"client.bridge_network_hairpin_mode", func(c *Config) bool { return c.Client != nil && c.Client.BridgeNetworkHairpinMode },
+		"client.bridge_network_hairpin_mode = true is not supported yet: an allocation could not reach itself through its host port. Remove it"},
 }
 
 func (c *Config) checkFeatureGates() []error {

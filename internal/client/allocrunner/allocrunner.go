@@ -57,6 +57,10 @@ type Config struct {
 	// Hold, if set, delays starting any task until it is closed (restored
 	// allocations wait for the servers; re-attached tasks do not wait).
 	Hold <-chan struct{}
+	// Network sets up the network of a group in bridge mode (network.go);
+	// nil when this node cannot (NetworkUnavailable says why).
+	Network            Network
+	NetworkUnavailable string
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -116,6 +120,10 @@ type AllocRunner struct {
 
 	detachOnce sync.Once
 	detachCh   chan struct{}
+
+	// netns is the path of the allocation's network namespace ("" for
+	// host networking).
+	netns string
 }
 
 // New builds a runner (and its task runners, each recording Received).
@@ -152,6 +160,9 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.dir = pathsOnly(filepath.Join(cfg.AllocRoot, cfg.Alloc.ID))
 	}
 	allocDir := filepath.Join(cfg.AllocRoot, cfg.Alloc.ID)
+	if bridgeMode(tg) {
+		ar.netns = netNSPath(cfg.Alloc.ID)
+	}
 	for _, t := range tg.Tasks {
 		e := &taskEntry{phase: phaseOf(t), gate: make(chan struct{})}
 		var drv drivers.Driver
@@ -164,7 +175,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
-			StateDB: taskStateDB(cfg.StateDB),
+			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
 		})
 		ar.tasks = append(ar.tasks, e)
 	}
@@ -283,6 +294,13 @@ func (ar *AllocRunner) report() {
 // deployment gets its own health judgement.
 func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	ar.mu.Lock()
+	if alloc.NetworkStatus == nil && ar.alloc.NetworkStatus != nil {
+		// The client knows its network; a server copy sent before it
+		// heard of it must not make the tasks forget.
+		cp := *alloc
+		cp.NetworkStatus = ar.alloc.NetworkStatus
+		alloc = &cp
+	}
 	ar.alloc = alloc
 	ar.mu.Unlock()
 	for _, e := range ar.tasks {
@@ -329,6 +347,7 @@ func (ar *AllocRunner) Destroy() error {
 	ar.Kill("alloc destroyed")
 	ar.runOnce.Do(func() { go ar.Run() }) // never ran: let the tasks end
 	<-ar.waitCh
+	ar.teardownNetwork()
 	return ar.dir.Destroy()
 }
 

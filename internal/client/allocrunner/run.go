@@ -31,6 +31,18 @@ func (ar *AllocRunner) Run() {
 		ar.waitAll(func(*taskEntry) bool { return true })
 		return
 	}
+	if err := ar.setupNetwork(); err != nil {
+		for _, e := range ar.tasks {
+			ev := e.tr.NewEvent(structs.TaskSetupFailure, "failed to set up the allocation's network: "+err.Error())
+			ev.SetupError = err.Error()
+			ev.FailsTask = true
+			e.tr.EmitEvent(ev)
+			e.tr.Kill("setup failure")
+		}
+		ar.waitAll(func(*taskEntry) bool { return true })
+		ar.teardownNetwork()
+		return
+	}
 	if !ar.hold() {
 		return
 	}
@@ -78,6 +90,7 @@ func (ar *AllocRunner) Run() {
 
 	ar.startPhase(phasePoststop)
 	ar.waitAll(func(*taskEntry) bool { return true })
+	ar.teardownNetwork()
 	ar.report()
 }
 

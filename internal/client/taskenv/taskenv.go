@@ -207,7 +207,25 @@ func (e *Env) buildNomad(in Input) {
 	if ar := a.AllocatedResources; ar != nil {
 		for _, p := range ar.Shared.Ports {
 			buildPort(v, p)
+			if ns := a.NetworkStatus; ns != nil && ns.Address != "" {
+				buildAllocAddr(v, p, ns)
+			}
 		}
+	}
+}
+
+// buildAllocAddr sets the variables of a port inside the allocation's own
+// network (bridge mode): its address and interface there, as Nomad does.
+func buildAllocAddr(v map[string]string, p structs.AllocatedPortMapping, ns *structs.AllocNetworkStatus) {
+	port := p.Value
+	if p.To > 0 {
+		port = p.To
+	}
+	l := p.Label
+	v["NOMAD_ALLOC_IP_"+l] = ns.Address
+	v["NOMAD_ALLOC_ADDR_"+l] = net.JoinHostPort(ns.Address, strconv.Itoa(port))
+	if ns.InterfaceName != "" {
+		v["NOMAD_ALLOC_INTERFACE_"+l] = ns.InterfaceName
 	}
 }
 

@@ -58,6 +58,8 @@ type Config struct {
 	// StateDB, if set, persists the task's state and driver handle so a
 	// restarted client can re-attach (restore.go).
 	StateDB StateDB
+	// NetNS is the allocation's network namespace ("": the host's).
+	NetNS string
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -543,6 +545,7 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 			ev.DriverMessage, ev.Details = msg, details
 			tr.EmitEvent(ev)
 		},
+		NetNS: tr.cfg.NetNS,
 	}
 	if alloc.Job != nil {
 		tc.JobName = alloc.Job.Name

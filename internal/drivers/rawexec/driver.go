@@ -370,7 +370,7 @@ func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso
 	spec := &shimSpec{
 		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
 		Cgroup: cg, Task: cfg.Name, Logs: cfg.Logs, StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
-		User: usr, Isolation: iso,
+		User: usr, Isolation: iso, NetNS: cfg.NetNS,
 	}
 	if spec.Task == "" {
 		spec.Task = cgroupName(cfg.ID)

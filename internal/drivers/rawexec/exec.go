@@ -58,7 +58,7 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	cg := h.cg
 
 	if opts.Tty {
-		return d.execTTY(ctx, cmd, cg, opts)
+		return d.execTTY(ctx, cmd, cg, spec.NetNS, opts)
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -66,7 +66,7 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	}
 	cmd.Stdout, cmd.Stderr = orDiscard(opts.Stdout), orDiscard(opts.Stderr)
 	cmd.WaitDelay = time.Second
-	if err := cg.start(cmd); err != nil {
+	if err := cg.startIn(cmd, spec.NetNS); err != nil {
 		return -1, fmt.Errorf("exec: start %s: %w", path, err)
 	}
 	go func() {
@@ -78,7 +78,7 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	return waitExec(ctx, cmd)
 }
 
-func (d *Driver) execTTY(ctx context.Context, cmd *exec.Cmd, cg *taskCgroup, opts drivers.ExecOptions) (int, error) {
+func (d *Driver) execTTY(ctx context.Context, cmd *exec.Cmd, cg *taskCgroup, netns string, opts drivers.ExecOptions) (int, error) {
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		return -1, fmt.Errorf("exec: open a terminal: %w", err)
@@ -87,7 +87,7 @@ func (d *Driver) execTTY(ctx context.Context, cmd *exec.Cmd, cg *taskCgroup, opt
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr.Setctty = true
 	cmd.SysProcAttr.Ctty = 0 // the child's fd 0
-	err = cg.start(cmd)
+	err = cg.startIn(cmd, netns)
 	tty.Close()
 	if err != nil {
 		return -1, fmt.Errorf("exec: start %s: %w", cmd.Path, err)

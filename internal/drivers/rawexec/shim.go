@@ -63,6 +63,8 @@ type shimSpec struct {
 	// started through the isolation init in new namespaces instead of
 	// directly (Path, Args, Env and Dir are then unused).
 	Isolation *isolate.Spec `json:"isolation,omitempty"`
+	// NetNS is the allocation's network namespace the task joins.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // shimState is written by the shim once the task runs.
@@ -157,7 +159,7 @@ func shimMain(dir string) int {
 			return fail(err)
 		}
 	}
-	if err := spec.Cgroup.start(cmd); err != nil {
+	if err := spec.Cgroup.startIn(cmd, spec.NetNS); err != nil {
 		return fail(fmt.Errorf("start %s: %w", spec.Path, err))
 	}
 	// The child holds its own copies of the write ends.

@@ -38,3 +38,26 @@ func (d *driverChecker) Feasible(n *structs.Node) (bool, string) {
 	}
 	return true, ""
 }
+
+// BridgeAttribute is the node attribute of a node that runs groups in
+// network mode "bridge" (the client fingerprints it).
+const BridgeAttribute = "plugins.cni.version.bridge"
+
+// networkChecker checks that the node offers the group's network mode.
+type networkChecker struct{ bridge bool }
+
+func (c *networkChecker) Feasible(n *structs.Node) (bool, string) {
+	if c.bridge && n.Attributes[BridgeAttribute] == "" {
+		return false, "missing network: bridge mode unavailable"
+	}
+	return true, ""
+}
+
+func groupNeedsBridge(tg *structs.TaskGroup) bool {
+	for _, nw := range tg.Networks {
+		if nw != nil && nw.Mode == "bridge" {
+			return true
+		}
+	}
+	return false
+}

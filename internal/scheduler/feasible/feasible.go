@@ -183,6 +183,9 @@ func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
 		f.checker(&driverChecker{drivers: drivers}),
 		f.checker(&constraintChecker{ctx: f.ctx, cons: cons}),
 	}
+	if groupNeedsBridge(tg) {
+		f.tgCheckers = append(f.tgCheckers, f.checker(&networkChecker{bridge: true}))
+	}
 	if asks := groupDeviceAsks(tg); len(asks) > 0 {
 		f.tgCheckers = append(f.tgCheckers, f.checker(&deviceChecker{ctx: f.ctx, asks: asks}))
 	}

@@ -111,7 +111,7 @@ var groupGaps = []gap[groupCtx]{
 	{"network mode", gapRefuse, "tasks would share the host's network instead of getting their own", func(c groupCtx) []string {
 		var out []string
 		for i, n := range c.tg.Networks {
-			if n != nil && n.Mode != "" && n.Mode != "host" {
+			if n != nil && n.Mode != "" && n.Mode != "host" && n.Mode != "bridge" {
 				out = append(out, fmt.Sprintf("network[%d] mode %q", i, n.Mode))
 			}
 		}
@@ -131,7 +131,7 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"network options", gapWarn, "only bridge networking uses them, and Drover runs tasks in the host's network", func(c groupCtx) []string {
+	{"network options", gapWarn, "Drover's bridge networking does not apply them", func(c groupCtx) []string {
 		var out []string
 		for i, n := range c.tg.Networks {
 			if n == nil {
@@ -192,6 +192,18 @@ var groupGaps = []gap[groupCtx]{
 }
 
 var taskGaps = []gap[taskCtx]{
+	{"bridge network driver", gapRefuse, "the task would not join the group's network namespace (only raw_exec, exec and java tasks do yet)", func(c taskCtx) []string {
+		switch c.t.Driver {
+		case "raw_exec", "exec", "java":
+			return nil
+		}
+		for _, n := range c.tg.Networks {
+			if n != nil && n.Mode == "bridge" {
+				return []string{fmt.Sprintf("driver %q in a bridge network", c.t.Driver)}
+			}
+		}
+		return nil
+	}},
 	{"template", gapRefuse, "the task would start without the files it renders", func(c taskCtx) []string {
 		var out []string
 		for _, t := range c.t.Templates {

@@ -1,0 +1,108 @@
+package allocrunner
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/bridgenet"
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+type fakeNet struct {
+	mu       sync.Mutex
+	setups   []string
+	teardown []string
+	err      error
+}
+
+func (f *fakeNet) Setup(allocID string, _ structs.AllocatedPorts) (*bridgenet.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.setups = append(f.setups, allocID)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &bridgenet.Status{NetNS: "/var/run/netns/" + allocID, Address: "172.26.64.9", Interface: "eth0"}, nil
+}
+
+func (f *fakeNet) Teardown(allocID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.teardown = append(f.teardown, allocID)
+	return nil
+}
+
+func (f *fakeNet) counts() (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.setups), len(f.teardown)
+}
+
+func bridgeRunner(t *testing.T, nw Network, unavailable string) (*structs.Allocation, *recorder) {
+	t.Helper()
+	d := mock.New()
+	alloc := testutil.Alloc(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "50ms"}))
+	alloc.Job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: "bridge"}}
+	rec := &recorder{}
+	ar, err := New(Config{
+		Alloc: alloc, AllocRoot: t.TempDir(), Node: &structs.Node{ID: "node1", Name: "n1"},
+		Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: rec.update,
+		MaxKillTimeout: 2 * time.Second, Network: nw, NetworkUnavailable: unavailable,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Start()
+	t.Cleanup(ar.Shutdown)
+	return alloc, rec
+}
+
+// A bridge group's network is set up before its task starts, reported as
+// the allocation's network status, and torn down once the tasks are done.
+func TestAllocRunner_BridgeNetworkLifecycle(t *testing.T) {
+	nw := &fakeNet{}
+	_, rec := bridgeRunner(t, nw, "")
+	got := waitStatus(t, rec, structs.AllocClientStatusComplete)
+	if ns := got.NetworkStatus; ns == nil || ns.Address != "172.26.64.9" || ns.InterfaceName != "eth0" {
+		t.Fatalf("network status %+v", got.NetworkStatus)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if s, td := nw.counts(); s != 1 || td != 1 {
+			return errors.New("want one setup and one teardown")
+		}
+		return nil
+	})
+}
+
+// Without bridge networking on the node (or when setup fails) the tasks
+// fail with a setup failure saying why, and never start.
+func TestAllocRunner_BridgeNetworkUnavailableFails(t *testing.T) {
+	_, rec := bridgeRunner(t, nil, "bridge networking needs the client to run as root")
+	got := waitStatus(t, rec, structs.AllocClientStatusFailed)
+	st := got.TaskStates["t"]
+	if !st.Failed || !st.StartedAt.IsZero() {
+		t.Fatalf("task state %+v", st)
+	}
+	var msg string
+	for _, ev := range st.Events {
+		if ev.Type == structs.TaskSetupFailure {
+			msg = ev.SetupError
+		}
+	}
+	if !strings.Contains(msg, "needs the client to run as root") {
+		t.Fatalf("events %v, want a setup failure naming the reason", eventTypes(st))
+	}
+
+	nw := &fakeNet{err: errors.New("no free address")}
+	_, rec = bridgeRunner(t, nw, "")
+	got = waitStatus(t, rec, structs.AllocClientStatusFailed)
+	if !got.TaskStates["t"].Failed {
+		t.Fatalf("task state %+v", got.TaskStates["t"])
+	}
+}
