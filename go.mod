@@ -3,6 +3,7 @@ module github.com/drover-project/drover
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24 // raw_exec's `alloc exec -t` terminal
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/cli v1.1.7
 	github.com/hashicorp/cronexpr v1.1.3 // periodic job cron specs; the version the api module already resolves

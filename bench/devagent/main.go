@@ -3,9 +3,11 @@
 // and from registering one job of N raw_exec allocations (sleep 600,
 // cpu 20, memory 32) to all of them running. With -driver docker the
 // allocations are containers of -image (default drover-hello:local, built by
-// scripts/docker-example-image.sh) run with its own entrypoint.
+// scripts/docker-example-image.sh) run with its own entrypoint. With
+// -driver exec they are the same sleep 600, isolated by the exec driver
+// (namespaces, chroot, cgroup limits; needs root).
 //
-//	go run ./bench/devagent [-count 100] [-runs 3] [-json] [-driver docker [-image ref]]
+//	go run ./bench/devagent [-count 100] [-runs 3] [-json] [-driver docker [-image ref] | -driver exec]
 package main
 
 import (
@@ -36,7 +38,7 @@ func main() {
 	count := flag.Int("count", 100, "allocations in the job")
 	runs := flag.Int("runs", 3, "repetitions (median reported)")
 	asJSON := flag.Bool("json", false, "print JSON")
-	flag.StringVar(&driver, "driver", "raw_exec", "task driver: raw_exec or docker")
+	flag.StringVar(&driver, "driver", "raw_exec", "task driver: raw_exec, exec or docker")
 	flag.StringVar(&image, "image", "drover-hello:local", "image of the docker tasks")
 	flag.Parse()
 

@@ -19,9 +19,11 @@ import (
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
 	"github.com/drover-project/drover/internal/heapfloor"
+	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/version"
 )
 
@@ -38,6 +40,12 @@ type Agent struct {
 	// /v1/agent/servers replaces them).
 	servers   []string
 	serversMu sync.RWMutex
+	// tls holds the tls block's material (nil when TLS is off); rpcDialer
+	// dials servers' RPC ports (TLS with tls.rpc; nil: plain).
+	tls       *tlsutil.Store
+	rpcDialer *droverrpc.Dialer
+	// nodeSession is the client's session servers reach it by (reach.go).
+	nodeSession *reach.NodeSession
 
 	httpLn  net.Listener
 	httpSrv *http.Server
@@ -89,6 +97,10 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: HTTP listener on %s: %w", cfg.HTTPAddr(), err)
 	}
+	if err := a.setupTLS(); err != nil {
+		a.Shutdown()
+		return nil, err
+	}
 	if cfg.Server != nil && cfg.Server.Enabled {
 		if err := a.setupServer(); err != nil {
 			a.Shutdown()
@@ -118,7 +130,9 @@ func (a *Agent) dataDir(sub string) (string, error) {
 		return "", err
 	}
 	a.tmpDirs = append(a.tmpDirs, dir)
-	return dir, nil
+	// Traversable as a configured data dir is: a task run as its `user`
+	// must reach its task directory below it.
+	return dir, os.Chmod(dir, 0o711)
 }
 
 func (a *Agent) setupServer() error {
@@ -128,6 +142,7 @@ func (a *Agent) setupServer() error {
 		return err
 	}
 	sc.Logger = a.logger
+	a.serverTLS(sc)
 	if !c.DevMode {
 		dir := c.Server.DataDir
 		if dir == "" {
@@ -313,6 +328,9 @@ func (a *Agent) Shutdown() error {
 	a.shutdown.Do(func() {
 		close(a.joinStop)
 		a.joinWG.Wait()
+		if a.nodeSession != nil {
+			a.nodeSession.Close()
+		}
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

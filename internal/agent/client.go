@@ -12,7 +12,10 @@ import (
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker"
+	execdriver "github.com/drover-project/drover/internal/drivers/exec"
+	"github.com/drover-project/drover/internal/drivers/java"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -66,6 +69,7 @@ func (a *Agent) setupClient() error {
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
+		TLSEnabled:         c.TLS != nil && c.TLS.EnableHTTP,
 		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
@@ -76,6 +80,7 @@ func (a *Agent) setupClient() error {
 	if t := c.Telemetry; t != nil {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
+		cfg.PublishAllocationMetrics = t.PublishAllocationMetrics
 	}
 	if r := cc.Reserved; r != nil {
 		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}
@@ -96,11 +101,35 @@ func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
+		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
+		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
+		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
 	}
 	if a.config.DevMode {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// isolatedConfig is the agent's `plugin "exec"` (or "java") config over
+// Nomad's defaults; validated at load, so the defaults on an error cannot
+// happen.
+func (a *Agent) isolatedConfig(name string) execdriver.PluginConfig {
+	if p := a.config.Plugins[name]; p != nil {
+		if pc, err := execdriver.ParsePluginConfig(p.Config); err == nil {
+			return pc
+		}
+	}
+	return execdriver.DefaultPluginConfig()
+}
+
+// chrootEnv is the client's chroot_env; nil (Nomad's default map) when
+// unset.
+func (a *Agent) chrootEnv() map[string]string {
+	if cc := a.config.Client; cc != nil && len(cc.ChrootEnv) > 0 {
+		return cc.ChrootEnv
+	}
+	return nil
 }
 
 // devDriverHealthInterval is how often a dev agent fingerprints its drivers
@@ -128,6 +157,17 @@ func (a *Agent) dockerConfig() docker.PluginConfig {
 		}
 	}
 	return c
+}
+
+// qemuConfig is the agent's `plugin "qemu"` config (validated at load: an
+// error cannot happen here; the defaults are used if it does).
+func (a *Agent) qemuConfig() qemu.PluginConfig {
+	if p := a.config.Plugins[qemu.Name]; p != nil {
+		if pc, err := qemu.ParsePluginConfig(p.Config); err == nil {
+			return pc
+		}
+	}
+	return qemu.PluginConfig{}
 }
 
 // devicePlugins builds the device plugins the agent configuration names.

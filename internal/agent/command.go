@@ -90,7 +90,7 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				logger.Warn("configuration reload is not supported yet; restart the agent to apply changes")
+				reload(a, args, logger)
 				continue
 			}
 			logger.Info("caught signal; shutting down", "signal", sig.String())
@@ -114,6 +114,25 @@ wait:
 		return 1
 	}
 	return 0
+}
+
+// reload re-reads the configuration files on SIGHUP and applies what can
+// change while running: the tls block's certificates and CA. Anything else
+// needs a restart; a bad configuration leaves the running one in force.
+func reload(a *Agent, args []string, logger hclog.Logger) {
+	logger.Info("caught SIGHUP: reloading configuration")
+	cfg, _, _, err := config.ParseAgentArgs(args)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil {
+		err = a.reloadTLS(cfg)
+	}
+	if err != nil {
+		logger.Error("configuration reload failed; the running configuration stays in force", "error", err)
+		return
+	}
+	logger.Info("configuration reloaded (only the tls block's files apply without a restart)")
 }
 
 // leaves reports whether the agent leaves on this signal: leave_on_interrupt

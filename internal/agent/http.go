@@ -37,7 +37,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	switch {
 	case a.server != nil && a.server.Events() != nil:
 		cfg.Events = serverEvents{a.server.Events()}
-	case a.server == nil && len(a.servers) > 0:
+	case a.server == nil && len(a.clientServers()) > 0:
 		cfg.Events = forwardedEvents{a}
 	}
 	if a.client != nil {
@@ -47,17 +47,24 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.Exec = a.client
 		cfg.AllocStats = a.client
 		cfg.GC = a.client
+		cfg.Allocs = a.client
+		cfg.AllocOps = a.client
 	}
+	cfg.Reach = nodeDialer{a}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {
 		cfg.Monitor = &logMonitor{root: il}
 	}
 	api := httpapi.NewHandler(cfg)
 	a.httpAPI = api
+	a.startNodeSession(api)
 	var h http.Handler = api
 	if a.config.EnableDebug {
 		h = withPprof(h)
 	}
-	a.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	a.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		// Refused TLS handshakes (no client certificate, unknown CA) are
+		// logged with the agent's other lines, not raw on stderr.
+		ErrorLog: a.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})}
 	go func() {
 		if err := a.httpSrv.Serve(a.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("HTTP server stopped", "error", err)

@@ -46,6 +46,8 @@ Usage: `+BinaryName+` alloc status [options] <allocation>
 Alloc Status Options:
 
   -short     Omit task events.
+  -stats     Show each running task's CPU and memory use (asked of the
+             allocation's node, through the servers when needed).
   -verbose   Full IDs and absolute times.
   -json      Output the allocation as JSON.
   -t <tmpl>  Format and display the allocation using a Go template.
@@ -53,10 +55,11 @@ Alloc Status Options:
 }
 
 func (c *AllocStatusCommand) Run(args []string) int {
-	var short, verbose bool
+	var short, verbose, stats bool
 	var out outputFormat
 	fs := c.FlagSet("alloc status")
 	fs.BoolVar(&short, "short", false, "")
+	fs.BoolVar(&stats, "stats", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
@@ -81,7 +84,47 @@ func (c *AllocStatusCommand) Run(args []string) int {
 		return out.emit(&c.Meta, alloc)
 	}
 	c.Ui.Output(formatAllocStatus(alloc, short, verbose))
+	if stats {
+		usage, err := client.Allocations().Stats(alloc, nil)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Couldn't retrieve stats: %s", err))
+			return 1
+		}
+		c.Ui.Output(formatAllocUsage(alloc, usage))
+	}
 	return 0
+}
+
+// formatAllocUsage is -stats: each task's CPU and memory use against what
+// it asked for, and the allocation's total.
+func formatAllocUsage(a *api.Allocation, u *api.AllocResourceUsage) string {
+	asked := map[string]*api.Resources{}
+	if a.Job != nil {
+		for _, tg := range a.Job.TaskGroups {
+			if deref(tg.Name) == a.TaskGroup {
+				for _, t := range tg.Tasks {
+					asked[t.Name] = t.Resources
+				}
+			}
+		}
+	}
+	rows := []string{"Task|CPU|Memory"}
+	for _, name := range sortedKeys(u.Tasks) {
+		tu := u.Tasks[name].ResourceUsage
+		if tu == nil || tu.CpuStats == nil || tu.MemoryStats == nil {
+			continue
+		}
+		cpu, mem := fmt.Sprintf("%.0f MHz", tu.CpuStats.TotalTicks), humanBytes(int64(tu.MemoryStats.RSS))
+		if r := asked[name]; r != nil {
+			cpu += fmt.Sprintf("/%d MHz", deref(r.CPU))
+			mem += fmt.Sprintf("/%d MiB", deref(r.MemoryMB))
+		}
+		rows = append(rows, fmt.Sprintf("%s|%s (%.1f%%)|%s", name, cpu, tu.CpuStats.Percent, mem))
+	}
+	if t := u.ResourceUsage; t != nil && t.CpuStats != nil && t.MemoryStats != nil {
+		rows = append(rows, fmt.Sprintf("(total)|%.0f MHz (%.1f%%)|%s", t.CpuStats.TotalTicks, t.CpuStats.Percent, humanBytes(int64(t.MemoryStats.RSS))))
+	}
+	return "\nTask Resources:\n" + formatList(rows)
 }
 
 func formatAllocStatus(a *api.Allocation, short, verbose bool) string {

@@ -22,7 +22,7 @@ func (c *AllocExecCommand) Help() string {
 Usage: `+BinaryName+` alloc exec [options] <allocation> <command> [args...]
 
   Runs a command inside a running task and exits with its exit code. The
-  task's driver must support it (docker does; raw_exec does not).
+  task's driver must support it (docker and raw_exec do).
 
 Exec Options:
 

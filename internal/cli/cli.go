@@ -91,6 +91,9 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"alloc status":              f(&AllocStatusCommand{Meta: m}),
 		"alloc logs":                f(&AllocLogsCommand{Meta: m}),
 		"alloc exec":                f(&AllocExecCommand{Meta: m}),
+		"alloc restart":             f(&AllocRestartCommand{Meta: m}),
+		"alloc signal":              f(&AllocSignalCommand{Meta: m}),
+		"alloc checks":              f(&AllocChecksCommand{Meta: m}),
 		"node":                      f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
 		"node status":               f(&NodeStatusCommand{Meta: m}),
 		"node drain":                f(&NodeDrainCommand{Meta: m}),
@@ -140,6 +143,27 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"system gc":                  f(&SystemGCCommand{Meta: m}),
 		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
 		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
+
+		// Namespaces and node pools.
+		"namespace":        f(&GroupCommand{Meta: m, Name: "namespace", Synopsis_: "Interact with namespaces"}),
+		"namespace list":   f(&NamespaceListCommand{Meta: m}),
+		"namespace status": f(&NamespaceStatusCommand{Meta: m}),
+		"namespace apply":  f(&NamespaceApplyCommand{Meta: m}),
+		"namespace delete": f(&NamespaceDeleteCommand{Meta: m}),
+		"node pool":        f(&GroupCommand{Meta: m, Name: "node pool", Synopsis_: "Interact with node pools"}),
+		"node pool list":   f(&NodePoolListCommand{Meta: m}),
+		"node pool info":   f(&NodePoolInfoCommand{Meta: m}),
+		"node pool apply":  f(&NodePoolApplyCommand{Meta: m}),
+		"node pool delete": f(&NodePoolDeleteCommand{Meta: m}),
+		"node pool nodes":  f(&NodePoolNodesCommand{Meta: m}),
+		"node pool jobs":   f(&NodePoolJobsCommand{Meta: m}),
+
+		// Certificates for TLS.
+		"tls":             f(&GroupCommand{Meta: m, Name: "tls", Synopsis_: "Generate self-signed TLS certificates for Drover"}),
+		"tls ca":          f(&GroupCommand{Meta: m, Name: "tls ca", Synopsis_: "Manage the certificate authority"}),
+		"tls ca create":   f(&TLSCACreateCommand{Meta: m}),
+		"tls cert":        f(&GroupCommand{Meta: m, Name: "tls cert", Synopsis_: "Manage certificates"}),
+		"tls cert create": f(&TLSCertCreateCommand{Meta: m}),
 
 		// Nomad's older top-level aliases.
 		"run":      f(&JobRunCommand{Meta: m}),

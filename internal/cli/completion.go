@@ -60,12 +60,15 @@ var commandFlags = map[string]complete.Flags{
 		"-status": complete.PredictSet("pending", "blocked", "complete", "failed", "canceled"),
 		"-filter": complete.PredictAnything,
 	}),
-	"eval status":  mergeFlags(outputFlags, boolFlags("verbose")),
-	"alloc status": mergeFlags(outputFlags, boolFlags("short", "verbose")),
-	"alloc logs":   mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
-	"alloc fs":     boolFlags("stat", "verbose"),
-	"alloc stop":   boolFlags("detach", "verbose"),
-	"node status":  mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"eval status":   mergeFlags(outputFlags, boolFlags("verbose")),
+	"alloc status":  mergeFlags(outputFlags, boolFlags("short", "verbose")),
+	"alloc logs":    mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
+	"alloc fs":      boolFlags("stat", "verbose"),
+	"alloc stop":    boolFlags("detach", "verbose"),
+	"alloc restart": mergeFlags(boolFlags("all-tasks", "verbose"), complete.Flags{"-task": complete.PredictAnything}),
+	"alloc signal":  mergeFlags(boolFlags("verbose"), complete.Flags{"-s": complete.PredictSet("SIGHUP", "SIGINT", "SIGKILL", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2"), "-task": complete.PredictAnything}),
+	"alloc checks":  mergeFlags(outputFlags, boolFlags("verbose")),
+	"node status":   mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
 	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),
 		complete.Flags{"-deadline": complete.PredictAnything, "-m": complete.PredictAnything, "-meta": complete.PredictAnything}),
 	"node eligibility":          boolFlags("enable", "disable", "self"),
@@ -97,6 +100,24 @@ var commandFlags = map[string]complete.Flags{
 	"system gc":                  {},
 	"system reconcile summaries": {},
 
+	// Namespaces and node pools.
+	"namespace list":   outputFlags,
+	"namespace status": outputFlags,
+	"namespace apply": {"-description": complete.PredictAnything, "-quota": complete.PredictAnything,
+		"-json": complete.PredictNothing},
+	"namespace delete": {},
+	"tls ca create": mergeFlags(boolFlags("name-constraint"), complete.Flags{"-days": complete.PredictAnything,
+		"-domain": complete.PredictAnything, "-common-name": complete.PredictAnything, "-additional-domain": complete.PredictAnything}),
+	"tls cert create": mergeFlags(boolFlags("server", "client", "cli"), complete.Flags{"-ca": complete.PredictFiles("*.pem"),
+		"-key": complete.PredictFiles("*.pem"), "-days": complete.PredictAnything, "-domain": complete.PredictAnything,
+		"-region": complete.PredictAnything, "-additional-dnsname": complete.PredictAnything, "-additional-ipaddress": complete.PredictAnything}),
+	"node pool list":   mergeFlags(outputFlags, complete.Flags{"-filter": complete.PredictAnything}),
+	"node pool info":   outputFlags,
+	"node pool apply":  boolFlags("json"),
+	"node pool delete": {},
+	"node pool nodes":  mergeFlags(outputFlags, boolFlags("verbose"), complete.Flags{"-filter": complete.PredictAnything}),
+	"node pool jobs":   mergeFlags(outputFlags, complete.Flags{"-filter": complete.PredictAnything}),
+
 	// Scheduler configuration.
 	"operator gossip keyring": mergeFlags(boolFlags("generate", "list"),
 		complete.Flags{"-install": complete.PredictAnything, "-use": complete.PredictAnything, "-remove": complete.PredictAnything}),
@@ -127,12 +148,20 @@ func commandArgs(name string, m *Meta) complete.Predictor {
 		return idPredictor(m.Client, "jobs")
 	case "deployment status", "deployment promote", "deployment fail", "deployment pause", "deployment resume", "deployment unblock":
 		return idPredictor(m.Client, "deployments")
-	case "alloc status", "alloc logs", "alloc fs", "alloc stop":
+	case "alloc status", "alloc logs", "alloc fs", "alloc stop", "alloc restart", "alloc signal", "alloc checks", "alloc exec":
 		return idPredictor(m.Client, "allocs")
 	case "eval status", "eval delete":
 		return idPredictor(m.Client, "evals")
 	case "node status", "node drain", "node eligibility":
 		return idPredictor(m.Client, "nodes")
+	case "namespace status", "namespace delete":
+		return idPredictor(m.Client, "namespaces")
+	case "namespace apply":
+		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.json"), idPredictor(m.Client, "namespaces"))
+	case "node pool info", "node pool delete", "node pool nodes", "node pool jobs":
+		return idPredictor(m.Client, "node pools")
+	case "node pool apply":
+		return complete.PredictOr(complete.PredictFiles("*.hcl"), complete.PredictFiles("*.json"))
 	}
 	return complete.PredictNothing
 }
@@ -181,6 +210,22 @@ func idPredictor(newClient func() (*api.Client, error), kind string) complete.Pr
 			}
 			for _, d := range ds {
 				ids = append(ids, d.ID)
+			}
+		case "namespaces":
+			list, _, err := client.Namespaces().PrefixList(prefix, nil)
+			if err != nil {
+				return nil
+			}
+			for _, n := range list {
+				ids = append(ids, n.Name)
+			}
+		case "node pools":
+			list, _, err := client.NodePools().PrefixList(prefix, nil)
+			if err != nil {
+				return nil
+			}
+			for _, p := range list {
+				ids = append(ids, p.Name)
 			}
 		case "nodes":
 			stubs, _, err := client.Nodes().PrefixList(prefix)

@@ -19,7 +19,8 @@ Usage: `+BinaryName+` node status [options] [node]
 
   Without a node, lists all client nodes. With a node ID (or unique prefix),
   shows the node, the resources its allocations hold, its host's use of
-  them (when the agent asked is that node's own) and its allocations.
+  them (asked of the node's agent, through the servers) and its
+  allocations.
 
 Node Status Options:
 
@@ -112,9 +113,8 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error querying node allocations: %s", err))
 		return 1
 	}
-	// Host figures come from the node's own agent: Drover does not relay
-	// /v1/client/stats to other nodes, so they are shown when the agent
-	// asked is that node's (and -stats says why when they are not).
+	// Host figures come from the node's own agent, relayed through the
+	// servers (-stats says why when the node cannot be reached).
 	host, err := client.Nodes().Stats(node.ID, nil)
 	if err != nil {
 		host = nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
@@ -24,6 +25,9 @@ type Client struct {
 	cfg    Config
 	logger hclog.Logger
 	now    func() time.Time
+
+	// allocMetricsBusy: a pass of publishAllocMetrics is running.
+	allocMetricsBusy atomic.Bool
 
 	nodeMu sync.RWMutex
 	node   *structs.Node
@@ -190,7 +194,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	n := &structs.Node{
 		ID: id, SecretID: secret, Name: name, Datacenter: cfg.Datacenter, NodeClass: cfg.NodeClass,
 		NodePool: cfg.NodePool, Meta: mergeNodeMeta(c.metaStatic, c.metaDynamic), Status: structs.NodeStatusInit,
-		SchedulingEligibility: structs.NodeSchedulingEligible,
+		SchedulingEligibility: structs.NodeSchedulingEligible, TLSEnabled: cfg.TLSEnabled,
 	}
 	var deny []string
 	if d := cfg.Options["fingerprint.denylist"]; d != "" {
@@ -349,4 +353,10 @@ func (c *Client) Allocs() []*structs.Allocation {
 		out = append(out, ar.Alloc())
 	}
 	return out
+}
+
+// HasAlloc reports whether this client runs (or keeps) the allocation.
+func (c *Client) HasAlloc(allocID string) bool {
+	_, err := c.getAllocRunner(allocID)
+	return err == nil
 }

@@ -37,6 +37,8 @@ type Config struct {
 	NetworkInterface string
 	// BindAddr is the agent's advertise/bind address; it picks the
 	// fingerprinted interface when NetworkInterface is empty.
+	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
+	TLSEnabled      bool
 	BindAddr        string
 	CPUTotalCompute int
 	MemoryTotalMB   int
@@ -65,6 +67,9 @@ type Config struct {
 	// PublishNodeMetrics publishes the host and allocated-resource gauges
 	// (telemetry.publish_node_metrics).
 	PublishNodeMetrics bool
+	// PublishAllocationMetrics publishes each running task's memory and
+	// CPU gauges (telemetry.publish_allocation_metrics).
+	PublishAllocationMetrics bool
 	// DriverHealthInterval is how often drivers are fingerprinted again
 	// (0: every 15 s).
 	DriverHealthInterval time.Duration

@@ -19,6 +19,7 @@ import (
 //	client.host.disk.{size,used,available,used_percent,inodes_percent} (label disk)
 //	client.uptime
 //	client.{allocated,unallocated}.{cpu,memory,disk}
+//	client.allocs.{memory,cpu}.*   with publish_allocation_metrics (alloc_metrics.go)
 var (
 	keyAllocsPending  = []string{"client", "allocations", "pending"}
 	keyAllocsRunning  = []string{"client", "allocations", "running"}
@@ -87,6 +88,9 @@ func (c *Client) publishStats() {
 	metrics.SetGaugeWithLabels(keyAllocsRunning, float32(running), labels)
 	metrics.SetGaugeWithLabels(keyAllocsTerminal, float32(terminal), labels)
 
+	if c.cfg.PublishAllocationMetrics {
+		go c.publishAllocMetrics()
+	}
 	host, err := c.host.Collect()
 	if err != nil {
 		c.logger.Debug("sampling the host failed", "error", err)

@@ -15,6 +15,7 @@ const (
 	TopicEvaluation = "Evaluation"
 	TopicDeployment = "Deployment"
 	TopicNode       = "Node"
+	TopicNodePool   = "NodePool"
 	TopicAll        = "*"
 )
 
@@ -35,6 +36,9 @@ const (
 	TypeDeploymentPromotion           = "DeploymentPromotion"
 	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
 	TypeAllocationUpdateDesiredStatus = "AllocationUpdateDesiredStatus"
+
+	TypeNodePoolUpserted = "NodePoolUpserted"
+	TypeNodePoolDeleted  = "NodePoolDeleted"
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
@@ -64,6 +68,9 @@ var msgTypeEvents = map[structs.MessageType]string{
 	// A rolling restart's step changes allocations (restart request or
 	// migrate transition) and may create an eval.
 	structs.JobRestartRequestType: TypeAllocUpdated,
+
+	structs.NodePoolUpsertRequestType: TypeNodePoolUpserted,
+	structs.NodePoolDeleteRequestType: TypeNodePoolDeleted,
 }
 
 // tableTopics maps the state tables that carry events to their topic.
@@ -73,6 +80,7 @@ var tableTopics = map[string]string{
 	"evals":      TopicEvaluation,
 	"deployment": TopicDeployment,
 	"nodes":      TopicNode,
+	"node_pools": TopicNodePool,
 }
 
 // Publishes reports whether entries of msgType publish events.
@@ -132,6 +140,8 @@ func (e *Event) Payload() map[string]any {
 		n := *o
 		n.SecretID = ""
 		return map[string]any{"Node": &n}
+	case *structs.NodePool:
+		return map[string]any{"NodePool": o}
 	}
 	return map[string]any{}
 }
@@ -180,6 +190,13 @@ func fromChange(typ string, index uint64, c *memdb.Change) *Event {
 	case *structs.Node:
 		// Nodes belong to no namespace: every namespace filter sees them.
 		e.Topic, e.Key = TopicNode, o.ID
+	case *structs.NodePool:
+		// Only the pool entries publish pool events (a pool a node's
+		// registration creates is not announced, as in Nomad).
+		if typ != TypeNodePoolUpserted && typ != TypeNodePoolDeleted {
+			return nil
+		}
+		e.Topic, e.Key = TopicNodePool, o.Name
 	default:
 		return nil
 	}

@@ -50,6 +50,17 @@ func (f *FSM) registerJob(req *structs.JobRegisterRequest, index uint64) error {
 			return err
 		}
 	}
+	// The server checked the namespace before the entry; a delete of it
+	// may have committed since: refuse rather than orphan the job.
+	ns := req.Job.Namespace
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	if n, err := f.State().NamespaceByName(nil, ns); err != nil {
+		return err
+	} else if n == nil {
+		return structs.NewErrCoded(400, "job %q is in nonexistent namespace %q", req.Job.ID, ns)
+	}
 	if err := f.State().UpsertJob(index, req.Submission, req.Job); err != nil {
 		return err
 	}

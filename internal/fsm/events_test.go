@@ -56,6 +56,9 @@ func TestApply_PublishesEventsAtEntryIndex(t *testing.T) {
 		"16 Job:JobDeregistered:batch",
 		"21 Allocation:PlanResult:a2",
 		"22 Job:JobRegistered:scaled",
+		"23 NodePool:NodePoolUpserted:gpu NodePool:NodePoolUpserted:tmp",
+		"24 NodePool:NodePoolDeleted:tmp",
+		"27 Node:NodeRegistration:n3", // creates pool edge, announced by no pool event
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -181,6 +181,12 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyPlanResultsBatch(buf, index)
 	case structs.NamespaceUpsertRequestType:
 		err = f.applyNamespaceUpsert(buf, index)
+	case structs.NamespaceDeleteRequestType:
+		err = f.applyNamespaceDelete(buf, index)
+	case structs.NodePoolUpsertRequestType:
+		err = f.applyNodePoolUpsert(buf, index)
+	case structs.NodePoolDeleteRequestType:
+		err = f.applyNodePoolDelete(buf, index)
 	case structs.RootKeyUpsertRequestType:
 		err = f.applyRootKeyUpsert(buf, index)
 	case structs.ClusterMetadataRequestType:

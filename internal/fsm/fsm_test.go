@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,6 +154,20 @@ func scenario(t *testing.T) []*raft.Log {
 			{AllocsStopped: []*structs.Allocation{{ID: "a2", DesiredStatus: structs.AllocDesiredStatusStop}}},
 		}}),
 		entry(t, 22, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: scaledJob()}),
+		entry(t, 23, structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{
+			{Name: "gpu", Description: "GPUs", Meta: map[string]string{"v": "nv"}, NodeIdentityTTL: time.Hour,
+				SchedulerConfiguration: &structs.NodePoolSchedulerConfiguration{SchedulerAlgorithm: "spread", MemoryOversubscriptionEnabled: new(true)}},
+			{Name: "tmp"}}}),
+		entry(t, 24, structs.NodePoolDeleteRequestType, &structs.NodePoolDeleteRequest{Names: []string{"tmp"}}),
+		entry(t, 25, structs.NamespaceUpsertRequestType, &structs.NamespaceUpsertRequest{Namespaces: []*structs.Namespace{{Name: "gone"},
+			{Name: "ml", Capabilities: &structs.NamespaceCapabilities{DisabledTaskDrivers: []string{"raw_exec"}},
+				NodePoolConfiguration: &structs.NamespaceNodePoolConfiguration{Default: "gpu"}}}}),
+		entry(t, 26, structs.NamespaceDeleteRequestType, &structs.NamespaceDeleteRequest{Namespaces: []string{"gone"}}),
+		entry(t, 27, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: func() *structs.Node {
+			n := testNode("n3")
+			n.NodePool = "edge"
+			return n
+		}()}),
 	}
 }
 
@@ -184,6 +199,34 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	}
 	if ns, _ := st.NamespaceByName(nil, "prod"); ns == nil {
 		t.Error("namespace prod missing")
+	}
+	if ns, _ := st.NamespaceByName(nil, "gone"); ns != nil {
+		t.Error("namespace gone not deleted")
+	}
+	if ns, _ := st.NamespaceByName(nil, "ml"); ns == nil || ns.Capabilities == nil || ns.DefaultNodePool() != "gpu" {
+		t.Errorf("namespace ml = %+v", ns)
+	}
+	if p, _ := st.NodePoolByName(nil, "gpu"); p == nil || p.NodeIdentityTTL != time.Hour || p.SchedulerConfiguration.SchedulerAlgorithm != "spread" {
+		t.Errorf("node pool gpu = %+v", p)
+	}
+	// A registration into a namespace deleted after the server's check
+	// is refused by the entry, on every server alike.
+	l := entry(t, 28, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: func() *structs.Job {
+		j := testJob("late")
+		j.Namespace = "gone"
+		return j
+	}()})
+	if err, _ := f.Apply(l).(error); err == nil || !strings.Contains(err.Error(), `nonexistent namespace "gone"`) {
+		t.Errorf("job into a deleted namespace: %v", err)
+	}
+	if j, _ := st.JobByID(nil, "gone", "late"); j != nil {
+		t.Error("job stored in a deleted namespace")
+	}
+	if p, _ := st.NodePoolByName(nil, "tmp"); p != nil {
+		t.Error("node pool tmp not deleted")
+	}
+	if p, _ := st.NodePoolByName(nil, "edge"); p == nil || p.CreateIndex != 27 {
+		t.Errorf("node pool edge (created by n3's registration) = %+v", p)
 	}
 	n1, _ := st.NodeByID(nil, "n1")
 	if n1 == nil || n1.Status != structs.NodeStatusReady || len(n1.Events) != 1 || n1.LastAllocUpdateIndex != 4 { // registered with nothing to push; see state TestUpdateAllocsFromClient_NodeWrittenOnlyWhenItMatters
@@ -240,7 +283,7 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if ps, _ := st.ScalingPoliciesByJob(nil, "default", "web"); len(ps) != 0 {
 		t.Errorf("web has policies = %+v", ps)
 	}
-	if idx, _ := st.LatestIndex(); idx != 22 {
+	if idx, _ := st.LatestIndex(); idx != 27 {
 		t.Errorf("LatestIndex = %d", idx)
 	}
 
@@ -449,6 +492,7 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 		"nodes":           func() (memdb.ResultIterator, error) { return st.Nodes(nil) },
 		"deployment":      func() (memdb.ResultIterator, error) { return st.Deployments(nil) },
 		"namespaces":      func() (memdb.ResultIterator, error) { return st.Namespaces(nil) },
+		"node_pools":      func() (memdb.ResultIterator, error) { return st.NodePools(nil) },
 		"scaling_event":   func() (memdb.ResultIterator, error) { return st.ScalingEvents(nil) },
 		"scaling_policy":  func() (memdb.ResultIterator, error) { return st.ScalingPolicies(nil) },
 		"periodic_launch": func() (memdb.ResultIterator, error) { return st.PeriodicLaunches(nil) },

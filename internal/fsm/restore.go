@@ -175,6 +175,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.JobRestartRestore(v))
+	case NodePoolSnapshot:
+		v := new(structs.NodePool)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.NodePoolRestore(v))
 	case RootKeySnapshot:
 		v := new(structs.RootKey)
 		if err := dec.Decode(v); err != nil {

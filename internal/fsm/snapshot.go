@@ -50,6 +50,8 @@ const (
 	TimeTableSnapshot SnapshotType = 116
 	// JobRestartSnapshot takes its Raft message type's number (111).
 	JobRestartSnapshot SnapshotType = 111
+	// NodePoolSnapshot takes its Raft message type's number (66).
+	NodePoolSnapshot SnapshotType = 66
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -134,6 +136,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.Allocs(nil); return writeIter(AllocSnapshot, it, err) },
 		func() error { it, err := st.Deployments(nil); return writeIter(DeploymentSnapshot, it, err) },
 		func() error { it, err := st.Namespaces(nil); return writeIter(NamespaceSnapshot, it, err) },
+		func() error { it, err := st.NodePools(nil); return writeIter(NodePoolSnapshot, it, err) },
 		func() error { it, err := st.ScalingEvents(nil); return writeIter(ScalingEventSnapshot, it, err) },
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },

@@ -121,9 +121,9 @@ func startNetnsServer(t *testing.T, ns, ip string, joins []string) *netnsServer 
 	return s
 }
 
-// isolate drops every packet between s and the other servers (the host
+// cutOff drops every packet between s and the other servers (the host
 // still reaches it).
-func isolate(t *testing.T, s *netnsServer, others []*netnsServer, on bool) {
+func cutOff(t *testing.T, s *netnsServer, others []*netnsServer, on bool) {
 	op := "-I"
 	if !on {
 		op = "-D"
@@ -203,7 +203,7 @@ func TestHAPartition(t *testing.T) {
 		}
 	}
 
-	isolate(t, leader, majority, true)
+	cutOff(t, leader, majority, true)
 	// The majority elects one of its own.
 	var newLeader *netnsServer
 	waitFor(t, 30*time.Second, "the majority electing a leader", func() bool {
@@ -235,7 +235,7 @@ func TestHAPartition(t *testing.T) {
 		t.Fatalf("the refused write took %v to answer", d)
 	}
 
-	isolate(t, leader, majority, false)
+	cutOff(t, leader, majority, false)
 	waitFor(t, 60*time.Second, "all three agreeing on the leader after healing", func() bool {
 		l := leaderOf(servers[0])
 		return l != "" && leaderOf(servers[1]) == l && leaderOf(servers[2]) == l

@@ -15,7 +15,8 @@ import (
 
 // Listener accepts connections on the RPC port and dispatches them by their
 // first byte: net/rpc sessions to the rpc.Server, Raft connections to the
-// RaftLayer, yamux sessions to per-stream net/rpc sessions.
+// RaftLayer, yamux sessions to per-stream net/rpc sessions, and any other
+// byte to the handler registered for it (Handle).
 type Listener struct {
 	ln     net.Listener
 	srv    *rpc.Server
@@ -26,6 +27,25 @@ type Listener struct {
 	conns  map[io.Closer]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// extra are the handlers of protocol bytes other packages own
+	// (Handle); each takes over the connection.
+	extra map[byte]func(net.Conn)
+	// tls, when set, lets connections upgrade (ProtoTLS) and may require
+	// them to (tls.go).
+	tls *TLSListenerConfig
+}
+
+// Handle hands every connection whose first byte is proto to fn, which
+// owns it from then on (it must close it). Connections arriving before
+// the handler is set are closed. The
+// listener closes such connections it still tracks when it closes.
+func (l *Listener) Handle(proto byte, fn func(net.Conn)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.extra == nil {
+		l.extra = map[byte]func(net.Conn){}
+	}
+	l.extra[proto] = fn
 }
 
 // NewListener wraps ln. raft may be nil when Raft does not ride on this port.
@@ -91,13 +111,35 @@ func (l *Listener) handle(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	switch b[0] {
+	l.mu.Lock()
+	tc := l.tls
+	l.mu.Unlock()
+	switch {
+	case b[0] == ProtoTLS:
+		l.handleTLS(conn, tc)
+	case tc != nil && tc.Require:
+		l.logger.Warn("rpc: plaintext connection refused: tls.rpc requires TLS", "remote", conn.RemoteAddr())
+		conn.Close()
+	default:
+		l.dispatch(conn, b[0], l.serveRPC)
+	}
+}
+
+// serveRPC serves one net/rpc session on c.
+func (l *Listener) serveRPC(c io.ReadWriteCloser) {
+	l.srv.ServeCodec(NewServerCodec(bufferedConn(c)))
+}
+
+// dispatch hands conn to the protocol b selects; net/rpc sessions are
+// served by serve.
+func (l *Listener) dispatch(conn net.Conn, b byte, serve func(io.ReadWriteCloser)) {
+	switch b {
 	case ProtoRPC:
 		if !l.track(conn) {
 			return
 		}
 		defer l.untrack(conn)
-		l.srv.ServeCodec(NewServerCodec(bufferedConn(conn)))
+		serve(conn)
 	case ProtoRaft:
 		if l.raft == nil {
 			conn.Close()
@@ -121,10 +163,21 @@ func (l *Listener) handle(conn net.Conn) {
 				sess.Close()
 				return
 			}
-			go l.srv.ServeCodec(NewServerCodec(bufferedConn(stream)))
+			go serve(stream)
 		}
 	default:
-		l.logger.Warn("rpc: unknown protocol byte", "byte", b[0], "remote", conn.RemoteAddr())
+		l.mu.Lock()
+		fn := l.extra[b]
+		l.mu.Unlock()
+		if fn != nil {
+			if !l.track(conn) {
+				return
+			}
+			defer l.untrack(conn)
+			fn(conn)
+			return
+		}
+		l.logger.Warn("rpc: unknown protocol byte", "byte", b, "remote", conn.RemoteAddr())
 		conn.Close()
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/rpc"
 	"sync"
 	"time"
@@ -21,6 +20,15 @@ type Pool struct {
 	timeout time.Duration
 	codec   func(io.ReadWriteCloser) rpc.ClientCodec
 	closed  bool
+	dialer  *Dialer
+}
+
+// SetDialer makes new sessions dial through d (TLS); existing sessions
+// are kept until they end.
+func (p *Pool) SetDialer(d *Dialer) {
+	p.mu.Lock()
+	p.dialer = d
+	p.mu.Unlock()
 }
 
 type poolConn struct {
@@ -60,15 +68,12 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 		p.mu.Unlock()
 		return c, nil
 	}
+	d := p.dialer
 	p.mu.Unlock()
 
-	conn, err := net.DialTimeout("tcp", addr, p.timeout)
+	conn, err := d.Dial(addr, p.timeout)
 	if err != nil {
 		return nil, err
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetKeepAlive(true)
-		tc.SetNoDelay(true)
 	}
 	if _, err := conn.Write([]byte{ProtoMultiplex}); err != nil {
 		conn.Close()

@@ -19,6 +19,14 @@ type RaftLayer struct {
 	mu     sync.Mutex
 	closed bool
 	done   chan struct{}
+	dialer *Dialer
+}
+
+// SetDialer makes Raft dial its peers through d (TLS).
+func (r *RaftLayer) SetDialer(d *Dialer) {
+	r.mu.Lock()
+	r.dialer = d
+	r.mu.Unlock()
 }
 
 // NewRaftLayer builds a layer that advertises addr.
@@ -60,7 +68,10 @@ func (r *RaftLayer) Addr() net.Addr { return r.addr }
 
 // Dial implements raft.StreamLayer.
 func (r *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	r.mu.Lock()
+	d := r.dialer
+	r.mu.Unlock()
+	conn, err := d.Dial(string(address), timeout)
 	if err != nil {
 		return nil, err
 	}

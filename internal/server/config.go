@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/serf/serf"
 
+	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/clock"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -57,6 +58,10 @@ type Config struct {
 	RPCAddr     string
 	// RPCAdvertise is the address other agents use to reach this server.
 	RPCAdvertise string
+	// RPCTLS is the RPC port's TLS (nil: plaintext only); RPCDialer dials
+	// other servers (forwarding, Raft, tunnels) the same way.
+	RPCTLS    *droverrpc.TLSListenerConfig
+	RPCDialer *droverrpc.Dialer
 
 	// RaftTransport overrides the transport (tests). When nil Raft rides on
 	// the RPC port.

@@ -23,6 +23,10 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 	if err != nil {
 		return err
 	}
+	readable, err := a.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.AllocsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -33,6 +37,7 @@ func (a *Alloc) List(args *structs.AllocListRequest, reply *structs.AllocListRes
 			all = append(all, raw.(*structs.Allocation))
 		}
 		sort.SliceStable(all, func(i, j int) bool { return all[i].CreateIndex > all[j].CreateIndex })
+		all = onlyReadable(all, readable, func(a *structs.Allocation) string { return a.Namespace })
 		page, next, err := paginate(all, &args.QueryOptions, func(a *structs.Allocation) string { return a.ID }, keep[*structs.Allocation](filter))
 		if err != nil {
 			return err

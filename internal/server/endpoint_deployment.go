@@ -22,6 +22,10 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 	if err != nil {
 		return err
 	}
+	readable, err := d.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return d.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.DeploymentsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -31,6 +35,7 @@ func (d *Deployment) List(args *structs.GenericRequest, reply *structs.Deploymen
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			out = append(out, raw.(*structs.Deployment))
 		}
+		out = onlyReadable(out, readable, func(d *structs.Deployment) string { return d.Namespace })
 		reply.Deployments, reply.NextToken, err = paginate(out, &args.QueryOptions, func(d *structs.Deployment) string { return d.ID }, keep[*structs.Deployment](filter))
 		if err != nil {
 			return err

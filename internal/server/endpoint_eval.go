@@ -56,6 +56,10 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 	if err != nil {
 		return err
 	}
+	readable, err := e.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return e.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.EvalsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -73,6 +77,7 @@ func (e *Eval) List(args *structs.EvalListRequest, reply *structs.EvalListRespon
 			out = append(out, ev)
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
+		out = onlyReadable(out, readable, func(e *structs.Evaluation) string { return e.Namespace })
 		reply.Evaluations, reply.NextToken, err = paginate(out, &args.QueryOptions, func(e *structs.Evaluation) string { return e.ID }, keep[*structs.Evaluation](filter))
 		if err != nil {
 			return err

@@ -69,6 +69,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 
 // register is Register on the leader; policyOverride is a job scale's.
 func (j *Job) register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse, policyOverride bool) error {
+	if err := j.srv.admitNamespace(args.Job); err != nil {
+		return err
+	}
 	warnings, err := admitJobScaled(args.Job, policyOverride)
 	if err != nil {
 		return err
@@ -79,11 +82,6 @@ func (j *Job) register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		return structs.NewErrCoded(400, "Job namespace %q does not match request namespace %q", job.Namespace, args.Namespace)
 	}
 	st := j.srv.State()
-	if ns, err := st.NamespaceByName(nil, job.Namespace); err != nil {
-		return err
-	} else if ns == nil {
-		return structs.NewErrCoded(400, "job %q is in nonexistent namespace %q", job.ID, job.Namespace)
-	}
 	existing, err := st.JobByID(nil, job.Namespace, job.ID)
 	if err != nil {
 		return err
@@ -310,6 +308,10 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 	if err != nil {
 		return err
 	}
+	readable, err := j.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.JobsByIDPrefix(ws, ns, args.Prefix)
 		if err != nil {
@@ -325,6 +327,7 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 			}
 			return all[a].ID < all[b].ID
 		})
+		all = onlyReadable(all, readable, func(j *structs.Job) string { return j.Namespace })
 		page, next, err := paginate(all, &args.QueryOptions, func(j *structs.Job) string { return j.Namespace + "/" + j.ID }, keep[*structs.Job](filter))
 		if err != nil {
 			return err

@@ -52,6 +52,10 @@ func (n *Namespace) ListNamespaces(args *structs.GenericRequest, reply *structs.
 	if done, err := n.srv.forward("Namespace.ListNamespaces", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
+	readable, err := n.srv.namespaceReadable(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return n.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		iter, err := st.Namespaces(ws)
 		if err != nil {
@@ -60,7 +64,7 @@ func (n *Namespace) ListNamespaces(args *structs.GenericRequest, reply *structs.
 		out := []*structs.Namespace{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
 			ns := raw.(*structs.Namespace)
-			if args.Prefix == "" || hasPrefixFold(ns.Name, args.Prefix) {
+			if (args.Prefix == "" || hasPrefixFold(ns.Name, args.Prefix)) && readable(ns.Name) {
 				out = append(out, ns)
 			}
 		}

@@ -37,6 +37,8 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 		return structs.NewErrCoded(400, "missing node secret ID for client registration")
 	case node.NodePool == structs.AllNodePool:
 		return structs.NewErrCoded(400, "node is not allowed to register in node pool %q", structs.AllNodePool)
+	case node.NodePool != "" && !structs.ValidNodePoolName(node.NodePool):
+		return structs.NewErrCoded(400, "invalid node pool %q: a node pool name has 1 to 128 letters, digits, '-' or '_'", node.NodePool)
 	}
 	st := n.srv.State()
 	existing, err := st.NodeByID(nil, node.ID)

@@ -20,6 +20,10 @@ func (s *Scaling) ListPolicies(args *structs.ScalingPolicyListRequest, reply *st
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
+	readable, err := s.srv.listNamespaces(&args.QueryOptions)
+	if err != nil {
+		return err
+	}
 	return s.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		var ps []*structs.ScalingPolicy
 		if args.Job != "" && ns != "*" {
@@ -39,6 +43,7 @@ func (s *Scaling) ListPolicies(args *structs.ScalingPolicyListRequest, reply *st
 				}
 			}
 		}
+		ps = onlyReadable(ps, readable, func(p *structs.ScalingPolicy) string { return p.Namespace })
 		out := make([]*structs.ScalingPolicyListStub, 0, len(ps))
 		for _, p := range ps {
 			if args.Type != "" && !strings.HasPrefix(p.Type, args.Type) {

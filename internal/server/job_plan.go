@@ -17,6 +17,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if done, err := j.srv.forward("Job.Plan", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.admitNamespace(args.Job); err != nil {
+		return err
+	}
 	warnings, err := admitJob(args.Job)
 	if err != nil {
 		return err
@@ -63,7 +66,7 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		sched, err := scheduler.NewScheduler(job.Type, j.srv.schedulerOptions(scheduler.Config{Logger: j.srv.logger.Named("plan"),
-			Clock: time.Now, Explain: explain}, snap), snap, planner)
+			Clock: time.Now, Explain: explain}, snap, job.Namespace, job.ID), snap, planner)
 		if err != nil {
 			return err
 		}

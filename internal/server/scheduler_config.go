@@ -21,14 +21,34 @@ func (s *Server) schedulerConfigOf(st schedulerConfigReader) *structs.SchedulerC
 	return s.config.bootstrapSchedulerConfig()
 }
 
+// poolConfigReader is a state store or snapshot: the job of an evaluation
+// and its node pool.
+type poolConfigReader interface {
+	schedulerConfigReader
+	JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error)
+	NodePoolByName(ws memdb.WatchSet, name string) (*structs.NodePool, error)
+}
+
 // schedulerOptions fills a scheduler's configuration from the stored
 // scheduler configuration of the snapshot it will work on: every worker
-// honours a change from its next evaluation on, without a restart.
-func (s *Server) schedulerOptions(cfg scheduler.Config, st schedulerConfigReader) scheduler.Config {
+// honours a change from its next evaluation on, without a restart. The
+// node pool of job namespace/jobID overrides the algorithm and memory
+// oversubscription when its SchedulerConfiguration sets them.
+func (s *Server) schedulerOptions(cfg scheduler.Config, st poolConfigReader, namespace, jobID string) scheduler.Config {
 	sc := s.schedulerConfigOf(st)
 	cfg.Algorithm = sc.EffectiveAlgorithm()
 	cfg.PreemptionEnabled = sc.PreemptionEnabled()
 	cfg.MemoryOversubscription = sc.MemoryOversubscriptionEnabled
+	if jobID == "" {
+		return cfg
+	}
+	job, err := st.JobByID(nil, namespace, jobID)
+	if err != nil || job == nil || job.NodePool == "" {
+		return cfg
+	}
+	if pool, err := st.NodePoolByName(nil, job.NodePool); err == nil && pool != nil {
+		cfg.Algorithm, cfg.MemoryOversubscription = pool.SchedulerConfiguration.Apply(cfg.Algorithm, cfg.MemoryOversubscription)
+	}
 	return cfg
 }
 

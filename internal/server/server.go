@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/fsm"
+	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server/blockedevals"
 	"github.com/drover-project/drover/internal/server/deploywatch"
@@ -33,8 +34,18 @@ type Server struct {
 	config *Config
 	logger hclog.Logger
 
+	// reach holds the client agents' sessions (reach.go).
+	reach *reach.Hub
+
 	// waits ends clients' blocking pulls (wait_slots.go).
 	waits waitSlots
+
+	// namespaceACL filters lists across namespaces by token
+	// (namespace_access.go); nil allows every namespace.
+	namespaceACL func(token string) (func(ns string) bool, error)
+	// nodePoolACL filters the node pool list by token (namespace_access.go);
+	// nil allows every pool.
+	nodePoolACL func(token string) (func(pool string) bool, error)
 
 	fsm  *fsm.FSM
 	raft *raft.Raft
@@ -235,6 +246,16 @@ func (s *Server) setupRPCListener() error {
 	}
 	// Serving starts in NewServer once Raft is set up: endpoints read it.
 	s.listener = droverrpc.NewListener(ln, s.rpcServer, s.raftLayer, s.logger.Named("rpc"))
+	if s.config.RPCTLS != nil {
+		s.listener.SetTLS(s.config.RPCTLS)
+	}
+	if d := s.config.RPCDialer; d != nil {
+		s.pool.SetDialer(d)
+		if s.raftLayer != nil {
+			s.raftLayer.SetDialer(d)
+		}
+	}
+	s.setupReach()
 	return nil
 }
 
@@ -250,6 +271,7 @@ func (s *Server) registerEndpoints() error {
 		"Deployment": &Deployment{s},
 		"Region":     &Region{s},
 		"Namespace":  &Namespace{s},
+		"NodePool":   &NodePool{s},
 		"Periodic":   &Periodic{s},
 		"Operator":   &Operator{s},
 		"Scaling":    &Scaling{s},
@@ -333,6 +355,7 @@ func (s *Server) Shutdown() error {
 		if s.listener != nil {
 			s.listener.Close()
 		}
+		s.reach.Close()
 		s.pool.Shutdown()
 		s.wg.Wait()
 	})

@@ -222,7 +222,7 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 	defer func() { w.eval, w.token, w.deferred = nil, "", nil }()
 
 	start := time.Now()
-	sched, err := scheduler.NewScheduler(eval.Type, w.srv.schedulerOptions(w.schedConfig(), snap), snap, w)
+	sched, err := scheduler.NewScheduler(eval.Type, w.srv.schedulerOptions(w.schedConfig(), snap, eval.Namespace, eval.JobID), snap, w)
 	if err == nil {
 		err = sched.Process(eval)
 	}

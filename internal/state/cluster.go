@@ -138,3 +138,61 @@ func (s *StateStore) SetClusterMetadata(index uint64, meta *structs.ClusterMetad
 	txn.Commit()
 	return nil
 }
+
+// DeleteNamespaces deletes namespaces by name. It refuses (deleting none)
+// "default", a namespace that does not exist and one that still holds jobs
+// (Drover has no variables or volumes yet; they will join the check). The
+// server checks first; the store checks again so a job registered between
+// the check and the entry is never left in a missing namespace.
+func (s *StateStore) DeleteNamespaces(index uint64, names []string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	for _, name := range names {
+		if err := namespaceDeletable(txn, name); err != nil {
+			return err
+		}
+		if _, err := txn.DeleteAll(tableNamespaces, "id", name); err != nil {
+			return fmt.Errorf("state: namespace delete: %w", err)
+		}
+	}
+	if err := bumpIndex(txn, index, tableNamespaces); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// NamespaceDeletable says why namespace name cannot be deleted (a coded
+// 400 or 404), or nil.
+func (s *reader) NamespaceDeletable(name string) error {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return namespaceDeletable(txn, name)
+}
+
+func namespaceDeletable(txn *memdb.Txn, name string) error {
+	if name == structs.DefaultNamespace {
+		return structs.NewErrCoded(400, "default namespace can not be deleted")
+	}
+	raw, err := txn.First(tableNamespaces, "id", name)
+	if err != nil {
+		return fmt.Errorf("state: namespace lookup: %w", err)
+	}
+	if raw == nil {
+		return structs.NewErrCoded(404, "namespace %q not found", name)
+	}
+	jobs, err := txn.Get(tableJobs, "id")
+	if err != nil {
+		return fmt.Errorf("state: job lookup: %w", err)
+	}
+	var n int
+	for r := jobs.Next(); r != nil; r = jobs.Next() {
+		if r.(*structs.Job).Namespace == name {
+			n++
+		}
+	}
+	if n > 0 {
+		return structs.NewErrCoded(400, "namespace %q has %d job(s) in it; jobs must be purged before the namespace is deleted", name, n)
+	}
+	return nil
+}

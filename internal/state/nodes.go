@@ -122,6 +122,10 @@ func (s *StateStore) UpsertNode(index uint64, in *structs.Node) error {
 	if err := bumpIndex(txn, index, tableNodes); err != nil {
 		return err
 	}
+	// A node of a pool nobody created creates it, as Nomad's servers do.
+	if err := ensureNodePool(txn, index, n.NodePool); err != nil {
+		return err
+	}
 	txn.Commit()
 	return nil
 }

@@ -18,6 +18,7 @@ const (
 	tableDeployment  = "deployment"
 	tableNamespaces  = "namespaces"
 	tableRootKeys    = "root_keys"
+	tableNodePools   = "node_pools"
 	tableClusterMeta = "cluster_meta"
 
 	// tableJobSubmission keeps the source a job version was submitted as.
@@ -96,6 +97,7 @@ var (
 	launchID      = func(l *structs.PeriodicLaunch) string { return l.ID }
 	namespaceName = func(n *structs.Namespace) string { return n.Name }
 	rootKeyID     = func(k *structs.RootKey) string { return k.KeyID }
+	nodePoolName  = func(p *structs.NodePool) string { return p.Name }
 	indexEntryKey = func(e *IndexEntry) string { return e.Key }
 )
 
@@ -202,6 +204,10 @@ func schema() *memdb.DBSchema {
 		tableNamespaces: {
 			Name:    tableNamespaces,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(namespaceName)},
+		},
+		tableNodePools: {
+			Name:    tableNodePools,
+			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(nodePoolName)},
 		},
 		tableRootKeys: {
 			Name:    tableRootKeys,

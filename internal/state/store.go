@@ -62,7 +62,8 @@ type StateSnapshot struct {
 	reader
 }
 
-// NewStateStore returns an empty store holding only the default namespace.
+// NewStateStore returns an empty store holding only the default namespace
+// and the built-in node pools "all" and "default".
 func NewStateStore() (*StateStore, error) {
 	db, err := memdb.NewMemDB(schema())
 	if err != nil {
@@ -81,7 +82,13 @@ func NewStateStore() (*StateStore, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("state: inserting default namespace: %w", err)
 	}
-	if err := bumpIndex(txn, 1, tableNamespaces); err != nil {
+	for _, p := range structs.BuiltinNodePools() {
+		p.CreateIndex, p.ModifyIndex = 1, 1
+		if err := txn.Insert(tableNodePools, p); err != nil {
+			return nil, fmt.Errorf("state: inserting node pool %q: %w", p.Name, err)
+		}
+	}
+	if err := bumpIndex(txn, 1, tableNamespaces, tableNodePools); err != nil {
 		return nil, err
 	}
 	txn.Commit()

@@ -265,22 +265,6 @@ type ApplyPlanResultsBatchRequest struct {
 	WriteRequest
 }
 
-// NamespaceUpsertRequest upserts namespaces.
-type NamespaceUpsertRequest struct {
-	Namespaces []*Namespace
-	WriteRequest
-}
-
-// Namespace groups jobs and their objects.
-type Namespace struct {
-	Name        string
-	Description string
-	Quota       string
-	Meta        map[string]string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
 // RootKeyUpsertRequest stores a keyring root key through Raft.
 type RootKeyUpsertRequest struct {
 	Key *RootKey

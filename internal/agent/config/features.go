@@ -13,8 +13,7 @@ import "fmt"
 //	acl.enabled = true                       REFUSED: ACL enforcement is not built; running
 //	                                         would leave the API open while looking locked.
 //	acl.{token,policy,role}_ttl, ...         accepted, unused while ACLs are off
-//	tls.http = true, tls.rpc = true          REFUSED: Drover would serve plaintext
-//	tls.{ca,cert,key}_file, verify_*, ...    accepted, unused while tls.http/rpc are off
+//	tls.* (http, rpc, files, verify_*, ...)  accepted and honoured (tls.go, internal/tlsutil)
 //	vault.enabled = true (any vault block)   REFUSED: Vault integration is not built
 //	vault.{address,role,namespace,...}       accepted (inert while enabled is not true)
 //	consul.* (address, auto_advertise,       accepted: Drover neither registers the agent
@@ -36,8 +35,8 @@ import "fmt"
 //	telemetry.datadog_address,               REFUSED: those sinks are not built and the
 //	  telemetry.circonus_api_token            metrics would go nowhere; the Datadog agent
 //	                                         takes statsd_address (DogStatsD speaks statsd)
-//	telemetry.publish_allocation_metrics     accepted: per-allocation resource usage is
-//	  and the other metric filters            not measured yet, so not published
+//	telemetry.disable_dispatched_job_      accepted and ignored
+//	  summary_metrics
 //	flags -dev-connect, -dev-consul,         REFUSED by ParseAgentArgs: Consul Connect and
 //	  -dev-vault                             the dev integrations are not built
 var featureGates = []struct {
@@ -47,10 +46,6 @@ var featureGates = []struct {
 }{
 	{"acl.enabled", func(c *Config) bool { return c.ACL != nil && c.ACL.Enabled },
 		"acl.enabled = true is not supported yet: Drover does not enforce ACLs, so the cluster would be open while appearing protected. Remove it or set acl.enabled = false, and restrict network access to the agent instead"},
-	{"tls.http", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableHTTP },
-		"tls.http = true is not supported yet: the HTTP API would be served in plaintext. Remove it (or set false) and terminate TLS in a proxy in front of port 4646"},
-	{"tls.rpc", func(c *Config) bool { return c.TLS != nil && c.TLS.EnableRPC },
-		"tls.rpc = true is not supported yet: agent-to-agent RPC would run in plaintext. Remove it or set tls.rpc = false"},
 	{"vault.enabled", func(c *Config) bool {
 		for _, v := range c.Vaults {
 			if v != nil && v.Enabled != nil && *v.Enabled {

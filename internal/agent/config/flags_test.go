@@ -197,7 +197,7 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	pluginJSON := filepath.Join(dir, "plugins")
-	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"exec": {"config": {}}}}`), 0o644); err != nil {
+	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"lxc": {"config": {}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, _, err = ParseAgentArgs([]string{"-config", path, "-config", plugin, "-config", pluginJSON})
@@ -205,7 +205,7 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg = cfg.Validate().Error()
-	for _, want := range []string{plugin + `:5: plugin "podman" is not a task driver`, pluginJSON + `: plugin "exec" is not a task driver`} {
+	for _, want := range []string{plugin + `:5: plugin "podman" is not a task driver`, pluginJSON + `: plugin "lxc" is not a task driver`} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error %q does not contain %q", msg, want)
 		}

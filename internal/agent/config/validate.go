@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers/catalog"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Validate checks the final, merged configuration: value ranges, required
@@ -75,6 +76,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, t.validate()...)
 	}
 	errs = append(errs, c.checkPlugins()...)
+	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.checkFeatureGates()...)
 	for _, err := range errs {
 		if e, ok := err.(*Error); ok {
@@ -186,6 +188,9 @@ func (c *ClientConfig) validate() []error {
 		if g.v < 0 || g.v > 100 {
 			bad(g.k, "%s is a percentage (0-100), got %v", g.k, g.v)
 		}
+	}
+	if c.NodePool != "" && (c.NodePool == structs.AllNodePool || !structs.ValidNodePoolName(c.NodePool)) {
+		bad("client.node_pool", "client.node_pool %q is not a node pool a client can join: use 1 to 128 letters, digits, '-' or '_', and not \"all\"", c.NodePool)
 	}
 	if c.GCMaxAllocs < 0 || c.GCParallelDestroys < 0 || c.NodeMaxAllocs < 0 {
 		bad("client.gc_max_allocs", "client gc_max_allocs, gc_parallel_destroys and node_max_allocs must not be negative")

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -59,6 +60,14 @@ func (s *server) allocSpecificRequest(w http.ResponseWriter, r *http.Request) (a
 			return nil, errInvalidMethod
 		}
 		return s.allocGet(w, r, id)
+	case len(parts) == 2 && parts[1] == "checks":
+		// Nomad's server-side route to the node's checks.
+		if r.Method != http.MethodGet {
+			return nil, errInvalidMethod
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = "/v1/client/allocation/"+url.PathEscape(id)+"/checks", ""
+		return s.onAllocNode("/v1/client/allocation/", s.clientAllocRequest)(w, r2)
 	case len(parts) == 2 && parts[1] == "stop":
 		if !isWrite(r.Method) {
 			return nil, errInvalidMethod

@@ -55,6 +55,16 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/scaling/policy/p1", ""},
 	{"GET", "/v1/namespaces", ""},
 	{"GET", "/v1/namespace/default", ""},
+	{"PUT", "/v1/namespace", `{"Name":"team-a"}`},
+	{"PUT", "/v1/namespace/team-a", `{"Name":"team-a"}`},
+	{"DELETE", "/v1/namespace/team-a", ""},
+	{"GET", "/v1/node/pools", ""},
+	{"PUT", "/v1/node/pools", `{"Name":"gpu"}`},
+	{"GET", "/v1/node/pool/gpu", ""},
+	{"PUT", "/v1/node/pool/gpu", `{"Name":"gpu"}`},
+	{"DELETE", "/v1/node/pool/gpu", ""},
+	{"GET", "/v1/node/pool/gpu/nodes", ""},
+	{"GET", "/v1/node/pool/gpu/jobs", ""},
 	{"GET", "/v1/agent/self", ""},
 	{"GET", "/v1/agent/members", ""},
 	{"PUT", "/v1/agent/join?address=127.0.0.1:4648", ""},
@@ -94,6 +104,10 @@ var authRoutes = []struct{ method, path, body string }{
 	{"PUT", "/v1/system/reconcile/summaries", ""},
 	{"PUT", "/v1/client/gc?node_id=n1", ""},
 	{"PUT", "/v1/client/allocation/a1/gc", ""},
+	{"PUT", "/v1/client/allocation/a1/restart", `{"TaskName":"web"}`},
+	{"PUT", "/v1/client/allocation/a1/signal", `{"Task":"web","Signal":"SIGUSR1"}`},
+	{"GET", "/v1/client/allocation/a1/checks", ""},
+	{"GET", "/v1/allocation/a1/checks", ""},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {

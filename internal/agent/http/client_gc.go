@@ -17,8 +17,8 @@ type ClientGC interface {
 }
 
 // /v1/client/gc[?node_id=]: destroys every finished allocation of this
-// agent's client (runners and alloc dirs). As /v1/client/stats, a node_id
-// naming another node is refused rather than forwarded.
+// agent's client (runners and alloc dirs). A node_id naming another node is
+// relayed there (onQueryNode).
 func (s *server) clientGCRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	switch r.Method {
 	case http.MethodGet, http.MethodPut, http.MethodPost:

@@ -9,8 +9,8 @@ import (
 // /v1/client/metadata: the local client's node meta. GET[?node_id=] reads
 // it (merged, dynamic and static); PUT/POST with an api.NodeMetaApplyRequest
 // sets keys (string values) and unsets them (null), persists the change and
-// answers once the servers hold the updated node. As /v1/client/stats, a
-// node ID naming another node is refused rather than forwarded.
+// answers once the servers hold the updated node. A node ID naming another
+// node is relayed there (onQueryNode).
 func (s *server) clientMetadataRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	switch r.Method {
 	case http.MethodGet:

@@ -23,9 +23,9 @@ func (s *server) clientStatsRequest(w http.ResponseWriter, r *http.Request) (any
 	return s.cfg.Stats.HostStats()
 }
 
-// localNode accepts an empty node ID or this agent's client node: requests
-// about another node are refused rather than relayed, saying to ask that
-// node's agent for what.
+// localNode accepts an empty node ID or this agent's client node: a
+// request about another node reaches here only when it cannot be relayed
+// (no path), and is refused, saying to ask that node's agent for what.
 func (s *server) localNode(id, what string) error {
 	if id == "" {
 		return nil

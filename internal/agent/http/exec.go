@@ -157,9 +157,8 @@ func isNotFound(err error) bool {
 }
 
 // execElsewhere explains an allocation this agent's client does not run
-// (for exec and stats):
-// unknown to the servers too, or placed on another node (Drover does not
-// relay exec sessions between agents).
+// (for exec and stats) when the request could not be relayed to its node
+// (onAllocNode): unknown to the servers too, or placed on another node.
 func (s *server) execElsewhere(allocID string, noClient bool) error {
 	unknown := structs.NewErrCoded(http.StatusNotFound, "Unknown allocation %q", allocID)
 	if s.cfg.RPC == nil {

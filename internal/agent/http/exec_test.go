@@ -113,7 +113,7 @@ func TestExecRequestErrors(t *testing.T) {
 		{"/v1/client/allocation/a1/exec?task=web", 400, "command must be a non-empty JSON list"},
 		{"/v1/client/allocation/a1/exec?task=web&command=sh", 400, "command must be a non-empty JSON list"},
 		{"/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D&tty=maybe", 400, "tty must be true or false"},
-		{"/v1/client/allocation/a1/checks", 404, "Not found"},
+		{"/v1/client/allocation/a1/pause", 404, "Not found"},
 	} {
 		code, _, body := env.raw(t, "GET", tc.path, "")
 		if code != tc.code || !strings.Contains(body, tc.msg) {

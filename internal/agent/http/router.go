@@ -82,6 +82,11 @@ type Config struct {
 	Exec       ClientExec       // nil: the agent runs no client
 	AllocStats ClientAllocStats // nil: the agent runs no client
 	GC         ClientGC         // nil: the agent runs no client
+	Allocs     LocalAllocs      // nil: the agent runs no client
+	AllocOps   ClientAllocOps   // nil: the agent runs no client
+	// Reach opens pipes to other nodes' agents; nil: requests about
+	// another node are refused.
+	Reach      NodeDialer
 	Monitor    LogMonitor       // nil: /v1/agent/monitor answers 501
 	Agent      AgentInfo        // nil: agent endpoints answer 500
 	Membership Membership       // nil: join, force-leave and servers answer 501
@@ -160,6 +165,8 @@ func (s *server) routes() []route {
 
 		{"/v1/nodes", s.nodesRequest},
 		{"/v1/node/", s.nodeSpecificRequest},
+		{"/v1/node/pools", s.nodePoolsRequest},
+		{"/v1/node/pool/", s.nodePoolSpecificRequest},
 
 		{"/v1/deployments", s.deploymentsRequest},
 		{"/v1/deployment/", s.deploymentSpecificRequest},
@@ -175,6 +182,7 @@ func (s *server) routes() []route {
 		{"/v1/operator/autopilot/configuration", s.operatorAutopilotConfigRequest},
 		{"/v1/operator/autopilot/health", s.operatorAutopilotHealthRequest},
 		{"/v1/namespaces", s.namespacesRequest},
+		{"/v1/namespace", s.namespaceCreateRequest},
 		{"/v1/namespace/", s.namespaceSpecificRequest},
 
 		{"/v1/agent/self", s.agentSelfRequest},
@@ -184,7 +192,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/servers", s.agentServersRequest},
 		{"/v1/agent/keyring/", s.agentKeyringRequest},
 		{"/v1/agent/health", s.agentHealthRequest},
-		{"/v1/agent/monitor", s.agentMonitorRequest},
+		{"/v1/agent/monitor", s.onQueryNode(s.agentMonitorRequest)},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
 		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
 		{"/v1/metrics", s.metricsRequest},
@@ -193,16 +201,18 @@ func (s *server) routes() []route {
 		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
 
-		{"/v1/client/stats", s.clientStatsRequest},
-		{"/v1/client/metadata", s.clientMetadataRequest},
-		{"/v1/client/gc", s.clientGCRequest},
-		{"/v1/client/allocation/", s.clientAllocRequest},
-		{"/v1/client/fs/ls/", s.fsListRequest},
-		{"/v1/client/fs/stat/", s.fsStatRequest},
-		{"/v1/client/fs/cat/", s.fsCatRequest},
-		{"/v1/client/fs/readat/", s.fsReadAtRequest},
-		{"/v1/client/fs/stream/", s.fsStreamRequest},
-		{"/v1/client/fs/logs/", s.fsLogsRequest},
+		// Client routes are served on the node they concern, relayed
+		// there from any agent (client_reach.go).
+		{"/v1/client/stats", s.onQueryNode(s.clientStatsRequest)},
+		{"/v1/client/metadata", s.onQueryNode(s.clientMetadataRequest)},
+		{"/v1/client/gc", s.onQueryNode(s.clientGCRequest)},
+		{"/v1/client/allocation/", s.onAllocNode("/v1/client/allocation/", s.clientAllocRequest)},
+		{"/v1/client/fs/ls/", s.onAllocNode("/v1/client/fs/ls/", s.fsListRequest)},
+		{"/v1/client/fs/stat/", s.onAllocNode("/v1/client/fs/stat/", s.fsStatRequest)},
+		{"/v1/client/fs/cat/", s.onAllocNode("/v1/client/fs/cat/", s.fsCatRequest)},
+		{"/v1/client/fs/readat/", s.onAllocNode("/v1/client/fs/readat/", s.fsReadAtRequest)},
+		{"/v1/client/fs/stream/", s.onAllocNode("/v1/client/fs/stream/", s.fsStreamRequest)},
+		{"/v1/client/fs/logs/", s.onAllocNode("/v1/client/fs/logs/", s.fsLogsRequest)},
 	}
 }
 

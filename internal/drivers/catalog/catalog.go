@@ -17,7 +17,10 @@ import (
 
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers/docker"
+	"github.com/drover-project/drover/internal/drivers/exec"
+	"github.com/drover-project/drover/internal/drivers/java"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
 
@@ -27,6 +30,9 @@ var drivers = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidateTaskConfig,
 	docker.Name:  docker.ValidateTaskConfig,
 	mock.Name:    mock.ValidateTaskConfig,
+	qemu.Name:    qemu.ValidateTaskConfig,
+	exec.Name:    exec.ValidateTaskConfig,
+	java.Name:    java.ValidateTaskConfig,
 }
 
 // plugins maps each name a `plugin "<name>"` agent block may have (the
@@ -34,6 +40,9 @@ var drivers = map[string]func(map[string]any) error{
 var plugins = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidatePluginConfig,
 	docker.Name:  docker.ValidatePluginConfig,
+	qemu.Name:    qemu.ValidatePluginConfig,
+	exec.Name:    exec.ValidatePluginConfig,
+	java.Name:    exec.ValidatePluginConfig,
 	mock.Name: func(m map[string]any) error {
 		for k := range m {
 			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)

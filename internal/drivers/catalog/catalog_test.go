@@ -23,6 +23,16 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"docker", map[string]any{"image": "redis", "portz": []any{"http"}}, true, `unknown key "portz"`},
 		{"docker", map[string]any{"image": "redis", "shm_size": "big"}, true, `shm_size must be an integer`},
 		{"docker", map[string]any{"command": "x"}, true, `"image" is required`},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "kvm", "port_map": []any{map[string]any{"http": 80.0}}}, true, ""},
+		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "hvf"}, true, `accelerator must be "tcg" or "kvm"`},
+		{"qemu", map[string]any{"image_path": "vm.img", "drive_interface": "usb"}, true, `drive_interface must be one of`},
+		{"qemu", map[string]any{"args": []any{"-snapshot"}}, true, `"image_path" is required`},
+		{"exec", map[string]any{"command": "sleep", "args": []any{"1"}, "cap_add": []any{"net_bind_service"}, "pids_limit": 20.0}, true, ""},
+		{"exec", map[string]any{"command": "sleep", "cap_add": []any{"net_bindservice"}}, true, `cap_add: unknown capability "net_bindservice"`},
+		{"exec", map[string]any{"command": "sleep", "pid_mode": "shared"}, true, `pid_mode must be "private" or "host"`},
+		{"exec", map[string]any{"args": []any{"1"}}, true, `"command" is required`},
+		{"java", map[string]any{"jar_path": "local/a.jar", "jvm_options": []any{"-Xmx64m"}}, true, ""},
+		{"java", map[string]any{"command": "x"}, true, `unknown key "command"`},
 		{"podman", map[string]any{"image": "redis"}, false, ""},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
@@ -39,10 +49,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "docker,fake_device,mock_driver,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,exec,fake_device,java,mock_driver,qemu,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || IsPlugin("exec") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || !IsPlugin("exec") || !IsPlugin("java") || !IsPlugin("qemu") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }

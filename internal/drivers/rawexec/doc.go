@@ -34,6 +34,13 @@
 // stays one file. It exits once the task has exited and its output is
 // drained, or when the driver destroys the task.
 //
+// The exec and java drivers are built on this one (StartIsolated): the same
+// shim starts their task through package isolate's init, cloned into new
+// namespaces, which sets up the task's root, user and capabilities and then
+// execs the task's program; the init reports a failure to start on a pipe
+// its exec closes, so the shim says "ok" only once the task's own program
+// runs.
+//
 // The driver must never talk to servers, touch allocation state, set
 // resource limits (raw_exec does not isolate), or leak the agent's own
 // environment into a task: the task gets exactly TaskConfig.Env.

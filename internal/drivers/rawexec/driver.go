@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/isolate"
 )
 
 // Name is the driver's name in jobspecs.
@@ -36,6 +37,8 @@ type Config struct {
 	// DisableCgroups forces the process-group-only fallback.
 	DisableCgroups bool
 	Logger         hclog.Logger
+	// Name names the logger (drivers built on this one: "exec", "java").
+	Name string
 }
 
 // Driver is the raw_exec driver. It is safe for concurrent use.
@@ -61,7 +64,11 @@ func New(cfg Config) *Driver {
 	if l == nil {
 		l = hclog.NewNullLogger()
 	}
-	return &Driver{cfg: cfg, logger: l.Named(Name), tasks: map[string]*taskHandle{}}
+	name := cfg.Name
+	if name == "" {
+		name = Name
+	}
+	return &Driver{cfg: cfg, logger: l.Named(name), tasks: map[string]*taskHandle{}}
 }
 
 func (d *Driver) tracker() tracker {
@@ -292,7 +299,52 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, err
 	}
+	return d.start(cfg, tc, path, nil)
+}
 
+// StartIsolated starts a task of a driver built on this one (exec, java):
+// the same supervisor, logs, tracking and recovery as raw_exec, with the
+// task started through the isolation init described by spec.
+func (d *Driver) StartIsolated(cfg *drivers.TaskConfig, spec *isolate.Spec) (*drivers.TaskHandle, error) {
+	if cfg == nil || cfg.ID == "" {
+		return nil, errors.New("task config with an ID is required")
+	}
+	if cfg.TaskDir == "" {
+		return nil, errors.New("task config without a task directory")
+	}
+	if spec == nil {
+		return nil, errors.New("isolation spec is required")
+	}
+	d.mu.Lock()
+	_, dup := d.tasks[cfg.ID]
+	d.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("task %q is already started", cfg.ID)
+	}
+	return d.start(cfg, &taskConfig{Command: spec.Path, Args: spec.Args}, spec.Path, spec)
+}
+
+// MainPID is the host PID of a running task's main process.
+func (d *Driver) MainPID(taskID string) (int, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return 0, err
+	}
+	if h.exited() || !processAlive(h.pid, h.startTime) {
+		return 0, fmt.Errorf("task %q has exited", taskID)
+	}
+	return h.pid, nil
+}
+
+func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso *isolate.Spec) (*drivers.TaskHandle, error) {
+	// An isolated task switches to its user inside the isolation init.
+	var usr *taskUser
+	if iso == nil {
+		var err error
+		if usr, err = resolveUser(cfg.User); err != nil {
+			return nil, err
+		}
+	}
 	trk := d.tracker()
 	override := tc.V2Override
 	if trk.kind == cgV1Freeze {
@@ -318,6 +370,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	spec := &shimSpec{
 		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
 		Cgroup: cg, Task: cfg.Name, Logs: cfg.Logs, StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+		User: usr, Isolation: iso,
 	}
 	if spec.Task == "" {
 		spec.Task = cgroupName(cfg.ID)

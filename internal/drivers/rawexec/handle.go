@@ -50,6 +50,9 @@ type taskHandle struct {
 	completedAt time.Time
 
 	cleanupMu sync.Mutex // serialises killAndCleanup
+
+	statsMu sync.Mutex
+	lastCPU cpuSample // TaskStats' previous sample
 }
 
 func newHandle(cfg *drivers.TaskConfig, ds driverState, l hclog.Logger) *taskHandle {

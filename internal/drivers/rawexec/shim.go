@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/drover-project/drover/internal/client/logs"
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/isolate"
 )
 
 // ShimCommand is the first argument that turns this binary into a task's
@@ -34,6 +36,7 @@ const (
 	shimStateFile = "shim.json"
 	shimExitFile  = "exit.json"
 	shimLogFile   = "shim.log"
+	isolateFile   = "isolate.json"
 	// shimReadyFD is the pipe on which the shim says "ok" or why it could
 	// not start the task, then "exited" when the task has exited and its
 	// exit status is recorded.
@@ -54,6 +57,12 @@ type shimSpec struct {
 	// output goes to directly.
 	StdoutPath string `json:"stdout_path,omitempty"`
 	StderrPath string `json:"stderr_path,omitempty"`
+	// User is the task's `user`, resolved (nil: the agent's user).
+	User *taskUser `json:"user,omitempty"`
+	// Isolation, for drivers built on this one (exec, java): the task is
+	// started through the isolation init in new namespaces instead of
+	// directly (Path, Args, Env and Dir are then unused).
+	Isolation *isolate.Spec `json:"isolation,omitempty"`
 }
 
 // shimState is written by the shim once the task runs.
@@ -139,7 +148,14 @@ func shimMain(dir string) int {
 	cmd := &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.User.credential()},
+	}
+	var initErr *os.File
+	if spec.Isolation != nil {
+		var err error
+		if initErr, err = spec.isolate(cmd, dir); err != nil {
+			return fail(err)
+		}
 	}
 	if err := spec.Cgroup.start(cmd); err != nil {
 		return fail(fmt.Errorf("start %s: %w", spec.Path, err))
@@ -147,6 +163,22 @@ func shimMain(dir string) int {
 	// The child holds its own copies of the write ends.
 	outW.Close()
 	errW.Close()
+	if initErr != nil {
+		// The isolation init reports why it could not start the task, or
+		// nothing when its exec closed the pipe: the task runs its own
+		// program before the driver hears it started (a signal must not
+		// reach the init halfway through its setup).
+		cmd.ExtraFiles[0].Close()
+		msg, _ := io.ReadAll(initErr)
+		initErr.Close()
+		if len(msg) > 0 {
+			_ = cmd.Wait()
+			copiers.stop()
+			copiers.wait()
+			copiers.close()
+			return fail(errors.New(strings.TrimSpace(string(msg))))
+		}
+	}
 	self, _ := readProcStat(os.Getpid())
 	st := shimState{ShimPID: os.Getpid(), ShimStartTime: self.startTime, PID: cmd.Process.Pid, StartedAt: time.Now()}
 	if ps, err := readProcStat(cmd.Process.Pid); err == nil {
@@ -202,6 +234,29 @@ func shimMain(dir string) int {
 	}
 	copiers.close()
 	return 0
+}
+
+// isolate turns cmd into the isolation init of the task (see package
+// isolate): this binary, cloned into the task's new namespaces, given the
+// spec it reads from the shim's directory.
+// The returned pipe carries the init's error, if it fails before exec.
+func (s *shimSpec) isolate(cmd *exec.Cmd, dir string) (*os.File, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, isolateFile)
+	if err := writeFileAtomic(path, s.Isolation); err != nil {
+		return nil, fmt.Errorf("write isolation spec: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = exe, []string{exe, isolate.InitCommand, path}, []string{"GOMAXPROCS=1"}, "/"
+	cmd.ExtraFiles = []*os.File{w} // fd 3 in the init
+	cmd.SysProcAttr.Cloneflags = s.Isolation.Cloneflags()
+	return r, nil
 }
 
 // copiers copy the task's output pipes into the log rotators.

@@ -243,8 +243,8 @@ var taskGaps = []gap[taskCtx]{
 	{"schedule", gapRefuse, "the task would run all the time, not only in its schedule", func(c taskCtx) []string {
 		return when(c.t.Schedule != nil, "schedule")
 	}},
-	{"user", gapRefuse, "raw_exec runs every task as the agent's user, so the task would run with more privileges than asked (docker runs the container as the user)", func(c taskCtx) []string {
-		return when(c.t.User != "" && c.t.Driver != "docker", fmt.Sprintf("user %q", c.t.User))
+	{"user", gapRefuse, "this driver runs every task as the agent's user, so the task would run with more privileges than asked (docker, exec, java and raw_exec run the task as the user)", func(c taskCtx) []string {
+		return when(c.t.User != "" && !honoursUser[c.t.Driver], fmt.Sprintf("user %q", c.t.User))
 	}},
 	{"identity env/file", gapRefuse, "workload identity tokens are not given to tasks yet; the task would start without its token", func(c taskCtx) []string {
 		var out []string
@@ -441,3 +441,6 @@ func ptrVal[T any](p *T) T {
 	}
 	return *p
 }
+
+// honoursUser are the drivers that run a task as its `user`.
+var honoursUser = map[string]bool{"docker": true, "exec": true, "java": true, "raw_exec": true}

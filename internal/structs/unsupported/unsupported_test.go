@@ -92,7 +92,12 @@ func TestCheck_Decisions(t *testing.T) {
 		{"numa", func(j *api.Job) {
 			task(j).Resources = &api.Resources{NUMA: &api.NUMAResource{Affinity: "require"}}
 		}, tp + `resources.numa is not supported`, ""},
-		{"user", func(j *api.Job) { task(j).User = "nobody" }, tp + `user "nobody" is not supported by Drover yet: raw_exec runs every task as the agent's user`, ""},
+		{"user", func(j *api.Job) {
+			task(j).Driver = "mock_driver"
+			task(j).Config = map[string]any{}
+			task(j).User = "nobody"
+		},
+			tp + `user "nobody" is not supported by Drover yet: this driver runs every task as the agent's user`, ""},
 		{"identity file", func(j *api.Job) { task(j).Identity = &api.WorkloadIdentity{File: true} }, tp + `identity is not supported`, ""},
 		{"identities env", func(j *api.Job) {
 			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, Env: true}}
@@ -160,6 +165,16 @@ func TestCheck_Decisions(t *testing.T) {
 				t.Errorf("want nothing else, got %q", other)
 			}
 		})
+	}
+}
+
+// raw_exec runs the task as its user (or refuses it on the node, saying
+// why): no refusal at submit.
+func TestRawExecTaskUserAccepted(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].Tasks[0].User = "nobody"
+	if g := checkGaps(t, j); len(g.Refused) != 0 {
+		t.Fatalf("a raw_exec task with a user was refused: %q", g.Refused)
 	}
 }
 

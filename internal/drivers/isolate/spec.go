@@ -1,0 +1,201 @@
+package isolate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// InitCommand is the first argument that turns this binary into a task's
+// init (see the package doc).
+const InitCommand = "__drover_isolate_init"
+
+// EnterCommand is the first argument that turns this binary into the
+// helper that joins a running task's cgroups and then execs nsenter into
+// its namespaces (alloc exec).
+const EnterCommand = "__drover_isolate_enter"
+
+// Spec is everything the init needs to isolate and start one task.
+type Spec struct {
+	// Root is the task directory on the host; it becomes "/".
+	Root string `json:"root"`
+	// SharedAlloc is the allocation's shared directory, mounted at /alloc.
+	SharedAlloc string `json:"shared_alloc"`
+	// Chroot maps host paths to paths inside the root (chroot_env).
+	Chroot map[string]string `json:"chroot"`
+	// Path is the command (absolute inside the root, or a name looked up
+	// in the task's PATH inside the root); Args are argv, Args[0] included.
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	// WorkDir inside the root ("/" when empty).
+	WorkDir string `json:"work_dir"`
+	// User name or numeric uid[:gid] the task runs as.
+	User string `json:"user"`
+	// Caps is the task's capability set (names such as "chown"); every
+	// other capability is dropped from the bounding set.
+	Caps        []string `json:"caps"`
+	NoPivotRoot bool     `json:"no_pivot_root"`
+	HostPID     bool     `json:"host_pid"`
+	HostIPC     bool     `json:"host_ipc"`
+	Hostname    string   `json:"hostname"`
+	// Cgroups are cgroup directories the init joins before exec.
+	Cgroups []string `json:"cgroups"`
+}
+
+// Cloneflags are the namespaces the init is cloned into.
+func (s *Spec) Cloneflags() uintptr {
+	f := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS)
+	if !s.HostPID {
+		f |= syscall.CLONE_NEWPID
+	}
+	if !s.HostIPC {
+		f |= syscall.CLONE_NEWIPC
+	}
+	return f
+}
+
+// DefaultChrootEnv is Nomad's default chroot_env: host path -> path in the
+// task's root.
+func DefaultChrootEnv() map[string]string {
+	return map[string]string{
+		"/bin":                 "/bin",
+		"/etc":                 "/etc",
+		"/lib":                 "/lib",
+		"/lib32":               "/lib32",
+		"/lib64":               "/lib64",
+		"/run/resolvconf":      "/run/resolvconf",
+		"/run/systemd/resolve": "/run/systemd/resolve",
+		"/sbin":                "/sbin",
+		"/usr":                 "/usr",
+	}
+}
+
+// capNumbers maps Linux capability names (lower case, no "cap_" prefix)
+// to their numbers.
+var capNumbers = map[string]int{
+	"chown": 0, "dac_override": 1, "dac_read_search": 2, "fowner": 3, "fsetid": 4, "kill": 5,
+	"setgid": 6, "setuid": 7, "setpcap": 8, "linux_immutable": 9, "net_bind_service": 10,
+	"net_broadcast": 11, "net_admin": 12, "net_raw": 13, "ipc_lock": 14, "ipc_owner": 15,
+	"sys_module": 16, "sys_rawio": 17, "sys_chroot": 18, "sys_ptrace": 19, "sys_pacct": 20,
+	"sys_admin": 21, "sys_boot": 22, "sys_nice": 23, "sys_resource": 24, "sys_time": 25,
+	"sys_tty_config": 26, "mknod": 27, "lease": 28, "audit_write": 29, "audit_control": 30,
+	"setfcap": 31, "mac_override": 32, "mac_admin": 33, "syslog": 34, "wake_alarm": 35,
+	"block_suspend": 36, "audit_read": 37, "perfmon": 38, "bpf": 39, "checkpoint_restore": 40,
+}
+
+// DefaultCaps is Nomad's default capability set for exec and java tasks
+// (Docker's default set without net_raw).
+func DefaultCaps() []string {
+	return []string{"audit_write", "chown", "dac_override", "fowner", "fsetid", "kill", "mknod",
+		"net_bind_service", "setfcap", "setgid", "setpcap", "setuid", "sys_chroot"}
+}
+
+// AllCaps lists every capability name, sorted.
+func AllCaps() []string {
+	out := make([]string, 0, len(capNumbers))
+	for k := range capNumbers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NormalizeCap turns "CAP_NET_ADMIN", "net_admin" or "NET_ADMIN" into
+// "net_admin"; "all" stays "all". ok is false for an unknown name.
+func NormalizeCap(name string) (string, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.TrimPrefix(n, "cap_")
+	if n == "all" {
+		return n, true
+	}
+	_, ok := capNumbers[n]
+	return n, ok
+}
+
+// ResolveCaps computes a task's capability set as Nomad does: the default
+// set minus cap_drop, plus cap_add ("all" allowed in both, so cap_drop =
+// ["all"] with cap_add = ["chown"] leaves chown only); every added
+// capability must be in allowed (the plugin's allow_caps).
+func ResolveCaps(defaults, allowed, add, drop []string) ([]string, error) {
+	norm := func(field string, in []string) ([]string, error) {
+		var out []string
+		for _, c := range in {
+			n, ok := NormalizeCap(c)
+			if !ok {
+				return nil, fmt.Errorf("%s: unknown capability %q", field, c)
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	allow, err := norm("allow_caps", allowed)
+	if err != nil {
+		return nil, err
+	}
+	addN, err := norm("cap_add", add)
+	if err != nil {
+		return nil, err
+	}
+	dropN, err := norm("cap_drop", drop)
+	if err != nil {
+		return nil, err
+	}
+	allowSet := map[string]bool{}
+	for _, c := range allow {
+		if c == "all" {
+			for _, a := range AllCaps() {
+				allowSet[a] = true
+			}
+			continue
+		}
+		allowSet[c] = true
+	}
+	set := map[string]bool{}
+	for _, c := range defaults {
+		if allowSet[c] {
+			set[c] = true
+		}
+	}
+	for _, c := range dropN {
+		if c == "all" {
+			set = map[string]bool{}
+			continue
+		}
+		delete(set, c)
+	}
+	var denied []string
+	for _, c := range addN {
+		if c == "all" {
+			for _, a := range AllCaps() {
+				if !allowSet[a] {
+					denied = append(denied, a)
+				}
+				set[a] = true
+			}
+			continue
+		}
+		if !allowSet[c] {
+			denied = append(denied, c)
+		}
+		set[c] = true
+	}
+	if len(denied) > 0 {
+		return nil, fmt.Errorf("cap_add: capabilities %s are not allowed by the driver's allow_caps", strings.Join(denied, ", "))
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// CapNumber is a capability's number (-1: unknown).
+func CapNumber(name string) int {
+	if n, ok := capNumbers[name]; ok {
+		return n
+	}
+	return -1
+}
