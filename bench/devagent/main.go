@@ -3,11 +3,13 @@
 // and from registering one job of N raw_exec allocations (sleep 600,
 // cpu 20, memory 32) to all of them running. With -driver docker the
 // allocations are containers of -image (default drover-hello:local, built by
-// scripts/docker-example-image.sh) run with its own entrypoint. With
+// scripts/docker-example-image.sh) run with its own entrypoint; with -driver
+// podman, containers of the podman API service (default image
+// localhost/drover-hello:local, built by scripts/podman-example-image.sh). With
 // -driver exec they are the same sleep 600, isolated by the exec driver
 // (namespaces, chroot, cgroup limits; needs root).
 //
-//	go run ./bench/devagent [-count 100] [-runs 3] [-json] [-driver docker [-image ref] | -driver exec]
+//	go run ./bench/devagent [-count 100] [-runs 3] [-json] [-driver docker|podman [-image ref] | -driver exec]
 package main
 
 import (
@@ -38,9 +40,15 @@ func main() {
 	count := flag.Int("count", 100, "allocations in the job")
 	runs := flag.Int("runs", 3, "repetitions (median reported)")
 	asJSON := flag.Bool("json", false, "print JSON")
-	flag.StringVar(&driver, "driver", "raw_exec", "task driver: raw_exec, exec or docker")
-	flag.StringVar(&image, "image", "drover-hello:local", "image of the docker tasks")
+	flag.StringVar(&driver, "driver", "raw_exec", "task driver: raw_exec, exec, docker or podman")
+	flag.StringVar(&image, "image", "", "image of the container tasks (default drover-hello:local; podman: localhost/drover-hello:local)")
 	flag.Parse()
+	if image == "" {
+		image = "drover-hello:local"
+		if driver == "podman" {
+			image = "localhost/drover-hello:local"
+		}
+	}
 
 	dir, err := os.MkdirTemp("", "drover-bench-")
 	must(err)
@@ -111,7 +119,7 @@ func once(bin string, count int) (result, error) {
 	tg := api.NewTaskGroup("g", count)
 	task := api.NewTask("t", driver)
 	task.Config = map[string]any{"command": "/bin/sleep", "args": []string{"600"}}
-	if driver == "docker" {
+	if driver == "docker" || driver == "podman" {
 		task.Config = map[string]any{"image": image}
 	}
 	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}

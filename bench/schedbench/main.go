@@ -18,6 +18,7 @@ func main() {
 	scenario := flag.String("scenario", "", "steady | large | tiny | nodeloss | rolling | heartbeat (explicit -nodes/-jobs/-count override it)")
 	flag.IntVar(&o.Submitters, "submitters", 0, "concurrent HTTP job registrations (default from -scenario: 64 for tiny, else 16)")
 	flag.StringVar(&o.Addr, "addr", "", "HTTP address of an existing server (default: start one)")
+	flag.IntVar(&o.Servers, "servers", 1, "server processes to start: 1, or 3 (a Raft cluster on disk joined by retry_join; nodes spread across the servers, jobs submitted through the leader)")
 	flag.StringVar(&o.RPCAddr, "rpc", "", "with -addr: the server's RPC address")
 	flag.IntVar(&o.ServerPID, "server-pid", 0, "with -addr: the server's pid, for its CPU and RSS")
 	flag.StringVar(&o.Bin, "bin", "", "drover binary (default: go build ./cmd/drover)")
@@ -38,6 +39,14 @@ func main() {
 	flag.Parse()
 	if err := applyScenario(&o, *scenario); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if o.Servers != 1 && o.Servers != 3 {
+		fmt.Fprintln(os.Stderr, "-servers must be 1 or 3")
+		os.Exit(2)
+	}
+	if o.Addr != "" && o.Servers != 1 {
+		fmt.Fprintln(os.Stderr, "-servers starts its own cluster: it does not go with -addr")
 		os.Exit(2)
 	}
 	if o.Addr != "" && o.RPCAddr == "" {

@@ -19,6 +19,7 @@ type options struct {
 	Nodes, Jobs, Count int
 	Submitters         int    // concurrent HTTP job registrations
 	Addr, RPCAddr      string // an existing server; empty starts one
+	Servers            int    // servers to start (1 or 3); nodes are spread across them
 	ServerPID          int    // with Addr: the server process, for CPU and RSS
 	Bin                string // prebuilt drover binary; empty builds one
 	Timeout            time.Duration
@@ -40,6 +41,9 @@ type options struct {
 // result is the JSON the benchmark prints; scripts depend on its keys.
 type result struct {
 	Scenario             string  `json:"scenario,omitempty"`
+	Servers              int     `json:"servers,omitempty"`       // server processes (3: a Raft cluster on disk)
+	LeaderCPUSeconds     float64 `json:"leader_cpu_s,omitempty"`  // with several servers: the leader's share of server_cpu_s
+	LeaderRSSMB          float64 `json:"leader_rss_mb,omitempty"` // with several servers: the leader's RSS (server_rss_mb is the largest)
 	Nodes                int     `json:"nodes"`
 	Jobs                 int     `json:"jobs"`
 	Count                int     `json:"count"`
@@ -94,6 +98,8 @@ func run(ctx context.Context, o options) (res result, err error) {
 	defer cancel()
 
 	httpAddr, rpcAddr, pid := o.Addr, o.RPCAddr, o.ServerPID
+	var rpcAddrs []string // every server's RPC address
+	var pids []int        // every server process
 	if httpAddr == "" {
 		dir, err := os.MkdirTemp("", "drover-schedbench-")
 		if err != nil {
@@ -106,12 +112,40 @@ func run(ctx context.Context, o options) (res result, err error) {
 				return res, err
 			}
 		}
-		srv, err := startServer(bin, dir, o.CPUProfile != "" || o.HeapProfile != "")
-		if err != nil {
-			return res, err
+		debug := o.CPUProfile != "" || o.HeapProfile != ""
+		if o.Servers > 1 {
+			srvs, err := startCluster(bin, dir, o.Servers, debug)
+			if err != nil {
+				return res, err
+			}
+			defer func() {
+				for _, s := range srvs {
+					s.stop()
+				}
+			}()
+			res.Servers = o.Servers
+			leader := leaderOf(srvs)
+			if leader == nil {
+				return res, fmt.Errorf("no leader known after the cluster formed")
+			}
+			// Jobs go in through the leader's HTTP API (profiles are the
+			// leader's); nodes are spread across every server.
+			httpAddr, rpcAddr, pid = leader.httpAddr, leader.rpcAddr, leader.pid()
+			for _, s := range srvs {
+				rpcAddrs = append(rpcAddrs, s.rpcAddr)
+				pids = append(pids, s.pid())
+			}
+		} else {
+			srv, err := startServer(bin, dir, debug)
+			if err != nil {
+				return res, err
+			}
+			defer srv.stop()
+			httpAddr, rpcAddr, pid = srv.httpAddr, srv.rpcAddr, srv.pid()
 		}
-		defer srv.stop()
-		httpAddr, rpcAddr, pid = srv.httpAddr, srv.rpcAddr, srv.pid()
+	}
+	if len(rpcAddrs) == 0 {
+		rpcAddrs, pids = []string{rpcAddr}, []int{pid}
 	}
 	c, err := newAPIClient(httpAddr)
 	if err != nil {
@@ -120,7 +154,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 
 	// Nodes.
 	memBefore := sim.ReadMem()
-	ns, err := sim.New(sim.Config{Servers: []string{rpcAddr}, Nodes: o.Nodes, RunDelay: o.RunDelay,
+	ns, err := sim.New(sim.Config{Servers: rpcAddrs, Nodes: o.Nodes, RunDelay: o.RunDelay,
 		HealthyAfter: o.HealthyAfter, Logf: logf})
 	if err != nil {
 		return res, err
@@ -150,18 +184,18 @@ func run(ctx context.Context, o options) (res result, err error) {
 	}
 
 	// Jobs.
-	serverCPU0, _ := procCPU(pid)
+	serverCPU0, leaderCPU0 := clusterCPU(pids), clusterCPU([]int{pid})
 	selfCPU0 := selfCPU()
 	stats0 := ns.Stats()
 	// CPU is counted up to the moment every allocation runs (cpuDone):
 	// the reads of every allocation and evaluation that follow, for the
 	// report, are the harness's, not the scheduling's. RSS is read at the
 	// very end, so it includes them (the conservative figure).
-	var serverCPU, nodesimCPU float64
+	var serverCPU, leaderCPU, nodesimCPU float64
 	cpuDone := func() {
 		if pid > 0 {
-			cpu, _ := procCPU(pid)
-			serverCPU = cpu - serverCPU0
+			serverCPU = clusterCPU(pids) - serverCPU0
+			leaderCPU = clusterCPU([]int{pid}) - leaderCPU0
 		}
 		nodesimCPU = selfCPU() - selfCPU0
 	}
@@ -171,7 +205,13 @@ func run(ctx context.Context, o options) (res result, err error) {
 		}
 		if pid > 0 {
 			res.ServerCPUSeconds = round(serverCPU, 2)
-			res.ServerRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
+			for _, p := range pids {
+				res.ServerRSSMB = max(res.ServerRSSMB, round(float64(sim.ProcRSS(fmt.Sprint(p)))/(1<<20), 1))
+			}
+			if len(pids) > 1 {
+				res.LeaderCPUSeconds = round(leaderCPU, 2)
+				res.LeaderRSSMB = round(float64(sim.ProcRSS(fmt.Sprint(pid)))/(1<<20), 1)
+			}
 		}
 		res.NodesimCPUSeconds = round(nodesimCPU, 2)
 		st := ns.Stats()

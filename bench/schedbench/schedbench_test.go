@@ -47,3 +47,23 @@ func TestNodeLossSmall(t *testing.T) {
 		t.Fatalf("node loss not measured: %+v", res)
 	}
 }
+
+// TestSmallThreeServers runs the same small benchmark against three server
+// processes (Raft on disk, joined by retry_join) with the nodes spread
+// across them.
+func TestSmallThreeServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three server processes")
+	}
+	res, err := run(context.Background(), options{Nodes: 21, Jobs: 2, Count: 10, Servers: 3, Timeout: 3 * time.Minute,
+		RunDelay: 10 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("run: %v (%+v)", err, res)
+	}
+	if res.Servers != 3 || res.Placed != 20 || res.Running != 20 {
+		t.Fatalf("servers %d placed %d running %d, want 3, 20 and 20", res.Servers, res.Placed, res.Running)
+	}
+	if res.ServerCPUSeconds <= 0 || res.LeaderCPUSeconds <= 0 || res.LeaderCPUSeconds > res.ServerCPUSeconds || res.LeaderRSSMB <= 0 {
+		t.Fatalf("cluster figures missing: %+v", res)
+	}
+}

@@ -48,23 +48,10 @@ func startServer(bin, dir string, debug bool) (*server, error) {
 	httpPort, rpcPort, serfPort := freePort(), freePort(), freePort()
 	cfg := fmt.Sprintf(`{"ports":{"http":%d,"rpc":%d,"serf":%d},"log_level":"WARN","enable_debug":%t}`,
 		httpPort, rpcPort, serfPort, debug)
-	cfgFile := filepath.Join(dir, "server.json")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	s, err := launchServer(bin, dir, []byte(cfg), httpPort, rpcPort)
 	if err != nil {
 		return nil, err
 	}
-	dataDir := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, "agent", "-server", "-data-dir", dataDir, "-bind", "127.0.0.1", "-config", cfgFile)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, dir: dir, logFile: logFile,
-		httpAddr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), rpcAddr: fmt.Sprintf("127.0.0.1:%d", rpcPort)}
 	c, err := newAPIClient(s.httpAddr)
 	if err != nil {
 		s.stop()
@@ -84,6 +71,29 @@ func startServer(bin, dir string, debug bool) (*server, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// launchServer starts one `drover agent -server` with its config (JSON) and
+// data under dir.
+func launchServer(bin, dir string, cfg []byte, httpPort, rpcPort int) (*server, error) {
+	cfgFile := filepath.Join(dir, "server.json")
+	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	dataDir := filepath.Join(dir, "data")
+	cmd := exec.Command(bin, "agent", "-server", "-data-dir", dataDir, "-bind", "127.0.0.1", "-config", cfgFile)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	return &server{cmd: cmd, dir: dir, logFile: logFile,
+		httpAddr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), rpcAddr: fmt.Sprintf("127.0.0.1:%d", rpcPort)}, nil
 }
 
 func (s *server) pid() int { return s.cmd.Process.Pid }

@@ -18,11 +18,11 @@ import (
 	"github.com/drover-project/drover/internal/agent/config"
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/client/servers"
 	"github.com/drover-project/drover/internal/heapfloor"
 	"github.com/drover-project/drover/internal/reach"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/server"
-	"github.com/drover-project/drover/internal/structs"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -35,11 +35,8 @@ type Agent struct {
 	server *server.Server
 	client *client.Client
 
-	pool *droverrpc.Pool
-	// servers are a client-only agent's server RPC addresses (PUT
-	// /v1/agent/servers replaces them).
-	servers   []string
-	serversMu sync.RWMutex
+	pool    *droverrpc.Pool
+	servers *servers.Manager // client-only agents: the servers they know
 	// tls holds the tls block's material (nil when TLS is off); rpcDialer
 	// dials servers' RPC ports (TLS with tls.rpc; nil: plain).
 	tls       *tlsutil.Store
@@ -183,6 +180,7 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	sc.Datacenter = c.Datacenter
 	sc.Version = version.Version
 	sc.DevMode = c.DevMode
+	sc.ACLEnabled = c.ACL != nil && c.ACL.Enabled
 	sc.RPCAddr = c.RPCAddr()
 	sc.RPCAdvertise = c.AdvertiseRPCAddr()
 	s := c.Server
@@ -278,26 +276,6 @@ func persistentID(path string) (string, error) {
 	return id, os.WriteFile(path, []byte(id), 0o600)
 }
 
-// RPC routes a call to a server: in-process when this agent is one,
-// otherwise to a configured server (trying each).
-func (a *Agent) RPC(method string, args, reply any) error {
-	if a.server != nil {
-		return a.server.RPC(method, args, reply)
-	}
-	servers := a.clientServers()
-	if len(servers) == 0 {
-		return structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
-	}
-	var err error
-	for _, addr := range servers {
-		err = a.pool.Call(addr, method, args, reply)
-		if err == nil || droverrpc.IsServerError(err) {
-			return err
-		}
-	}
-	return err
-}
-
 // Server returns the agent's server (nil on client-only agents).
 func (a *Agent) Server() *server.Server { return a.server }
 
@@ -326,11 +304,14 @@ func (a *Agent) Leave() {
 func (a *Agent) Shutdown() error {
 	var err error
 	a.shutdown.Do(func() {
-		close(a.joinStop)
-		a.joinWG.Wait()
 		if a.nodeSession != nil {
 			a.nodeSession.Close()
 		}
+		if a.servers != nil {
+			a.servers.Stop() // a call retrying while no server answers gives up
+		}
+		close(a.joinStop)
+		a.joinWG.Wait()
 		if a.client != nil {
 			if cerr := a.client.Shutdown(); cerr != nil {
 				err = cerr

@@ -15,6 +15,7 @@ import (
 	execdriver "github.com/drover-project/drover/internal/drivers/exec"
 	"github.com/drover-project/drover/internal/drivers/java"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/podman"
 	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/version"
@@ -28,16 +29,18 @@ func (a *Agent) setupClient() error {
 		return err
 	}
 	if a.server == nil {
+		var addrs []string
 		for _, s := range cc.Servers {
-			a.servers = append(a.servers, withDefaultPort(s, 4647))
+			addrs = append(addrs, withDefaultPort(s, 4647))
 		}
 		// client { server_join { ... } } names servers by their RPC address
 		// too (join.go: servers gossip; clients only need the addresses).
 		if sj := cc.ServerJoin; sj != nil {
 			for _, s := range append(append([]string(nil), sj.StartJoin...), sj.RetryJoin...) {
-				a.servers = append(a.servers, withDefaultPort(s, 4647))
+				addrs = append(addrs, withDefaultPort(s, 4647))
 			}
 		}
+		a.servers = a.newServerManager(addrs)
 	}
 	bind, _, _ := net.SplitHostPort(c.AdvertiseRPCAddr())
 	devs, err := a.devicePlugins()
@@ -57,6 +60,7 @@ func (a *Agent) setupClient() error {
 		NetworkInterface:   cc.NetworkInterface,
 		BindAddr:           bind,
 		CPUTotalCompute:    cc.CPUTotalCompute,
+		ReservableCores:    cc.ReservableCores,
 		MemoryTotalMB:      cc.MemoryTotalMB,
 		MinDynamicPort:     cc.MinDynamicPort,
 		MaxDynamicPort:     cc.MaxDynamicPort,
@@ -65,7 +69,7 @@ func (a *Agent) setupClient() error {
 		DevMode:            c.DevMode,
 		Drivers:            a.drivers(),
 		Devices:            devs,
-		RPC:                a,
+		RPC:                serverLearner{a},
 		Logger:             a.logger.Named("client"),
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
@@ -83,7 +87,7 @@ func (a *Agent) setupClient() error {
 		cfg.PublishAllocationMetrics = t.PublishAllocationMetrics
 	}
 	if r := cc.Reserved; r != nil {
-		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts}
+		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts, Cores: r.Cores}
 	}
 	cl, err := client.New(cfg)
 	if err != nil {
@@ -101,6 +105,7 @@ func (a *Agent) drivers() []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
 		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
+		podman.New(podman.Config{Plugin: a.podmanConfig(), Logger: a.logger.Named("driver.podman")}),
 		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
 		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
 		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
@@ -157,6 +162,19 @@ func (a *Agent) dockerConfig() docker.PluginConfig {
 		}
 	}
 	return c
+}
+
+// podmanConfig is the agent's `plugin "nomad-driver-podman"` config over
+// the upstream driver's defaults (validated at load, as dockerConfig's).
+func (a *Agent) podmanConfig() docker.PluginConfig {
+	for _, name := range []string{podman.PluginName, podman.Name} {
+		if p := a.config.Plugins[name]; p != nil {
+			if pc, err := podman.ParsePluginConfig(p.Config); err == nil {
+				return pc
+			}
+		}
+	}
+	return podman.DefaultPluginConfig()
 }
 
 // qemuConfig is the agent's `plugin "qemu"` config (validated at load: an

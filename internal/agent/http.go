@@ -27,6 +27,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		MetricsSince: a.inmemSince,
 		PromHandler:  prom,
 		Region:       a.config.Region,
+		EnableDebug:  a.config.EnableDebug,
 	}
 	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
 		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate
@@ -34,10 +35,17 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	if a.server != nil {
 		cfg.Schedulers = schedulerWorkers{srv: a.server}
 	}
+	if a.config.ACL != nil && a.config.ACL.Enabled {
+		var res httpapi.ACLResolver = &remoteACLs{a: a}
+		if a.server != nil {
+			res = serverACLs{a}
+		}
+		cfg.Auth = &httpapi.ACLAuthorizer{Resolver: res, RPC: a}
+	}
 	switch {
 	case a.server != nil && a.server.Events() != nil:
 		cfg.Events = serverEvents{a.server.Events()}
-	case a.server == nil && len(a.clientServers()) > 0:
+	case a.server == nil && a.servers != nil && len(a.servers.Servers()) > 0:
 		cfg.Events = forwardedEvents{a}
 	}
 	if a.client != nil {

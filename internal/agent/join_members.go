@@ -52,17 +52,23 @@ func (m *membership) SetClientServers(addrs []string) error {
 		}
 		out = append(out, addr)
 	}
-	m.a.serversMu.Lock()
-	m.a.servers = out
-	m.a.serversMu.Unlock()
+	if len(out) == 0 {
+		return structs.NewErrCoded(400, "missing server addresses: give at least one ?address=")
+	}
+	if m.a.servers == nil {
+		return structs.NewErrCoded(500, "this client agent has no server list")
+	}
+	m.a.servers.SetServers(out)
 	return nil
 }
 
-// clientServers is a copy of a client-only agent's server list.
+// clientServers is a copy of a client-only agent's server list, the one
+// it talks to first.
 func (a *Agent) clientServers() []string {
-	a.serversMu.RLock()
-	defer a.serversMu.RUnlock()
-	return append([]string(nil), a.servers...)
+	if a.servers == nil {
+		return nil
+	}
+	return a.servers.Servers()
 }
 
 func (m *membership) Keyring(op, key string) (*api.KeyringResponse, error) {

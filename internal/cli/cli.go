@@ -61,60 +61,65 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 	m := Meta{Ui: ui, out: stdout}
 	f := func(c mcli.Command) mcli.CommandFactory { return func() (mcli.Command, error) { return c, nil } }
 	cmds := map[string]mcli.CommandFactory{
-		"version":                   f(&VersionCommand{Meta: m}),
-		"job":                       f(&GroupCommand{Meta: m, Name: "job", Synopsis_: "Interact with jobs"}),
-		"job run":                   f(&JobRunCommand{Meta: m}),
-		"job status":                f(&JobStatusCommand{Meta: m}),
-		"job stop":                  f(&JobStopCommand{Meta: m}),
-		"job plan":                  f(&JobPlanCommand{Meta: m}),
-		"job validate":              f(&JobValidateCommand{Meta: m}),
-		"job inspect":               f(&JobInspectCommand{Meta: m}),
-		"job history":               f(&JobHistoryCommand{Meta: m}),
-		"job revert":                f(&JobRevertCommand{Meta: m}),
-		"job scale":                 f(&JobScaleCommand{Meta: m}),
-		"job restart":               f(&JobRestartCommand{Meta: m}),
-		"job scaling-events":        f(&JobScalingEventsCommand{Meta: m}),
-		"scaling":                   f(&GroupCommand{Meta: m, Name: "scaling", Synopsis_: "Interact with scaling policies and events"}),
-		"scaling policy":            f(&GroupCommand{Meta: m, Name: "scaling policy", Synopsis_: "Interact with scaling policies"}),
-		"scaling policy list":       f(&ScalingPolicyListCommand{Meta: m}),
-		"scaling policy info":       f(&ScalingPolicyInfoCommand{Meta: m}),
-		"job init":                  f(&JobInitCommand{Meta: m}),
-		"init":                      f(&JobInitCommand{Meta: m}),
-		"eval":                      f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
-		"eval list":                 f(&EvalListCommand{Meta: m}),
-		"eval status":               f(&EvalStatusCommand{Meta: m}),
-		"eval delete":               f(&EvalDeleteCommand{Meta: m}),
-		"alloc fs":                  f(&AllocFSCommand{Meta: m}),
-		"alloc stop":                f(&AllocStopCommand{Meta: m}),
-		"agent-info":                f(&AgentInfoCommand{Meta: m}),
-		"alloc":                     f(&GroupCommand{Meta: m, Name: "alloc", Synopsis_: "Interact with allocations"}),
-		"alloc status":              f(&AllocStatusCommand{Meta: m}),
-		"alloc logs":                f(&AllocLogsCommand{Meta: m}),
-		"alloc exec":                f(&AllocExecCommand{Meta: m}),
-		"alloc restart":             f(&AllocRestartCommand{Meta: m}),
-		"alloc signal":              f(&AllocSignalCommand{Meta: m}),
-		"alloc checks":              f(&AllocChecksCommand{Meta: m}),
-		"node":                      f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
-		"node status":               f(&NodeStatusCommand{Meta: m}),
-		"node drain":                f(&NodeDrainCommand{Meta: m}),
-		"node eligibility":          f(&NodeEligibilityCommand{Meta: m}),
-		"node meta":                 f(&GroupCommand{Meta: m, Name: "node meta", Synopsis_: "Interact with node metadata"}),
-		"node meta read":            f(&NodeMetaReadCommand{Meta: m}),
-		"node meta apply":           f(&NodeMetaApplyCommand{Meta: m}),
-		"server":                    f(&GroupCommand{Meta: m, Name: "server", Synopsis_: "Interact with servers"}),
-		"server members":            f(&ServerMembersCommand{Meta: m}),
-		"server join":               f(&ServerJoinCommand{Meta: m}),
-		"server force-leave":        f(&ServerForceLeaveCommand{Meta: m}),
-		"operator":                  f(&GroupCommand{Meta: m, Name: "operator", Synopsis_: "Provides cluster-level tools for operators"}),
-		"operator raft":             f(&GroupCommand{Meta: m, Name: "operator raft", Synopsis_: "Provides access to the Raft subsystem"}),
-		"operator raft list-peers":  f(&OperatorRaftListPeersCommand{Meta: m}),
-		"operator raft remove-peer": f(&OperatorRaftRemovePeerCommand{Meta: m}),
-		"operator api":              f(&OperatorAPICommand{Meta: m}),
-		"status":                    f(&StatusCommand{Meta: m}),
-		"monitor":                   f(&MonitorCommand{Meta: m}),
-		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
-		"job periodic":              f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
-		"job periodic force":        f(&JobPeriodicForceCommand{Meta: m}),
+		"version":                           f(&VersionCommand{Meta: m}),
+		"job":                               f(&GroupCommand{Meta: m, Name: "job", Synopsis_: "Interact with jobs"}),
+		"job run":                           f(&JobRunCommand{Meta: m}),
+		"job status":                        f(&JobStatusCommand{Meta: m}),
+		"job stop":                          f(&JobStopCommand{Meta: m}),
+		"job plan":                          f(&JobPlanCommand{Meta: m}),
+		"job validate":                      f(&JobValidateCommand{Meta: m}),
+		"job inspect":                       f(&JobInspectCommand{Meta: m}),
+		"job history":                       f(&JobHistoryCommand{Meta: m}),
+		"job revert":                        f(&JobRevertCommand{Meta: m}),
+		"job scale":                         f(&JobScaleCommand{Meta: m}),
+		"job restart":                       f(&JobRestartCommand{Meta: m}),
+		"job scaling-events":                f(&JobScalingEventsCommand{Meta: m}),
+		"scaling":                           f(&GroupCommand{Meta: m, Name: "scaling", Synopsis_: "Interact with scaling policies and events"}),
+		"scaling policy":                    f(&GroupCommand{Meta: m, Name: "scaling policy", Synopsis_: "Interact with scaling policies"}),
+		"scaling policy list":               f(&ScalingPolicyListCommand{Meta: m}),
+		"scaling policy info":               f(&ScalingPolicyInfoCommand{Meta: m}),
+		"job init":                          f(&JobInitCommand{Meta: m}),
+		"init":                              f(&JobInitCommand{Meta: m}),
+		"eval":                              f(&GroupCommand{Meta: m, Name: "eval", Synopsis_: "Interact with evaluations"}),
+		"eval list":                         f(&EvalListCommand{Meta: m}),
+		"eval status":                       f(&EvalStatusCommand{Meta: m}),
+		"eval delete":                       f(&EvalDeleteCommand{Meta: m}),
+		"alloc fs":                          f(&AllocFSCommand{Meta: m}),
+		"alloc stop":                        f(&AllocStopCommand{Meta: m}),
+		"agent-info":                        f(&AgentInfoCommand{Meta: m}),
+		"alloc":                             f(&GroupCommand{Meta: m, Name: "alloc", Synopsis_: "Interact with allocations"}),
+		"alloc status":                      f(&AllocStatusCommand{Meta: m}),
+		"alloc logs":                        f(&AllocLogsCommand{Meta: m}),
+		"alloc exec":                        f(&AllocExecCommand{Meta: m}),
+		"alloc restart":                     f(&AllocRestartCommand{Meta: m}),
+		"alloc signal":                      f(&AllocSignalCommand{Meta: m}),
+		"alloc checks":                      f(&AllocChecksCommand{Meta: m}),
+		"node":                              f(&GroupCommand{Meta: m, Name: "node", Synopsis_: "Interact with nodes"}),
+		"node status":                       f(&NodeStatusCommand{Meta: m}),
+		"node drain":                        f(&NodeDrainCommand{Meta: m}),
+		"node eligibility":                  f(&NodeEligibilityCommand{Meta: m}),
+		"node meta":                         f(&GroupCommand{Meta: m, Name: "node meta", Synopsis_: "Interact with node metadata"}),
+		"node meta read":                    f(&NodeMetaReadCommand{Meta: m}),
+		"node meta apply":                   f(&NodeMetaApplyCommand{Meta: m}),
+		"server":                            f(&GroupCommand{Meta: m, Name: "server", Synopsis_: "Interact with servers"}),
+		"server members":                    f(&ServerMembersCommand{Meta: m}),
+		"server join":                       f(&ServerJoinCommand{Meta: m}),
+		"server force-leave":                f(&ServerForceLeaveCommand{Meta: m}),
+		"operator":                          f(&GroupCommand{Meta: m, Name: "operator", Synopsis_: "Provides cluster-level tools for operators"}),
+		"operator raft":                     f(&GroupCommand{Meta: m, Name: "operator raft", Synopsis_: "Provides access to the Raft subsystem"}),
+		"operator raft list-peers":          f(&OperatorRaftListPeersCommand{Meta: m}),
+		"operator raft remove-peer":         f(&OperatorRaftRemovePeerCommand{Meta: m}),
+		"operator raft transfer-leadership": f(&OperatorRaftTransferLeadershipCommand{Meta: m}),
+		"operator snapshot":                 f(&GroupCommand{Meta: m, Name: "operator snapshot", Synopsis_: "Saves and restores snapshots of the cluster's state"}),
+		"operator snapshot save":            f(&OperatorSnapshotSaveCommand{Meta: m}),
+		"operator snapshot restore":         f(&OperatorSnapshotRestoreCommand{Meta: m}),
+		"operator snapshot inspect":         f(&OperatorSnapshotInspectCommand{Meta: m}),
+		"operator api":                      f(&OperatorAPICommand{Meta: m}),
+		"status":                            f(&StatusCommand{Meta: m}),
+		"monitor":                           f(&MonitorCommand{Meta: m}),
+		"job dispatch":                      f(&JobDispatchCommand{Meta: m}),
+		"job periodic":                      f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
+		"job periodic force":                f(&JobPeriodicForceCommand{Meta: m}),
 
 		// Scheduler configuration (a block of its own keeps the alignment above).
 		"operator gossip":               f(&GroupCommand{Meta: m, Name: "operator gossip", Synopsis_: "Provides access to the gossip subsystem"}),
@@ -178,6 +183,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 			return AgentCommandFactory()
 		},
 	}
+	addACLCommands(cmds, m)
 	return withCompletion(cmds, m)
 }
 
@@ -223,6 +229,7 @@ type Meta struct {
 
 	address, region, namespace, token string
 	caCert, clientCert, clientKey     string
+	tlsServerName                     string
 	tlsSkipVerify                     bool
 }
 
@@ -237,6 +244,7 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&m.caCert, "ca-cert", "", "")
 	fs.StringVar(&m.clientCert, "client-cert", "", "")
 	fs.StringVar(&m.clientKey, "client-key", "", "")
+	fs.StringVar(&m.tlsServerName, "tls-server-name", "", "")
 	fs.BoolVar(&m.tlsSkipVerify, "tls-skip-verify", false, "")
 	return fs
 }
@@ -277,7 +285,7 @@ func (m *Meta) clientConfig() (*api.Config, error) {
 	if m.token != "" {
 		cfg.SecretID = m.token
 	}
-	if m.caCert != "" || m.clientCert != "" || m.clientKey != "" || m.tlsSkipVerify {
+	if m.caCert != "" || m.clientCert != "" || m.clientKey != "" || m.tlsServerName != "" || m.tlsSkipVerify {
 		if cfg.TLSConfig == nil {
 			cfg.TLSConfig = &api.TLSConfig{}
 		}
@@ -289,6 +297,9 @@ func (m *Meta) clientConfig() (*api.Config, error) {
 		}
 		if m.clientKey != "" {
 			cfg.TLSConfig.ClientKey = m.clientKey
+		}
+		if m.tlsServerName != "" {
+			cfg.TLSConfig.TLSServerName = m.tlsServerName
 		}
 		if m.tlsSkipVerify {
 			cfg.TLSConfig.Insecure = true
@@ -313,9 +324,9 @@ General Options:
   -token=<token>
     The ACL token (SecretID). Overrides NOMAD_TOKEN.
 
-  -ca-cert, -client-cert, -client-key, -tls-skip-verify
+  -ca-cert, -client-cert, -client-key, -tls-server-name, -tls-skip-verify
     TLS settings; override NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY,
-    NOMAD_SKIP_VERIFY.
+    NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY.
 `
 
 // AutocompleteFlags lists the global flags for shell completion.

@@ -246,9 +246,3 @@ func writeNew(path string, b []byte, mode os.FileMode) error {
 	}
 	return f.Close()
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

@@ -202,7 +202,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	}
 	fingerprint.Node(fingerprint.Config{
 		AllocDir: cfg.AllocDir, NetworkInterface: cfg.NetworkInterface, BindAddr: cfg.BindAddr,
-		CPUTotalCompute: cfg.CPUTotalCompute, MemoryTotalMB: cfg.MemoryTotalMB,
+		CPUTotalCompute: cfg.CPUTotalCompute, ReservableCores: cfg.ReservableCores, MemoryTotalMB: cfg.MemoryTotalMB,
 		MinDynamicPort: cfg.MinDynamicPort, MaxDynamicPort: cfg.MaxDynamicPort,
 		Reserved: fingerprint.Reserved(cfg.Reserved), Denylist: deny, Version: cfg.Version,
 		DevMode: cfg.DevMode, Logger: c.logger,

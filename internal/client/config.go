@@ -13,12 +13,21 @@ type RPCer interface {
 	RPC(method string, args, reply any) error
 }
 
+// ServerLearner is implemented by an RPCer that keeps a list of servers
+// (the agent's server manager): the client hands it the servers each
+// registration and heartbeat answer names, so the list follows the cluster.
+type ServerLearner interface {
+	SetServers(addrs []string)
+}
+
 // Reserved is client.reserved: resources held back from scheduling.
 type Reserved struct {
 	CPU           int // MHz
 	MemoryMB      int
 	DiskMB        int
 	ReservedPorts string // "22,80,8000-8100"
+	// Cores is the cpuset of cores held back from tasks\' `cores` ("0-1").
+	Cores string
 }
 
 // Config configures a Client.
@@ -41,6 +50,9 @@ type Config struct {
 	TLSEnabled      bool
 	BindAddr        string
 	CPUTotalCompute int
+	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:
+	// all), client.reservable_cores.
+	ReservableCores string
 	MemoryTotalMB   int
 	MinDynamicPort  int
 	MaxDynamicPort  int

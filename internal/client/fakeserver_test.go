@@ -26,6 +26,8 @@ type fakeServer struct {
 	// regsAtForget is regs when forgetNode was last called.
 	regsAtForget int
 
+	servers []string // named in registration and heartbeat answers
+
 	noChanged bool // pulls ignore ChangedAllocs (an older server)
 	getAllocs int  // Alloc.GetAllocs calls answered
 }
@@ -140,7 +142,7 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 		s.nodes[n.ID] = n
 		s.regs++
 		s.forget = false
-		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index}
+		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index, Servers: s.serverInfo()}
 		return nil
 	case "Node.UpdateStatus":
 		req := args.(*structs.NodeUpdateStatusRequest)
@@ -155,7 +157,7 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 		}
 		n.Status = req.Status
 		s.statuses = append(s.statuses, req.Status)
-		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index}
+		*reply.(*structs.NodeUpdateResponse) = structs.NodeUpdateResponse{HeartbeatTTL: s.ttl, Index: s.index, Servers: s.serverInfo()}
 		return nil
 	case "Node.GetClientAllocs":
 		req := args.(*structs.NodeSpecificRequest)
@@ -233,4 +235,12 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 		return nil
 	}
 	return fmt.Errorf("unknown method %q", method)
+}
+
+func (s *fakeServer) serverInfo() []*structs.NodeServerInfo {
+	var out []*structs.NodeServerInfo
+	for _, a := range s.servers {
+		out = append(out, &structs.NodeServerInfo{RPCAdvertiseAddr: a, Datacenter: "dc1"})
+	}
+	return out
 }

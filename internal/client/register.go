@@ -21,7 +21,11 @@ const (
 // lost the node, or an operator purged it) triggers a new registration.
 // After registering again the client sends every allocation's state: a node
 // that comes back with live allocations stays initializing until its client
-// has told the servers what those allocations are doing now.
+// has told the servers what those allocations are doing now. A heartbeat
+// that succeeds after failures other than "No cluster leader" (no server
+// answered: they were down, or this node was cut off) does the same:
+// meanwhile the servers may have marked the node down and its allocations
+// lost, and what they last acknowledged from this client no longer holds.
 func (c *Client) registerAndHeartbeat() {
 	first := true
 	for !c.shuttingDown() {
@@ -40,6 +44,7 @@ func (c *Client) registerAndHeartbeat() {
 			wait = rand.N(min(heartbeatStaggerMax, ttl) + 1)
 		}
 		backoff := registerBackoffMin
+		failed := false
 		for {
 			t := time.NewTimer(wait)
 			again := false
@@ -56,6 +61,10 @@ func (c *Client) registerAndHeartbeat() {
 				break
 			}
 			newTTL, err := c.heartbeat()
+			if err == nil && failed {
+				c.logger.Info("servers answer again, registering and sending every allocation's state")
+				break
+			}
 			if err == nil {
 				backoff = registerBackoffMin
 				wait = newTTL
@@ -68,8 +77,13 @@ func (c *Client) registerAndHeartbeat() {
 				c.logger.Info("server does not know this node, registering again", "error", err)
 				break
 			}
-			c.logger.Warn("heartbeat failed", "error", err, "retry_in", backoff)
-			wait = backoff
+			// "No cluster leader" is an answer: the servers are reachable
+			// and a new leader gives every node a failover TTL, so nothing
+			// was lost meanwhile and registering again would only add
+			// writes to an election.
+			failed = failed || !isNoLeader(err)
+			wait = jitter(backoff)
+			c.logger.Warn("heartbeat failed", "error", err, "retry_in", wait)
 			backoff = min(backoff*2, registerBackoffMax)
 		}
 	}
@@ -83,6 +97,10 @@ func isNodeNotFound(err error) bool {
 	return strings.Contains(s, "node not found") || strings.Contains(s, "unknown node")
 }
 
+func isNoLeader(err error) bool {
+	return strings.Contains(err.Error(), structs.ErrNoLeader.Error())
+}
+
 // retryRegister calls Node.Register until it succeeds (false on shutdown).
 func (c *Client) retryRegister() (time.Duration, bool) {
 	backoff := registerBackoffMin
@@ -91,8 +109,9 @@ func (c *Client) retryRegister() (time.Duration, bool) {
 		if err == nil {
 			return ttl, true
 		}
-		c.logger.Warn("node registration failed", "error", err, "retry_in", backoff)
-		if !c.sleep(backoff) {
+		wait := jitter(backoff)
+		c.logger.Warn("node registration failed", "error", err, "retry_in", wait)
+		if !c.sleep(wait) {
 			return 0, false
 		}
 		backoff = min(backoff*2, registerBackoffMax)
@@ -111,6 +130,7 @@ func (c *Client) register() (time.Duration, error) {
 		return 0, err
 	}
 	c.hbStop.ok(c.now())
+	c.learnServers(resp.Servers)
 	c.logger.Info("node registered", "node_id", node.ID)
 	ttl := resp.HeartbeatTTL
 	if ttl <= 0 {
@@ -129,8 +149,34 @@ func (c *Client) heartbeat() (time.Duration, error) {
 		return 0, err
 	}
 	c.hbStop.ok(c.now())
+	c.learnServers(resp.Servers)
 	c.nodeMu.Lock()
 	c.node.Status = structs.NodeStatusReady
 	c.nodeMu.Unlock()
 	return resp.HeartbeatTTL, nil
+}
+
+// learnServers hands the servers an answer named to the agent's server
+// manager, when it keeps one.
+func (c *Client) learnServers(infos []*structs.NodeServerInfo) {
+	l, ok := c.cfg.RPC.(ServerLearner)
+	if !ok || len(infos) == 0 {
+		return
+	}
+	addrs := make([]string, 0, len(infos))
+	for _, s := range infos {
+		if s != nil && s.RPCAdvertiseAddr != "" {
+			addrs = append(addrs, s.RPCAdvertiseAddr)
+		}
+	}
+	l.SetServers(addrs)
+}
+
+// jitter is d plus up to half of d at random, so clients cut off together
+// do not retry in lockstep.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + rand.N(d/2+1)
 }

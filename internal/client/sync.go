@@ -147,7 +147,7 @@ func (s *allocSync) run() {
 		}
 
 		req := &structs.AllocUpdateRequest{Alloc: batch, UpdatedAt: c.now().UnixNano(),
-			WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+			WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: c.secretID()}}
 		var resp structs.GenericResponse
 		err, ok := c.rpcUntilShutdown("Node.UpdateAlloc", req, &resp)
 		if !ok {
@@ -164,7 +164,7 @@ func (s *allocSync) run() {
 			s.urgent = true
 			s.mu.Unlock()
 			c.logger.Warn("failed to update allocations", "error", err, "retry_in", backoff)
-			notBefore = time.Now().Add(backoff)
+			notBefore = time.Now().Add(jitter(backoff))
 			backoff = min(backoff*2, allocSyncBackoffMax)
 			continue
 		}

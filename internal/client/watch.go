@@ -57,7 +57,7 @@ func (c *Client) watchAllocations() {
 			if isNodeNotFound(err) {
 				c.triggerReregister()
 			}
-			if !c.sleep(backoff) {
+			if !c.sleep(jitter(backoff)) {
 				return
 			}
 			backoff = min(backoff*2, allocWatchBackoffMax)
@@ -65,7 +65,7 @@ func (c *Client) watchAllocations() {
 		}
 		if err := c.applyAllocs(resp.Allocs, resp.Changed); err != nil {
 			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
-			if !c.sleep(backoff) {
+			if !c.sleep(jitter(backoff)) {
 				return
 			}
 			backoff = min(backoff*2, allocWatchBackoffMax)
@@ -195,6 +195,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 	for attempt := 0; attempt < allocFetchAttempts; attempt++ {
 		req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 			Region: c.cfg.Region, MinQueryIndex: minIndex, MaxQueryTime: 10 * time.Second, AllowStale: true,
+			AuthToken: c.secretID(),
 		}}
 		var resp structs.AllocsGetResponse
 		err, ok := c.rpcUntilShutdown("Alloc.GetAllocs", req, &resp)

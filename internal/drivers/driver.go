@@ -65,6 +65,19 @@ type TaskConfig struct {
 	// CPUTotalCompute is the node's total CPU in MHz (0: unknown), for
 	// drivers that turn a task's MHz into a CPU quota.
 	CPUTotalCompute int64
+
+	// EmitEvent, when set, records a driver event on the task (Nomad's
+	// "Driver" task events, e.g. "Downloading image" with the image in
+	// details) while the driver works. It is never persisted: a recovered
+	// task's config has none.
+	EmitEvent func(message string, details map[string]string) `codec:"-" json:"-"`
+}
+
+// Event records a driver event on cfg's task, if its client listens.
+func (cfg *TaskConfig) Event(message string, details map[string]string) {
+	if cfg != nil && cfg.EmitEvent != nil {
+		cfg.EmitEvent(message, details)
+	}
 }
 
 // LogConfig is a task's log rotation: files <Dir>/<task>.stdout.<n> and

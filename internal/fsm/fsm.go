@@ -144,6 +144,22 @@ func (f *FSM) Apply(l *raft.Log) any {
 // apply decodes and applies the entry's body.
 func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte, index uint64) any {
 	var err error
+	switch {
+	case isACLType(msgType):
+		err = f.applyACL(msgType, buf, index)
+	default:
+		return f.applyCore(msgType, ignoreUnknown, buf, index)
+	}
+	if err != nil {
+		return f.failed(msgType, index, err)
+	}
+	return nil
+}
+
+// applyCore applies the entries of the jobs, nodes, evaluations and
+// allocations (everything but the ACL system).
+func (f *FSM) applyCore(msgType structs.MessageType, ignoreUnknown bool, buf []byte, index uint64) any {
+	var err error
 	switch msgType {
 	case structs.NodeRegisterRequestType:
 		err = f.applyNodeRegister(buf, index)

@@ -43,6 +43,9 @@ var applyKeys = func() (keys [256][]string) {
 	} {
 		keys[t] = []string{"nomad", "fsm", name}
 	}
+	for t, name := range aclApplyNames {
+		keys[t] = []string{"nomad", "fsm", name}
+	}
 	return keys
 }()
 

@@ -27,7 +27,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	var times []TimeTableEntry
-	if err := readSnapshot(rc, restore, &times); err != nil {
+	if err := readSnapshot(rc, restore, &times, nil); err != nil {
 		restore.Abort()
 		return err
 	}
@@ -61,7 +61,9 @@ func (d *recordDecoder) Decode(v any) error {
 	return d.dec.Decode(v)
 }
 
-func readSnapshot(rc io.Reader, restore *state.StateRestore, times *[]TimeTableEntry) error {
+// readSnapshot loads a snapshot stream into restore; count, when not nil,
+// is told the type of every record read.
+func readSnapshot(rc io.Reader, restore *state.StateRestore, times *[]TimeTableEntry, count func(SnapshotType)) error {
 	r := bufio.NewReader(rc)
 	dec := &recordDecoder{r: r, dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
 	var header SnapshotHeader
@@ -79,6 +81,9 @@ func readSnapshot(rc io.Reader, restore *state.StateRestore, times *[]TimeTableE
 		}
 		if err != nil {
 			return fmt.Errorf("fsm: snapshot record type: %w", err)
+		}
+		if count != nil {
+			count(SnapshotType(b))
 		}
 		if SnapshotType(b) == TimeTableSnapshot {
 			if err := dec.Decode(times); err != nil {
@@ -217,6 +222,15 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.AutopilotConfigRestore(v))
+	}
+	for _, at := range aclSnapshotTypes {
+		if at.t == t {
+			v := at.new()
+			if err := dec.Decode(v); err != nil {
+				return wrap(err)
+			}
+			return wrap(r.ACLRestore(at.table, v))
+		}
 	}
 	return fmt.Errorf("fsm: unknown snapshot record type %d", t)
 }

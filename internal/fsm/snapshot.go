@@ -181,6 +181,20 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 			return write(TimeTableSnapshot, s.times)
 		},
 	}
+	for _, at := range aclSnapshotTypes {
+		steps = append(steps, func() error {
+			rows, err := st.ACLRows(at.table)
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				if err := write(at.t, row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err

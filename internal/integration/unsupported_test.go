@@ -112,12 +112,12 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 	})
 }
 
-// `plugin "podman" {}` names a driver Drover does not have: the agent
+// `plugin "lxc" {}` names a driver Drover does not have: the agent
 // refuses to start and says which plugin and which file.
 func TestAgentRefusesUnknownPlugin(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.hcl")
-	if err := os.WriteFile(cfg, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"podman\" {}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"lxc\" {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(droverBin, "agent", "-dev", "-config", cfg)
@@ -130,9 +130,9 @@ func TestAgentRefusesUnknownPlugin(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("agent with plugin \"podman\" kept running:\n%s", out)
+		t.Fatalf("agent with plugin \"lxc\" kept running:\n%s", out)
 	}
-	want := cfg + `:5: plugin "podman" is not a task driver or device plugin built into Drover`
+	want := cfg + `:5: plugin "lxc" is not a task driver or device plugin built into Drover`
 	if err == nil || !strings.Contains(string(out), want) {
 		t.Fatalf("want a failed start naming %q, got err %v\n%s", want, err, out)
 	}

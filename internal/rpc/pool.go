@@ -109,7 +109,7 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 func (p *Pool) Call(addr, method string, args, reply any) error {
 	c, err := p.get(addr)
 	if err != nil {
-		return fmt.Errorf("rpc: connecting to %s: %w", addr, err)
+		return &ConnectError{Addr: addr, Err: err}
 	}
 	err = c.client.Call(method, args, reply)
 	if err != nil && isTransport(err) {
@@ -146,6 +146,23 @@ func (p *Pool) Shutdown() {
 		c.sess.Close()
 		delete(p.conns, a)
 	}
+}
+
+// ConnectError is a call that never reached its server: the connection to
+// it could not be made, so the call was not sent (safe to send elsewhere).
+type ConnectError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ConnectError) Error() string { return fmt.Sprintf("rpc: connecting to %s: %v", e.Addr, e.Err) }
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// IsConnectError reports whether err is a ConnectError: the call was never
+// sent.
+func IsConnectError(err error) bool {
+	var ce *ConnectError
+	return errors.As(err, &ce)
 }
 
 // IsServerError reports whether err came from the remote endpoint (as opposed

@@ -27,6 +27,10 @@ type Config struct {
 	Datacenter string
 	Version    string
 
+	// ACLEnabled turns ACL enforcement on (acl.enabled): the ACL endpoints
+	// answer and every RPC that checks tokens enforces them.
+	ACLEnabled bool
+
 	DevMode bool   // in-memory Raft and state, single node
 	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)
 
@@ -162,6 +166,10 @@ type Config struct {
 	// (tests that move time by hand, as the reconnect model test does).
 	brokerClock    clock.Clock
 	schedulerClock func() time.Time
+	// wrapRaftTransport, when set, wraps the Raft transport Raft is given
+	// (tests inject faults through it; forwarding still finds the leader by
+	// its real address).
+	wrapRaftTransport func(raft.Transport) raft.Transport
 	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
 	// updates are batched over (tests making many pushes).
 	allocBatchWindow time.Duration

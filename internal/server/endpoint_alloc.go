@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -83,6 +84,9 @@ func (a *Alloc) GetAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsG
 	if done, err := a.srv.forward("Alloc.GetAllocs", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
+	if err := a.srv.authorizeNodeOrManagement(args.AuthToken); err != nil {
+		return err
+	}
 	opts := args.QueryOptions
 	return a.srv.blockingRPC(&opts, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		allocs, err := st.AllocsByIDs(ws, args.AllocIDs)
@@ -106,6 +110,9 @@ func (a *Alloc) GetAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsG
 // Stop stops an allocation; the scheduler replaces it.
 func (a *Alloc) Stop(args *structs.AllocStopRequest, reply *structs.AllocStopResponse) error {
 	if done, err := a.srv.forward("Alloc.Stop", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := a.srv.authorizeAlloc(args.AuthToken, args.AllocID, acl.NamespaceCapabilityAllocLifecycle); err != nil {
 		return err
 	}
 	st := a.srv.State()

@@ -131,6 +131,9 @@ func (d *Deployment) Promote(args *structs.DeploymentPromoteRequest, reply *stru
 	if done, err := d.srv.forward("Deployment.Promote", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
+		return err
+	}
 	if args.DeploymentID != "" && !args.All && len(args.Groups) == 0 {
 		return structs.NewErrCoded(400, deployErrPromoteNothingAsked)
 	}
@@ -163,6 +166,9 @@ func (d *Deployment) Promote(args *structs.DeploymentPromoteRequest, reply *stru
 // the rollout goes on.
 func (d *Deployment) Pause(args *structs.DeploymentPauseRequest, reply *structs.DeploymentUpdateResponse) error {
 	if done, err := d.srv.forward("Deployment.Pause", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
 		return err
 	}
 	verb := "resume"
@@ -217,6 +223,9 @@ func (d *Deployment) Fail(args *structs.DeploymentFailRequest, reply *structs.De
 	if done, err := d.srv.forward("Deployment.Fail", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
+		return err
+	}
 	snap, dep, job, err := d.deploymentFor(args.DeploymentID, "fail")
 	if err != nil {
 		return err
@@ -244,6 +253,9 @@ func (d *Deployment) Fail(args *structs.DeploymentFailRequest, reply *structs.De
 // group auto-reverts).
 func (d *Deployment) SetAllocHealth(args *structs.DeploymentAllocHealthRequest, reply *structs.DeploymentUpdateResponse) error {
 	if done, err := d.srv.forward("Deployment.SetAllocHealth", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
 		return err
 	}
 	if args.DeploymentID != "" && len(args.HealthyAllocationIDs)+len(args.UnhealthyAllocationIDs) == 0 {
@@ -307,6 +319,9 @@ func (d *Deployment) Unblock(args *structs.DeploymentUnblockRequest, reply *stru
 	if done, err := d.srv.forward("Deployment.Unblock", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
+		return err
+	}
 	return d.multiregion(args.DeploymentID, args.Region, "unblock", structs.DeploymentStatusBlocked,
 		structs.DeploymentStatusSuccessful, deployDescUnblocked, false, reply)
 }
@@ -316,6 +331,9 @@ func (d *Deployment) Run(args *structs.DeploymentRunRequest, reply *structs.Depl
 	if done, err := d.srv.forward("Deployment.Run", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
+		return err
+	}
 	return d.multiregion(args.DeploymentID, args.Region, "run", structs.DeploymentStatusPending,
 		structs.DeploymentStatusRunning, deployDescRunning, true, reply)
 }
@@ -323,6 +341,9 @@ func (d *Deployment) Run(args *structs.DeploymentRunRequest, reply *structs.Depl
 // Cancel cancels an active multi-region deployment.
 func (d *Deployment) Cancel(args *structs.DeploymentCancelRequest, reply *structs.DeploymentUpdateResponse) error {
 	if done, err := d.srv.forward("Deployment.Cancel", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := d.srv.authorizeDeployment(args.AuthToken, args.DeploymentID); err != nil {
 		return err
 	}
 	return d.multiregion(args.DeploymentID, args.Region, "cancel", "",

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -11,6 +12,9 @@ import (
 // token returns the child it already dispatched while that child is not dead.
 func (j *Job) Dispatch(args *structs.JobDispatchRequest, reply *structs.JobDispatchResponse) error {
 	if done, err := j.srv.forward("Job.Dispatch", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilityDispatchJob); err != nil {
 		return err
 	}
 	if err := j.srv.registrationsAllowed(); err != nil {

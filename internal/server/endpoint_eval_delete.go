@@ -19,6 +19,9 @@ func (e *Eval) Delete(args *structs.EvalOperatorDeleteRequest, reply *structs.Ev
 	if done, err := e.srv.forward("Eval.Delete", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := e.srv.authorizeManagement(args.AuthToken); err != nil {
+		return err
+	}
 	if e.srv.broker.Enabled() {
 		return structs.NewErrCoded(400, "eval broker is enabled; eval broker must be paused to delete evals (operator scheduler set-config -pause-eval-broker=true)")
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/drivers/catalog"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -59,6 +60,9 @@ func checkJob(job *structs.Job) ([]string, unsupported.Gaps) {
 // Register creates or updates a job and its evaluation.
 func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Register", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, jobNamespace(args.Job, args.Namespace), acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
 	if err := j.srv.registrationsAllowed(); err != nil {
@@ -209,6 +213,9 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 	if done, err := j.srv.forward("Job.Deregister", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return err
+	}
 	if args.JobID == "" {
 		return structs.NewErrCoded(400, "missing job ID for deregistering")
 	}
@@ -252,6 +259,9 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 // Evaluate forces a new evaluation of a job.
 func (j *Job) Evaluate(args *structs.JobEvaluateRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Evaluate", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
 	ns := namespaceOf(args.Namespace)

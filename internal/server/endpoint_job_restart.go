@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/server/restarts"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -15,6 +16,9 @@ import (
 // at a time.
 func (j *Job) Restart(args *structs.JobRestartStartRequest, reply *structs.JobRestartResponse) error {
 	if done, err := j.srv.forward("Job.Restart", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilityAllocLifecycle); err != nil {
 		return err
 	}
 	if err := args.Spec.Validate(); err != nil {
@@ -65,6 +69,9 @@ func (j *Job) Restart(args *structs.JobRestartStartRequest, reply *structs.JobRe
 // Allocations already asked to restart finish doing so; no more are asked.
 func (j *Job) RestartControl(args *structs.JobRestartControlRequest, reply *structs.JobRestartResponse) error {
 	if done, err := j.srv.forward("Job.RestartControl", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilityAllocLifecycle); err != nil {
 		return err
 	}
 	ns := namespaceOf(args.Namespace)

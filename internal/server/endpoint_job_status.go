@@ -4,6 +4,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -91,6 +92,9 @@ func (j *Job) GetJobSubmission(args *structs.JobSubmissionRequest, reply *struct
 // Evaluate creates node-update evaluations for every job on a node.
 func (n *Node) Evaluate(args *structs.NodeSpecificRequest, reply *structs.NodeUpdateResponse) error {
 	if done, err := n.srv.forward("Node.Evaluate", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
 		return err
 	}
 	node, err := n.srv.State().NodeByID(nil, args.NodeID)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -14,6 +15,9 @@ import (
 // Revert registers an earlier version of a job as its newest version.
 func (j *Job) Revert(args *structs.JobRevertRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Revert", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
 	ns := namespaceOf(args.Namespace)
@@ -54,6 +58,9 @@ func (j *Job) Stable(args *structs.JobStabilityRequest, reply *structs.JobStabil
 	if done, err := j.srv.forward("Job.Stable", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return err
+	}
 	if args.JobID == "" {
 		return structs.NewErrCoded(400, "missing job ID for marking job as stable")
 	}
@@ -80,6 +87,11 @@ func (j *Job) Stable(args *structs.JobStabilityRequest, reply *structs.JobStabil
 // the event (an autoscaler reporting a message or an error).
 func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Scale", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorize(args.AuthToken, func(a *acl.ACL) bool {
+		return a.AllowNamespaceAnyOperation(namespaceOf(args.Namespace), acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)
+	}); err != nil {
 		return err
 	}
 	if err := j.srv.registrationsAllowed(); err != nil {
@@ -166,6 +178,9 @@ func (j *Job) Scale(args *structs.JobScaleRequest, reply *structs.JobRegisterRes
 // version is kept however many newer versions follow.
 func (j *Job) TagVersion(args *structs.JobTagRequest, reply *structs.GenericResponse) error {
 	if done, err := j.srv.forward("Job.TagVersion", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
 	if args.Name == "" {

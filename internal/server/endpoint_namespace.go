@@ -13,6 +13,9 @@ func (n *Namespace) UpsertNamespaces(args *structs.NamespaceUpsertRequest, reply
 	if done, err := n.srv.forward("Namespace.UpsertNamespaces", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := n.srv.authorizeManagement(args.AuthToken); err != nil {
+		return err
+	}
 	if len(args.Namespaces) == 0 {
 		return structs.NewErrCoded(400, "must specify at least one namespace")
 	}
@@ -50,6 +53,9 @@ func (n *Namespace) UpsertNamespaces(args *structs.NamespaceUpsertRequest, reply
 // namespace that still holds jobs is refused (purge them first).
 func (n *Namespace) DeleteNamespaces(args *structs.NamespaceDeleteRequest, reply *structs.GenericResponse) error {
 	if done, err := n.srv.forward("Namespace.DeleteNamespaces", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := n.srv.authorizeManagement(args.AuthToken); err != nil {
 		return err
 	}
 	if len(args.Namespaces) == 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -117,6 +118,12 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 	if args.SecretID != "" && args.SecretID != node.SecretID {
 		return structs.NewErrCoded(403, "node secret ID does not match")
 	}
+	if args.SecretID == "" {
+		// Only the node itself (its secret) or a node:write token.
+		if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
+			return err
+		}
+	}
 	newStatus := args.Status
 	if args.Status == structs.NodeStatusReady {
 		switch node.Status {
@@ -203,6 +210,9 @@ func needsNodeEvals(from, to string) bool {
 // UpdateEligibility toggles scheduling eligibility.
 func (n *Node) UpdateEligibility(args *structs.NodeUpdateEligibilityRequest, reply *structs.NodeEligibilityUpdateResponse) error {
 	if done, err := n.srv.forward("Node.UpdateEligibility", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
 		return err
 	}
 	switch args.Eligibility {
@@ -417,6 +427,12 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	}
 	if node == nil {
 		return structs.NewErrCoded(404, "node not found")
+	}
+	if args.AuthToken != node.SecretID {
+		// Allocation status comes from the node that runs them.
+		if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
+			return err
+		}
 	}
 	if node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected {
 		return structs.NewErrCoded(400, "node %s is not allowed to update allocs while in status %s", nodeID, node.Status)

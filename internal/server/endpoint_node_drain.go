@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -11,6 +12,9 @@ import (
 // the same on every server; the leader's drainer does the moving.
 func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.NodeDrainUpdateResponse) error {
 	if done, err := n.srv.forward("Node.UpdateDrain", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
 		return err
 	}
 	if args.NodeID == "" {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -70,6 +71,16 @@ func (p *NodePool) UpsertNodePools(args *structs.NodePoolUpsertRequest, reply *s
 	if done, err := p.srv.forward("NodePool.UpsertNodePools", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := p.srv.authorize(args.AuthToken, func(a *acl.ACL) bool {
+		for _, np := range args.NodePools {
+			if np == nil || !a.AllowNodePoolOperation(np.Name, "write") {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
 	if len(args.NodePools) == 0 {
 		return structs.NewErrCoded(400, "must specify at least one node pool")
 	}
@@ -110,6 +121,16 @@ func (p *NodePool) UpsertNodePools(args *structs.NodePoolUpsertRequest, reply *s
 // nodes or jobs are refused.
 func (p *NodePool) DeleteNodePools(args *structs.NodePoolDeleteRequest, reply *structs.GenericResponse) error {
 	if done, err := p.srv.forward("NodePool.DeleteNodePools", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := p.srv.authorize(args.AuthToken, func(a *acl.ACL) bool {
+		for _, n := range args.Names {
+			if !a.AllowNodePoolOperation(n, "delete") {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
 		return err
 	}
 	if len(args.Names) == 0 {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -12,6 +13,9 @@ import (
 // pull that its node is unknown and registers again, empty.
 func (n *Node) Deregister(args *structs.NodeDeregisterRequest, reply *structs.NodeUpdateResponse) error {
 	if done, err := n.srv.forward("Node.Deregister", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
 		return err
 	}
 	if len(args.NodeIDs) == 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -19,6 +20,9 @@ type Operator struct{ srv *Server }
 // server with its address, whether it leads and whether it votes.
 func (o *Operator) RaftGetConfiguration(args *structs.GenericRequest, reply *structs.RaftConfigurationResponse) error {
 	if done, err := o.srv.forward("Operator.RaftGetConfiguration", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorRead); err != nil {
 		return err
 	}
 	f := o.srv.raft.GetConfiguration()
@@ -50,6 +54,9 @@ func (o *Operator) RaftRemovePeerByID(args *structs.RaftPeerRequest, reply *stru
 	if done, err := o.srv.forward("Operator.RaftRemovePeerByID", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorWrite); err != nil {
+		return err
+	}
 	return o.removePeer(func(s raft.Server) bool { return string(s.ID) == args.ID },
 		fmt.Sprintf("id %q", args.ID), args.ID == "")
 }
@@ -58,6 +65,9 @@ func (o *Operator) RaftRemovePeerByID(args *structs.RaftPeerRequest, reply *stru
 // configuration.
 func (o *Operator) RaftRemovePeerByAddress(args *structs.RaftPeerRequest, reply *struct{}) error {
 	if done, err := o.srv.forward("Operator.RaftRemovePeerByAddress", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorWrite); err != nil {
 		return err
 	}
 	return o.removePeer(func(s raft.Server) bool { return string(s.Address) == args.Address },
@@ -101,6 +111,9 @@ func (o *Operator) SchedulerGetConfiguration(args *structs.GenericRequest, reply
 	if done, err := o.srv.forward("Operator.SchedulerGetConfiguration", args.Region, args.AllowStale, args, reply); done {
 		return err
 	}
+	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorRead); err != nil {
+		return err
+	}
 	return o.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
 		c, err := st.SchedulerConfig(ws)
 		if err != nil {
@@ -126,6 +139,9 @@ func (o *Operator) SchedulerGetConfiguration(args *structs.GenericRequest, reply
 // args.Config.ModifyIndex; reply.Updated says whether it was.
 func (o *Operator) SchedulerSetConfiguration(args *structs.SchedulerSetConfigRequest, reply *structs.SchedulerSetConfigurationResponse) error {
 	if done, err := o.srv.forward("Operator.SchedulerSetConfiguration", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorWrite); err != nil {
 		return err
 	}
 	if err := args.Config.Validate(); err != nil {

@@ -19,6 +19,9 @@ func (s *System) GarbageCollect(args *structs.SystemGCRequest, reply *structs.Sy
 	if done, err := s.srv.forward("System.GarbageCollect", args.Region, false, args, reply); done {
 		return err
 	}
+	if err := s.srv.authorizeManagement(args.AuthToken); err != nil {
+		return err
+	}
 	res, err := s.srv.coreGC(nil, true)
 	if err != nil {
 		return err
@@ -31,6 +34,9 @@ func (s *System) GarbageCollect(args *structs.SystemGCRequest, reply *structs.Sy
 // (`PUT /v1/system/reconcile/summaries`).
 func (s *System) ReconcileJobSummaries(args *structs.ReconcileJobSummariesRequest, reply *structs.GenericResponse) error {
 	if done, err := s.srv.forward("System.ReconcileJobSummaries", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := s.srv.authorizeManagement(args.AuthToken); err != nil {
 		return err
 	}
 	_, index, err := s.srv.raftApply(structs.ReconcileJobSummariesRequestType, &structs.ReconcileJobSummariesRequest{})

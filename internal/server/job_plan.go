@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/scheduler/feasible"
 	"github.com/drover-project/drover/internal/state"
@@ -15,6 +16,9 @@ import (
 // job version in it and reports what would happen. Nothing is written.
 func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse) error {
 	if done, err := j.srv.forward("Job.Plan", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := j.srv.authorizeNS(args.AuthToken, jobNamespace(args.Job, args.Namespace), acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
 	if err := j.srv.admitNamespace(args.Job); err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -42,6 +43,15 @@ func (s *Server) monitorLeadership() {
 			case stopCh != nil:
 				stop()
 			}
+		case <-s.reassertCh:
+			// A snapshot was restored: what the leader services hold came
+			// from the replaced state. Start them again if still leading.
+			if stopCh != nil {
+				stop()
+				if s.raft.State() == raft.Leader {
+					start()
+				}
+			}
 		case <-s.shutdownCh:
 			stop()
 			return
@@ -64,8 +74,9 @@ func (s *Server) leaderLoop(stopCh chan struct{}) {
 		}
 	}
 	s.establishLeadership(stopCh)
-	defer s.revokeLeadership()
 	<-stopCh
+	s.revokeLeadership()
+	s.waitLeaderTasks()
 }
 
 // waitBarrier issues a Raft barrier and waits for it without ever blocking
@@ -112,21 +123,65 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	s.servicesUp.Store(1)
 	s.establishCount.Add(1)
 
-	go s.planApply(stopCh)
-	go s.reapFailedEvals(stopCh)
-	go s.reapCancelableAndDuplicates(stopCh)
-	go s.periodicUnblockFailed(stopCh)
+	// The loops that live as long as the leadership (leaderLoopTasks of
+	// them), counted while they run so a test can tell that exactly one
+	// set runs, on the leader.
+	s.goLeader(func() { s.planApply(stopCh) })
+	s.goLeader(func() { s.reapFailedEvals(stopCh) })
+	s.goLeader(func() { s.reapCancelableAndDuplicates(stopCh) })
+	s.goLeader(func() { s.periodicUnblockFailed(stopCh) })
+	s.goLeader(func() { s.emitLeaderStats(stopCh) })
+	s.goLeader(func() { s.watchSchedulerConfig(stopCh) })
+	s.goLeader(func() { s.drainer.Run(stopCh) })
+	s.goLeader(func() { s.runCoreGC(stopCh) })
+	s.goLeader(func() { s.runJobRestarts(stopCh) })
+	if s.gossip != nil {
+		// Raft membership follows gossip (one more loop on such servers).
+		s.goLeader(func() { s.serfReconcileLoop(stopCh) })
+	}
+	// One-shot: each ends once its work is done. Autopilot runs in its own
+	// goroutines; revokeLeadership stops it (autopilot.go).
 	go s.initializeKeyring(stopCh, gen)
-	go s.emitLeaderStats(stopCh)
-	go s.watchSchedulerConfig(stopCh)
-	go s.drainer.Run(stopCh)
-	go s.runCoreGC(stopCh)
-	go s.runJobRestarts(stopCh)
-	go s.serfReconcileLoop(stopCh)
 	go s.startAutopilot(stopCh)
 
 	s.periodic.SetEnabled(true)
 	go s.restorePeriodicDispatcher(stopCh, gen)
+}
+
+// leaderLoopTasks is how many goLeader loops a leadership starts on a
+// server without gossip (one more with it).
+const leaderLoopTasks = 9
+
+// goLeader runs one of the leadership's loops, counted in leaderTasks and
+// in the term's wait group (leaderLoop waits for them before the next term
+// may start its own).
+func (s *Server) goLeader(fn func()) {
+	s.leaderTasks.Add(1)
+	s.leaderWG.Add(1)
+	go func() {
+		defer s.leaderWG.Done()
+		defer s.leaderTasks.Add(-1)
+		fn()
+	}()
+}
+
+// leaderTasksGrace bounds how long a lost leadership waits for its loops
+// to end before the next one may start. Each loop ends on stopCh (a Raft
+// write in flight ends with the leadership); past this, something is stuck:
+// it is logged, and leadership handling goes on rather than stalling.
+const leaderTasksGrace = 30 * time.Second
+
+// waitLeaderTasks waits for the ended term's loops, so that two terms'
+// loops (two drainers, two plan appliers) never run at once
+// on one server.
+func (s *Server) waitLeaderTasks() {
+	done := make(chan struct{})
+	go func() { s.leaderWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(leaderTasksGrace):
+		s.logger.Error("leader loops still running after leadership was lost", "running", s.leaderTasks.Load(), "waited", leaderTasksGrace)
+	}
 }
 
 // revokeLeadership tears every leader-only service down. Safe to call when

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/server/periodic"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
@@ -114,6 +115,11 @@ type Periodic struct{ srv *Server }
 // prohibit_overlap say.
 func (p *Periodic) Force(args *structs.PeriodicForceRequest, reply *structs.PeriodicForceResponse) error {
 	if done, err := p.srv.forward("Periodic.Force", args.Region, false, args, reply); done {
+		return err
+	}
+	if err := p.srv.authorize(args.AuthToken, func(a *acl.ACL) bool {
+		return a.AllowNamespaceAnyOperation(namespaceOf(args.Namespace), acl.NamespaceCapabilityDispatchJob, acl.NamespaceCapabilitySubmitJob)
+	}); err != nil {
 		return err
 	}
 	if args.JobID == "" {

@@ -53,6 +53,9 @@ func (s *Server) setupRaft() error {
 	if trans == nil {
 		trans = raft.NewNetworkTransportWithLogger(s.raftLayer, 3, 10*time.Second, s.logger.Named("raft-net"))
 	}
+	if cfg.wrapRaftTransport != nil {
+		trans = cfg.wrapRaftTransport(trans)
+	}
 
 	var (
 		logs   raft.LogStore

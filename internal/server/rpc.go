@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
 
+	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/state"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -18,6 +20,9 @@ const maxQueryTime = 300 * time.Second
 // returns handled=true when the call was answered remotely (or failed),
 // false when the caller should serve it locally. With no leader it retries
 // for RPCHoldTimeout and then fails with ErrNoLeader, which callers retry.
+// A leader that cannot be connected to (it just died, and this server has
+// not yet noticed) is the same as none: the call was not sent, so it waits
+// for the next leader rather than failing at once.
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, structs.NewErrCoded(400, "No path to region %q", region)
@@ -29,7 +34,11 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 	for {
 		addr := s.LeaderAddr()
 		if addr != "" && addr != s.rpcAddr {
-			return true, s.pool.Call(addr, method, args, reply)
+			err := s.pool.Call(addr, method, args, reply)
+			if err == nil || !droverrpc.IsConnectError(err) || time.Now().After(deadline) {
+				return true, err
+			}
+			s.logger.Debug("leader unreachable, waiting for a leader", "leader", addr, "method", method, "error", err)
 		}
 		if (addr == s.rpcAddr && s.IsLeader()) || (allowStale && s.stateReady()) {
 			return false, nil
@@ -93,8 +102,12 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 	}
 }
 
+// setQueryMeta says how fresh a locally served answer is: on the leader
+// (also while it waits for its barrier: it is the one that commits) 0 and
+// known; on a follower the time since it last heard from a leader, and
+// whether it knows one now.
 func (s *Server) setQueryMeta(m *structs.QueryMeta) {
-	if s.IsLeader() {
+	if s.IsLeader() || s.raft.State() == raft.Leader {
 		m.KnownLeader = true
 		m.LastContact = 0
 		return

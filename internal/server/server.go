@@ -99,15 +99,25 @@ type Server struct {
 
 	// leadership
 	isLeader               atomic.Bool
-	leaderGen              atomic.Uint64 // bumps on every establish; guards stale goroutines
-	establishCount         atomic.Int64  // times leader services were started (tests)
-	servicesUp             atomic.Int32  // 1 while leader services run here (tests)
+	leaderGen              atomic.Uint64  // bumps on every establish; guards stale goroutines
+	establishCount         atomic.Int64   // times leader services were started (tests)
+	servicesUp             atomic.Int32   // 1 while leader services run here (tests)
+	leaderTasks            atomic.Int32   // leader-only goroutines running here (tests)
+	leaderWG               sync.WaitGroup // the leader-only goroutines (waitLeaderTasks)
 	lastCommittedPlanIndex atomic.Uint64
 	planApplyMu            sync.Mutex // held by the running plan applier
 	evalUpdates            *evalUpdateBatcher
 	jobRegs                *jobRegisterBatcher
 	// coreGCMu runs one garbage collection at a time (core_gc.go).
 	coreGCMu sync.Mutex
+	// acls caches token resolutions (acl_resolve.go).
+	acls aclCache
+	// oidc holds the OIDC logins started here (acl_oidc.go).
+	oidc oidcPending
+
+	// reassertCh asks the leadership monitor to restart the leader
+	// services from the current state (snapshot_ops.go).
+	reassertCh chan struct{}
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -130,6 +140,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		rpcServer:  rpc.NewServer(),
 		pool:       droverrpc.NewPool(10 * time.Second),
 		shutdownCh: make(chan struct{}),
+		reassertCh: make(chan struct{}, 1),
 	}
 
 	s.broker = evalbroker.New(evalbroker.Config{
@@ -175,6 +186,16 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	if cfg.ACLEnabled {
+		// Lists across namespaces keep what the token may read.
+		s.namespaceACL = func(token string) (func(string) bool, error) {
+			_, a, err := s.resolveToken(token)
+			if err != nil {
+				return nil, err
+			}
+			return a.AllowNamespace, nil
+		}
+	}
 
 	if err := s.registerEndpoints(); err != nil {
 		return nil, err
@@ -277,6 +298,7 @@ func (s *Server) registerEndpoints() error {
 		"Scaling":    &Scaling{s},
 		"Event":      &Event{s},
 		"System":     &System{s},
+		"ACL":        &ACL{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -105,7 +105,7 @@ var (
 func allocTerminal(a *structs.Allocation) bool { return a.TerminalStatus() }
 
 func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableIndex: {
 			Name:    tableIndex,
 			Indexes: map[string]*memdb.IndexSchema{"id": idIndex(indexEntryKey)},
@@ -228,4 +228,6 @@ func schema() *memdb.DBSchema {
 		tableAutopilotConfig: autopilotConfigTable(),
 		tableJobRestart:      jobRestartTable(),
 	}}
+	aclSchema(db.Tables)
+	return db
 }

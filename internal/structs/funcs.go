@@ -62,7 +62,8 @@ func parsePort(s string) (uint64, error) {
 //
 // Device instances are always checked: an instance held by two allocations,
 // or one the node does not offer, fails with "device oversubscribed", so
-// concurrent schedulers cannot double-book a device.
+// concurrent schedulers cannot double-book a device. Reserved cores are
+// checked the same way ("cores").
 //
 // dimension names what ran out ("cpu", "memory", "disk", "max allocs",
 // "network: port collision", "device oversubscribed"); used is the summed demand. err is returned
@@ -75,6 +76,9 @@ func AllocsFit(node *Node, allocs []*Allocation, netIdx *NetworkIndex) (bool, st
 	}
 	if reason := deviceCollision(node, allocs); reason != "" {
 		return false, DimensionDeviceOversubscribed, used, nil
+	}
+	if reason := coreCollision(node, allocs); reason != "" {
+		return false, DimensionCores, used, nil
 	}
 	if netIdx == nil {
 		if !anyHoldsPorts(allocs) {

@@ -50,6 +50,9 @@ func validateTaskResources(tp string, r *Resources, v *ValidationError) {
 	} else if r.CPU < 0 && r.Cores != 0 {
 		v.add("%s: Resources.CPU must not be negative (got %d)", tp, r.CPU)
 	}
+	if r.Cores > 0 && r.CPU > 0 {
+		v.add("%s: Task can only ask for 'cpu' or 'cores' resource, not both (cpu = %d, cores = %d)", tp, r.CPU, r.Cores)
+	}
 	if r.Cores < 0 {
 		v.add("%s: Resources.Cores must not be negative (got %d)", tp, r.Cores)
 	} else if r.Cores > MaxTaskCores {

@@ -24,6 +24,7 @@ func TestValidateResourceRanges(t *testing.T) {
 		{"memory max negative", func(j *Job) { res(j).MemoryMaxMB = -1 }, "Resources.MemoryMaxMB must not be negative"},
 		{"cores negative", func(j *Job) { res(j).Cores = -1 }, `task "t": Resources.Cores must not be negative (got -1)`},
 		{"cores huge", func(j *Job) { res(j).Cores = 100000 }, "Resources.Cores 100000 exceeds the maximum 16384"},
+		{"cpu and cores", func(j *Job) { res(j).Cores = 1; res(j).CPU = 500 }, `task "t": Task can only ask for 'cpu' or 'cores' resource, not both`},
 		{"disk negative", func(j *Job) { res(j).DiskMB = -10 }, `task "t": Resources.DiskMB must not be negative (got -10)`},
 		{"disk huge", func(j *Job) { res(j).DiskMB = math.MaxInt64 }, "Resources.DiskMB 9223372036854775807 exceeds"},
 		{"ephemeral disk huge", func(j *Job) { j.TaskGroups[0].EphemeralDisk.SizeMB = math.MaxInt64 },

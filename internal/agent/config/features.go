@@ -10,9 +10,9 @@ import "fmt"
 //
 //	Key(s)                                   Decision
 //	---------------------------------------  -----------------------------------------------
-//	acl.enabled = true                       REFUSED: ACL enforcement is not built; running
-//	                                         would leave the API open while looking locked.
-//	acl.{token,policy,role}_ttl, ...         accepted, unused while ACLs are off
+//	acl.enabled = true                       accepted: ACLs are enforced (internal/acl)
+//	acl.{token,policy,role}_ttl, ...         accepted; resolutions are cached until any
+//	                                         ACL table changes, so the TTLs are not needed
 //	tls.* (http, rpc, files, verify_*, ...)  accepted and honoured (tls.go, internal/tlsutil)
 //	vault.enabled = true (any vault block)   REFUSED: Vault integration is not built
 //	vault.{address,role,namespace,...}       accepted (inert while enabled is not true)
@@ -44,8 +44,6 @@ var featureGates = []struct {
 	refused func(*Config) bool
 	msg     string
 }{
-	{"acl.enabled", func(c *Config) bool { return c.ACL != nil && c.ACL.Enabled },
-		"acl.enabled = true is not supported yet: Drover does not enforce ACLs, so the cluster would be open while appearing protected. Remove it or set acl.enabled = false, and restrict network access to the agent instead"},
 	{"vault.enabled", func(c *Config) bool {
 		for _, v := range c.Vaults {
 			if v != nil && v.Enabled != nil && *v.Enabled {

@@ -66,9 +66,9 @@ func TestParseAgentArgs_NonDev(t *testing.T) {
 		cfg.Region != "global" || cfg.Ports.RPC != 4647 {
 		t.Fatalf("got %+v", cfg)
 	}
-	// -acl-enabled parses, but Validate refuses it.
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "acl.enabled") {
-		t.Fatalf("Validate = %v", err)
+	// -acl-enabled turns ACLs on.
+	if err := cfg.Validate(); err != nil || !cfg.ACL.Enabled {
+		t.Fatalf("Validate = %v, ACL.Enabled = %v", err, cfg.ACL.Enabled)
 	}
 }
 
@@ -193,11 +193,11 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 	// A plugin that does not exist is named with the file and the line of
 	// its block, in HCL and JSON (which has no lines).
 	plugin := filepath.Join(dir, "plugins.hcl")
-	if err := os.WriteFile(plugin, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"podman\" {\n  config { allow_privileged = true }\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(plugin, []byte("plugin \"raw_exec\" {\n  config { enabled = true }\n}\n\nplugin \"lxc\" {\n  config { allow_privileged = true }\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pluginJSON := filepath.Join(dir, "plugins")
-	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"lxc": {"config": {}}}}`), 0o644); err != nil {
+	if err := os.WriteFile(pluginJSON, []byte(`{"plugin": {"rkt": {"config": {}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, _, err = ParseAgentArgs([]string{"-config", path, "-config", plugin, "-config", pluginJSON})
@@ -205,7 +205,7 @@ func TestValidateNamesWhereAValueWasSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg = cfg.Validate().Error()
-	for _, want := range []string{plugin + `:5: plugin "podman" is not a task driver`, pluginJSON + `: plugin "lxc" is not a task driver`} {
+	for _, want := range []string{plugin + `:5: plugin "lxc" is not a task driver`, pluginJSON + `: plugin "rkt" is not a task driver`} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error %q does not contain %q", msg, want)
 		}

@@ -133,7 +133,7 @@ func TestValidate_FeatureGates(t *testing.T) {
 		name, src string
 		wantErr   string // "" = accepted
 	}{
-		{"acl enabled", "acl { enabled = true }", `acl.enabled = true is not supported yet`},
+		{"acl enabled", "acl { enabled = true }", ""},
 		{"acl off with ttls", "acl {\n enabled = false\n token_ttl = \"1m\"\n}", ""},
 		{"tls http without files", "tls { http = true }", "tls.ca_file, tls.cert_file, tls.key_file must be set"},
 		{"tls rpc missing ca", "tls {\n rpc = true\n ca_file = \"/nonexistent/ca.pem\"\n cert_file = \"/c\"\n key_file = \"/k\"\n}", "tls.ca_file: open /nonexistent/ca.pem"},
@@ -164,13 +164,18 @@ func TestValidate_FeatureGates(t *testing.T) {
 		{"heap floor negative", "server { gc_heap_floor_mb = -1 }", "server.gc_heap_floor_mb must not be negative"},
 		{"plugin raw_exec", "plugin \"raw_exec\" {\n config { enabled = true }\n}", ""},
 		{"plugin fake_device", "plugin \"fake_device\" {\n config { count = 1 }\n}", ""},
-		{"plugin podman", "plugin \"podman\" {}", `plugin "podman" is not a task driver or device plugin built into Drover (built in: docker, exec, fake_device, java, mock_driver, qemu, raw_exec)`},
+		{"plugin lxc", "plugin \"lxc\" {}", `plugin "lxc" is not a task driver or device plugin built into Drover (built in: docker, exec, fake_device, java, mock_driver, nomad-driver-podman, podman, qemu, raw_exec)`},
+		{"reserved cores", "client {\n reserved { cores = \"0-1\" }\n reservable_cores = \"0-3\"\n}", ""},
+		{"reserved cores bad", "client {\n reserved { cores = \"two\" }\n}", `client.reserved.cores: "two" is not a core ID or range`},
+		{"reservable cores bad", "client {\n reservable_cores = \"3-1\"\n}", `client.reservable_cores: "3-1" is not a core ID or range`},
 		{"plugin docker", "plugin \"docker\" {\n config {\n allow_privileged = true\n volumes { enabled = true }\n }\n}", ""},
 		{"docker option typo", "plugin \"docker\" {\n config { endpiont = \"unix:///x\" }\n}", `plugin "docker" config: unknown key "endpiont"`},
 		{"raw_exec option typo", "plugin \"raw_exec\" {\n config { enabeld = true }\n}", `plugin "raw_exec" config: unknown key "enabeld" (raw_exec's agent options: enabled)`},
 		{"raw_exec denied uids", "plugin \"raw_exec\" {\n config {\n enabled = true\n denied_host_uids = \"0\"\n }\n}", `plugin "raw_exec" config: denied_host_uids is not supported yet`},
 		{"fake_device bad count", "plugin \"fake_device\" {\n config { count = 0 }\n}", `plugin "fake_device" config: count must be a positive integer, got 0`},
-		{"plugin from plugin_dir", "plugin \"nomad-driver-podman\" {\n config { volumes { enabled = true } }\n}", `plugin "nomad-driver-podman" is not a task driver`},
+		{"plugin from plugin_dir", "plugin \"nomad-driver-lxc\" {\n config { volumes { enabled = true } }\n}", `plugin "nomad-driver-lxc" is not a task driver`},
+		{"plugin podman", "plugin \"nomad-driver-podman\" {\n config {\n socket_path = \"unix:///run/podman/podman.sock\"\n volumes { enabled = false }\n gc { container = true }\n }\n}", ""},
+		{"podman option typo", "plugin \"nomad-driver-podman\" {\n config { sokcet_path = \"x\" }\n}", `plugin "nomad-driver-podman" config: unknown key "sokcet_path"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

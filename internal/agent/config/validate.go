@@ -198,9 +198,15 @@ func (c *ClientConfig) validate() []error {
 	if c.MaxKillTimeout < 0 || c.GCInterval < 0 {
 		bad("client.max_kill_timeout", "client max_kill_timeout and gc_interval must not be negative")
 	}
+	if _, err := structs.ParseCores(c.ReservableCores); err != nil {
+		bad("client.reservable_cores", "client.reservable_cores: %v", err)
+	}
 	if c.Reserved != nil {
 		if _, err := ParsePortRanges(c.Reserved.ReservedPorts); err != nil {
 			bad("client.reserved.reserved_ports", "client.reserved.reserved_ports: %v", err)
+		}
+		if _, err := structs.ParseCores(c.Reserved.Cores); err != nil {
+			bad("client.reserved.cores", "client.reserved.cores: %v", err)
 		}
 		if c.Reserved.CPU < 0 || c.Reserved.MemoryMB < 0 || c.Reserved.DiskMB < 0 {
 			bad("client.reserved", "client.reserved cpu, memory and disk must not be negative")

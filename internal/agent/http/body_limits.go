@@ -37,10 +37,14 @@ func (s *server) limitBody(w http.ResponseWriter, r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return bodyTooLarge(r.ContentLength, s.cfg.MaxBodyBytes)
+	limit := s.cfg.MaxBodyBytes
+	if r.URL.Path == "/v1/operator/snapshot" {
+		limit = max(limit, maxSnapshotUpload) // a snapshot restore
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	if r.ContentLength > limit {
+		return bodyTooLarge(r.ContentLength, limit)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	return nil
 }
 

@@ -73,7 +73,9 @@ func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return h.Hijack()
 }
 
-// wrap runs the Authorizer, then the handler, then encodes the result.
+// wrap bounds the body, runs the Authorizer, then the handler, then
+// encodes the result. The body is bounded first so that an authorizer that
+// reads the job's namespace from it reads no more than the limit.
 func (s *server) wrap(h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -81,11 +83,18 @@ func (s *server) wrap(h apiHandler) http.Handler {
 			s.log.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 		}()
 		tw := &trackingWriter{ResponseWriter: w}
-		if err := s.cfg.Auth.Authorize(r, requestToken(r)); err != nil {
+		if err := s.limitBody(tw, r); err != nil {
 			s.writeError(tw, r, err)
 			return
 		}
-		if err := s.limitBody(tw, r); err != nil {
+		if ra, ok := s.cfg.Auth.(requestAuthorizer); ok {
+			ar, err := ra.AuthorizeRequest(r, requestToken(r))
+			if err != nil {
+				s.writeError(tw, r, err)
+				return
+			}
+			r = ar
+		} else if err := s.cfg.Auth.Authorize(r, requestToken(r)); err != nil {
 			s.writeError(tw, r, err)
 			return
 		}
@@ -105,6 +114,7 @@ func (s *server) wrap(h apiHandler) http.Handler {
 		if ws, ok := obj.(withStatus); ok {
 			code, obj = ws.code, ws.obj
 		}
+		obj = filterAnswer(r, obj)
 		s.writeJSON(tw, r, code, obj)
 	})
 }

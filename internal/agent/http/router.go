@@ -73,6 +73,12 @@ type Authorizer interface {
 	Authorize(r *http.Request, token string) error
 }
 
+// requestAuthorizer is an Authorizer that also hands the handler a request
+// carrying what it resolved (the ACL lists are filtered by).
+type requestAuthorizer interface {
+	AuthorizeRequest(r *http.Request, token string) (*http.Request, error)
+}
+
 // Config wires the handler to the rest of the agent.
 type Config struct {
 	RPC        RPCer
@@ -103,6 +109,8 @@ type Config struct {
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415
 	Region       string       // the agent's region; "" means "global"
+	// EnableDebug serves /v1/agent/pprof/ without ACLs (enable_debug).
+	EnableDebug bool
 	// MaxBodyBytes bounds request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -176,6 +184,8 @@ func (s *server) routes() []route {
 		{"/v1/regions", s.regionsRequest},
 		{"/v1/operator/raft/configuration", s.operatorRaftConfigurationRequest},
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
+		{"/v1/operator/raft/transfer-leadership", s.operatorRaftTransferLeadershipRequest},
+		{"/v1/operator/snapshot", s.operatorSnapshotRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
@@ -195,11 +205,32 @@ func (s *server) routes() []route {
 		{"/v1/agent/monitor", s.onQueryNode(s.agentMonitorRequest)},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
 		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
+		{"/v1/agent/pprof/", s.agentPprofRequest},
 		{"/v1/metrics", s.metricsRequest},
 		{"/v1/system/gc", s.systemGCRequest},
 		{"/v1/system/reconcile/summaries", s.systemReconcileSummariesRequest},
 		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
+
+		{"/v1/acl/bootstrap", s.aclBootstrapRequest},
+		{"/v1/acl/policies", s.aclPoliciesRequest},
+		{"/v1/acl/policy/", s.aclPolicyRequest},
+		{"/v1/acl/tokens", s.aclTokensRequest},
+		{"/v1/acl/token", s.aclTokenCreateRequest},
+		{"/v1/acl/token/", s.aclTokenRequest},
+		{"/v1/acl/roles", s.aclRolesRequest},
+		{"/v1/acl/role", s.aclRoleCreateRequest},
+		{"/v1/acl/role/", s.aclRoleRequest},
+		{"/v1/acl/auth-methods", s.aclAuthMethodsRequest},
+		{"/v1/acl/auth-method", s.aclAuthMethodCreateRequest},
+		{"/v1/acl/auth-method/", s.aclAuthMethodRequest},
+		{"/v1/acl/binding-rules", s.aclBindingRulesRequest},
+		{"/v1/acl/binding-rule", s.aclBindingRuleCreateRequest},
+		{"/v1/acl/binding-rule/", s.aclBindingRuleRequest},
+		{"/v1/acl/login", s.aclLoginRequest},
+		{"/v1/acl/oidc/auth-url", s.aclOIDCAuthURLRequest},
+		{"/v1/acl/oidc/complete-auth", s.aclOIDCCompleteAuthRequest},
+		{"/v1/acl/identity/client-introduction-token", s.aclClientIntroductionRequest},
 
 		// Client routes are served on the node they concern, relayed
 		// there from any agent (client_reach.go).

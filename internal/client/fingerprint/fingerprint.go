@@ -27,6 +27,8 @@ type Config struct {
 	// the interface when NetworkInterface is empty).
 	BindAddr        string
 	CPUTotalCompute int // MHz, overrides detection
+	// ReservableCores limits the cores tasks may reserve ("0-3"; empty: all).
+	ReservableCores string
 	MemoryTotalMB   int // overrides detection
 	MinDynamicPort  int
 	MaxDynamicPort  int
@@ -47,6 +49,8 @@ type Reserved struct {
 	MemoryMB      int
 	DiskMB        int
 	ReservedPorts string
+	// Cores is the cpuset of cores held back from tasks\' `cores` ("0-1").
+	Cores string
 }
 
 // Fingerprinter fills part of a node.
@@ -107,8 +111,9 @@ func Node(cfg Config, n *structs.Node) {
 	if nr.MaxDynamicPort == 0 {
 		nr.MaxDynamicPort = structs.DefaultMaxDynamicPort
 	}
+	reservedCores, _ := structs.ParseCores(cfg.Reserved.Cores) // checked with the agent configuration
 	n.ReservedResources = &structs.NodeReservedResources{
-		Cpu:      structs.NodeReservedCpuResources{CpuShares: uint64(cfg.Reserved.CPU)},
+		Cpu:      structs.NodeReservedCpuResources{CpuShares: uint64(cfg.Reserved.CPU), ReservedCpuCores: reservedCores},
 		Memory:   structs.NodeReservedMemoryResources{MemoryMB: uint64(cfg.Reserved.MemoryMB)},
 		Disk:     structs.NodeReservedDiskResources{DiskMB: uint64(cfg.Reserved.DiskMB)},
 		Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: cfg.Reserved.ReservedPorts},
@@ -237,6 +242,18 @@ func fpCPU(cfg *Config, n *structs.Node) error {
 	for i := range n.NodeResources.Cpu.ReservableCpuCores {
 		n.NodeResources.Cpu.ReservableCpuCores[i] = uint16(i)
 	}
+	if cfg.ReservableCores != "" {
+		// Only cores the host has (the agent configuration was checked).
+		ids, _ := structs.ParseCores(cfg.ReservableCores)
+		var keep []uint16
+		for _, c := range ids {
+			if int(c) < cores {
+				keep = append(keep, c)
+			}
+		}
+		n.NodeResources.Cpu.ReservableCpuCores = keep
+	}
+	n.Attributes["cpu.reservablecores"] = strconv.Itoa(len(n.NodeResources.Cpu.ReservableCpuCores))
 	return nil
 }
 

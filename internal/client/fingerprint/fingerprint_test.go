@@ -15,7 +15,7 @@ import (
 func TestNode_HostAndOverrides(t *testing.T) {
 	n := &structs.Node{}
 	Node(Config{AllocDir: t.TempDir(), DevMode: true, Version: "1.2.3", MinDynamicPort: 21000, MaxDynamicPort: 22000,
-		Reserved: Reserved{CPU: 100, MemoryMB: 64, DiskMB: 10, ReservedPorts: "22"}}, n)
+		Reserved: Reserved{CPU: 100, MemoryMB: 64, DiskMB: 10, ReservedPorts: "22", Cores: "0"}, ReservableCores: "0-1,9999"}, n)
 	for _, k := range []string{"cpu.arch", "cpu.numcores", "cpu.frequency", "cpu.totalcompute", "memory.totalbytes",
 		"kernel.name", "kernel.version", "kernel.arch", "unique.hostname", "unique.network.ip-address",
 		"unique.storage.bytestotal", "unique.storage.bytesfree", "nomad.version", "nomad.service_discovery"} {
@@ -40,6 +40,15 @@ func TestNode_HostAndOverrides(t *testing.T) {
 	if n.NodeResources.MinDynamicPort != 21000 || n.ReservedResources.Cpu.CpuShares != 100 ||
 		n.ReservedResources.Networks.ReservedHostPorts != "22" || n.Attributes["nomad.version"] != "1.2.3" {
 		t.Errorf("config not applied: %+v %+v", n.NodeResources, n.ReservedResources)
+	}
+
+	// client.reserved.cores and client.reservable_cores (cores the host
+	// lacks are dropped: this machine has at least one).
+	if rc := n.ReservedResources.Cpu.ReservedCpuCores; len(rc) != 1 || rc[0] != 0 {
+		t.Errorf("reserved cores %v, want [0]", rc)
+	}
+	if rc := n.NodeResources.Cpu.ReservableCpuCores; len(rc) == 0 || len(rc) > 2 || rc[0] != 0 {
+		t.Errorf("reservable cores %v, want [0] or [0 1]", rc)
 	}
 
 	n2 := &structs.Node{}

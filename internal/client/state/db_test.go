@@ -28,7 +28,9 @@ func TestStateSurvivesReopen(t *testing.T) {
 		Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 7}}}))
 	mustOK(t, db.PutTaskLocalState("a1", "t", &LocalTaskState{
 		Handle: &drivers.TaskHandle{Version: 1, State: drivers.TaskStateRunning, DriverState: []byte(`{"pid":12}`),
-			Config: &drivers.TaskConfig{ID: "a1/t", Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", "x"}}}},
+			// EmitEvent (a func) is not persisted, and does not stop the rest.
+			Config: &drivers.TaskConfig{ID: "a1/t", Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", "x"}},
+				EmitEvent: func(string, map[string]string) {}}},
 		RestartIntervalStart: now, RestartCount: 2,
 	}))
 	// A second allocation that was deleted, then got a late task write.

@@ -538,6 +538,11 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 		TaskDir:       tr.cfg.TaskDir,
 		StdoutPath:    stdout,
 		StderrPath:    stderr,
+		EmitEvent: func(msg string, details map[string]string) {
+			ev := tr.newEvent(structs.TaskDriverMessage, msg)
+			ev.DriverMessage, ev.Details = msg, details
+			tr.EmitEvent(ev)
+		},
 	}
 	if alloc.Job != nil {
 		tc.JobName = alloc.Job.Name

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers/exec"
 	"github.com/drover-project/drover/internal/drivers/java"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/drivers/podman"
 	"github.com/drover-project/drover/internal/drivers/qemu"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
@@ -29,6 +30,7 @@ import (
 var drivers = map[string]func(map[string]any) error{
 	rawexec.Name: rawexec.ValidateTaskConfig,
 	docker.Name:  docker.ValidateTaskConfig,
+	podman.Name:  podman.ValidateTaskConfig,
 	mock.Name:    mock.ValidateTaskConfig,
 	qemu.Name:    qemu.ValidateTaskConfig,
 	exec.Name:    exec.ValidateTaskConfig,
@@ -43,6 +45,10 @@ var plugins = map[string]func(map[string]any) error{
 	qemu.Name:    qemu.ValidatePluginConfig,
 	exec.Name:    exec.ValidatePluginConfig,
 	java.Name:    exec.ValidatePluginConfig,
+	// The upstream podman driver's plugin block is named after its binary
+	// (nomad-driver-podman); an operator who named it podman used that.
+	podman.PluginName: podman.ValidatePluginConfig,
+	podman.Name:       podman.ValidatePluginConfig,
 	mock.Name: func(m map[string]any) error {
 		for k := range m {
 			return fmt.Errorf("config: unknown key %q (%s takes no agent options)", k, mock.Name)

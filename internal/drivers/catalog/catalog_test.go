@@ -23,6 +23,14 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"docker", map[string]any{"image": "redis", "portz": []any{"http"}}, true, `unknown key "portz"`},
 		{"docker", map[string]any{"image": "redis", "shm_size": "big"}, true, `shm_size must be an integer`},
 		{"docker", map[string]any{"command": "x"}, true, `"image" is required`},
+		{"podman", map[string]any{"image": "docker://redis", "ports": []any{"http"}, "working_dir": "/srv"}, true, ""},
+		{"podman", map[string]any{"image": "docker-archive:local/hello.tar"}, true, ""},
+		{"podman", map[string]any{"image": "redis", "work_dirr": "/srv"}, true, `unknown key "work_dirr"`},
+		{"podman", map[string]any{"image": "redis", "memory_swap": "1g"}, true, `memory_swap is not supported by Drover's podman driver yet`},
+		{"podman", map[string]any{"image": "redis", "working_dir": 3.0}, true, `working_dir must be a string`},
+		{"podman", map[string]any{"image": "oci-archive:x.tar"}, true, `oci-archive: transport is not supported`},
+		{"podman", map[string]any{"image": "redis", "shm_size": "huge"}, true, `shm_size must be a size such as "64m"`},
+		{"lxc", map[string]any{"command": "x"}, false, ""},
 		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "kvm", "port_map": []any{map[string]any{"http": 80.0}}}, true, ""},
 		{"qemu", map[string]any{"image_path": "vm.img", "accelerator": "hvf"}, true, `accelerator must be "tcg" or "kvm"`},
 		{"qemu", map[string]any{"image_path": "vm.img", "drive_interface": "usb"}, true, `drive_interface must be one of`},
@@ -33,7 +41,6 @@ func TestCheckTaskConfig(t *testing.T) {
 		{"exec", map[string]any{"args": []any{"1"}}, true, `"command" is required`},
 		{"java", map[string]any{"jar_path": "local/a.jar", "jvm_options": []any{"-Xmx64m"}}, true, ""},
 		{"java", map[string]any{"command": "x"}, true, `unknown key "command"`},
-		{"podman", map[string]any{"image": "redis"}, false, ""},
 	} {
 		known, err := Builtin.CheckTaskConfig(tc.driver, tc.config)
 		if known != tc.known {
@@ -49,10 +56,10 @@ func TestCheckTaskConfig(t *testing.T) {
 }
 
 func TestPluginNames(t *testing.T) {
-	if got := strings.Join(PluginNames(), ","); got != "docker,exec,fake_device,java,mock_driver,qemu,raw_exec" {
+	if got := strings.Join(PluginNames(), ","); got != "docker,exec,fake_device,java,mock_driver,nomad-driver-podman,podman,qemu,raw_exec" {
 		t.Fatalf("PluginNames = %s", got)
 	}
-	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || IsPlugin("podman") || !IsPlugin("exec") || !IsPlugin("java") || !IsPlugin("qemu") {
+	if !IsPlugin("raw_exec") || !IsPlugin("fake_device") || !IsPlugin("docker") || !IsPlugin("qemu") || !IsPlugin("nomad-driver-podman") || !IsPlugin("podman") || IsPlugin("lxc") || !IsPlugin("exec") || !IsPlugin("java") {
 		t.Fatal("IsPlugin disagrees with PluginNames")
 	}
 }

@@ -51,8 +51,11 @@ type TaskConfig struct {
 	ForcePull        bool
 	ImagePullTimeout time.Duration
 	Load             string
-	Auth             *Auth
-	AuthSoftFail     bool
+	// ImageFromLoad: the image is the one Load's archive names (Image is
+	// resolved from the tarball when the task starts).
+	ImageFromLoad bool
+	Auth          *Auth
+	AuthSoftFail  bool
 
 	LoggingType   string
 	LoggingConfig map[string]string

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
 	"github.com/hashicorp/go-hclog"
@@ -32,12 +30,15 @@ const fingerprintTimeout = 5 * time.Second
 type Config struct {
 	Plugin PluginConfig
 	Logger hclog.Logger
+	// Flavor is the engine (zero: Docker).
+	Flavor Flavor
 }
 
 // Driver is the docker driver. It is safe for concurrent use.
 type Driver struct {
 	cfg    PluginConfig
 	logger hclog.Logger
+	flavor Flavor
 
 	cliOnce sync.Once
 	cli     *client.Client
@@ -58,19 +59,26 @@ func New(cfg Config) *Driver {
 	if l == nil {
 		l = hclog.NewNullLogger()
 	}
-	d := &Driver{cfg: cfg.Plugin, logger: l.Named(Name), tasks: map[string]*taskHandle{}}
+	if cfg.Plugin.PluginName == "" {
+		cfg.Plugin.PluginName = cfg.Flavor.name()
+	}
+	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}}
 	d.images = newImageRefs(d)
 	return d
 }
 
 // Name implements drivers.Driver.
-func (d *Driver) Name() string { return Name }
+func (d *Driver) Name() string { return d.flavor.name() }
 
 // client returns the engine client (created once). The API version is
 // negotiated on first use: the engine may be older than the SDK.
 func (d *Driver) client() (*client.Client, error) {
 	d.cliOnce.Do(func() {
 		opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+		if d.flavor.Podman {
+			// DOCKER_HOST names Docker's engine, never podman's.
+			opts = []client.Opt{client.WithAPIVersionNegotiation()}
+		}
 		if d.cfg.Endpoint != "" {
 			opts = append(opts, client.WithHost(d.cfg.Endpoint))
 		}
@@ -90,6 +98,14 @@ func (d *Driver) endpoint() string {
 		return d.cfg.Endpoint
 	}
 	return client.DefaultDockerHost
+}
+
+// engineName is how messages name the engine.
+func (d *Driver) engineName() string {
+	if d.flavor.Podman {
+		return "podman API service"
+	}
+	return "docker daemon"
 }
 
 // Fingerprint implements drivers.Driver. An engine that never answered is
@@ -124,32 +140,14 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 		return &drivers.Fingerprint{
 			Attributes:        map[string]string{},
 			Health:            health,
-			HealthDescription: fmt.Sprintf("Failed to connect to docker daemon at %s: %v", d.endpoint(), err),
+			HealthDescription: fmt.Sprintf("Failed to connect to %s at %s: %v", d.engineName(), d.endpoint(), err),
 		}
 	}
-	attrs := map[string]string{
-		"driver.docker":                    "1",
-		"driver.docker.version":            v.Version,
-		"driver.docker.api_version":        v.APIVersion,
-		"driver.docker.os_type":            v.OS,
-		"driver.docker.volumes.enabled":    fmt.Sprint(d.cfg.VolumesEnabled),
-		"driver.docker.privileged.enabled": fmt.Sprint(d.cfg.AllowPrivileged),
-	}
-	if info, err := cli.Info(ctx); err == nil {
-		var rts []string
-		for name := range info.Runtimes {
-			rts = append(rts, name)
-		}
-		sort.Strings(rts)
-		attrs["driver.docker.runtimes"] = strings.Join(rts, ",")
-	}
-	if n, err := cli.NetworkInspect(ctx, "bridge", network.InspectOptions{}); err == nil {
-		for _, c := range n.IPAM.Config {
-			if c.Gateway != "" {
-				attrs["driver.docker.bridge_ip"] = c.Gateway
-				break
-			}
-		}
+	var attrs map[string]string
+	if d.flavor.Podman {
+		attrs = d.podmanAttributes(ctx, cli, v.Version, v.APIVersion)
+	} else {
+		attrs = d.dockerAttributes(ctx, cli, v.Version, v.APIVersion, v.OS)
 	}
 	return &drivers.Fingerprint{Attributes: attrs, Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
 }
@@ -174,13 +172,18 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if dup {
 		return nil, fmt.Errorf("task %q is already started", cfg.ID)
 	}
-	tc, err := ParseTaskConfig(cfg.Config)
+	tc, err := d.flavor.parseTask(cfg.Config)
 	if err != nil {
 		return nil, err
 	}
+	if tc.ImageFromLoad {
+		if tc.Image, err = archiveImageRef(cfg.TaskDir, tc.Load); err != nil {
+			return nil, err
+		}
+	}
 	cli, err := d.client()
 	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
+		return nil, fmt.Errorf("%s client: %w", d.Name(), err)
 	}
 	imageID, err := d.images.acquire(cli, cfg, tc)
 	if err != nil {
@@ -262,7 +265,7 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	}
 	cli, err := d.client()
 	if err != nil {
-		return fmt.Errorf("docker client: %w", err)
+		return fmt.Errorf("%s client: %w", d.Name(), err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

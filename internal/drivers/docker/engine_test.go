@@ -283,13 +283,19 @@ func TestEngineRecover(t *testing.T) {
 }
 
 // An image that is neither present nor pullable fails the start with the
-// engine's reason, quickly (no registry is reachable here).
+// engine's reason, quickly (no registry is reachable here); the task's
+// events said which image was being downloaded.
 func TestEngineMissingImage(t *testing.T) {
 	d, _, _ := engineDriver(t)
 	cfg := engineTask(t, "x", map[string]any{"image": "127.0.0.1:1/drover/none:nope", "image_pull_timeout": "20s"}, 32)
+	var events []string
+	cfg.EmitEvent = func(msg string, details map[string]string) { events = append(events, msg+" "+details["image"]) }
 	_, err := d.StartTask(cfg)
 	if err == nil || !strings.Contains(err.Error(), `pull image "127.0.0.1:1/drover/none:nope"`) {
 		t.Fatalf("want a pull error naming the image, got %v", err)
+	}
+	if len(events) != 1 || events[0] != "Downloading image 127.0.0.1:1/drover/none:nope" {
+		t.Fatalf("driver events %q, want one Downloading image with the image", events)
 	}
 }
 

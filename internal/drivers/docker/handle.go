@@ -33,6 +33,9 @@ type taskHandle struct {
 	tty    bool
 	logger hclog.Logger
 	noLogs bool
+	// kernelOOM: the engine does not flag OOM kills (podman 4.3), so an
+	// exit by SIGKILL is checked against the kernel's OOM records.
+	kernelOOM bool
 
 	ctx    context.Context // cancelled by destroy
 	cancel context.CancelFunc
@@ -49,9 +52,10 @@ func newHandle(d *Driver, cli *client.Client, cfg *drivers.TaskConfig, ds driver
 	ctx, cancel := context.WithCancel(context.Background())
 	return &taskHandle{
 		cli: cli, cfg: cfg, state: ds, tty: tty,
-		logger: d.logger.With("task", cfg.ID, "container", shortID(ds.ContainerID)),
-		noLogs: d.cfg.DisableLogCollection || (cfg.StdoutPath == "" && cfg.StderrPath == ""),
-		ctx:    ctx, cancel: cancel,
+		logger:    d.logger.With("task", cfg.ID, "container", shortID(ds.ContainerID)),
+		noLogs:    d.cfg.DisableLogCollection || (cfg.StdoutPath == "" && cfg.StderrPath == ""),
+		kernelOOM: d.flavor.Podman,
+		ctx:       ctx, cancel: cancel,
 		done: make(chan struct{}), logsDone: make(chan struct{}),
 	}
 }
@@ -105,6 +109,9 @@ func (h *taskHandle) inspectExit() *drivers.ExitResult {
 	}
 	st := info.State
 	res := &drivers.ExitResult{ExitCode: st.ExitCode, OOMKilled: st.OOMKilled}
+	if !res.OOMKilled && h.kernelOOM && st.ExitCode == 137 {
+		res.OOMKilled = kernelOOMKilled(h.state.ContainerID)
+	}
 	if st.Error != "" {
 		res.Err = errors.New(st.Error)
 	}

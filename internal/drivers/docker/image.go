@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -129,6 +128,7 @@ func (r *imageRefs) remove(ref string) {
 
 func (r *imageRefs) ensure(ctx context.Context, cli *client.Client, cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 	if tc.Load != "" {
+		cfg.Event("Loading image", map[string]string{"image": tc.Image, "archive": tc.Load})
 		if err := loadImage(ctx, cli, cfg.TaskDir, tc.Load); err != nil {
 			return "", err
 		}
@@ -145,7 +145,7 @@ func (r *imageRefs) ensure(ctx context.Context, cli *client.Client, cfg *drivers
 			return "", fmt.Errorf("inspect image %q: %w", tc.Image, err)
 		}
 	}
-	if err := r.pull(ctx, cli, tc); err != nil {
+	if err := r.pull(ctx, cli, cfg, tc); err != nil {
 		return "", err
 	}
 	info, err := cli.ImageInspect(ctx, tc.Image)
@@ -158,14 +158,7 @@ func (r *imageRefs) ensure(ctx context.Context, cli *client.Client, cfg *drivers
 // loadImage is `docker load -i` of a tarball in the task dir (where an
 // artifact put it: a relative path is tried in the task dir, then local/).
 func loadImage(ctx context.Context, cli *client.Client, taskDir, load string) error {
-	path := load
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(taskDir, load)
-		if _, err := os.Stat(path); err != nil {
-			path = filepath.Join(taskDir, "local", load)
-		}
-	}
-	f, err := os.Open(path)
+	f, err := os.Open(loadPath(taskDir, load))
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -180,7 +173,10 @@ func loadImage(ctx context.Context, cli *client.Client, taskDir, load string) er
 
 // pull pulls the image; the pull is abandoned when the engine reports no
 // progress for pull_activity_timeout.
-func (r *imageRefs) pull(ctx context.Context, cli *client.Client, tc *TaskConfig) error {
+// As Nomad, the task records "Downloading image" (with the image) when the
+// pull starts, and the pull's progress every pullProgressInterval while it
+// lasts.
+func (r *imageRefs) pull(ctx context.Context, cli *client.Client, cfg *drivers.TaskConfig, tc *TaskConfig) error {
 	auth, err := r.d.registryAuth(tc)
 	if err != nil {
 		if !tc.AuthSoftFail {
@@ -191,6 +187,7 @@ func (r *imageRefs) pull(ctx context.Context, cli *client.Client, tc *TaskConfig
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cfg.Event("Downloading image", map[string]string{"image": tc.Image})
 	rc, err := cli.ImagePull(ctx, tc.Image, image.PullOptions{RegistryAuth: auth})
 	if err != nil {
 		return fmt.Errorf("pull image %q: %w", tc.Image, err)
@@ -214,10 +211,17 @@ func (r *imageRefs) pull(ctx context.Context, cli *client.Client, tc *TaskConfig
 			}
 		}
 	}()
-	err = readJSONMessages(rc, func() {
+	progress := newPullProgress()
+	lastReport := time.Now()
+	err = readJSONMessages(rc, func(m jsonMessage) {
 		select {
 		case activity <- struct{}{}:
 		default:
+		}
+		progress.add(m)
+		if time.Since(lastReport) >= pullProgressInterval {
+			lastReport = time.Now()
+			cfg.Event("Image "+tc.Image+" pull progress: "+progress.String(), map[string]string{"image": tc.Image})
 		}
 	})
 	select {
@@ -236,15 +240,10 @@ func (r *imageRefs) pull(ctx context.Context, cli *client.Client, tc *TaskConfig
 
 // readJSONMessages reads the engine's progress stream and returns the
 // first error it reports.
-func readJSONMessages(r io.Reader, onMessage func()) error {
+func readJSONMessages(r io.Reader, onMessage func(jsonMessage)) error {
 	dec := json.NewDecoder(r)
 	for {
-		var m struct {
-			Error       string `json:"error"`
-			ErrorDetail *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
+		var m jsonMessage
 		if err := dec.Decode(&m); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -252,7 +251,7 @@ func readJSONMessages(r io.Reader, onMessage func()) error {
 			return err
 		}
 		if onMessage != nil {
-			onMessage()
+			onMessage(m)
 		}
 		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
 			return errors.New(m.ErrorDetail.Message)

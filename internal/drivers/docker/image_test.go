@@ -111,3 +111,21 @@ func TestEngineLoadImage(t *testing.T) {
 	}
 	readFileEventually(t, cfg.StdoutPath, "from-loaded")
 }
+
+func TestPullProgressSummary(t *testing.T) {
+	p := newPullProgress()
+	for _, m := range []jsonMessage{
+		{Status: "Pulling from library/redis", ID: "7"},
+		{ID: "a", Status: "Pulling fs layer"},
+		{ID: "b", Status: "Already exists"},
+		{ID: "a", Status: "Downloading", ProgressDetail: struct {
+			Current int64 `json:"current"`
+			Total   int64 `json:"total"`
+		}{Current: 1 << 20, Total: 4 << 20}},
+	} {
+		p.add(m)
+	}
+	if got := p.String(); got != "Pulled 1/2 layers (1.0 MiB/4.0 MiB)" {
+		t.Fatalf("progress %q", got)
+	}
+}

@@ -20,6 +20,9 @@ var defaultAllowCaps = []string{
 // PluginConfig is the agent's `plugin "docker" { config { ... } }`, with
 // Nomad's keys and defaults.
 type PluginConfig struct {
+	// PluginName is the agent's plugin block this came from, for messages
+	// ("docker" when empty; the podman driver sets its own).
+	PluginName string
 	// Endpoint is the engine's address ("unix:///var/run/docker.sock",
 	// "tcp://host:2376"); empty: DOCKER_HOST or the default socket.
 	Endpoint string
@@ -197,6 +200,13 @@ func sortStrings(s []string) []string {
 		m[x] = nil
 	}
 	return sortedKeys(m)
+}
+
+func (c *PluginConfig) pluginName() string {
+	if c.PluginName == "" {
+		return Name
+	}
+	return c.PluginName
 }
 
 func normalizeCaps(caps []string) []string {

@@ -24,7 +24,12 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string) (*drivers.TaskRes
 	if h.exited() {
 		return nil, fmt.Errorf("task %q has exited", taskID)
 	}
-	resp, err := h.cli.ContainerStats(ctx, h.state.ContainerID, false)
+	// Docker's one-shot sample carries the previous one (a second
+	// earlier); podman's does not, but the first sample of its stream does.
+	stream := d.flavor.Podman
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := h.cli.ContainerStats(ctx, h.state.ContainerID, stream)
 	if err != nil {
 		return nil, fmt.Errorf("stats of container %s: %w", shortID(h.state.ContainerID), err)
 	}

@@ -45,7 +45,7 @@ type createSpec struct {
 // configuration. It is pure: no engine, no host access.
 func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, image string) (*createSpec, error) {
 	if tc.Privileged && !pc.AllowPrivileged {
-		return nil, fmt.Errorf(`privileged containers are disabled on this client: the agent's plugin "docker" config must set allow_privileged = true`)
+		return nil, fmt.Errorf(`privileged containers are disabled on this client: the agent's plugin %q config must set allow_privileged = true`, pc.pluginName())
 	}
 	if err := checkCaps(pc.AllowCaps, tc.CapAdd); err != nil {
 		return nil, err
@@ -54,12 +54,12 @@ func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, 
 		// Binds inside the task dir are always allowed, as in Nomad.
 		for _, v := range tc.Volumes {
 			if src := strings.SplitN(v, ":", 2)[0]; filepath.IsAbs(src) || !isPathLike(src) {
-				return nil, fmt.Errorf("volumes: %q mounts a host path or named volume, but volumes are disabled on this client (plugin \"docker\" config volumes.enabled = true allows them)", v)
+				return nil, fmt.Errorf("volumes: %q mounts a host path or named volume, but volumes are disabled on this client (plugin %q config volumes.enabled = true allows them)", v, pc.pluginName())
 			}
 		}
 		for _, m := range tc.Mounts {
 			if m.Type == "bind" && filepath.IsAbs(m.Source) {
-				return nil, fmt.Errorf("mount: bind of host path %q is not allowed while volumes are disabled on this client (plugin \"docker\" config volumes.enabled = true allows it)", m.Source)
+				return nil, fmt.Errorf("mount: bind of host path %q is not allowed while volumes are disabled on this client (plugin %q config volumes.enabled = true allows it)", m.Source, pc.pluginName())
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func buildMounts(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig) ([]s
 				}
 			}
 			if dm.Source != "" && !pc.VolumesEnabled {
-				return nil, nil, fmt.Errorf("mount: named volume %q is not allowed while volumes are disabled on this client (plugin \"docker\" config volumes.enabled = true allows it)", dm.Source)
+				return nil, nil, fmt.Errorf("mount: named volume %q is not allowed while volumes are disabled on this client (plugin %q config volumes.enabled = true allows it)", dm.Source, pc.pluginName())
 			}
 		case "tmpfs":
 			if m.TmpfsSize > 0 || m.TmpfsMode > 0 {

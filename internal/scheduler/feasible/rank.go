@@ -145,8 +145,9 @@ type BinPackIterator struct {
 // group rather than once per candidate node.
 type groupAsk struct {
 	tg      *structs.TaskGroup
-	plain   bool // no networks, no devices
+	plain   bool // no networks, no devices, no cores
 	devices bool // some task asks for devices
+	cores   bool // some task asks for reserved cores
 	disk    int64
 	need    structs.ComparableResources // the candidate alloc's Comparable()
 }
@@ -163,8 +164,11 @@ func (b *BinPackIterator) groupAsk() *groupAsk {
 		if t.Resources != nil && len(t.Resources.Devices) > 0 {
 			a.devices = true
 		}
+		if t.Resources != nil && t.Resources.Cores > 0 {
+			a.cores = true
+		}
 	}
-	a.plain = len(b.tg.Networks) == 0 && !a.devices
+	a.plain = len(b.tg.Networks) == 0 && !a.devices && !a.cores
 	ar := structs.AllocatedResources{Tasks: plainTaskResources(b.tg, b.oversub), Shared: structs.AllocatedSharedResources{DiskMB: a.disk}}
 	a.need = ar.Comparable()
 	b.ask = a
@@ -365,7 +369,8 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	// the same resources on any node and complete builds them.
 	var tasks map[string]*structs.AllocatedTaskResources
 	var devs *deviceAllocator
-	if ask.devices {
+	var cores *coreAllocator
+	if ask.devices || ask.cores {
 		tasks = make(map[string]*structs.AllocatedTaskResources, len(b.tg.Tasks))
 		for _, t := range b.tg.Tasks {
 			tr := &structs.AllocatedTaskResources{}
@@ -374,6 +379,20 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 				tr.Memory.MemoryMB = int64(r.MemoryMB)
 				if b.oversub {
 					tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				}
+				if r.Cores > 0 {
+					if cores == nil {
+						cores = newCoreAllocator(n, proposed)
+					}
+					ids := cores.take(r.Cores)
+					if ids == nil {
+						// Evicting allocations to free cores is not
+						// supported (as devices).
+						res.dim, res.preemptible = structs.DimensionCores, false
+						return res
+					}
+					tr.Cpu.ReservedCores = ids
+					tr.Cpu.CpuShares = int64(len(ids)) * n.MHzPerCore()
 				}
 				for _, da := range r.Devices {
 					if devs == nil {
@@ -395,9 +414,15 @@ func (b *BinPackIterator) tryFitIndexed(n *structs.Node, u proposedUsage) fitRes
 	if devs != nil {
 		res.deviceScore = devs.affinityScore()
 	}
-	// Devices and ports add nothing to the comparable demand.
+	// Devices and ports add nothing to the comparable demand; reserved
+	// cores count their MHz on this node.
 	res.used = u.Used
-	res.used.Add(ask.need)
+	if cores != nil {
+		ar := structs.AllocatedResources{Tasks: tasks, Shared: structs.AllocatedSharedResources{DiskMB: ask.disk}}
+		res.used.Add(ar.Comparable())
+	} else {
+		res.used.Add(ask.need)
+	}
 
 	var offers []structs.AllocatedPorts
 	for _, na := range b.tg.Networks {

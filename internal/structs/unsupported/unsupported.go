@@ -264,9 +264,6 @@ var taskGaps = []gap[taskCtx]{
 		}
 		return out
 	}},
-	{"resources.cores", gapRefuse, "Drover does not reserve whole cores; the task would share CPUs with others", func(c taskCtx) []string {
-		return when(c.t.Resources != nil && c.t.Resources.Cores > 0, "resources.cores")
-	}},
 	{"resources.numa", gapRefuse, "Drover does not place tasks by NUMA node", func(c taskCtx) []string {
 		r := c.t.Resources
 		return when(r != nil && r.NUMA != nil && r.NUMA.Affinity != "" && r.NUMA.Affinity != "none", "resources.numa")
@@ -443,4 +440,4 @@ func ptrVal[T any](p *T) T {
 }
 
 // honoursUser are the drivers that run a task as its `user`.
-var honoursUser = map[string]bool{"docker": true, "exec": true, "java": true, "raw_exec": true}
+var honoursUser = map[string]bool{"docker": true, "podman": true, "exec": true, "java": true, "raw_exec": true}

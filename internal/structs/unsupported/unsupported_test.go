@@ -88,7 +88,6 @@ func TestCheck_Decisions(t *testing.T) {
 		{"task network", func(j *api.Job) {
 			task(j).Resources = &api.Resources{Networks: []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "x"}}}}}
 		}, tp + `resources.network is not supported`, ""},
-		{"cores", func(j *api.Job) { task(j).Resources = &api.Resources{Cores: new(2)} }, tp + `resources.cores is not supported`, ""},
 		{"numa", func(j *api.Job) {
 			task(j).Resources = &api.Resources{NUMA: &api.NUMAResource{Affinity: "require"}}
 		}, tp + `resources.numa is not supported`, ""},
@@ -146,8 +145,8 @@ func TestCheck_Decisions(t *testing.T) {
 		},
 			"", tp + `scaling is accepted but not acted on by Drover yet: the policy is served at /v1/scaling/policies`},
 		{"consul_namespace", func(j *api.Job) { j.ConsulNamespace = new("team") }, "", `Job "web": consul_namespace is accepted`},
-		{"driver not built", func(j *api.Job) { task(j).Driver = "podman"; task(j).Config = map[string]any{"image": "redis"} },
-			"", tp + `driver "podman" is not built into Drover, so no node can run this task`},
+		{"driver not built", func(j *api.Job) { task(j).Driver = "lxc"; task(j).Config = map[string]any{"image": "redis"} },
+			"", tp + `driver "lxc" is not built into Drover, so no node can run this task`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

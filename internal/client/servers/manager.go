@@ -1,0 +1,244 @@
+// Package servers owns a client agent's view of the servers: the list it
+// knows (configured, then learned from the servers' heartbeat answers or set
+// by an operator), the order it tries them in, and the retry policy of a
+// call while none answers. It never decides what a call means: the client
+// and its RPC endpoints do.
+//
+// Each client shuffles its list (once, and again when the set of servers
+// changes), so a fleet spreads over the servers; it keeps calling the first
+// server until that one fails, then rotates it to the back. While no server answers, a call tries every known server, then
+// waits an exponentially growing, jittered delay and tries them all again,
+// up to the manager's hold time.
+package servers
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// Defaults of the retry policy.
+const (
+	DefaultHold       = 5 * time.Second
+	DefaultBackoffMin = 50 * time.Millisecond
+	DefaultBackoffMax = 2 * time.Second
+)
+
+// ErrNoServers is returned when the list is empty.
+var ErrNoServers = structs.NewErrCoded(500, "no servers known: set client.servers or -servers")
+
+// CallFunc makes one call to one server. IsTransport must tell a transport
+// failure (the server did not answer) from the endpoint's own error.
+type CallFunc func(addr, method string, args, reply any) error
+
+// Config builds a Manager.
+type Config struct {
+	// Servers is the initial (configured) list of RPC addresses.
+	Servers []string
+	// Call makes one RPC to one address.
+	Call CallFunc
+	// IsServerError reports whether err is the endpoint's answer (returned
+	// to the caller as is) rather than a failure to reach the server.
+	IsServerError func(error) bool
+	// Hold bounds how long one Call keeps retrying while no server answers
+	// (0: DefaultHold). BackoffMin/Max shape the waits between rounds.
+	Hold       time.Duration
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// Sleep waits d or until stop closes (tests inject it); it returns false
+	// when stopped.
+	Sleep func(d time.Duration) bool
+}
+
+// Manager is the client's list of servers. The zero value is not usable;
+// build one with New.
+type Manager struct {
+	cfg Config
+
+	mu sync.Mutex
+	// list is the order servers are tried in; list[0] is the current one.
+	list []string
+
+	stopCh   chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds a manager over cfg.Servers, shuffled.
+func New(cfg Config) *Manager {
+	if cfg.Hold <= 0 {
+		cfg.Hold = DefaultHold
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffMin)
+	}
+	m := &Manager{cfg: cfg, stopCh: make(chan struct{})}
+	m.list = shuffled(dedupe(cfg.Servers))
+	return m
+}
+
+// Stop ends every retry in progress (agent shutdown).
+func (m *Manager) Stop() { m.stopOnce.Do(func() { close(m.stopCh) }) }
+
+// Servers returns the known servers, the current one first.
+func (m *Manager) Servers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.list...)
+}
+
+// SetServers replaces the list (learned from the servers, or PUT by an
+// operator). The same set of servers changes nothing: every heartbeat
+// answer names them, and the client keeps its server. A different set is
+// shuffled anew, so clients that all started with one configured address
+// spread over every server they learn, and a server that joins takes its
+// share. An empty list is ignored: a client never forgets every server.
+func (m *Manager) SetServers(addrs []string) {
+	addrs = dedupe(addrs)
+	if len(addrs) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sameSet(m.list, addrs) {
+		return
+	}
+	m.list = shuffled(addrs)
+}
+
+// Current is the server calls go to first ("" when none is known).
+func (m *Manager) Current() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.list) == 0 {
+		return ""
+	}
+	return m.list[0]
+}
+
+// NotifyFailed moves addr to the back of the list when it is the current
+// server, so the next call starts with another one.
+func (m *Manager) NotifyFailed(addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.list) < 2 || m.list[0] != addr {
+		return
+	}
+	m.list = append(m.list[1:], addr)
+}
+
+// Call makes one RPC, trying the current server first, then every other
+// known server; while none answers it waits a jittered, doubling delay and
+// tries them all again, until the hold time is spent. An endpoint's error
+// is returned at once, except "No cluster leader" (that server cannot reach
+// a leader, another may): the call then goes on to the next server once.
+func (m *Manager) Call(method string, args, reply any) error {
+	deadline := time.Now().Add(m.cfg.Hold)
+	backoff := m.cfg.BackoffMin
+	for {
+		list := m.Servers()
+		if len(list) == 0 {
+			return ErrNoServers
+		}
+		var lastErr error
+		noLeader := false
+		for _, addr := range list {
+			err := m.cfg.Call(addr, method, args, reply)
+			if err == nil {
+				return nil
+			}
+			if m.cfg.IsServerError(err) {
+				if !isNoLeader(err) {
+					return err
+				}
+				// That server already waited for a leader: do not wait
+				// again, only ask the others.
+				noLeader = true
+			}
+			m.NotifyFailed(addr)
+			lastErr = err
+		}
+		if noLeader {
+			return lastErr
+		}
+		wait := jitter(backoff)
+		if time.Now().Add(wait).After(deadline) {
+			return lastErr
+		}
+		if !m.sleep(wait) {
+			return lastErr
+		}
+		backoff = min(backoff*2, m.cfg.BackoffMax)
+	}
+}
+
+func (m *Manager) sleep(d time.Duration) bool {
+	if m.cfg.Sleep != nil {
+		return m.cfg.Sleep(d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-m.stopCh:
+		return false
+	}
+}
+
+// Jitter returns d plus up to half of d at random, so clients that lost
+// their server together do not come back in lockstep.
+func Jitter(d time.Duration) time.Duration { return jitter(d) }
+
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + rand.N(d/2+1)
+}
+
+func isNoLeader(err error) bool {
+	return errors.Is(err, structs.ErrNoLeader) || strings.Contains(err.Error(), structs.ErrNoLeader.Error())
+}
+
+func dedupe(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	out := make([]string, 0, len(in))
+	for _, a := range in {
+		a = strings.TrimSpace(a)
+		if a == "" || seen[a] {
+			continue
+		}
+		seen[a] = true
+		out = append(out, a)
+	}
+	return out
+}
+
+func shuffled(in []string) []string {
+	out := append([]string(nil), in...)
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := make(map[string]bool, len(a))
+	for _, x := range a {
+		set[x] = true
+	}
+	for _, x := range b {
+		if !set[x] {
+			return false
+		}
+	}
+	return true
+}

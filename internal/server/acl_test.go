@@ -1,0 +1,277 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/acl"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+func aclServer(t *testing.T) (*Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s := testServer(t, func(c *Config) { c.ACLEnabled = true; c.DataDir = dir })
+	var reply structs.ACLTokenResponse
+	if err := s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return s, reply.Token.SecretID
+}
+
+func TestACLBootstrapOnceAndResetFile(t *testing.T) {
+	s, root := aclServer(t)
+	_, a, err := s.resolveToken(root)
+	if err != nil || !a.IsManagement() {
+		t.Fatalf("bootstrap token resolves to %v, %v; want management", a, err)
+	}
+	var reply structs.ACLTokenResponse
+	err = s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "ACL bootstrap already done (reset index: ") {
+		t.Fatalf("second bootstrap: %v", err)
+	}
+	done, _ := s.State().ACLBootstrapIndex()
+	// The reset file with another index does not help; with the index it does.
+	os.WriteFile(filepath.Join(s.config.DataDir, bootstrapResetFile), []byte("1\n"), 0o600)
+	if err := s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &reply); err == nil {
+		t.Fatal("bootstrap with a wrong reset index was accepted")
+	}
+	os.WriteFile(filepath.Join(s.config.DataDir, bootstrapResetFile), []byte(fmt.Sprint(done)), 0o600)
+	if err := s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &reply); err != nil {
+		t.Fatalf("bootstrap with the reset index: %v", err)
+	}
+	if reply.Token.SecretID == root {
+		t.Fatal("reset bootstrap returned the old token")
+	}
+}
+
+func TestACLTokenExpiredAndUnknownRefused(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "r", Rules: `node { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	// Expiry is decided against the clock at resolution: write a token
+	// that expired a second ago straight through Raft.
+	past := time.Now().Add(-time.Second)
+	tok := &structs.ACLToken{AccessorID: newID(), SecretID: newID(), Type: "client", Policies: []string{"r"}, ExpirationTime: &past}
+	if _, _, err := s.raftApply(structs.ACLTokenUpsertRequestType, &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{tok}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.resolveToken(tok.SecretID); err == nil || !strings.Contains(err.Error(), "ACL token expired") {
+		t.Fatalf("expired token: %v", err)
+	}
+	if _, _, err := s.resolveToken("no-such-secret"); err == nil || !strings.Contains(err.Error(), "ACL token not found") {
+		t.Fatalf("unknown token: %v", err)
+	}
+	// A TTL out of bounds is refused at creation.
+	var out structs.ACLTokenUpsertResponse
+	err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{Type: "client", Policies: []string{"r"}, ExpirationTTL: time.Second}}, WriteRequest: wr}, &out)
+	if err == nil || !strings.Contains(err.Error(), "expiration time cannot be less than") {
+		t.Fatalf("1s TTL: %v", err)
+	}
+}
+
+// The resolution cache answers what a plain recomputation from the same
+// snapshot answers while policies, roles and tokens change concurrently,
+// including entries that write several policies at one Raft index.
+func TestACLCacheMatchesRecomputation(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	rules := []string{`namespace "default" { policy = "read" }`, `namespace "default" { policy = "write" }`, `node { policy = "read" }`, `namespace "*" { policy = "deny" }`}
+	upsertPolicies := func(i int) {
+		// Two policies in one entry: one Raft index, two writes.
+		ps := []*structs.ACLPolicy{{Name: "p1", Rules: rules[i%len(rules)]}, {Name: "p2", Rules: rules[(i+1)%len(rules)]}}
+		if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: ps, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+			t.Error(err)
+		}
+	}
+	upsertPolicies(0)
+	var role structs.ACLRoleUpsertResponse
+	if err := s.RPC("ACL.UpsertRoles", &structs.ACLRoleUpsertRequest{Roles: []*structs.ACLRole{{Name: "r", Policies: []*structs.ACLRolePolicyLink{{Name: "p2"}}}}, WriteRequest: wr}, &role); err != nil {
+		t.Fatal(err)
+	}
+	var toks structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"p1"}},
+		{Type: "client", Roles: []*structs.ACLTokenRoleLink{{Name: "r"}}},
+		{Type: "client", Policies: []string{"p1", "p2"}},
+	}, WriteRequest: wr}, &toks); err != nil {
+		t.Fatal(err)
+	}
+	checks := func(a *acl.ACL) string {
+		return fmt.Sprint(a.AllowNamespaceOperation("default", acl.NamespaceCapabilityReadJob),
+			a.AllowNamespaceOperation("default", acl.NamespaceCapabilitySubmitJob),
+			a.AllowNamespaceOperation("x", acl.NamespaceCapabilityReadJob), a.AllowNodeRead())
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; i < 60; i++ {
+			upsertPolicies(i)
+			if i%7 == 0 {
+				// Swap the first token's policy (a token write).
+				t0 := *toks.Tokens[0]
+				t0.Policies = []string{fmt.Sprintf("p%d", 1+i%2)}
+				if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{&t0}, WriteRequest: wr}, &structs.ACLTokenUpsertResponse{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		stop.Store(true)
+	}()
+	var compared atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				for _, tok := range toks.Tokens {
+					st, err := s.State().Snapshot()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, cached, err := s.acls.resolve(st, tok.SecretID, time.Now())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, ps, err := tokenPolicies(st, tok.SecretID)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					plain, err := compilePolicies(ps)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if checks(cached) != checks(plain) {
+						t.Errorf("cache %s != recomputed %s", checks(cached), checks(plain))
+						return
+					}
+					compared.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if compared.Load() < 10 {
+		t.Fatalf("only %d comparisons", compared.Load())
+	}
+}
+
+// Writes reachable over the RPC port check the token themselves.
+func TestACLRPCWritesEnforced(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "ro", Rules: `namespace "default" { policy = "read" }`},
+	}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var toks structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{Type: "client", Policies: []string{"ro"}}}, WriteRequest: wr}, &toks); err != nil {
+		t.Fatal(err)
+	}
+	ro := toks.Tokens[0].SecretID
+	job := testJob("web", 1)
+	for _, tc := range []struct {
+		name, method string
+		args, reply  any
+	}{
+		{"register", "Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{Namespace: "default", AuthToken: ro}}, &structs.JobRegisterResponse{}},
+		{"deregister", "Job.Deregister", &structs.JobDeregisterRequest{JobID: "web", WriteRequest: structs.WriteRequest{Namespace: "default", AuthToken: ro}}, &structs.JobDeregisterResponse{}},
+		{"policy upsert", "ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "x", Rules: `node { policy = "read" }`}}, WriteRequest: structs.WriteRequest{AuthToken: ro}}, &structs.WriteMeta{}},
+		{"token list", "ACL.ListTokens", &structs.ACLGetRequest{QueryOptions: structs.QueryOptions{AuthToken: ro}}, &structs.ACLTokenListResponse{}},
+	} {
+		err := s.RPC(tc.method, tc.args, tc.reply)
+		if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("%s with a read token: %v, want Permission denied", tc.name, err)
+		}
+	}
+	// The management token may.
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{Namespace: "default", AuthToken: root}}, &structs.JobRegisterResponse{}); err != nil {
+		t.Fatalf("register with management: %v", err)
+	}
+}
+
+// The leader deletes expired tokens and one-time tokens.
+func TestACLExpiredTokensCollected(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "r", Rules: `node { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var toks structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"r"}, ExpirationTTL: time.Hour},
+		{Type: "client", Policies: []string{"r"}},
+	}, WriteRequest: wr}, &toks); err != nil {
+		t.Fatal(err)
+	}
+	var ott structs.OneTimeTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertOneTimeToken", &structs.OneTimeTokenUpsertRequest{WriteRequest: structs.WriteRequest{AuthToken: toks.Tokens[1].SecretID}}, &ott); err != nil {
+		t.Fatal(err)
+	}
+	// Two hours on: the TTL token and the one-time token are past expiry.
+	if err := s.gcExpiredACL(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[0].AccessorID); tk != nil {
+		t.Fatal("the expired token is still stored")
+	}
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[1].AccessorID); tk == nil {
+		t.Fatal("the token without expiry was deleted")
+	}
+	if o, _ := st.OneTimeTokenBySecret(nil, ott.OneTimeToken.OneTimeSecretID); o != nil {
+		t.Fatal("the expired one-time token is still stored")
+	}
+}
+
+// Requests without a token act as the anonymous token, whose one policy
+// is the one named "anonymous": nothing until it exists.
+func TestACLAnonymousPolicy(t *testing.T) {
+	s, root := aclServer(t)
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err == nil {
+		t.Fatal("anonymous may read before an anonymous policy exists")
+	}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: structs.AnonymousACLPolicy, Rules: `namespace "default" { policy = "read" }`},
+	}, WriteRequest: structs.WriteRequest{AuthToken: root}}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err != nil {
+		t.Fatalf("anonymous cannot read with the anonymous policy: %v", err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilitySubmitJob); err == nil {
+		t.Fatal("anonymous may submit")
+	}
+}
+
+// The event stream a client agent forwards (Event.Poll, on the RPC port)
+// checks the reader's token.
+func TestACLEventPollNeedsToken(t *testing.T) {
+	s, root := aclServer(t)
+	req := events.Request{Topics: map[string][]string{events.TopicJob: {"*"}}, Namespace: "default"}
+	var reply events.PollResponse
+	err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("anonymous poll: %v", err)
+	}
+	req.AuthToken = root
+	if err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply); err != nil {
+		t.Fatalf("poll with the management token: %v", err)
+	}
+}
