@@ -71,6 +71,8 @@ var expectClass = map[string]string{
 	"GET /v1/client/fs/cat/a1": "nsWrite", "GET /v1/client/fs/readat/a1": "nsWrite",
 	"GET /v1/client/fs/stream/a1": "nsWrite", "GET /v1/client/fs/logs/a1": "nsWrite",
 	"GET /v1/client/allocation/a1/exec": "nsWrite", "GET /v1/client/allocation/a1/stats": "nsRead",
+	"PUT /v1/client/allocation/a1/restart": "nsWrite", "PUT /v1/client/allocation/a1/signal": "nsWrite",
+	"GET /v1/client/allocation/a1/checks": "nsRead", "GET /v1/allocation/a1/checks": "nsRead",
 	"GET /v1/event/stream": "nsRead", "GET /v1/evaluations/count": "nsRead",
 	"PUT /v1/system/gc": "mgmt", "PUT /v1/system/reconcile/summaries": "mgmt",
 	"PUT /v1/client/gc": "node", "PUT /v1/client/allocation/a1/gc": "nsWrite",
