@@ -412,6 +412,23 @@ func TestHAClusterFailover(t *testing.T) {
 	if _, _, err := cur.client.Jobs().Register(countZeroJob("after-prune"), nil); err != nil {
 		t.Fatalf("write after the prune: %v", err)
 	}
+
+	// The last follower stops with SIGINT (leave_on_interrupt): it leaves
+	// gossip and Raft, so the leader alone still commits.
+	var last *agent
+	var lastName string
+	for i, s := range c.servers {
+		if s != cur && s != victim {
+			last, lastName = s, c.names[i]
+		}
+	}
+	last.stop()
+	waitFor(t, 30*time.Second, "the leaver shown left and out of Raft", func() bool {
+		return c.memberStatus(cur)[lastName] == "left" && len(c.raftPeers(cur)) == 1
+	})
+	if _, _, err := cur.client.Jobs().Register(countZeroJob("after-leave"), nil); err != nil {
+		t.Fatalf("write after a graceful leave: %v", err)
+	}
 }
 
 // Joining by hand: a server started alone (bootstrap_expect = 1 on the

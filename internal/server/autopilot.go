@@ -122,12 +122,16 @@ func (d *autopilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 			continue
 		}
 		status := autopilot.NodeUnknown
-		switch m.Status {
-		case serf.StatusAlive:
+		switch {
+		case p.ID == s.config.NodeID:
+			// The leader itself is alive, whatever its gossip says while
+			// it leaves: autopilot must never remove the server it runs on.
 			status = autopilot.NodeAlive
-		case serf.StatusFailed:
+		case m.Status == serf.StatusAlive:
+			status = autopilot.NodeAlive
+		case m.Status == serf.StatusFailed:
 			status = autopilot.NodeFailed
-		case serf.StatusLeft:
+		case m.Status == serf.StatusLeft:
 			status = autopilot.NodeLeft
 		}
 		nodeType := autopilot.NodeVoter

@@ -41,6 +41,10 @@ func (s *Server) setupRaft() error {
 	// Concurrent Apply calls queue without blocking each other; the leader
 	// takes all of them into one disk write (group commit).
 	rc.BatchApplyCh = true
+	// A server removed from the configuration (it left, was force-left or
+	// pruned by autopilot while alive) keeps running so that it can be
+	// added back when it rejoins, as Nomad's servers do.
+	rc.ShutdownOnRemove = false
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	s.raftProtocol = rc.ProtocolVersion
 	rc.Logger = s.logger.Named("raft")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -316,7 +317,11 @@ func (s *Server) KeyManager() *serf.KeyManager {
 // waits (briefly) for the leader to remove it once it has left the gossip
 // pool. Call Shutdown after it.
 func (s *Server) Leave() {
-	if s.raft != nil && s.IsLeader() {
+	// Raft's own state, not IsLeader: a leader still establishing its
+	// services must hand its vote back too.
+	leading := func() bool { return s.raft != nil && s.raft.State() == raft.Leader }
+	wasLeader := leading()
+	if wasLeader {
 		if n := s.voterCount(); n > 1 {
 			s.logger.Info("leaving: removing this server (the leader) from Raft")
 			if err := s.raft.RemoveServer(raftID(s.config.NodeID), 0, 5*time.Second).Error(); err != nil {
@@ -329,7 +334,7 @@ func (s *Server) Leave() {
 			s.logger.Warn("leaving the gossip pool failed", "error", err)
 		}
 	}
-	if s.raft == nil || s.IsLeader() || s.voterCount() <= 1 {
+	if s.raft == nil || wasLeader || leading() || s.voterCount() <= 1 {
 		return
 	}
 	// The leader removes us when it sees us leave; wait a little for it.

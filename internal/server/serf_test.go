@@ -150,3 +150,46 @@ func TestTwoBootstrapServersAreNotMerged(t *testing.T) {
 		t.Fatal("a bootstrap-mode server lost its leadership")
 	}
 }
+
+// A leader that leaves gracefully removes itself from Raft first: the two
+// others elect a leader between them and the leaver is in no configuration.
+func TestLeaderLeaves(t *testing.T) {
+	var servers []*Server
+	for _, name := range []string{"l1", "l2", "l3"} {
+		servers = append(servers, gossipServer(t, name, t.TempDir(), 3))
+	}
+	for _, s := range servers[1:] {
+		if _, err := s.Join([]string{serfAddr(servers[0])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "a leader with three voters", func() bool {
+		l := currentLeader(servers)
+		return l != nil && len(raftServers(l)) == 3
+	})
+	old := currentLeader(servers)
+	old.Leave()
+	var rest []*Server
+	for _, s := range servers {
+		if s != old {
+			rest = append(rest, s)
+		}
+	}
+	waitFor(t, 20*time.Second, "a new leader among the two others without the leaver", func() bool {
+		l := currentLeader(rest)
+		if l == nil || len(raftServers(l)) != 2 {
+			return false
+		}
+		for _, srv := range raftServers(l) {
+			if string(srv.ID) == old.config.NodeID {
+				return false
+			}
+		}
+		return true
+	})
+	old.Shutdown()
+	l := currentLeader(rest)
+	if _, _, err := l.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()}); err != nil {
+		t.Fatalf("write after the leader left: %v", err)
+	}
+}
