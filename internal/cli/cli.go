@@ -106,6 +106,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"operator raft remove-peer": f(&OperatorRaftRemovePeerCommand{Meta: m}),
 		"operator api":              f(&OperatorAPICommand{Meta: m}),
 		"status":                    f(&StatusCommand{Meta: m}),
+		"ui":                        f(&UICommand{Meta: m}),
 		"monitor":                   f(&MonitorCommand{Meta: m}),
 		"job dispatch":              f(&JobDispatchCommand{Meta: m}),
 		"job periodic":              f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),

@@ -64,6 +64,7 @@ var commandFlags = map[string]complete.Flags{
 	"alloc status": mergeFlags(outputFlags, boolFlags("short", "verbose")),
 	"alloc logs":   mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
 	"alloc fs":     boolFlags("stat", "verbose"),
+	"ui":           boolFlags("show-url"),
 	"alloc stop":   boolFlags("detach", "verbose"),
 	"node status":  mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
 	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),

@@ -45,12 +45,29 @@ function render() {
     // watch keeps the element errID showing the latest error of this
     // watch (cleared on the next success).
     watch(p, onData, errID = 'err') {
-      watch(p, (d, res) => { set(errID, ''); try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); } },
-        (e) => set(errID, errBox(e)), controller.signal);
+      watch(p, (d, res) => {
+        set(errID, '');
+        try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); }
+        ctx.refreshAll();
+      }, (e) => set(errID, errBox(e)), controller.signal);
+    },
+    // refresh reads p once now and again whenever one of the page's watches
+    // moves (or refreshAll is called after an action). A browser keeps six
+    // connections per host: each page holds at most three blocking queries
+    // and derives the rest from them.
+    refreshers: [],
+    refresh(p, onData, errID = 'err') {
+      const run = () => get(p, { signal: controller.signal }).then((d) => { if (!controller.signal.aborted) onData(d); }, (e) => { if (!controller.signal.aborted) set(errID, errBox(e)); });
+      ctx.refreshers.push(run);
+      run();
+    },
+    refreshAll() {
+      clearTimeout(ctx.refreshTimer);
+      ctx.refreshTimer = setTimeout(() => ctx.refreshers.forEach((f) => f()), 50);
     },
     on(name, fn) { this.actions[name] = fn; },
   };
-  current = { controller, actions: ctx.actions };
+  current = { controller, actions: ctx.actions, refreshAll: () => ctx.refreshAll() };
   let nav = '';
   for (const [re, fn, n] of routes) {
     const m = path.match(re);
@@ -79,7 +96,8 @@ document.addEventListener('click', async (ev) => {
     ev.preventDefault();
     if (act.dataset.confirm && !confirm(act.dataset.confirm)) return;
     act.disabled = true;
-    try { await current.actions[act.dataset.act](act, ev); } catch (e) {
+    const page = current;
+    try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
       const box = document.getElementById(act.dataset.err || 'err');
       if (box) box.innerHTML = String(errBox(e)); else toast(e.message);
     } finally { act.disabled = false; }
@@ -93,6 +111,9 @@ document.addEventListener('click', async (ev) => {
   }
 });
 window.addEventListener('popstate', render);
+// Leaving the document ends its blocking queries and streams at once, so
+// they do not hold the browser's connections to the agent.
+window.addEventListener('pagehide', () => { if (current) current.controller.abort(); });
 
 // Relative times stay current.
 setInterval(() => {
@@ -132,7 +153,7 @@ let selected = -1;
 let gPending = 0;
 document.addEventListener('keydown', (e) => {
   const tag = (e.target.tagName || '').toLowerCase();
-  if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable || e.target.classList.contains('term') || e.metaKey || e.ctrlKey || e.altKey) return;
+  if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable || (e.target.classList && e.target.classList.contains('term')) || e.metaKey || e.ctrlKey || e.altKey) return;
   if (e.key === '/') { e.preventDefault(); (document.querySelector('main [data-search]') || search).focus(); return; }
   if (gPending && Date.now() - gPending < 1500) {
     gPending = 0;

@@ -104,8 +104,8 @@ export function page(ctx, rawID, tab = '') {
 
   if (tab === '') {
     set('tab', html`<div class="panel" id="jobmeta"></div><h2>Summary</h2><div id="summary"></div><div id="failures"></div><h2>Latest deployment</h2><div id="latestdep"></div><h2>Recent allocations</h2><div id="allocs"></div>`);
-    ctx.watch(`${base}/summary${q}`, (s) => { sum = s; renderSummary(); });
-    ctx.watch(`${base}/deployment${q}`, (d) => set('latestdep', deploymentPanel(d)));
+    ctx.refresh(`${base}/summary${q}`, (s) => { sum = s; renderSummary(); });
+    ctx.refresh(`${base}/deployment${q}`, (d) => set('latestdep', deploymentPanel(d)));
     ctx.watch(`${base}/allocations${q}`, (a) => set('allocs', allocTable((a || []).slice(0).sort((x, y) => y.CreateIndex - x.CreateIndex).slice(0, 10))));
     ctx.watch(`${base}/evaluations${q}`, (evs) => {
       const blocked = (evs || []).filter((e) => e.FailedTGAllocs && Object.keys(e.FailedTGAllocs).length && (e.Status === 'complete' || e.Status === 'blocked'))

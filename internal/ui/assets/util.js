@@ -27,7 +27,7 @@ export function id(full, href) {
   if (!full) return raw('<span class="muted">–</span>');
   const s = short(full);
   const label = href ? html`<a href="${href}">${s}</a>` : html`${s}`;
-  return html`<span class="id" title="${full}">${label}<button class="copy" data-copy="${full}" title="Copy ${full}" aria-label="Copy ID">⧉</button></span>`;
+  return html`<span class="id" title="${full}">${label}<button class="copy" data-copy="${full}" title="Copy ${full}" aria-label="Copy ID"><svg viewBox="0 0 16 16" aria-hidden="true"><path fill="currentColor" d="M4 4V1.5C4 .7 4.7 0 5.5 0h9C15.3 0 16 .7 16 1.5v9c0 .8-.7 1.5-1.5 1.5H12v2.5c0 .8-.7 1.5-1.5 1.5h-9C.7 16 0 15.3 0 14.5v-9C0 4.7.7 4 1.5 4H4Zm1.5 0h5c.8 0 1.5.7 1.5 1.5v5h2.5v-9h-9V4Zm-4 1.5v9h9v-9h-9Z"/></svg></button></span>`;
 }
 
 // toDate accepts Nomad's nanosecond integers and RFC 3339 strings.
