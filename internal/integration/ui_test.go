@@ -30,7 +30,8 @@ const uiJobHCL = `job "uiweb" {
 
 // The web UI in a real browser against a dev agent: the jobs page, a job
 // run by pasting HCL and planning first, its allocations turning running
-// without a reload, a task's log line, the alloc dir, the client's
+// without a reload, a task's log line, a command in the exec terminal, the
+// alloc dir, the client's
 // allocations, a placement failure's reason, search and keyboard, a stop
 // that shows the job dead, and the phone-width layout. Screenshots of
 // each page go to $DROVER_UI_SHOTS (default a temp dir, logged).
@@ -90,6 +91,22 @@ func TestUIBrowser(t *testing.T) {
 	open("/ui/allocations/" + alloc.ID + "/server/logs")
 	b.waitJS("the log line", wait, `document.querySelector("#logs").innerText.includes("hello-from-ui")`)
 	b.shot("logs")
+
+	// The exec terminal: raw_exec (the dev agent's driver) cannot run
+	// commands in a task, and the terminal says so with the agent's reason;
+	// with a driver that can, a command typed in shows its output.
+	open("/ui/allocations/" + alloc.ID + "/server/exec")
+	b.waitJS("the exec session", wait, `/connected|closed/.test(document.querySelector("#termstate").innerText)`)
+	b.waitJS("the exec session settled", wait, `document.querySelector("#termstate").innerText !== "connected" || document.querySelector("#term").innerText.length > 1`)
+	if state := evalJS[string](b, `document.querySelector("#termstate").innerText`); strings.HasPrefix(state, "closed") {
+		if !strings.Contains(state, "raw_exec driver, which cannot run commands") {
+			t.Errorf("the exec terminal closed without the reason: %q", state)
+		}
+	} else {
+		evalJS[bool](b, `(() => { const t = document.querySelector("#term"); for (const k of [..."echo exec-$((6*7))", "Enter"]) t.dispatchEvent(new KeyboardEvent("keydown", {key: k, bubbles: true})); return true })()`)
+		b.waitJS("the command's output", wait, `document.querySelector("#term").innerText.includes("exec-42")`)
+	}
+	b.shot("exec")
 
 	// The alloc dir: the task's directory and the shared alloc/logs.
 	open("/ui/allocations/" + alloc.ID + "/fs")

@@ -163,7 +163,7 @@ function exec(ctx, allocID, name) {
       if (f.exited) set('termstate', `exited ${f.result ? f.result.exit_code : ''}`);
     };
     ws.onerror = () => set('termstate', 'connection error');
-    ws.onclose = () => { if (!ctx.signal.aborted) set('termstate', 'closed'); };
+    ws.onclose = (e) => { if (!ctx.signal.aborted) set('termstate', html`closed${e.reason ? ': ' + e.reason : ''} (${e.code})`); };
   };
   ctx.signal.addEventListener('abort', () => ws && ws.close(), { once: true });
   document.getElementById('connect').addEventListener('click', connect);

@@ -49,8 +49,6 @@ function render() {
         set(errID, '');
         try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); }
         ctx.refreshAll();
-        // For the browser benchmark: when data first reached the screen.
-        if (window.__droverPainted === undefined) requestAnimationFrame(() => { if (window.__droverPainted === undefined) window.__droverPainted = performance.now(); });
       }, (e) => set(errID, errBox(e)), controller.signal);
     },
     // refresh reads p once now and again whenever one of the page's watches

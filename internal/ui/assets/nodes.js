@@ -51,6 +51,7 @@ export function page(ctx, nodeID) {
       <dt>CPU</dt><dd>${r.Cpu ? r.Cpu.CpuShares : 0} MHz (${r.Cpu ? r.Cpu.TotalCpuCores : 0} cores)</dd><dt>Memory</dt><dd>${r.Memory ? r.Memory.MemoryMB : 0} MiB</dd><dt>Disk</dt><dd>${r.Disk ? r.Disk.DiskMB : 0} MiB</dd>
       <dt>Drivers</dt><dd>${Object.entries(n.Drivers || {}).map(([d, i]) => html`${status(i.Healthy ? 'healthy' : 'unhealthy')} ${d} `)}</dd>
       <dt>Devices</dt><dd>${(r.Devices || []).length ? (r.Devices || []).map((d) => html`${d.Vendor}/${d.Type}/${d.Name} (${(d.Instances || []).length}) `) : '–'}</dd>
+      <dt>Foreign ports</dt><dd>${(n.ForeignPorts || []).length ? html`<span class="id">${n.ForeignPorts.join(', ')}</span> <span class="muted">(bound by processes Drover did not start)</span>` : html`<span class="muted">none seen</span>`}</dd>
       <dt>Last heartbeat status</dt><dd>${n.StatusDescription || n.Status} ${when(n.StatusUpdatedAt ? n.StatusUpdatedAt * 1e9 : 0)}</dd></dl></div>`);
     const attrs = Object.entries(n.Attributes || {}).sort();
     const meta = Object.entries(n.Meta || {}).sort();
