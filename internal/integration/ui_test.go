@@ -129,6 +129,20 @@ func TestUIBrowser(t *testing.T) {
 	b.waitJS("the client's host figures", wait, `document.querySelector("#hoststats").innerText.includes("Memory used")`)
 	b.shot("client")
 
+	// The definition tab shows the submitted HCL; an edit is planned (the
+	// diff shows the count change) and run; the versions tab then lists
+	// both versions with the diff and a revert.
+	open("/ui/jobs/uiweb/definition")
+	b.waitJS("the submitted HCL", wait, `document.querySelector("#jobsrc") && document.querySelector("#jobsrc").value.includes("hello-from-ui")`)
+	evalJS[bool](b, `(() => { const t = document.querySelector("#jobsrc"); t.value = t.value.replace("count = 2", "count = 3"); document.querySelector("#planbtn").click(); return true })()`)
+	b.waitJS("the edit's plan", wait, `document.querySelector("#planout") && document.querySelector("#planout").innerText.includes('Count: "2" => "3"') && document.querySelector("#runbtn")`)
+	b.shot("definition-plan")
+	evalJS[bool](b, `document.querySelector("#runbtn").click(), true`)
+	b.waitJS("three running allocations", wait, `location.pathname === "/ui/jobs/uiweb" && document.querySelectorAll('#allocs tr[data-status="running"]').length === 3`)
+	open("/ui/jobs/uiweb/versions")
+	b.waitJS("two versions with a revert", wait, `document.querySelectorAll(".version").length === 2 && document.querySelector('.version[data-version="0"] button[data-act="revert"]') && document.querySelector('.version[data-version="1"]').innerText.includes('Count: "2" => "3"')`)
+	b.shot("versions")
+
 	// A job that cannot be placed shows why.
 	never := rawExecJob("never", "service", 1, "sleep 100")
 	never.Constraints = []*api.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "plan9", Operand: "="}}
@@ -160,7 +174,7 @@ func TestUIBrowser(t *testing.T) {
 	b.waitJS("the evaluations page", wait, `document.querySelectorAll("#evals tbody tr").length >= 2`)
 	b.shot("evaluations")
 	open("/ui/topology")
-	b.waitJS("the topology", wait, `document.querySelector("#topo .node") && document.querySelector("#topo .node").innerText.includes("200 /")`)
+	b.waitJS("the topology", wait, `document.querySelector("#topo .node") && document.querySelector("#topo .node").innerText.includes("300 /")`)
 	b.shot("topology")
 
 	// Stop the job from its page: it turns dead without a reload.
