@@ -23,7 +23,12 @@ const searchLimit = 20
 const fuzzyMinTerm = 2
 
 var prefixContexts = []contexts.Context{contexts.Jobs, contexts.Evals, contexts.Allocs, contexts.Nodes, contexts.Deployments, contexts.Namespaces}
-var fuzzyContexts = []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Nodes, contexts.Groups}
+var fuzzyContexts = []contexts.Context{contexts.Jobs, contexts.Allocs, contexts.Nodes, contexts.Groups, contexts.Tasks, contexts.Commands, contexts.Images}
+
+// fuzzySpecJobs bounds how many job definitions one fuzzy search reads for
+// the contexts found inside jobs (groups, tasks, commands, images); past it
+// those contexts are marked truncated.
+const fuzzySpecJobs = 1000
 
 // searchData is what the list reads of one request returned.
 type searchData struct {
@@ -34,7 +39,14 @@ type searchData struct {
 	evals  []*structs.Evaluation
 	deps   []*structs.Deployment
 	nss    []*structs.Namespace
-	groups map[string][]string // job ID + "\x00" + namespace -> group names
+	specs  []*structs.Job // full jobs, for the contexts inside them
+	// specsTruncated: more jobs than fuzzySpecJobs were not read.
+	specsTruncated bool
+}
+
+// inSpec are the contexts found inside job definitions.
+func inSpec(want map[contexts.Context]bool) bool {
+	return want[contexts.Groups] || want[contexts.Tasks] || want[contexts.Commands] || want[contexts.Images]
 }
 
 func (s *server) searchQuery(r *http.Request, ns string) (structs.QueryOptions, error) {
@@ -59,7 +71,7 @@ func (s *server) searchLoad(q structs.QueryOptions, want map[contexts.Context]bo
 		}
 	}
 	q.Prefix = prefix
-	if want[contexts.Jobs] || want[contexts.Groups] {
+	if want[contexts.Jobs] || inSpec(want) {
 		var reply structs.JobListResponse
 		if err := s.cfg.RPC.RPC("Job.List", &structs.JobListRequest{QueryOptions: q}, &reply); err != nil {
 			return nil, err
@@ -107,22 +119,20 @@ func (s *server) searchLoad(q structs.QueryOptions, want map[contexts.Context]bo
 		d.nss = reply.Namespaces
 		meta(reply.QueryMeta)
 	}
-	if want[contexts.Groups] {
-		// Group names come from the allocations' task groups: job stubs
-		// carry no group list, and a group with no allocation has nothing
-		// to open yet.
-		var reply structs.AllocListResponse
-		if err := s.cfg.RPC.RPC("Alloc.List", &structs.AllocListRequest{QueryOptions: q}, &reply); err != nil {
-			return nil, err
-		}
-		meta(reply.QueryMeta)
-		d.groups = map[string][]string{}
-		seen := map[string]bool{}
-		for _, a := range reply.Allocations {
-			k := a.JobID + "\x00" + a.Namespace
-			if !seen[k+"\x00"+a.TaskGroup] {
-				seen[k+"\x00"+a.TaskGroup] = true
-				d.groups[k] = append(d.groups[k], a.TaskGroup)
+	if inSpec(want) {
+		for i, stub := range d.jobs {
+			if i == fuzzySpecJobs {
+				d.specsTruncated = true
+				break
+			}
+			args := structs.JobSpecificRequest{JobID: stub.ID, QueryOptions: q}
+			args.Namespace = stub.Namespace
+			var reply structs.SingleJobResponse
+			if err := s.cfg.RPC.RPC("Job.GetJob", &args, &reply); err != nil {
+				return nil, err
+			}
+			if reply.Job != nil {
+				d.specs = append(d.specs, reply.Job)
 			}
 		}
 	}
@@ -260,7 +270,7 @@ func (s *server) searchFuzzyRequest(w http.ResponseWriter, r *http.Request) (any
 		}
 		resp.Matches[c] = nonNil(m)
 	}
-	var jobs, allocs, nodes, groups []api.FuzzyMatch
+	var jobs, allocs, nodes, groups, tasks, commands, images []api.FuzzyMatch
 	for _, j := range d.jobs {
 		jobs = append(jobs, api.FuzzyMatch{ID: j.ID, Scope: []string{j.Namespace}})
 	}
@@ -270,16 +280,35 @@ func (s *server) searchFuzzyRequest(w http.ResponseWriter, r *http.Request) (any
 	for _, n := range d.nodes {
 		nodes = append(nodes, api.FuzzyMatch{ID: n.Name, Scope: []string{n.ID}})
 	}
-	for k, gs := range d.groups {
-		job, ns, _ := strings.Cut(k, "\x00")
-		for _, g := range gs {
-			groups = append(groups, api.FuzzyMatch{ID: g, Scope: []string{ns, job}})
+	for _, j := range d.specs {
+		for _, g := range j.TaskGroups {
+			groups = append(groups, api.FuzzyMatch{ID: g.Name, Scope: []string{j.Namespace, j.ID}})
+			for _, t := range g.Tasks {
+				scope := []string{j.Namespace, j.ID, g.Name, t.Name}
+				tasks = append(tasks, api.FuzzyMatch{ID: t.Name, Scope: scope[:3]})
+				if c, ok := t.Config["command"].(string); ok && c != "" {
+					commands = append(commands, api.FuzzyMatch{ID: c, Scope: scope})
+				}
+				if im, ok := t.Config["image"].(string); ok && im != "" {
+					images = append(images, api.FuzzyMatch{ID: im, Scope: scope})
+				}
+			}
 		}
 	}
 	add(contexts.Jobs, jobs)
 	add(contexts.Allocs, allocs)
 	add(contexts.Nodes, nodes)
 	add(contexts.Groups, groups)
+	add(contexts.Tasks, tasks)
+	add(contexts.Commands, commands)
+	add(contexts.Images, images)
+	if d.specsTruncated {
+		for _, c := range []contexts.Context{contexts.Groups, contexts.Tasks, contexts.Commands, contexts.Images} {
+			if want[c] {
+				resp.Truncations[c] = true
+			}
+		}
+	}
 	setMeta(w, &structs.QueryMeta{Index: d.index, KnownLeader: true})
 	return resp, nil
 }

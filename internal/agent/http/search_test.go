@@ -57,12 +57,35 @@ func TestSearchFuzzyShapes(t *testing.T) {
 	if env.rpc.last(t, "Job.List").(*structs.JobListRequest).Namespace != "*" {
 		t.Error("the body's namespace was not used")
 	}
-	// A group is found through its allocations.
-	_, _, body = env.raw(t, "POST", "/v1/search/fuzzy", `{"Text":"front","Context":"groups"}`)
+	// Groups, tasks, commands and images are found in the job definitions.
+	env.rpc.handlers["Job.GetJob"] = func(args, reply any) error {
+		a := args.(*structs.JobSpecificRequest)
+		job := &structs.Job{ID: a.JobID, Namespace: a.Namespace, TaskGroups: []*structs.TaskGroup{{Name: "frontend", Tasks: []*structs.Task{
+			{Name: "nginx", Config: map[string]any{"image": "nginx:1.27", "command": "/usr/sbin/nginx"}},
+		}}}}
+		reply.(*structs.SingleJobResponse).Job = job
+		return nil
+	}
+	_, _, body = env.raw(t, "POST", "/v1/search/fuzzy", `{"Text":"ngin","Context":"all"}`)
+	resp = api.FuzzySearchResponse{}
 	if err := json.Unmarshal([]byte(body), &resp); err != nil {
 		t.Fatal(err)
 	}
-	if g := resp.Matches[contexts.Groups]; len(g) != 1 || g[0].ID != "frontend" || g[0].Scope[1] != "web" {
+	if c := resp.Matches[contexts.Commands]; len(c) != 4 || c[0].ID != "/usr/sbin/nginx" || strings.Join(c[0].Scope, "/") != "default/web/frontend/nginx" {
+		t.Errorf("commands = %+v", c)
+	}
+	if im := resp.Matches[contexts.Images]; len(im) != 4 || im[0].ID != "nginx:1.27" {
+		t.Errorf("images = %+v", im)
+	}
+	if tk := resp.Matches[contexts.Tasks]; len(tk) != 4 || strings.Join(tk[0].Scope, "/") != "default/web/frontend" {
+		t.Errorf("tasks = %+v", tk)
+	}
+	_, _, body = env.raw(t, "POST", "/v1/search/fuzzy", `{"Text":"front","Context":"groups"}`)
+	resp = api.FuzzySearchResponse{}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if g := resp.Matches[contexts.Groups]; len(g) != 4 || g[0].ID != "frontend" || len(resp.Matches) != 1 {
 		t.Errorf("groups = %+v", resp.Matches)
 	}
 }

@@ -135,7 +135,7 @@ search.addEventListener('input', () => {
       const res = await r.json();
       const m = res.Matches || {};
       const sec = (title, list, href) => (list && list.length ? html`<h4>${title}</h4>${list.slice(0, 8).map((x) => html`<a href="${href(x)}">${x.ID}${x.Scope && x.Scope.length ? html` <span class="muted">${x.Scope.join(' / ')}</span>` : ''}</a>`)}` : '');
-      const out = html`${sec('Jobs', m.jobs, (x) => jobHref(x.ID, x.Scope && x.Scope[0]))}${sec('Clients', m.nodes, (x) => nodeHref(x.Scope && x.Scope[0] || x.ID))}${sec('Allocations', m.allocs, (x) => allocHref(x.Scope && x.Scope[1] || x.ID))}${sec('Task groups', m.groups, (x) => jobHref(x.Scope[1], x.Scope[0]))}`;
+      const out = html`${sec('Jobs', m.jobs, (x) => jobHref(x.ID, x.Scope && x.Scope[0]))}${sec('Clients', m.nodes, (x) => nodeHref(x.Scope && x.Scope[0] || x.ID))}${sec('Allocations', m.allocs, (x) => allocHref(x.Scope && x.Scope[1] || x.ID))}${sec('Task groups', m.groups, (x) => jobHref(x.Scope[1], x.Scope[0]))}${sec('Tasks', m.tasks, (x) => jobHref(x.Scope[1], x.Scope[0]))}${sec('Images', m.images, (x) => jobHref(x.Scope[1], x.Scope[0]))}${sec('Commands', m.commands, (x) => jobHref(x.Scope[1], x.Scope[0]))}`;
       results.innerHTML = String(out) || '<p class="muted" style="padding:6px 10px">No matches</p>';
       results.hidden = false;
     } catch (e) { results.innerHTML = String(errBox(e)); results.hidden = false; }
