@@ -177,8 +177,20 @@ func TestUIBrowser(t *testing.T) {
 	b.waitJS("the topology", wait, `document.querySelector("#topo .node") && document.querySelector("#topo .node").innerText.includes("300 /")`)
 	b.shot("topology")
 
-	// Stop the job from its page: it turns dead without a reload.
+	// Scale the group from the job page: down to one running allocation.
 	open("/ui/jobs/uiweb")
+	b.waitJS("the scale input", wait, `document.querySelector("#scale-web")`)
+	// While the edit's deployment runs, scaling is refused and the page
+	// says why; once it is done, the scale goes through.
+	if !strings.Contains(evalJS[string](b, `document.querySelector("#latestdep").innerText`), "successful") {
+		evalJS[bool](b, `document.querySelector("#scale-web").value = "1", document.querySelector('button[data-act="scale"][data-group="web"]').click(), true`)
+		b.waitJS("the refusal's reason", wait, `document.querySelector("#err .act-error") && document.querySelector("#err .act-error").innerText.includes("active deployment") || document.querySelector('#summary tr[data-group="web"] td:nth-child(2)').innerText === "1"`)
+	}
+	b.waitJS("the deployment successful", wait, `document.querySelector("#latestdep").innerText.includes("successful")`)
+	evalJS[bool](b, `document.querySelector("#scale-web").value = "1", document.querySelector('button[data-act="scale"][data-group="web"]').click(), true`)
+	b.waitJS("one running allocation", wait, `document.querySelector('#summary tr[data-group="web"] td:nth-child(2)').innerText === "1" && document.querySelector('#summary tr[data-group="web"] .c-running').innerText === "1"`)
+
+	// Stop the job from its page: it turns dead without a reload.
 	b.waitJS("the stop button", wait, `document.querySelector("#stopbtn")`)
 	evalJS[bool](b, `window.__noReload = true, window.confirm = () => true, document.querySelector("#stopbtn").click(), true`)
 	b.waitJS("the job dead", wait, `document.querySelector("#jobhead").innerText.includes("dead") && document.querySelectorAll('#allocs tr[data-status="running"]').length === 0`)
@@ -186,6 +198,17 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatal("the page reloaded after stop")
 	}
 	b.shot("job-dead")
+
+	// A client's eligibility toggles from its page.
+	open("/ui/clients/" + nodes[0].ID)
+	b.waitJS("the eligibility button", wait, `document.querySelector('button[data-act="eligibility"]')`)
+	evalJS[bool](b, `document.querySelector('button[data-act="eligibility"]').click(), true`)
+	b.waitJS("the client ineligible", wait, `document.querySelector("#nodehead").innerText.includes("ineligible") && document.querySelector('button[data-act="eligibility"]').innerText === "Mark eligible"`)
+	if n, _, err := a.client.Nodes().Info(nodes[0].ID, nil); err != nil || n.SchedulingEligibility != "ineligible" {
+		t.Fatalf("the node is not ineligible in the API: %v %v", n, err)
+	}
+	evalJS[bool](b, `document.querySelector('button[data-act="eligibility"]').click(), true`)
+	b.waitJS("the client eligible again", wait, `document.querySelector('button[data-act="eligibility"]').innerText === "Mark ineligible"`)
 
 	// Phone width: the jobs page fits without sideways scrolling.
 	b.run("phone viewport", wait, chromedp.EmulateViewport(390, 844))

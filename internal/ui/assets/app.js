@@ -46,7 +46,10 @@ function render() {
     // watch (cleared on the next success).
     watch(p, onData, errID = 'err') {
       watch(p, (d, res) => {
-        set(errID, '');
+        // An action's error stays until the next action; a watch clears
+        // only its own.
+        const box = document.getElementById(errID);
+        if (box && !box.querySelector('.act-error')) box.innerHTML = '';
         try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); }
         ctx.refreshAll();
       }, (e) => set(errID, errBox(e)), controller.signal);
@@ -97,9 +100,10 @@ document.addEventListener('click', async (ev) => {
     if (act.dataset.confirm && !confirm(act.dataset.confirm)) return;
     act.disabled = true;
     const page = current;
+    const box = document.getElementById(act.dataset.err || 'err');
+    if (box && box.querySelector('.act-error')) box.innerHTML = '';
     try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
-      const box = document.getElementById(act.dataset.err || 'err');
-      if (box) box.innerHTML = String(errBox(e)); else toast(e.message);
+      if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${e.text || e.message}</div>`); else toast(e.message);
     } finally { act.disabled = false; }
     return;
   }
