@@ -121,6 +121,12 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 )
 
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/chromedp/chromedp v0.23.0 // browser tests of the web UI (internal/integration); drives Debian's chromium
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+)
+
 // go-immutable-radix (go-memdb's tree) with lazily made watch channels:
 // see third_party/go-immutable-radix/DROVER.md. Same version as required.
 replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix

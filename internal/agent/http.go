@@ -14,6 +14,7 @@ import (
 	httpapi "github.com/drover-project/drover/internal/agent/http"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/jobspec"
+	"github.com/drover-project/drover/internal/ui"
 )
 
 func (a *Agent) startHTTP(prom http.Handler) {
@@ -65,7 +66,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	api := httpapi.NewHandler(cfg)
 	a.httpAPI = api
 	a.startNodeSession(api)
-	var h http.Handler = api
+	var h http.Handler = ui.Mount(api)
 	if a.config.EnableDebug {
 		h = withPprof(h)
 	}

@@ -120,6 +120,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"job dispatch":                      f(&JobDispatchCommand{Meta: m}),
 		"job periodic":                      f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
 		"job periodic force":                f(&JobPeriodicForceCommand{Meta: m}),
+		"ui":                                f(&UICommand{Meta: m}),
 
 		// Scheduler configuration (a block of its own keeps the alignment above).
 		"operator gossip":               f(&GroupCommand{Meta: m, Name: "operator gossip", Synopsis_: "Provides access to the gossip subsystem"}),

@@ -69,6 +69,7 @@ var commandFlags = map[string]complete.Flags{
 	"alloc signal":  mergeFlags(boolFlags("verbose"), complete.Flags{"-s": complete.PredictSet("SIGHUP", "SIGINT", "SIGKILL", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2"), "-task": complete.PredictAnything}),
 	"alloc checks":  mergeFlags(outputFlags, boolFlags("verbose")),
 	"node status":   mergeFlags(outputFlags, boolFlags("verbose", "self", "stats"), complete.Flags{"-filter": complete.PredictAnything}),
+	"ui":            boolFlags("show-url"),
 	"node drain": mergeFlags(boolFlags("enable", "disable", "no-deadline", "force", "ignore-system", "keep-ineligible", "detach", "monitor", "self", "yes"),
 		complete.Flags{"-deadline": complete.PredictAnything, "-m": complete.PredictAnything, "-meta": complete.PredictAnything}),
 	"node eligibility":                  boolFlags("enable", "disable", "self"),

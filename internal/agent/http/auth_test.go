@@ -35,6 +35,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/evaluation/e1", ""},
 	{"GET", "/v1/evaluation/e1/allocations", ""},
 	{"GET", "/v1/nodes", ""},
+	{"PUT", "/v1/search", `{"Prefix":"we","Context":"jobs"}`},
+	{"PUT", "/v1/search/fuzzy", `{"Text":"web","Context":"jobs"}`},
 	{"GET", "/v1/node/n1", ""},
 	{"GET", "/v1/node/n1/allocations", ""},
 	{"PUT", "/v1/node/n1/eligibility", `{"Eligibility":"eligible"}`},

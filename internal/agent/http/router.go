@@ -179,6 +179,9 @@ func (s *server) routes() []route {
 		{"/v1/deployments", s.deploymentsRequest},
 		{"/v1/deployment/", s.deploymentSpecificRequest},
 
+		{"/v1/search", s.searchRequest},
+		{"/v1/search/fuzzy", s.searchFuzzyRequest},
+
 		{"/v1/status/leader", s.statusLeaderRequest},
 		{"/v1/status/peers", s.statusPeersRequest},
 		{"/v1/regions", s.regionsRequest},

@@ -1,0 +1,180 @@
+// An allocation: task states and events, resources, ports, restart/stop;
+// a task's logs (streamed with follow), file browser and exec terminal.
+import { get, put, req, token } from './api.js';
+import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc } from './util.js';
+
+function header(a) {
+  return html`<div class="crumbs"><a href="/ui/jobs">Jobs</a> / <a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a> / ${a.TaskGroup}</div>`;
+}
+
+export function page(ctx, allocID) {
+  ctx.main.innerHTML = String(html`<div id="crumbs"></div><h1 id="allochead">Allocation ${id(allocID)}</h1><div id="err"></div><div id="alloc"></div>`);
+  ctx.on('stopalloc', async () => { await put(`/v1/allocation/${allocID}/stop`); toast('Stop requested'); });
+  ctx.on('restart', async (b) => { await put(`/v1/client/allocation/${allocID}/restart`, b.dataset.task ? { TaskName: b.dataset.task } : { AllTasks: true }); toast('Restart requested'); });
+  ctx.watch(`/v1/allocation/${allocID}`, (a) => {
+    set('crumbs', header(a));
+    const live = a.ClientStatus === 'running' || a.ClientStatus === 'pending';
+    set('allochead', html`Allocation ${id(a.ID)} ${status(a.ClientStatus)} <span class="muted" style="font-size:14px">${a.Name}</span>
+      <span class="actions"><a class="btn" href="${allocHref(a.ID)}/fs">Files</a>${live ? html`<button data-act="restart">Restart</button><button class="danger" data-act="stopalloc" data-confirm="Stop this allocation? It is rescheduled.">Stop</button>` : ''}</span>`);
+    const res = a.AllocatedResources || {};
+    const shared = res.Shared || {};
+    const ports = [...(shared.Ports || [])];
+    for (const n of shared.Networks || []) for (const p of [...(n.ReservedPorts || []), ...(n.DynamicPorts || [])]) ports.push({ Label: p.Label, Value: p.Value, To: p.To, HostIP: n.IP });
+    const tasks = Object.entries(a.TaskStates || {});
+    const tr = res.Tasks || {};
+    set('alloc', html`<div class="cards">
+        <div class="card"><div class="muted">Client</div><div>${a.NodeID ? html`<a href="${nodeHref(a.NodeID)}">${a.NodeName || a.NodeID.slice(0, 8)}</a>` : '–'}</div></div>
+        <div class="card"><div class="muted">Desired</div><div>${a.DesiredStatus}${a.DesiredDescription ? html` <span class="muted">(${a.DesiredDescription})</span>` : ''}</div></div>
+        <div class="card"><div class="muted">Job version</div><div>${a.Job ? a.Job.Version : a.JobVersion}</div></div>
+        <div class="card"><div class="muted">Created</div><div>${when(a.CreateTime)}</div></div>
+      </div>
+      ${a.ClientDescription ? html`<p class="muted">${a.ClientDescription}</p>` : ''}
+      <h2>Tasks</h2>
+      ${tasks.map(([name, t]) => html`<div class="panel task" data-task="${name}"><div style="display:flex;gap:10px;align-items:center;flex-wrap:wrap"><strong>${name}</strong> ${status(t.Failed ? 'failed' : t.State)} <span class="muted">started ${when(t.StartedAt)}${t.Restarts ? `, ${t.Restarts} restarts` : ''}</span>
+        <span class="actions"><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/logs">Logs</a><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/fs">Files</a>${t.State === 'running' ? html`<a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/exec">Exec</a><button data-act="restart" data-task="${name}">Restart</button>` : ''}</span></div>
+        ${tr[name] ? html`<p class="muted">CPU ${tr[name].Cpu ? tr[name].Cpu.CpuShares : 0} MHz · memory ${tr[name].Memory ? tr[name].Memory.MemoryMB : 0} MiB${tr[name].Memory && tr[name].Memory.MemoryMaxMB ? ` (max ${tr[name].Memory.MemoryMaxMB} MiB)` : ''}</p>` : ''}
+        <table class="events"><thead><tr><th>Time</th><th>Type</th><th>Description</th></tr></thead><tbody>${[...(t.Events || [])].reverse().map((e) => html`<tr><td>${when(e.Time)}</td><td>${e.Type}</td><td style="white-space:normal">${e.DisplayMessage || e.Message || ''}</td></tr>`)}</tbody></table></div>`)}
+      <h2>Ports</h2>
+      ${ports.length ? html`<table><thead><tr><th>Label</th><th>Address</th><th>To</th></tr></thead><tbody>${ports.map((p) => html`<tr><td>${p.Label}</td><td class="id">${p.HostIP || ''}:${p.Value}</td><td>${p.To || ''}</td></tr>`)}</tbody></table>` : html`<p class="muted">No ports.</p>`}
+      <h2>Resources</h2>
+      <table><thead><tr><th>Task</th><th>CPU</th><th>Memory</th></tr></thead><tbody>${Object.entries(tr).map(([n, r]) => html`<tr><td>${n}</td><td>${r.Cpu ? r.Cpu.CpuShares : 0} MHz</td><td>${r.Memory ? r.Memory.MemoryMB : 0} MiB</td></tr>`)}</tbody></table>
+      ${shared.DiskMB ? html`<p class="muted">Ephemeral disk ${shared.DiskMB} MiB</p>` : ''}`);
+  });
+}
+
+function taskTabs(allocID, task, tab) {
+  const b = `${allocHref(allocID)}/${encodeURIComponent(task)}`;
+  return html`<div class="crumbs"><a href="${allocHref(allocID)}">Allocation ${allocID.slice(0, 8)}</a> / ${task}</div><h1>Task ${task}</h1><div id="err"></div>
+    <nav class="tabs"><a href="${b}/logs" class="${tab === 'logs' ? 'active' : ''}">Logs</a><a href="${b}/fs" class="${tab === 'fs' ? 'active' : ''}">Files</a><a href="${b}/exec" class="${tab === 'exec' ? 'active' : ''}">Exec</a></nav>`;
+}
+
+export function task(ctx, allocID, name, tab = 'logs') {
+  ctx.main.innerHTML = String(html`${taskTabs(allocID, name, tab)}<div id="tab"></div>`);
+  if (tab === 'exec') return exec(ctx, allocID, name);
+  set('tab', html`<div class="filters"><select id="logtype" aria-label="Stream"><option>stdout</option><option>stderr</option></select><label><input type="checkbox" id="follow" checked> Follow</label><span class="muted" id="logstate"></span></div><pre class="code logs" id="logs" aria-label="Task log"></pre>`);
+  let stream = null;
+  const start = async () => {
+    if (stream) stream.abort();
+    stream = new AbortController();
+    ctx.signal.addEventListener('abort', () => stream.abort(), { once: true });
+    const type = document.getElementById('logtype').value;
+    const follow = document.getElementById('follow').checked;
+    const out = document.getElementById('logs');
+    out.textContent = '';
+    set('logstate', follow ? 'streaming…' : '');
+    try {
+      // The last 64 KiB, then what follows; plain=true gives raw bytes.
+      const r = await req('GET', `/v1/client/fs/logs/${allocID}?task=${encodeURIComponent(name)}&type=${type}&origin=end&offset=65536&follow=${follow}&plain=true`, undefined, { raw: true, signal: stream.signal });
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const atEnd = out.scrollTop + out.clientHeight >= out.scrollHeight - 20;
+        out.append(dec.decode(value, { stream: true }));
+        if (atEnd) out.scrollTop = out.scrollHeight;
+      }
+      set('logstate', 'end of log');
+    } catch (e) {
+      if (stream.signal.aborted) return;
+      set('err', errBox(e));
+      set('logstate', '');
+    }
+  };
+  document.getElementById('logtype').addEventListener('change', start);
+  document.getElementById('follow').addEventListener('change', start);
+  start();
+}
+
+function fsView(ctx, allocID, base, dir, hrefBase) {
+  const p = dir || '/';
+  set('tab', html`<div class="crumbs" id="fspath"></div><div id="fs"><p class="muted">Loading…</p></div>`);
+  const parts = p.split('/').filter(Boolean);
+  set('fspath', html`<a href="${hrefBase}">${base || 'alloc'}</a>${parts.map((x, i) => html` / <a href="${hrefBase}/${parts.slice(0, i + 1).map(encodeURIComponent).join('/')}">${x}</a>`)}`);
+  const full = (base ? `/${base}` : '') + (p === '/' ? '/' : p);
+  (async () => {
+    try {
+      const st = await get(`/v1/client/fs/stat/${allocID}?path=${encodeURIComponent(full)}`);
+      if (!st.IsDir) {
+        const r = await req('GET', `/v1/client/fs/readat/${allocID}?path=${encodeURIComponent(full)}&offset=0&limit=262144`, undefined, { raw: true });
+        const text = await r.text();
+        set('fs', html`<p class="muted">${bytes(st.Size)} · modified ${when(st.ModTime)}${st.Size > 262144 ? ' · first 256 KiB shown' : ''}</p><pre class="code" id="filebody">${text}</pre>`);
+        return;
+      }
+      const list = await get(`/v1/client/fs/ls/${allocID}?path=${encodeURIComponent(full)}`);
+      const rows = [...(list || [])].sort((a, b) => (b.IsDir - a.IsDir) || a.Name.localeCompare(b.Name));
+      set('fs', html`<div class="tablewrap"><table class="nav files"><thead><tr><th>Name</th><th>Size</th><th>Mode</th><th>Modified</th></tr></thead><tbody>${rows.map((f) => html`<tr><td><a href="${hrefBase}/${[...parts, f.Name].map(encodeURIComponent).join('/')}">${f.IsDir ? '📁 ' : ''}${f.Name}</a></td><td>${f.IsDir ? '' : bytes(f.Size)}</td><td class="id">${f.FileMode}</td><td>${when(f.ModTime)}</td></tr>`)}${rows.length ? '' : html`<tr><td colspan="4" class="muted">Empty directory</td></tr>`}</tbody></table></div>`);
+    } catch (e) { set('fs', errBox(e)); }
+  })();
+}
+
+export function fs(ctx, allocID, dir) {
+  ctx.main.innerHTML = String(html`<div class="crumbs"><a href="${allocHref(allocID)}">Allocation ${allocID.slice(0, 8)}</a></div><h1>Files</h1><div id="err"></div><div id="tab"></div>`);
+  fsView(ctx, allocID, '', dir, `${allocHref(allocID)}/fs`);
+}
+
+export function taskfs(ctx, allocID, name, dir) {
+  ctx.main.innerHTML = String(html`${taskTabs(allocID, name, 'fs')}<div id="tab"></div>`);
+  fsView(ctx, allocID, name, dir, `${allocHref(allocID)}/${encodeURIComponent(name)}/fs`);
+}
+
+// A minimal terminal over the exec websocket: output is appended (CSI
+// escape sequences dropped, \r, \b and clear-line honoured); keys are sent
+// as the bytes a terminal would send.
+function exec(ctx, allocID, name) {
+  set('tab', html`<div class="filters"><input class="text" id="cmd" value="/bin/sh" aria-label="Command"><button class="primary" id="connect">Connect</button><span class="muted" id="termstate">Click the terminal and type; Ctrl-C and arrows work.</span></div><pre class="term" id="term" tabindex="0" aria-label="Terminal"></pre>`);
+  const term = document.getElementById('term');
+  let ws = null;
+  let line = '';
+  let text = '';
+  const enc = new TextEncoder();
+  const b64 = (s) => { let bin = ''; for (const c of enc.encode(s)) bin += String.fromCharCode(c); return btoa(bin); };
+  const write = (s) => {
+    s = s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\x1b\][^\x07]*\x07/g, '');
+    for (const ch of s) {
+      if (ch === '\r') { line = ''; continue; }
+      if (ch === '\n') { text += line + '\n'; line = ''; continue; }
+      if (ch === '\b') { line = line.slice(0, -1); continue; }
+      if (ch === '\x07') continue;
+      line += ch;
+    }
+    const lines = text.split('\n');
+    if (lines.length > 2000) text = lines.slice(-2000).join('\n');
+    term.textContent = text + line + '█';
+    term.scrollTop = term.scrollHeight;
+  };
+  const send = (s) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify({ stdin: { data: b64(s) } })); };
+  const connect = () => {
+    if (ws) ws.close();
+    text = ''; line = '';
+    const cmd = document.getElementById('cmd').value.trim().split(/\s+/);
+    const proto = location.protocol === 'https:' ? 'wss' : 'ws';
+    ws = new WebSocket(`${proto}://${location.host}/v1/client/allocation/${allocID}/exec?task=${encodeURIComponent(name)}&tty=true&command=${encodeURIComponent(JSON.stringify(cmd))}`);
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ version: 1, auth_token: token.get() }));
+      ws.send(JSON.stringify({ tty_size: { height: 30, width: Math.max(40, Math.floor(term.clientWidth / 8)) } }));
+      set('termstate', 'connected');
+      term.focus();
+    };
+    ws.onmessage = (m) => {
+      const f = JSON.parse(m.data);
+      const d = (f.stdout && f.stdout.data) || (f.stderr && f.stderr.data);
+      if (d) { const bin = atob(d); write(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)))); }
+      if (f.exited) set('termstate', `exited ${f.result ? f.result.exit_code : ''}`);
+    };
+    ws.onerror = () => set('termstate', 'connection error');
+    ws.onclose = (e) => { if (!ctx.signal.aborted) set('termstate', html`closed${e.reason ? ': ' + e.reason : ''} (${e.code})`); };
+  };
+  ctx.signal.addEventListener('abort', () => ws && ws.close(), { once: true });
+  document.getElementById('connect').addEventListener('click', connect);
+  term.addEventListener('keydown', (e) => {
+    const keys = { Enter: '\r', Backspace: '\x7f', Tab: '\t', Escape: '\x1b', ArrowUp: '\x1b[A', ArrowDown: '\x1b[B', ArrowRight: '\x1b[C', ArrowLeft: '\x1b[D' };
+    let s = null;
+    if (e.ctrlKey && e.key.length === 1) s = String.fromCharCode(e.key.toUpperCase().charCodeAt(0) - 64);
+    else if (keys[e.key]) s = keys[e.key];
+    else if (e.key.length === 1 && !e.metaKey) s = e.key;
+    if (s !== null) { e.preventDefault(); send(s); }
+  });
+  term.addEventListener('paste', (e) => { e.preventDefault(); send(e.clipboardData.getData('text')); });
+  connect();
+}
