@@ -39,6 +39,11 @@ type Server struct {
 	// (namespace_access.go); nil allows every namespace.
 	namespaceACL func(token string) (func(ns string) bool, error)
 
+	// encrypter seals variables with the keyring's keys (encrypter.go).
+	encrypter encrypter
+	// varLocks holds the TTL timers of variable locks on the leader.
+	varLocks varLocks
+
 	fsm  *fsm.FSM
 	raft *raft.Raft
 	// raftProtocol is the Raft protocol version this server speaks.
@@ -116,6 +121,8 @@ func NewServer(cfg *Config) (*Server, error) {
 		pool:       droverrpc.NewPool(10 * time.Second),
 		shutdownCh: make(chan struct{}),
 	}
+
+	s.varLocks.expire = s.expireVarLock
 
 	s.broker = evalbroker.New(evalbroker.Config{
 		NackTimeout:         cfg.EvalNackTimeout,
@@ -256,6 +263,7 @@ func (s *Server) registerEndpoints() error {
 		"Event":      &Event{s},
 		"System":     &System{s},
 		"ACL":        &ACL{s},
+		"Variables":  &Variables{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

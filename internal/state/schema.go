@@ -226,6 +226,7 @@ func schema() *memdb.DBSchema {
 		},
 		tableSchedulerConfig: schedulerConfigTable(),
 		tableJobRestart:      jobRestartTable(),
+		tableVariables:       variablesTable(),
 	}}
 	aclSchema(db.Tables)
 	return db

@@ -204,6 +204,16 @@ var routeRules = []routeRule{
 	{"GET", "/v1/event/stream", needEventStream},
 	{"GET", "/.well-known/jwks.json", needPublic},
 
+	// Variables: any valid token reaches the endpoint, which checks the
+	// token's variable path rules per path (list answers are filtered).
+	{"GET", "/v1/vars", needAnyToken},
+	{"*", "/v1/var/*", needAnyToken},
+
+	// Keyring: management only, as Nomad's.
+	{"GET", "/v1/operator/keyring/keys", needManagement},
+	{"WRITE", "/v1/operator/keyring/rotate", needManagement},
+	{"DELETE", "/v1/operator/keyring/key/:id", needManagement},
+
 	// Client.
 	{"GET", "/v1/client/stats", needNodeRead},
 	{"GET", "/v1/client/metadata", needNodeRead},
