@@ -70,6 +70,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/agent/health", ""},
 	{"GET", "/v1/metrics", ""},
 	{"GET", "/.well-known/jwks.json", ""},
+	{"GET", "/.well-known/openid-configuration", ""},
 	{"GET", "/v1/vars", ""},
 	{"PUT", "/v1/var/app/db", `{"Items":{"k":"v"}}`},
 	{"GET", "/v1/operator/keyring/keys", ""},

@@ -203,6 +203,7 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/system/reconcile/summaries", needManagement},
 	{"GET", "/v1/event/stream", needEventStream},
 	{"GET", "/.well-known/jwks.json", needPublic},
+	{"GET", "/.well-known/openid-configuration", needPublic},
 
 	// Variables: any valid token reaches the endpoint, which checks the
 	// token's variable path rules per path (list answers are filtered).

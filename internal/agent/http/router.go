@@ -194,6 +194,7 @@ func (s *server) routes() []route {
 		{"/v1/system/reconcile/summaries", s.systemReconcileSummariesRequest},
 		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
+		{"/.well-known/openid-configuration", s.oidcDiscoveryRequest},
 		{"/v1/vars", s.variablesListRequest},
 		{"/v1/var/", s.variableRequest},
 		{"/v1/operator/keyring/keys", s.keyringKeysRequest},
