@@ -44,3 +44,15 @@ func (c *Client) reserveDevices(granted []*structs.AllocatedDeviceResource) (map
 	}
 	return r.Envs, nil
 }
+
+// signIdentities asks the servers for an allocation's workload identities,
+// authenticated as this node.
+func (c *Client) signIdentities(allocID string) ([]*structs.SignedWorkloadIdentity, error) {
+	req := &structs.AllocIdentitiesRequest{AllocID: allocID,
+		QueryOptions: structs.QueryOptions{Region: c.cfg.Region, AuthToken: c.secretID()}}
+	var resp structs.AllocIdentitiesResponse
+	if err := c.cfg.RPC.RPC("Alloc.SignIdentities", req, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Identities, nil
+}

@@ -51,6 +51,8 @@ type Config struct {
 	InterpolateConfig taskrunner.InterpolateConfigFunc
 	// ReserveDevices prepares the device instances granted to a task.
 	ReserveDevices taskrunner.ReserveDevicesFunc
+	// SignIdentities fetches the tasks' workload identities.
+	SignIdentities taskrunner.SignIdentitiesFunc
 	// StateDB, if set, persists the tasks' states and handles and the
 	// observed deployment health (restore.go).
 	StateDB StateDB
@@ -163,7 +165,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
-			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
+			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB),
 		})
 		ar.tasks = append(ar.tasks, e)

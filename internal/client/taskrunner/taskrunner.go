@@ -55,6 +55,9 @@ type Config struct {
 	// ReserveDevices, if set, is called once before the first start for
 	// the devices the scheduler granted the task; a failure fails the task.
 	ReserveDevices ReserveDevicesFunc
+	// SignIdentities, if set, fetches the task's workload identities
+	// before its first start (identity.go).
+	SignIdentities SignIdentitiesFunc
 	// StateDB, if set, persists the task's state and driver handle so a
 	// restarted client can re-attach (restore.go).
 	StateDB StateDB
@@ -88,6 +91,8 @@ type TaskRunner struct {
 
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
+	// identityEnv holds the workload identities with env = true.
+	identityEnv map[string]string
 
 	// local is the persisted local state (handle, restart tracker);
 	// restored is set by Restore. Guarded by mu.
@@ -319,6 +324,18 @@ func (tr *TaskRunner) Run() {
 		return
 	}
 
+	if !attached {
+		first, err := tr.setupIdentities()
+		if err != nil {
+			ev := tr.newEvent(structs.TaskSetupFailure, "failed to fetch workload identities: "+err.Error())
+			ev.SetupError = err.Error()
+			ev.FailsTask = true
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
+		go tr.renewIdentities(first)
+	}
+
 	var logs LogCollector
 	stdout, stderr := "", ""
 	if tr.driverWritesLogs() && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
@@ -520,6 +537,11 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 	for k, v := range tr.deviceEnv {
 		env[k] = v
 	}
+	tr.mu.Lock()
+	for k, v := range tr.identityEnv {
+		env[k] = v
+	}
+	tr.mu.Unlock()
 	conf := task.Config
 	if tr.cfg.InterpolateConfig != nil {
 		conf = tr.cfg.InterpolateConfig(task.Config, in, env)
