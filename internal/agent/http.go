@@ -59,6 +59,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	}
 	api := httpapi.NewHandler(cfg)
 	a.httpAPI = api
+	if a.client != nil {
+		a.client.SetTaskAPI(api)
+	}
 	var h http.Handler = api
 	if a.config.EnableDebug {
 		h = withPprof(h)

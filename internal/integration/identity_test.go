@@ -68,7 +68,12 @@ func TestWorkloadIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job := rawExecJob("wi", "service", 1, `cat "$NOMAD_SECRETS_DIR/nomad_token"; echo; echo "ENV=$NOMAD_TOKEN"; cat "$NOMAD_SECRETS_DIR/nomad_vault.jwt"; echo; sleep 300`)
+	// The task also calls the Task API on secrets/api.sock with no token
+	// of its own (the socket adds its identity): its job's variable is
+	// readable, another job's is not.
+	sock := `NOMAD_ADDR="unix://$NOMAD_SECRETS_DIR/api.sock" env -u NOMAD_TOKEN ` + droverBin
+	job := rawExecJob("wi", "service", 1, `cat "$NOMAD_SECRETS_DIR/nomad_token"; echo; echo "ENV=$NOMAD_TOKEN"; cat "$NOMAD_SECRETS_DIR/nomad_vault.jwt"; echo; `+
+		sock+` var get -item who nomad/jobs/wi; echo "OWN=$?"; `+sock+` var get nomad/jobs/other; echo "OTHER=$?"; sleep 300`)
 	task := job.TaskGroups[0].Tasks[0]
 	task.Identity = &api.WorkloadIdentity{File: true, Env: true}
 	task.Identities = []*api.WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}, File: true, TTL: time.Hour}}
@@ -94,8 +99,12 @@ func TestWorkloadIdentity(t *testing.T) {
 		b, _ := io.ReadAll(r)
 		r.Close()
 		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
-		return len(lines) >= 3
+		return strings.Contains(string(b), "OTHER=")
 	})
+	out := strings.Join(lines[3:], "\n")
+	if !strings.Contains(out, "nomad/jobs/wi\nOWN=0") || !strings.Contains(out, "OTHER=1") {
+		t.Fatalf("task API socket: the task's own job's variable must read, another's must not:\n%s", out)
+	}
 	fileTok, envTok, vaultTok := lines[0], strings.TrimPrefix(lines[1], "ENV="), lines[2]
 	if fileTok == "" || fileTok != envTok {
 		t.Fatalf("secrets/nomad_token %q and NOMAD_TOKEN %q differ", fileTok, envTok)

@@ -55,11 +55,18 @@ func (tr *TaskRunner) identityFile(name string) string {
 // environment (NOMAD_TOKEN, NOMAD_TOKEN_<name>). It returns the earliest
 // expiry of a written identity (zero: none expires).
 func (tr *TaskRunner) setupIdentities() (time.Time, error) {
-	if tr.cfg.SignIdentities == nil || !identityWanted(tr.cfg.Task) {
+	wanted := identityWanted(tr.cfg.Task)
+	if tr.cfg.SignIdentities == nil || (!wanted && tr.cfg.TaskAPI == nil) {
 		return time.Time{}, nil
 	}
 	ids, err := tr.cfg.SignIdentities(tr.cfg.Alloc.ID)
 	if err != nil {
+		if !wanted {
+			// Only the Task API would have used it: the task runs, and
+			// its socket answers as the anonymous token.
+			tr.logger.Warn("no workload identity for the task API", "error", err)
+			return time.Time{}, nil
+		}
 		return time.Time{}, err
 	}
 	env := map[string]string{}
@@ -67,6 +74,11 @@ func (tr *TaskRunner) setupIdentities() (time.Time, error) {
 	for _, id := range ids {
 		if id.TaskName != tr.cfg.Task.Name {
 			continue
+		}
+		if id.IdentityName == "default" {
+			tr.mu.Lock()
+			tr.defaultIdentity = id.JWT
+			tr.mu.Unlock()
 		}
 		wi := identityBlock(tr.cfg.Task, id.IdentityName)
 		if wi == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
@@ -58,6 +59,9 @@ type Config struct {
 	// SignIdentities, if set, fetches the task's workload identities
 	// before its first start (identity.go).
 	SignIdentities SignIdentitiesFunc
+	// TaskAPI, if set, is served to the task on secrets/api.sock
+	// (taskapi.go).
+	TaskAPI http.Handler
 	// StateDB, if set, persists the task's state and driver handle so a
 	// restarted client can re-attach (restore.go).
 	StateDB StateDB
@@ -91,8 +95,10 @@ type TaskRunner struct {
 
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
-	// identityEnv holds the workload identities with env = true.
-	identityEnv map[string]string
+	// identityEnv holds the workload identities with env = true;
+	// defaultIdentity is the default one, for the Task API.
+	identityEnv     map[string]string
+	defaultIdentity string
 
 	// local is the persisted local state (handle, restart tracker);
 	// restored is set by Restore. Guarded by mu.
@@ -334,6 +340,11 @@ func (tr *TaskRunner) Run() {
 			return
 		}
 		go tr.renewIdentities(first)
+	}
+	if stopAPI, err := tr.startTaskAPI(); err != nil {
+		tr.logger.Warn("task API socket not started", "error", err)
+	} else {
+		defer stopAPI()
 	}
 
 	var logs LogCollector
