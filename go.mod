@@ -3,6 +3,8 @@ module github.com/drover-project/drover
 go 1.26.8
 
 require (
+	github.com/coreos/go-oidc/v3 v3.21.0 // OIDC auth methods: /v1/acl/oidc/auth-url and complete-auth (GUIDE pin)
+	golang.org/x/oauth2 v0.36.0 // go-oidc's code exchange; the version go-oidc v3.21.0 requires
 	github.com/go-jose/go-jose/v4 v4.1.9 // JWT auth methods: /v1/acl/login verifies login tokens (GUIDE pin)
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/cli v1.1.7

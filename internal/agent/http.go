@@ -26,6 +26,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		MetricsSince: a.inmemSince,
 		PromHandler:  prom,
 		Region:       a.config.Region,
+		EnableDebug:  a.config.EnableDebug,
 	}
 	if l := a.config.Limits; l != nil && l.HTTPMaxBodySize != "" {
 		cfg.MaxBodyBytes, _ = config.ParseSize(l.HTTPMaxBodySize) // checked by Validate

@@ -43,12 +43,12 @@ func (c *aclCommand) Run(args []string) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		c.Ui.Error(err.Error())
-		c.Ui.Error(commandErrorText(c))
+		c.Ui.Error("For additional help try '" + BinaryName + " " + c.name + " -help'")
 		return 1
 	}
 	if (c.nargs >= 0 && fs.NArg() != c.nargs) || (c.nargs == -1 && fs.NArg() > 1) || (c.nargs < -1 && fs.NArg() < -c.nargs-1) {
 		c.Ui.Error(fmt.Sprintf("This command takes %s", argsText(c.nargs)))
-		c.Ui.Error(commandErrorText(c))
+		c.Ui.Error("For additional help try '" + BinaryName + " " + c.name + " -help'")
 		return 1
 	}
 	if err := c.out.check(); err != nil {

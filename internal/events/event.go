@@ -16,6 +16,9 @@ const (
 	TopicDeployment = "Deployment"
 	TopicNode       = "Node"
 	TopicNodePool   = "NodePool"
+	TopicACLToken   = "ACLToken"
+	TopicACLPolicy  = "ACLPolicy"
+	TopicACLRole    = "ACLRole"
 	TopicAll        = "*"
 )
 
@@ -39,6 +42,13 @@ const (
 
 	TypeNodePoolUpserted = "NodePoolUpserted"
 	TypeNodePoolDeleted  = "NodePoolDeleted"
+
+	TypeACLTokenUpserted  = "ACLTokenUpserted"
+	TypeACLTokenDeleted   = "ACLTokenDeleted"
+	TypeACLPolicyUpserted = "ACLPolicyUpserted"
+	TypeACLPolicyDeleted  = "ACLPolicyDeleted"
+	TypeACLRoleUpserted   = "ACLRoleUpserted"
+	TypeACLRoleDeleted    = "ACLRoleDeleted"
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
@@ -71,6 +81,16 @@ var msgTypeEvents = map[structs.MessageType]string{
 
 	structs.NodePoolUpsertRequestType: TypeNodePoolUpserted,
 	structs.NodePoolDeleteRequestType: TypeNodePoolDeleted,
+
+	// ACL objects (token secrets are never in a payload).
+	structs.ACLTokenUpsertRequestType:        TypeACLTokenUpserted,
+	structs.ACLTokenBootstrapRequestType:     TypeACLTokenUpserted,
+	structs.ACLTokenDeleteRequestType:        TypeACLTokenDeleted,
+	structs.ACLTokenExpiredDeleteRequestType: TypeACLTokenDeleted,
+	structs.ACLPolicyUpsertRequestType:       TypeACLPolicyUpserted,
+	structs.ACLPolicyDeleteRequestType:       TypeACLPolicyDeleted,
+	structs.ACLRoleUpsertRequestType:         TypeACLRoleUpserted,
+	structs.ACLRoleDeleteRequestType:         TypeACLRoleDeleted,
 }
 
 // tableTopics maps the state tables that carry events to their topic.
@@ -81,6 +101,9 @@ var tableTopics = map[string]string{
 	"deployment": TopicDeployment,
 	"nodes":      TopicNode,
 	"node_pools": TopicNodePool,
+	"acl_token":  TopicACLToken,
+	"acl_policy": TopicACLPolicy,
+	"acl_role":   TopicACLRole,
 }
 
 // Publishes reports whether entries of msgType publish events.
@@ -142,6 +165,14 @@ func (e *Event) Payload() map[string]any {
 		return map[string]any{"Node": &n}
 	case *structs.NodePool:
 		return map[string]any{"NodePool": o}
+	case *structs.ACLToken:
+		t := *o
+		t.SecretID = ""
+		return map[string]any{"ACLToken": &t}
+	case *structs.ACLPolicy:
+		return map[string]any{"ACLPolicy": o}
+	case *structs.ACLRole:
+		return map[string]any{"ACLRole": o}
 	}
 	return map[string]any{}
 }
@@ -197,6 +228,12 @@ func fromChange(typ string, index uint64, c *memdb.Change) *Event {
 			return nil
 		}
 		e.Topic, e.Key = TopicNodePool, o.Name
+	case *structs.ACLToken:
+		e.Topic, e.Key = TopicACLToken, o.AccessorID
+	case *structs.ACLPolicy:
+		e.Topic, e.Key = TopicACLPolicy, o.Name
+	case *structs.ACLRole:
+		e.Topic, e.Key = TopicACLRole, o.ID
 	default:
 		return nil
 	}

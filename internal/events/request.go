@@ -17,6 +17,9 @@ type Request struct {
 	Index     uint64
 	Topics    map[string][]string
 	Namespace string
+	// AuthToken is the reader's ACL token: a client agent forwarding a
+	// stream passes it on, and the server checks it (Event.Poll).
+	AuthToken string
 }
 
 // ParseQuery reads Nomad's query of /v1/event/stream: index=<n>,

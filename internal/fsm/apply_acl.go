@@ -33,7 +33,7 @@ func (f *FSM) applyACL(t structs.MessageType, buf []byte, index uint64) error {
 		if err := decode(buf, &req, "acl bootstrap"); err != nil {
 			return err
 		}
-		return st.BootstrapACLToken(index, req.ResetIndex, req.Token)
+		return st.UpsertBootstrapACLToken(index, req.ResetIndex, req.Token)
 	case structs.ACLRoleUpsertRequestType:
 		var req structs.ACLRoleUpsertRequest
 		if err := decode(buf, &req, "acl role upsert"); err != nil {
@@ -64,6 +64,8 @@ func (f *FSM) applyACL(t structs.MessageType, buf []byte, index uint64) error {
 			return err
 		}
 		return st.UpsertOneTimeToken(index, req.OneTimeToken)
+	case structs.OneTimeTokenExpireRequestType:
+		return f.applyACLDelete(buf, "one-time token expire", func(n []string) error { return st.DeleteOneTimeTokens(index, n) })
 	case structs.OneTimeTokenExchangeRequestType:
 		var req structs.OneTimeTokenExchangeRequest
 		if err := decode(buf, &req, "one-time token exchange"); err != nil {
@@ -104,6 +106,7 @@ var aclApplyNames = map[structs.MessageType]string{
 	structs.ACLBindingRuleDeleteRequestType:  "apply_acl_binding_rule_delete",
 	structs.OneTimeTokenUpsertRequestType:    "apply_one_time_token_upsert",
 	structs.OneTimeTokenExchangeRequestType:  "apply_one_time_token_delete",
+	structs.OneTimeTokenExpireRequestType:    "apply_one_time_token_expire",
 }
 
 // aclSnapshotTypes maps each ACL table to its snapshot record type (the

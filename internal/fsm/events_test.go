@@ -59,6 +59,13 @@ func TestApply_PublishesEventsAtEntryIndex(t *testing.T) {
 		"23 NodePool:NodePoolUpserted:gpu NodePool:NodePoolUpserted:tmp",
 		"24 NodePool:NodePoolDeleted:tmp",
 		"27 Node:NodeRegistration:n3", // creates pool edge, announced by no pool event
+		"28 ACLToken:ACLTokenUpserted:root-acc",
+		"29 ACLPolicy:ACLPolicyUpserted:ro ACLPolicy:ACLPolicyUpserted:tmp",
+		"30 ACLPolicy:ACLPolicyDeleted:tmp",
+		"31 ACLRole:ACLRoleUpserted:role-1 ACLRole:ACLRoleUpserted:role-2",
+		"32 ACLRole:ACLRoleDeleted:role-2",
+		"33 ACLToken:ACLTokenUpserted:t1 ACLToken:ACLTokenUpserted:t2",
+		"34 ACLToken:ACLTokenDeleted:t2",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

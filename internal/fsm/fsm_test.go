@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/nomad/api"
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/state"
@@ -167,6 +168,31 @@ func scenario(t *testing.T) []*raft.Log {
 			n.NodePool = "edge"
 			return n
 		}()}),
+		// The ACL system: every table gets a row, and deletes run.
+		entry(t, 28, structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: &structs.ACLToken{
+			AccessorID: "root-acc", SecretID: "root-sec", Type: structs.ACLManagementToken, CreateTime: time.Unix(1, 0).UTC()}}),
+		entry(t, 29, structs.ACLPolicyUpsertRequestType, &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+			{Name: "ro", Rules: `namespace "default" { policy = "read" }`}, {Name: "tmp", Rules: `node { policy = "read" }`}}}),
+		entry(t, 30, structs.ACLPolicyDeleteRequestType, &structs.ACLNamesRequest{Names: []string{"tmp"}}),
+		entry(t, 31, structs.ACLRoleUpsertRequestType, &structs.ACLRoleUpsertRequest{Roles: []*structs.ACLRole{
+			{ID: "role-1", Name: "readers", Policies: []*structs.ACLRolePolicyLink{{Name: "ro"}}}, {ID: "role-2", Name: "gone"}}}),
+		entry(t, 32, structs.ACLRoleDeleteRequestType, &structs.ACLNamesRequest{Names: []string{"role-2"}}),
+		entry(t, 33, structs.ACLTokenUpsertRequestType, &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+			{AccessorID: "t1", SecretID: "s1", Type: "client", Roles: []*structs.ACLTokenRoleLink{{ID: "role-1", Name: "readers"}}},
+			{AccessorID: "t2", SecretID: "s2", Type: "client", Policies: []string{"ro"}}}}),
+		entry(t, 34, structs.ACLTokenDeleteRequestType, &structs.ACLNamesRequest{Names: []string{"t2"}}),
+		entry(t, 35, structs.ACLAuthMethodUpsertRequestType, &structs.ACLAuthMethodUpsertRequest{AuthMethods: []*structs.ACLAuthMethod{
+			{Name: "ci", Type: "JWT", TokenLocality: "local", MaxTokenTTL: time.Hour, Config: &api.ACLAuthMethodConfig{JWKSURL: "https://ci/jwks", BoundAudiences: []string{"d"}}},
+			{Name: "old", Type: "JWT"}}}),
+		entry(t, 36, structs.ACLAuthMethodDeleteRequestType, &structs.ACLNamesRequest{Names: []string{"old"}}),
+		entry(t, 37, structs.ACLBindingRuleUpsertRequestType, &structs.ACLBindingRuleUpsertRequest{Rules: []*structs.ACLBindingRule{
+			{ID: "b1", AuthMethod: "ci", BindType: "role", BindName: "readers", Selector: `"x" in list.groups`}, {ID: "b2", AuthMethod: "ci", BindType: "management"}}}),
+		entry(t, 38, structs.ACLBindingRuleDeleteRequestType, &structs.ACLNamesRequest{Names: []string{"b2"}}),
+		entry(t, 39, structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: &structs.OneTimeToken{
+			OneTimeSecretID: "o1", AccessorID: "t1", ExpiresAt: time.Unix(100, 0).UTC()}}),
+		entry(t, 40, structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: &structs.OneTimeToken{
+			OneTimeSecretID: "o2", AccessorID: "t1", ExpiresAt: time.Unix(100, 0).UTC()}}),
+		entry(t, 41, structs.OneTimeTokenExchangeRequestType, &structs.OneTimeTokenExchangeRequest{OneTimeSecretID: "o2"}),
 	}
 }
 
@@ -269,8 +295,23 @@ func TestApply_AllMessageTypes(t *testing.T) {
 	if ps, _ := st.ScalingPoliciesByJob(nil, "default", "web"); len(ps) != 0 {
 		t.Errorf("web has policies = %+v", ps)
 	}
-	if idx, _ := st.LatestIndex(); idx != 27 {
+	if idx, _ := st.LatestIndex(); idx != 41 {
 		t.Errorf("LatestIndex = %d", idx)
+	}
+	if tok, _ := st.ACLTokenBySecretID(nil, "s1"); tok == nil || tok.AccessorID != "t1" || tok.CreateIndex != 33 {
+		t.Errorf("token t1 = %+v", tok)
+	}
+	if tok, _ := st.ACLTokenByAccessorID(nil, "t2"); tok != nil {
+		t.Error("deleted token t2 still stored")
+	}
+	if done, _ := st.ACLBootstrapIndex(); done != 28 {
+		t.Errorf("bootstrap index = %d", done)
+	}
+	if r, _ := st.ACLRoleByName(nil, "readers"); r == nil || r.ID != "role-1" {
+		t.Errorf("role readers = %+v", r)
+	}
+	if o, _ := st.OneTimeTokenBySecret(nil, "o2"); o != nil {
+		t.Error("exchanged one-time token o2 still stored")
 	}
 
 	// Sink: evals carry stored indexes; capacity for ready node and for the
@@ -496,6 +537,15 @@ func dump(t *testing.T, st *state.StateStore) map[string][][]byte {
 	for _, k := range keys {
 		add("root_keys", k)
 	}
+	for _, table := range state.ACLTables {
+		rows, err := st.ACLRows(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			add(table, r)
+		}
+	}
 	if m, _ := st.ClusterMetadata(nil); m != nil {
 		add("cluster_meta", m)
 	}
@@ -514,7 +564,7 @@ func TestDeterminism(t *testing.T) {
 	if !reflect.DeepEqual(da, db) {
 		t.Fatal("same log produced different states")
 	}
-	for _, table := range []string{"index", "jobs", "job_version", "job_summary", "job_submission", "evals", "allocs", "nodes", "deployment", "namespaces", "root_keys", "cluster_meta", "scaling_policy"} {
+	for _, table := range append([]string{"index", "jobs", "job_version", "job_summary", "job_submission", "evals", "allocs", "nodes", "deployment", "namespaces", "root_keys", "cluster_meta", "scaling_policy"}, state.ACLTables...) {
 		if len(da[table]) == 0 {
 			t.Errorf("scenario leaves table %s empty: the test would not cover it", table)
 		}

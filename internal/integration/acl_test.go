@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -132,5 +134,66 @@ func TestACLEndToEnd(t *testing.T) {
 	}
 	if out, code := a.cliEnv([]string{"NOMAD_TOKEN=" + m[1]}, "job", "status", "-namespace", "team-a", "web"); code != 0 {
 		t.Fatalf("job status with the login token (%d):\n%s", code, out)
+	}
+}
+
+// With ACLs on a separate server and client: the client agent registers
+// and reports allocations with its node secret, and its own HTTP API
+// resolves tokens through the server.
+func TestACLSeparateServerAndClient(t *testing.T) {
+	aclOn := map[string]any{"enabled": true}
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1}, "acl": aclOn,
+	})
+	waitFor(t, 20*time.Second, "signing key", func() bool { return len(srv.jwksKeys()) > 0 })
+	root, _, err := srv.client.ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.client.SetSecretID(root.SecretID)
+	cli := startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}}, "acl": aclOn,
+	})
+	waitFor(t, 20*time.Second, "client node ready on the server", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	if _, _, err := srv.client.Jobs().Register(rawExecJob("remote", "batch", 2, "echo remote"), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "both allocs complete (status pushed with the node secret)", func() bool {
+		s, _, err := srv.client.Jobs().Summary("remote", nil)
+		return err == nil && s.Summary["g"].Complete == 2
+	})
+	// The client agent's API: anonymous refused, the root token resolved
+	// through the server.
+	if _, _, err := cli.client.Nodes().List(nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("anonymous node list on the client agent: %v", err)
+	}
+	cli.client.SetSecretID(root.SecretID)
+	if nodes, _, err := cli.client.Nodes().List(nil); err != nil || len(nodes) != 1 {
+		t.Fatalf("node list with the root token on the client agent: %v %v", nodes, err)
+	}
+	// The event stream the client agent forwards carries the token.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evCh, err := cli.client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicJob: {"remote"}}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got := false; !got; {
+		select {
+		case f := <-evCh:
+			if f == nil || f.Err != nil {
+				t.Fatalf("forwarded stream with the root token: %+v", f)
+			}
+			got = len(f.Events) > 0
+		case <-ctx.Done():
+			t.Fatal("no job event through the client agent")
+		}
+	}
+	cli.client.SetSecretID("00000000-0000-4000-8000-000000000000")
+	if _, _, err := cli.client.Nodes().List(nil); err == nil || !strings.Contains(err.Error(), "ACL token not found") {
+		t.Fatalf("unknown token on the client agent: %v", err)
 	}
 }

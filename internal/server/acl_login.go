@@ -53,6 +53,13 @@ func (a *ACL) Login(args *structs.ACLLoginRequest, reply *structs.ACLTokenRespon
 	if err != nil {
 		return structs.NewErrCoded(403, "failed to validate login token: %v", err)
 	}
+	return a.loginWithClaims(method, claims, args.WriteRequest, reply)
+}
+
+// loginWithClaims makes the token an auth method's binding rules select
+// for verified claims (JWT login, OIDC completion).
+func (a *ACL) loginWithClaims(method *structs.ACLAuthMethod, claims map[string]any, wr structs.WriteRequest, reply *structs.ACLTokenResponse) error {
+	st := a.srv.State()
 	vars := mapClaims(method.Config, claims)
 	rules, err := st.ACLBindingRules(nil)
 	if err != nil {
@@ -100,7 +107,7 @@ func (a *ACL) Login(args *structs.ACLLoginRequest, reply *structs.ACLTokenRespon
 		exp := tok.CreateTime.Add(method.MaxTokenTTL)
 		tok.ExpirationTime, tok.ExpirationTTL = &exp, method.MaxTokenTTL
 	}
-	entry := &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{tok}, WriteRequest: args.WriteRequest}
+	entry := &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{tok}, WriteRequest: wr}
 	idx, err := a.applyNew(structs.ACLTokenUpsertRequestType, entry)
 	if err != nil {
 		return err

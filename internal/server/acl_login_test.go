@@ -86,3 +86,33 @@ func TestACLLoginJWT(t *testing.T) {
 		}
 	}
 }
+
+// A client introduction token is a JWT signed by the keyring's active key
+// (verifiable with the JWKS key); it needs node_pool write.
+func TestACLClientIntroductionToken(t *testing.T) {
+	s, root := aclServer(t)
+	waitFor(t, 5*time.Second, "root key", func() bool { k, _ := s.State().RootKeys(nil); return len(k) > 0 })
+	var reply structs.ACLClientIntroductionTokenResponse
+	if err := s.RPC("ACL.CreateClientIntroductionToken", &structs.ACLClientIntroductionTokenRequest{NodeName: "n1", NodePool: "default",
+		WriteRequest: structs.WriteRequest{AuthToken: root}}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := s.State().RootKeys(nil)
+	pub, err := publicKeyOf(keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, _ := x509.ParsePKIXPublicKey(pub.PublicKey)
+	tok, err := jwt.ParseSigned(reply.JWT, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := tok.Claims(pk, &claims); err != nil || claims["nomad_node_name"] != "n1" || claims["nomad_node_pool"] != "default" {
+		t.Fatalf("claims %v, %v", claims, err)
+	}
+	err = s.RPC("ACL.CreateClientIntroductionToken", &structs.ACLClientIntroductionTokenRequest{}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("anonymous: %v", err)
+	}
+}

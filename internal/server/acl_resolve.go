@@ -278,3 +278,45 @@ func (s *Server) authorizeNodeOrManagement(secret string) error {
 	}
 	return s.authorizeManagement(secret)
 }
+
+// gcExpiredACL deletes, through Raft, the tokens and one-time tokens that
+// expired before now (the leader's collection ticker calls it; resolution
+// refuses them before this runs). The expiry times were chosen before the
+// entries that stored them, so every server deletes the same rows.
+func (s *Server) gcExpiredACL(now time.Time) error {
+	if !s.config.ACLEnabled || !s.IsLeader() {
+		return nil
+	}
+	st := s.State()
+	toks, err := st.ACLTokens(nil)
+	if err != nil {
+		return err
+	}
+	var expired []string
+	for _, t := range toks {
+		if t.IsExpired(now) {
+			expired = append(expired, t.AccessorID)
+		}
+	}
+	if len(expired) > 0 {
+		if _, _, err := s.raftApply(structs.ACLTokenExpiredDeleteRequestType, &structs.ACLNamesRequest{Names: expired}); err != nil {
+			return err
+		}
+	}
+	otts, err := st.OneTimeTokens(nil)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for _, o := range otts {
+		if !o.ExpiresAt.After(now) {
+			gone = append(gone, o.OneTimeSecretID)
+		}
+	}
+	if len(gone) > 0 {
+		if _, _, err := s.raftApply(structs.OneTimeTokenExpireRequestType, &structs.ACLNamesRequest{Names: gone}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

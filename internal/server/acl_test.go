@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/acl"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -202,5 +203,75 @@ func TestACLRPCWritesEnforced(t *testing.T) {
 	// The management token may.
 	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{Namespace: "default", AuthToken: root}}, &structs.JobRegisterResponse{}); err != nil {
 		t.Fatalf("register with management: %v", err)
+	}
+}
+
+// The leader deletes expired tokens and one-time tokens.
+func TestACLExpiredTokensCollected(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "r", Rules: `node { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var toks structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"r"}, ExpirationTTL: time.Hour},
+		{Type: "client", Policies: []string{"r"}},
+	}, WriteRequest: wr}, &toks); err != nil {
+		t.Fatal(err)
+	}
+	var ott structs.OneTimeTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertOneTimeToken", &structs.OneTimeTokenUpsertRequest{WriteRequest: structs.WriteRequest{AuthToken: toks.Tokens[1].SecretID}}, &ott); err != nil {
+		t.Fatal(err)
+	}
+	// Two hours on: the TTL token and the one-time token are past expiry.
+	if err := s.gcExpiredACL(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[0].AccessorID); tk != nil {
+		t.Fatal("the expired token is still stored")
+	}
+	if tk, _ := st.ACLTokenByAccessorID(nil, toks.Tokens[1].AccessorID); tk == nil {
+		t.Fatal("the token without expiry was deleted")
+	}
+	if o, _ := st.OneTimeTokenBySecret(nil, ott.OneTimeToken.OneTimeSecretID); o != nil {
+		t.Fatal("the expired one-time token is still stored")
+	}
+}
+
+// Requests without a token act as the anonymous token, whose one policy
+// is the one named "anonymous": nothing until it exists.
+func TestACLAnonymousPolicy(t *testing.T) {
+	s, root := aclServer(t)
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err == nil {
+		t.Fatal("anonymous may read before an anonymous policy exists")
+	}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: structs.AnonymousACLPolicy, Rules: `namespace "default" { policy = "read" }`},
+	}, WriteRequest: structs.WriteRequest{AuthToken: root}}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilityReadJob); err != nil {
+		t.Fatalf("anonymous cannot read with the anonymous policy: %v", err)
+	}
+	if err := s.authorizeNS("", "default", acl.NamespaceCapabilitySubmitJob); err == nil {
+		t.Fatal("anonymous may submit")
+	}
+}
+
+// The event stream a client agent forwards (Event.Poll, on the RPC port)
+// checks the reader's token.
+func TestACLEventPollNeedsToken(t *testing.T) {
+	s, root := aclServer(t)
+	req := events.Request{Topics: map[string][]string{events.TopicJob: {"*"}}, Namespace: "default"}
+	var reply events.PollResponse
+	err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("anonymous poll: %v", err)
+	}
+	req.AuthToken = root
+	if err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &reply); err != nil {
+		t.Fatalf("poll with the management token: %v", err)
 	}
 }

@@ -82,6 +82,9 @@ func (s *Server) runCoreGC(stopCh chan struct{}) {
 			if _, err := s.coreGC(stopCh, false); err != nil && !errors.Is(err, errGCLeadershipLost) {
 				s.logger.Warn("garbage collection failed", "error", err)
 			}
+			if err := s.gcExpiredACL(time.Now()); err != nil {
+				s.logger.Warn("expired ACL token collection failed", "error", err)
+			}
 		}
 	}
 }

@@ -196,6 +196,9 @@ func (a *ACL) UpsertAuthMethods(args *structs.ACLAuthMethodUpsertRequest, reply 
 		if m.Config == nil {
 			return structs.NewErrCoded(400, "auth method %s: missing Config", m.Name)
 		}
+		if m.Type == "OIDC" && (m.Config.OIDCDiscoveryURL == "" || m.Config.OIDCClientID == "") {
+			return structs.NewErrCoded(400, "OIDC auth method %s needs OIDCDiscoveryURL and OIDCClientID", m.Name)
+		}
 		if m.Type == "JWT" && len(m.Config.JWTValidationPubKeys) == 0 && m.Config.JWKSURL == "" && m.Config.OIDCDiscoveryURL == "" {
 			return structs.NewErrCoded(400, "JWT auth method %s needs JWTValidationPubKeys, JWKSURL or OIDCDiscoveryURL", m.Name)
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -17,5 +18,36 @@ func (e *Event) Poll(args *events.PollRequest, reply *events.PollResponse) error
 	if e.srv.events == nil {
 		return structs.NewErrCoded(http.StatusNotImplemented, "the event stream is disabled on this server (server.enable_event_broker = false)")
 	}
+	if err := e.srv.authorize(args.Req.AuthToken, func(a *acl.ACL) bool { return allowEventRequest(a, &args.Req) }); err != nil {
+		return err
+	}
 	return e.srv.events.Poll(args, reply)
+}
+
+// allowEventRequest is what a stream's topics need: read-job in its
+// namespace for job, evaluation, allocation and deployment events,
+// node:read for node events; anything else (ACL topics, every topic)
+// a management token.
+func allowEventRequest(a *acl.ACL, req *events.Request) bool {
+	if a.IsManagement() {
+		return true
+	}
+	if len(req.Topics) == 0 {
+		return false
+	}
+	for topic := range req.Topics {
+		switch topic {
+		case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment:
+			if req.Namespace == "*" || !a.AllowNamespaceOperation(namespaceOf(req.Namespace), acl.NamespaceCapabilityReadJob) {
+				return false
+			}
+		case events.TopicNode:
+			if !a.AllowNodeRead() {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -98,6 +98,8 @@ type Server struct {
 	coreGCMu sync.Mutex
 	// acls caches token resolutions (acl_resolve.go).
 	acls aclCache
+	// oidc holds the OIDC logins started here (acl_oidc.go).
+	oidc oidcPending
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once

@@ -266,10 +266,10 @@ func (s *StateStore) DeleteACLTokens(index uint64, ids []string) error {
 	return s.aclDelete(index, TableACLTokens, ids)
 }
 
-// BootstrapACLToken stores the first management token. It refuses when a
+// UpsertBootstrapACLToken stores the first management token. It refuses when a
 // bootstrap was done before, unless resetIndex equals that bootstrap's
 // index (the reset file's contents).
-func (s *StateStore) BootstrapACLToken(index, resetIndex uint64, tok *structs.ACLToken) error {
+func (s *StateStore) UpsertBootstrapACLToken(index, resetIndex uint64, tok *structs.ACLToken) error {
 	done, err := s.ACLBootstrapIndex()
 	if err != nil {
 		return err
@@ -327,6 +327,11 @@ func (s *StateStore) UpsertOneTimeToken(index uint64, o *structs.OneTimeToken) e
 // DeleteOneTimeToken deletes a one-time token (it was exchanged).
 func (s *StateStore) DeleteOneTimeToken(index uint64, secret string) error {
 	return s.aclDelete(index, TableOneTimeTokens, []string{secret})
+}
+
+// DeleteOneTimeTokens deletes expired one-time tokens by secret.
+func (s *StateStore) DeleteOneTimeTokens(index uint64, secrets []string) error {
+	return s.aclDelete(index, TableOneTimeTokens, secrets)
 }
 
 // ACLRestore loads one ACL row into its table.

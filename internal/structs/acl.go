@@ -22,6 +22,7 @@ const (
 	OneTimeTokenUpsertRequestType    MessageType = 47
 	OneTimeTokenExchangeRequestType  MessageType = 50
 	ACLTokenExpiredDeleteRequestType MessageType = 51
+	OneTimeTokenExpireRequestType    MessageType = 52
 )
 
 // ACL token types and the anonymous token.
@@ -293,5 +294,46 @@ type ACLResolveResponse struct {
 type ACLLoginRequest struct {
 	AuthMethodName string
 	LoginToken     string
+	WriteRequest
+}
+
+// ACLClientIntroductionTokenRequest asks for a signed JWT that a new
+// client node presents when it first registers.
+type ACLClientIntroductionTokenRequest struct {
+	TTL      time.Duration
+	NodeName string
+	NodePool string
+	WriteRequest
+}
+
+// ACLClientIntroductionTokenResponse holds the signed JWT.
+type ACLClientIntroductionTokenResponse struct {
+	JWT string
+	WriteMeta
+}
+
+// ACLOIDCAuthURLRequest starts an OIDC login: the provider URL to send the
+// user to.
+type ACLOIDCAuthURLRequest struct {
+	AuthMethodName string
+	RedirectURI    string
+	ClientNonce    string
+	WriteRequest
+}
+
+// ACLOIDCAuthURLResponse is the provider's authorization URL.
+type ACLOIDCAuthURLResponse struct {
+	AuthURL string
+	WriteMeta
+}
+
+// ACLOIDCCompleteAuthRequest finishes an OIDC login with the code and
+// state the provider redirected back with.
+type ACLOIDCCompleteAuthRequest struct {
+	AuthMethodName string
+	ClientNonce    string
+	State          string
+	Code           string
+	RedirectURI    string
 	WriteRequest
 }

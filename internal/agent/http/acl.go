@@ -472,3 +472,59 @@ func (s *server) aclLoginRequest(w http.ResponseWriter, r *http.Request) (any, e
 	setIndex(w, reply.Index)
 	return tokenToAPI(reply.Token), nil
 }
+
+// /v1/acl/identity/client-introduction-token
+func (s *server) aclClientIntroductionRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
+	var in api.ACLIdentityClientIntroductionTokenRequest
+	if err := decodeBody(r, &in, true); err != nil {
+		return nil, err
+	}
+	args := structs.ACLClientIntroductionTokenRequest{TTL: in.TTL, NodeName: in.NodeName, NodePool: in.NodePool}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.ACLClientIntroductionTokenResponse
+	if err := s.cfg.RPC.RPC("ACL.CreateClientIntroductionToken", &args, &reply); err != nil {
+		return nil, err
+	}
+	return &api.ACLIdentityClientIntroductionTokenResponse{JWT: reply.JWT}, nil
+}
+
+// /v1/acl/oidc/auth-url
+func (s *server) aclOIDCAuthURLRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
+	var in api.ACLOIDCAuthURLRequest
+	if err := decodeBody(r, &in, false); err != nil {
+		return nil, err
+	}
+	args := structs.ACLOIDCAuthURLRequest{AuthMethodName: in.AuthMethodName, RedirectURI: in.RedirectURI, ClientNonce: in.ClientNonce}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.ACLOIDCAuthURLResponse
+	if err := s.cfg.RPC.RPC("ACL.OIDCAuthURL", &args, &reply); err != nil {
+		return nil, err
+	}
+	return &api.ACLOIDCAuthURLResponse{AuthURL: reply.AuthURL}, nil
+}
+
+// /v1/acl/oidc/complete-auth
+func (s *server) aclOIDCCompleteAuthRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
+	var in api.ACLOIDCCompleteAuthRequest
+	if err := decodeBody(r, &in, false); err != nil {
+		return nil, err
+	}
+	args := structs.ACLOIDCCompleteAuthRequest{AuthMethodName: in.AuthMethodName, ClientNonce: in.ClientNonce,
+		State: in.State, Code: in.Code, RedirectURI: in.RedirectURI}
+	s.parseWrite(r, &args.WriteRequest)
+	var reply structs.ACLTokenResponse
+	if err := s.cfg.RPC.RPC("ACL.OIDCCompleteAuth", &args, &reply); err != nil {
+		return nil, err
+	}
+	setIndex(w, reply.Index)
+	return tokenToAPI(reply.Token), nil
+}

@@ -131,6 +131,10 @@ var authRoutes = []struct{ method, path, body string }{
 	{"PUT", "/v1/acl/binding-rule/b1", `{"AuthMethod":"m1","BindType":"management"}`},
 	{"DELETE", "/v1/acl/binding-rule/b1", ""},
 	{"PUT", "/v1/acl/login", `{"AuthMethodName":"m1","LoginToken":"x"}`},
+	{"GET", "/v1/agent/pprof/heap", ""},
+	{"PUT", "/v1/acl/oidc/auth-url", `{"AuthMethodName":"m1","RedirectURI":"http://x","ClientNonce":"n"}`},
+	{"PUT", "/v1/acl/oidc/complete-auth", `{"AuthMethodName":"m1","ClientNonce":"n","State":"s","Code":"c"}`},
+	{"PUT", "/v1/acl/identity/client-introduction-token", `{"NodePool":"default"}`},
 }
 
 func TestAuthorizerSeesEveryRoute(t *testing.T) {

@@ -109,6 +109,13 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 	case kindEventStream:
 		return allowEventTopics(r, a)
 	case kindNodePool:
+		if need.poolField != "" {
+			pool := bodyField(r, need.poolField)
+			if pool == "" {
+				pool = "default"
+			}
+			return a.AllowNodePoolOperation(pool, need.caps[0])
+		}
 		segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
 		if len(segs) < 4 || (need.nodeRead && !a.AllowNodeRead()) {
 			return false
@@ -118,25 +125,39 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 	return false
 }
 
-// jobBodyNamespace reads Job.Namespace from a JSON body and puts the body
-// back for the handler. "" when there is none (or the body is not JSON:
-// the handler answers that).
-func jobBodyNamespace(r *http.Request) string {
+// peekBody reads the (bounded) body and puts it back for the handler.
+func peekBody(r *http.Request) []byte {
 	if r.Body == nil || r.Body == http.NoBody {
-		return ""
+		return nil
 	}
 	b, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
 	if err != nil {
-		return ""
+		return nil
 	}
+	return b
+}
+
+// jobBodyNamespace reads Job.Namespace from a JSON body. "" when there is
+// none (or the body is not JSON: the handler answers that).
+func jobBodyNamespace(r *http.Request) string {
 	var body struct {
 		Job *struct{ Namespace string }
 	}
-	if json.Unmarshal(b, &body) != nil || body.Job == nil {
+	if json.Unmarshal(peekBody(r), &body) != nil || body.Job == nil {
 		return ""
 	}
 	return body.Job.Namespace
+}
+
+// bodyField reads a top-level string field of a JSON body ("" if none).
+func bodyField(r *http.Request, field string) string {
+	var body map[string]any
+	if json.Unmarshal(peekBody(r), &body) != nil {
+		return ""
+	}
+	v, _ := body[field].(string)
+	return v
 }
 
 // errReader returns err (the body's read error, kept for the handler) or EOF.

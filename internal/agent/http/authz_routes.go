@@ -45,6 +45,9 @@ type need struct {
 	filter     listFilter
 	nodeRead   bool // kindNodePool: node:read too
 	jobBody    bool // without ?namespace=, the namespace is the body's Job.Namespace
+	// poolField: kindNodePool reads the pool's name from this top-level
+	// field of the JSON body instead of the path ("" in the body: default).
+	poolField string
 }
 
 // nsJob is ns for the routes whose body is {"Job": ...}.
@@ -151,11 +154,9 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/deployment/unblock/:id", nsObj("deployment", capSubmit)},
 
 	// Node pools: the list is filtered by node_pool read; one pool needs
-	// its capability. A write to the collection is management-only here
-	// (the pool's name is in the body); PUT /v1/node/pool/<name> takes a
-	// node_pool write token.
+	// its capability (named in the path, or in the body's Name).
 	{"GET", "/v1/node/pools", need{kind: kindAnyToken, filter: filterNodePools}},
-	{"WRITE", "/v1/node/pools", needManagement},
+	{"WRITE", "/v1/node/pools", need{kind: kindNodePool, caps: []string{"write"}, poolField: "Name"}},
 	{"GET", "/v1/node/pool/:name", nodePool("read")},
 	{"WRITE", "/v1/node/pool/:name", nodePool("write")},
 	{"DELETE", "/v1/node/pool/:name", nodePool("delete")},
@@ -198,6 +199,18 @@ var routeRules = []routeRule{
 	{"GET", "/v1/agent/monitor", needAgentRead},
 	{"GET", "/v1/agent/schedulers", needAgentRead},
 	{"*", "/v1/agent/schedulers/config", needAgentWrite},
+	{"GET", "/v1/agent/pprof/:profile", needAgentWrite},
+	// Routes other branches add (rules ready for their merge).
+	{"WRITE", "/v1/agent/force-leave", needAgentWrite},
+	{"WRITE", "/v1/agent/join", needAgentWrite},
+	{"GET", "/v1/agent/servers", needAgentRead},
+	{"WRITE", "/v1/agent/servers", needAgentWrite},
+	{"*", "/v1/agent/keyring/*", needAgentWrite},
+	{"GET", "/v1/operator/autopilot/configuration", needOperRead},
+	{"WRITE", "/v1/operator/autopilot/configuration", needOperWrite},
+	{"GET", "/v1/operator/autopilot/health", needOperRead},
+	{"WRITE", "/v1/operator/raft/transfer-leadership", needOperWrite},
+	{"*", "/v1/operator/snapshot", needManagement},
 	{"GET", "/v1/metrics", needPublic},
 	{"WRITE", "/v1/system/gc", needManagement},
 	{"WRITE", "/v1/system/reconcile/summaries", needManagement},
@@ -255,6 +268,10 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/acl/binding-rule", needManagement},
 	{"*", "/v1/acl/binding-rule/:id", needManagement},
 	{"WRITE", "/v1/acl/login", needPublic},
+	{"WRITE", "/v1/acl/oidc/auth-url", needPublic},
+	{"WRITE", "/v1/acl/oidc/complete-auth", needPublic},
+	// node_pool write on the body's NodePool (the RPC checks it too).
+	{"WRITE", "/v1/acl/identity/client-introduction-token", need{kind: kindNodePool, caps: []string{"write"}, poolField: "NodePool"}},
 }
 
 // matchRoute finds the first rule matching method and the escaped path.

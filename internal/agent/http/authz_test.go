@@ -89,7 +89,15 @@ var expectClass = map[string]string{
 	"PUT /v1/namespace": "mgmt", "PUT /v1/namespace/team-a": "mgmt", "DELETE /v1/namespace/team-a": "mgmt",
 	"GET /v1/node/pools": "any", "PUT /v1/node/pools": "mgmt", "GET /v1/node/pool/gpu": "mgmt",
 	"PUT /v1/node/pool/gpu": "mgmt", "DELETE /v1/node/pool/gpu": "mgmt", "GET /v1/node/pool/gpu/nodes": "mgmt",
-	"GET /v1/node/pool/gpu/jobs": "mgmt",
+	"GET /v1/node/pool/gpu/jobs": "mgmt", "GET /v1/agent/pprof/heap": "agent",
+	"PUT /v1/acl/oidc/auth-url": "public", "PUT /v1/acl/oidc/complete-auth": "public",
+	// Routes of other branches, for their merge.
+	"PUT /v1/agent/join": "agent", "PUT /v1/agent/force-leave": "agent", "GET /v1/agent/servers": "agent",
+	"PUT /v1/agent/servers": "agent", "GET /v1/agent/keyring/list": "agent", "PUT /v1/agent/keyring/install": "agent",
+	"PUT /v1/operator/raft/transfer-leadership": "operator", "GET /v1/operator/snapshot": "mgmt",
+	"PUT /v1/operator/snapshot": "mgmt", "GET /v1/operator/autopilot/configuration": "operator",
+	"PUT /v1/operator/autopilot/configuration": "operator", "GET /v1/operator/autopilot/health": "operator",
+	"PUT /v1/acl/identity/client-introduction-token": "mgmt",
 }
 
 // matrixResolver resolves the matrix's tokens with real compiled policies.
@@ -275,5 +283,35 @@ func TestACLJobBodyNamespace(t *testing.T) {
 			}
 		}
 		env.rpc.mu.Unlock()
+	}
+}
+
+// A node pool write names its pool in the body: the token needs write on
+// that pool.
+func TestACLNodePoolBody(t *testing.T) {
+	res := matrixResolver{"gpu": compileRules(t, `node_pool "gpu" { policy = "write" }`)}
+	env := newEnv(t, nil)
+	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, Agent: &fakeAgent{serverOK: true}, Auth: &ACLAuthorizer{Resolver: res, RPC: env.rpc}})
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/v1/node/pools", `{"Name":"gpu"}`, 200},
+		{"/v1/node/pools", `{"Name":"cpu"}`, 403},
+		{"/v1/node/pool/gpu", `{"Name":"gpu"}`, 200},
+		{"/v1/acl/identity/client-introduction-token", `{"NodePool":"gpu"}`, 200},
+		{"/v1/acl/identity/client-introduction-token", `{}`, 403},
+	} {
+		req, _ := http.NewRequest("PUT", env.srv.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("X-Nomad-Token", "gpu")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if (resp.StatusCode == 403) != (tc.want == 403) {
+			t.Errorf("PUT %s %s: %d %s", tc.path, tc.body, resp.StatusCode, b)
+		}
 	}
 }

@@ -44,6 +44,9 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		return nil, errInvalidMethod
 	}
 	req, err := events.ParseQuery(r.URL.Query())
+	if req != nil {
+		req.AuthToken = requestToken(r)
+	}
 	if err != nil {
 		return nil, structs.NewErrCoded(http.StatusBadRequest, "%s", err.Error())
 	}

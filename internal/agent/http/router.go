@@ -103,6 +103,8 @@ type Config struct {
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415
 	Region       string       // the agent's region; "" means "global"
+	// EnableDebug serves /v1/agent/pprof/ without ACLs (enable_debug).
+	EnableDebug bool
 	// MaxBodyBytes bounds request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -189,6 +191,7 @@ func (s *server) routes() []route {
 		{"/v1/agent/monitor", s.agentMonitorRequest},
 		{"/v1/agent/schedulers", s.agentSchedulersRequest},
 		{"/v1/agent/schedulers/config", s.agentSchedulersConfigRequest},
+		{"/v1/agent/pprof/", s.agentPprofRequest},
 		{"/v1/metrics", s.metricsRequest},
 		{"/v1/system/gc", s.systemGCRequest},
 		{"/v1/system/reconcile/summaries", s.systemReconcileSummariesRequest},
@@ -217,6 +220,9 @@ func (s *server) routes() []route {
 		{"/v1/acl/binding-rule", s.aclBindingRuleCreateRequest},
 		{"/v1/acl/binding-rule/", s.aclBindingRuleRequest},
 		{"/v1/acl/login", s.aclLoginRequest},
+		{"/v1/acl/oidc/auth-url", s.aclOIDCAuthURLRequest},
+		{"/v1/acl/oidc/complete-auth", s.aclOIDCCompleteAuthRequest},
+		{"/v1/acl/identity/client-introduction-token", s.aclClientIntroductionRequest},
 
 		{"/v1/client/stats", s.clientStatsRequest},
 		{"/v1/client/metadata", s.clientMetadataRequest},
