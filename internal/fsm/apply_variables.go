@@ -12,7 +12,7 @@ func (f *FSM) applyVarApply(buf []byte, index uint64) any {
 	if err := decode(buf, &req, "variable apply"); err != nil {
 		return err
 	}
-	resp, err := f.State().VarApply(index, &req)
+	resp, err := f.State().UpdateVariable(index, &req)
 	if err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func (f *FSM) applyVarRekey(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "variable rekey"); err != nil {
 		return err
 	}
-	return f.State().RekeyVariables(index, req.Vars)
+	return f.State().UpdateVariableCiphertexts(index, req.Vars)
 }
 
 func (f *FSM) applyRootKeyDelete(buf []byte, index uint64) error {

@@ -45,11 +45,11 @@ func (r *StateRestore) VariableRestore(v *structs.VariableEncrypted) error {
 	return r.insert(tableVariables, v)
 }
 
-// VarApply applies one variable operation. It decides conflicts (a CAS
+// UpdateVariable applies one variable operation. It decides conflicts (a CAS
 // index that is not the current one, a lock held by someone else) the same
 // way on every server; a conflict changes nothing and answers the current
 // variable.
-func (s *StateStore) VarApply(index uint64, req *structs.VarApplyStateRequest) (*structs.VarApplyStateResponse, error) {
+func (s *StateStore) UpdateVariable(index uint64, req *structs.VarApplyStateRequest) (*structs.VarApplyStateResponse, error) {
 	in := req.Var
 	if in == nil || in.Path == "" || in.Namespace == "" {
 		return nil, fmt.Errorf("state: variable apply: missing variable, path or namespace")
@@ -157,10 +157,10 @@ func (s *StateStore) VarApply(index uint64, req *structs.VarApplyStateRequest) (
 	return resp, nil
 }
 
-// RekeyVariables replaces the ciphertext of variables (re-encrypted by the
+// UpdateVariableCiphertexts replaces the ciphertext of variables (re-encrypted by the
 // server under the active key) when they have not changed since: an entry
 // whose ModifyIndex moved meanwhile is skipped, and the next pass takes it.
-func (s *StateStore) RekeyVariables(index uint64, vars []*structs.VariableEncrypted) error {
+func (s *StateStore) UpdateVariableCiphertexts(index uint64, vars []*structs.VariableEncrypted) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	for _, in := range vars {

@@ -14,7 +14,7 @@ func varIn(path string, modify uint64, data string, lock *structs.VariableLock) 
 
 func apply(t *testing.T, s *StateStore, index uint64, op string, v *structs.VariableEncrypted) *structs.VarApplyStateResponse {
 	t.Helper()
-	resp, err := s.VarApply(index, &structs.VarApplyStateRequest{Op: op, Var: v})
+	resp, err := s.UpdateVariable(index, &structs.VarApplyStateRequest{Op: op, Var: v})
 	if err != nil {
 		t.Fatalf("%s at %d: %v", op, index, err)
 	}
@@ -79,7 +79,7 @@ func TestRekeyVariablesSkipsChanged(t *testing.T) {
 	ra := varIn("a", 10, "rekeyed-a", nil)
 	rb := varIn("b", 11, "rekeyed-b", nil)
 	ra.KeyID, rb.KeyID = "k2", "k2"
-	must(t, s.RekeyVariables(13, []*structs.VariableEncrypted{ra, rb}))
+	must(t, s.UpdateVariableCiphertexts(13, []*structs.VariableEncrypted{ra, rb}))
 	a, _ := s.VariableByPath(nil, "default", "a")
 	b, _ := s.VariableByPath(nil, "default", "b")
 	if string(a.Data) != "rekeyed-a" || a.KeyID != "k2" || a.ModifyIndex != 10 {
