@@ -84,6 +84,27 @@ func TestVariablesEndToEnd(t *testing.T) {
 		t.Fatalf("cas=0 create of an existing variable: want a conflict, got %v", err)
 	}
 
+	// Bad input is a 400 naming what is wrong.
+	for _, bad := range []struct {
+		v    *api.Variable
+		want string
+	}{
+		{&api.Variable{Path: "app/empty"}, "variable missing required Items object"},
+		{&api.Variable{Path: "bad path!", Items: api.VariableItems{"k": "v"}}, "invalid path"},
+		{&api.Variable{Path: "nomad/other", Items: api.VariableItems{"k": "v"}}, "nomad/jobs"},
+		{&api.Variable{Path: "app/big", Items: api.VariableItems{"k": strings.Repeat("x", 70000)}}, "limited to 65536 bytes"},
+	} {
+		if _, _, err := vars.Create(bad.v, nil); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("create %q: want a 400 with %q, got %v", bad.v.Path, bad.want, err)
+		}
+	}
+	if _, _, err := vars.AcquireLock(&api.Variable{Path: "app/db", Lock: &api.VariableLock{TTL: "1s"}}, nil); err == nil || !strings.Contains(err.Error(), "lock TTL must be between") {
+		t.Fatalf("lock with a 1s TTL: %v", err)
+	}
+	if _, _, err := vars.AcquireLock(&api.Variable{Path: "app/db", Lock: &api.VariableLock{TTL: "soon"}}, nil); err == nil || !strings.Contains(err.Error(), "invalid Lock.TTL") {
+		t.Fatalf("lock with a bad TTL: %v", err)
+	}
+
 	// Locks: two clients contend for app/lock.
 	cfg2 := api.DefaultConfig()
 	cfg2.Address = a.url("")
