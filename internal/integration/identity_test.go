@@ -137,6 +137,30 @@ func TestWorkloadIdentity(t *testing.T) {
 	if _, _, err := wc.Variables().Create(&api.Variable{Path: "nomad/jobs/wi", Items: api.VariableItems{"x": "y"}}, nil); err == nil {
 		t.Fatal("a workload identity wrote a variable")
 	}
+	// After a rotation the old key still verifies the running task's
+	// identity, and it cannot be removed while that task runs.
+	if _, _, err := a.client.Keyring().Rotate(&api.KeyringRotateOptions{Full: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var keys []*api.RootKeyMeta
+	waitFor(t, 20*time.Second, "the variables to move to the new key", func() bool {
+		keys, _, err = a.client.Keyring().List(nil)
+		for _, k := range keys {
+			if k.State == api.RootKeyStateDeprecated {
+				return false
+			}
+		}
+		return err == nil && len(keys) == 2
+	})
+	verifyWithJWKS(t, a, fileTok)
+	for _, k := range keys {
+		if k.State != api.RootKeyStateActive {
+			if _, err := a.client.Keyring().Delete(&api.KeyringDeleteOptions{KeyID: k.KeyID}, nil); err == nil || !strings.Contains(err.Error(), "running allocation") {
+				t.Fatalf("removing the key of a running task's identity: %v", err)
+			}
+		}
+	}
+
 	// Once the allocation stops, the identity no longer resolves.
 	if _, _, err := a.client.Jobs().Deregister("wi", false, nil); err != nil {
 		t.Fatal(err)

@@ -101,6 +101,9 @@ func (k *Keyring) Delete(args *structs.KeyringDeleteRootKeyRequest, reply *struc
 	if n := variablesUnderKey(st, args.KeyID); n > 0 {
 		return structs.NewErrCoded(400, "root key %q still encrypts %d variable(s): rotate with -full and wait for the rekey to finish", args.KeyID, n)
 	}
+	if n := allocsSignedBefore(st, found.ModifyIndex); n > 0 && !args.Force {
+		return structs.NewErrCoded(400, "root key %q may have signed the workload identities of %d running allocation(s), which would stop verifying: use -force to remove it anyway", args.KeyID, n)
+	}
 	_, idx, err := k.srv.raftApply(structs.RootKeyDeleteRequestType, &structs.RootKeyDeleteRequest{KeyID: args.KeyID})
 	if err != nil {
 		return err
@@ -206,4 +209,21 @@ func (s *Server) rekeyVariables(active string) {
 			}
 		}
 	}
+}
+
+// allocsSignedBefore counts the running allocations created before index
+// (when a key stopped being active): their tasks may still hold
+// identities that key signed, and verifiers need its public half.
+func allocsSignedBefore(st *state.StateStore, index uint64) int {
+	iter, err := st.Allocs(nil)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if a := raw.(*structs.Allocation); a.CreateIndex < index && !a.TerminalStatus() {
+			n++
+		}
+	}
+	return n
 }
