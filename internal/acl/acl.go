@@ -18,6 +18,10 @@ type ACL struct {
 	hostVolumes    map[string]capSet
 	wildHostVols   []globCaps
 
+	// variables holds each namespace block's variable path rules
+	// (namespace name or glob -> path glob -> capabilities).
+	variables map[string]map[string]capSet
+
 	agent, node, operator, quota, plugin string
 }
 
@@ -43,6 +47,7 @@ func NewACL(management bool, policies []*Policy) *ACL {
 		namespaces:  map[string]capSet{},
 		nodePools:   map[string]capSet{},
 		hostVolumes: map[string]capSet{},
+		variables:   map[string]map[string]capSet{},
 	}
 	add := func(m map[string]capSet, name string, caps []string) {
 		cs := m[name]
@@ -61,6 +66,19 @@ func NewACL(management bool, policies []*Policy) *ACL {
 		for _, ns := range p.Namespaces {
 			caps := append(expandNamespacePolicy(ns.Policy), ns.Capabilities...)
 			add(a.namespaces, ns.Name, caps)
+			vm := a.variables[ns.Name]
+			if vm == nil {
+				vm = map[string]capSet{}
+				a.variables[ns.Name] = vm
+			}
+			if vc := expandNamespaceVariables(ns.Policy); len(vc) > 0 {
+				add(vm, "*", vc)
+			}
+			if ns.Variables != nil {
+				for _, pp := range ns.Variables.Paths {
+					add(vm, pp.PathSpec, pp.Capabilities)
+				}
+			}
 		}
 		for _, np := range p.NodePools {
 			add(a.nodePools, np.Name, append(expandNodePoolPolicy(np.Policy), np.Capabilities...))

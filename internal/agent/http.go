@@ -66,6 +66,9 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	api := httpapi.NewHandler(cfg)
 	a.httpAPI = api
 	a.startNodeSession(api)
+	if a.client != nil {
+		a.client.SetTaskAPI(api)
+	}
 	var h http.Handler = ui.Mount(api)
 	if a.config.EnableDebug {
 		h = withPprof(h)

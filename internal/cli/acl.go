@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func (c *aclCommand) Run(args []string) int {
 		c.Ui.Error("For additional help try '" + BinaryName + " " + c.name + " -help'")
 		return 1
 	}
-	if (c.nargs >= 0 && fs.NArg() != c.nargs) || (c.nargs < 0 && fs.NArg() > 1) {
+	if (c.nargs >= 0 && fs.NArg() != c.nargs) || (c.nargs == -1 && fs.NArg() > 1) || (c.nargs < -1 && fs.NArg() < -c.nargs-1) {
 		c.Ui.Error(fmt.Sprintf("This command takes %s", argsText(c.nargs)))
 		c.Ui.Error("For additional help try '" + BinaryName + " " + c.name + " -help'")
 		return 1
@@ -59,6 +60,10 @@ func (c *aclCommand) Run(args []string) int {
 		return 1
 	}
 	if err := c.run(c, client, fs.Args()); err != nil {
+		var ec exitCodeError
+		if errors.As(err, &ec) {
+			return ec.code
+		}
 		c.Ui.Error(err.Error())
 		return 1
 	}
@@ -73,6 +78,11 @@ func argsText(n int) string {
 		return "one argument"
 	case -1:
 		return "zero or one argument"
+	case -2:
+		return "at least one argument"
+	}
+	if n < -2 {
+		return fmt.Sprintf("at least %d arguments", -n-1)
 	}
 	return fmt.Sprintf("%d arguments", n)
 }

@@ -185,6 +185,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		},
 	}
 	addACLCommands(cmds, m)
+	addVarCommands(cmds, m)
 	return withCompletion(cmds, m)
 }
 

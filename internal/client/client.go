@@ -23,6 +23,9 @@ import (
 
 // Client is the client agent.
 type Client struct {
+	// taskAPI is what tasks reach on secrets/api.sock (wiring.go).
+	taskAPI taskAPIHandler
+
 	cfg    Config
 	logger hclog.Logger
 	now    func() time.Time

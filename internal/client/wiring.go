@@ -7,6 +7,8 @@ import (
 	"github.com/drover-project/drover/internal/client/taskenv"
 	"github.com/drover-project/drover/internal/client/taskrunner"
 	"github.com/drover-project/drover/internal/structs"
+	"net/http"
+	"sync/atomic"
 )
 
 // The allocation directory, log collection and task environment packages
@@ -44,3 +46,31 @@ func (c *Client) reserveDevices(granted []*structs.AllocatedDeviceResource) (map
 	}
 	return r.Envs, nil
 }
+
+// signIdentities asks the servers for an allocation's workload identities,
+// authenticated as this node.
+func (c *Client) signIdentities(allocID string) ([]*structs.SignedWorkloadIdentity, error) {
+	req := &structs.AllocIdentitiesRequest{AllocID: allocID,
+		QueryOptions: structs.QueryOptions{Region: c.cfg.Region, AuthToken: c.secretID()}}
+	var resp structs.AllocIdentitiesResponse
+	if err := c.cfg.RPC.RPC("Alloc.SignIdentities", req, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Identities, nil
+}
+
+// taskAPIHandler is the agent's HTTP API as the Task API serves it; the
+// agent sets it once its HTTP handler exists (until then, 503).
+type taskAPIHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (t *taskAPIHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := t.h.Load()
+	if h == nil {
+		http.Error(w, "the agent's HTTP API is not up yet", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// SetTaskAPI sets the handler tasks reach on secrets/api.sock.
+func (c *Client) SetTaskAPI(h http.Handler) { c.taskAPI.h.Store(&h) }

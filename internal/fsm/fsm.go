@@ -205,6 +205,16 @@ func (f *FSM) applyCore(msgType structs.MessageType, ignoreUnknown bool, buf []b
 		err = f.applyNodePoolDelete(buf, index)
 	case structs.RootKeyUpsertRequestType:
 		err = f.applyRootKeyUpsert(buf, index)
+	case structs.RootKeyDeleteRequestType:
+		err = f.applyRootKeyDelete(buf, index)
+	case structs.VarApplyStateRequestType:
+		res := f.applyVarApply(buf, index)
+		if err, ok := res.(error); ok {
+			return f.failed(msgType, index, err)
+		}
+		return res
+	case structs.VarRekeyRequestType:
+		err = f.applyVarRekey(buf, index)
 	case structs.ClusterMetadataRequestType:
 		err = f.applyClusterMetadata(buf, index)
 	case structs.SchedulerConfigRequestType:

@@ -186,6 +186,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.NodePoolRestore(v))
+	case VariableSnapshot:
+		v := new(structs.VariableEncrypted)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.VariableRestore(v))
 	case RootKeySnapshot:
 		v := new(structs.RootKey)
 		if err := dec.Decode(v); err != nil {

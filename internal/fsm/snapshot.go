@@ -52,6 +52,8 @@ const (
 	JobRestartSnapshot SnapshotType = 111
 	// NodePoolSnapshot takes its Raft message type's number (66).
 	NodePoolSnapshot SnapshotType = 66
+	// VariableSnapshot takes its Raft message type's number (70).
+	VariableSnapshot SnapshotType = 70
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -141,6 +143,7 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
 		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
+		func() error { it, err := st.Variables(nil); return writeIter(VariableSnapshot, it, err) },
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

@@ -54,6 +54,10 @@ func (s *Server) resolveToken(secret string) (*structs.ACLToken, *acl.ACL, error
 	if !s.config.ACLEnabled {
 		return nil, acl.ManagementACL, nil
 	}
+	if looksLikeJWT(secret) {
+		a, err := s.resolveWorkloadIdentity(secret)
+		return nil, a, err
+	}
 	st, err := s.fsm.State().Snapshot()
 	if err != nil {
 		return nil, nil, err

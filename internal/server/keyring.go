@@ -60,9 +60,9 @@ func publicKeyOf(key *structs.RootKey) (*structs.KeyringPublicKey, error) {
 		Use: "sig", CreateTime: key.CreateTime}, nil
 }
 
-// initializeKeyring creates the first signing key through Raft when the
-// cluster has none. The key lives in replicated state, so every server and
-// every restart serves the same JWKS.
+// initializeKeyring creates the first root key through Raft when the
+// cluster has no active key that can encrypt. The key lives in replicated
+// state, so every server and every restart serves the same JWKS.
 func (s *Server) initializeKeyring(stopCh chan struct{}, gen uint64) {
 	for attempt := 0; ; attempt++ {
 		select {
@@ -73,13 +73,15 @@ func (s *Server) initializeKeyring(stopCh chan struct{}, gen uint64) {
 		if s.leaderGen.Load() != gen {
 			return
 		}
-		keys, err := s.State().RootKeys(nil)
-		if err == nil && len(keys) > 0 {
+		_, err := activeRootKey(s.State())
+		if err == nil {
 			return
 		}
-		if err == nil {
-			err = s.createRootKey()
-			if err == nil {
+		var key *structs.RootKey
+		if key, err = s.createRootKey(); err == nil {
+			// Keys from before variables existed (no encryption key)
+			// only verify from now on.
+			if err = s.setOldKeysState(key.KeyID, structs.RootKeyStateInactive); err == nil {
 				return
 			}
 		}
@@ -92,17 +94,28 @@ func (s *Server) initializeKeyring(stopCh chan struct{}, gen uint64) {
 	}
 }
 
-func (s *Server) createRootKey() error {
+// createRootKey writes a new active root key (an AES-256 key for
+// variables, an Ed25519 key for signing); the key before it becomes
+// inactive in the same entry.
+func (s *Server) createRootKey() (*structs.RootKey, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	aesKey := make([]byte, 32)
+	if _, err := rand.Read(aesKey); err != nil {
+		return nil, err
 	}
 	key := &structs.RootKey{KeyID: newID(), Algorithm: "EdDSA", CreateTime: time.Now().UnixNano(),
-		State: "active", PrivateKey: der}
-	_, _, err = s.raftApply(structs.RootKeyUpsertRequestType, &structs.RootKeyUpsertRequest{Key: key})
-	return err
+		State: structs.RootKeyStateActive, PrivateKey: der, EncryptionKey: aesKey}
+	_, idx, err := s.raftApply(structs.RootKeyUpsertRequestType, &structs.RootKeyUpsertRequest{Key: key})
+	if err != nil {
+		return nil, err
+	}
+	key.CreateIndex, key.ModifyIndex = idx, idx
+	return key, nil
 }

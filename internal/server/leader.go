@@ -118,6 +118,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	// Rebuilt from state: every active deployment is watched again, so a
 	// deployment resumes where the previous leader left it.
 	s.deployWatcher.SetEnabled(true)
+	s.restoreVarLocks()
 
 	s.isLeader.Store(true)
 	s.servicesUp.Store(1)
@@ -194,6 +195,7 @@ func (s *Server) revokeLeadership() {
 	}
 	s.logger.Info("cluster leadership lost")
 	s.periodic.SetEnabled(false)
+	s.varLocks.setEnabled(false, nil)
 	// Waits for the watcher's goroutines: a write of theirs in flight ends
 	// with the leadership (Raft fails it) or the server's shutdown.
 	s.deployWatcher.SetEnabled(false)

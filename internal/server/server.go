@@ -47,6 +47,11 @@ type Server struct {
 	// nil allows every pool.
 	nodePoolACL func(token string) (func(pool string) bool, error)
 
+	// encrypter seals variables with the keyring's keys (encrypter.go).
+	encrypter encrypter
+	// varLocks holds the TTL timers of variable locks on the leader.
+	varLocks varLocks
+
 	fsm  *fsm.FSM
 	raft *raft.Raft
 	// raftProtocol is the Raft protocol version this server speaks.
@@ -142,6 +147,8 @@ func NewServer(cfg *Config) (*Server, error) {
 		shutdownCh: make(chan struct{}),
 		reassertCh: make(chan struct{}, 1),
 	}
+
+	s.varLocks.expire = s.expireVarLock
 
 	s.broker = evalbroker.New(evalbroker.Config{
 		NackTimeout:         cfg.EvalNackTimeout,
@@ -299,6 +306,7 @@ func (s *Server) registerEndpoints() error {
 		"Event":      &Event{s},
 		"System":     &System{s},
 		"ACL":        &ACL{s},
+		"Variables":  &Variables{s},
 	}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {

@@ -196,3 +196,28 @@ func namespaceDeletable(txn *memdb.Txn, name string) error {
 	}
 	return nil
 }
+
+// DeleteRootKey removes a root key. The active key is refused (400), an
+// unknown one is a 404; the server checks both before the entry too.
+func (s *StateStore) DeleteRootKey(index uint64, keyID string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, err := txn.First(tableRootKeys, "id", keyID)
+	if err != nil {
+		return fmt.Errorf("state: root key lookup: %w", err)
+	}
+	if raw == nil {
+		return structs.NewErrCoded(404, "root key %q not found", keyID)
+	}
+	if raw.(*structs.RootKey).State == structs.RootKeyStateActive {
+		return structs.NewErrCoded(400, "active root key %q cannot be deleted", keyID)
+	}
+	if err := txn.Delete(tableRootKeys, raw); err != nil {
+		return fmt.Errorf("state: root key delete: %w", err)
+	}
+	if err := bumpIndex(txn, index, tableRootKeys); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}

@@ -227,6 +227,7 @@ func schema() *memdb.DBSchema {
 		tableSchedulerConfig: schedulerConfigTable(),
 		tableAutopilotConfig: autopilotConfigTable(),
 		tableJobRestart:      jobRestartTable(),
+		tableVariables:       variablesTable(),
 	}}
 	aclSchema(db.Tables)
 	return db

@@ -274,14 +274,28 @@ type RootKeyUpsertRequest struct {
 // RootKey is a keyring key. The private signing key is stored in Raft (it is
 // what makes the JWKS stable across restarts); only the public half is served.
 type RootKey struct {
-	KeyID       string
-	Algorithm   string
-	CreateTime  int64
-	State       string
-	PrivateKey  []byte // PKCS#8 DER
+	KeyID      string
+	Algorithm  string
+	CreateTime int64
+	State      string
+	PrivateKey []byte // PKCS#8 DER
+	// EncryptionKey is the AES-256 key variables are encrypted with; keys
+	// written before variables existed have none and encrypt nothing.
+	EncryptionKey []byte
+	// PublishTime is when the key's public half may stop being served
+	// (0: while the key exists).
+	PublishTime int64
 	CreateIndex uint64
 	ModifyIndex uint64
 }
+
+// Root key states, as Nomad's: one active key encrypts and signs; inactive
+// keys only decrypt and verify; a deprecated key is being rekeyed away from.
+const (
+	RootKeyStateActive     = "active"
+	RootKeyStateInactive   = "inactive"
+	RootKeyStateDeprecated = "deprecated"
+)
 
 // ClusterMetadata is written once by the first leader.
 type ClusterMetadata struct {

@@ -217,6 +217,17 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/system/reconcile/summaries", needManagement},
 	{"GET", "/v1/event/stream", needEventStream},
 	{"GET", "/.well-known/jwks.json", needPublic},
+	{"GET", "/.well-known/openid-configuration", needPublic},
+
+	// Variables: any valid token reaches the endpoint, which checks the
+	// token's variable path rules per path (list answers are filtered).
+	{"GET", "/v1/vars", needAnyToken},
+	{"*", "/v1/var/*", needAnyToken},
+
+	// Keyring: management only, as Nomad's.
+	{"GET", "/v1/operator/keyring/keys", needManagement},
+	{"WRITE", "/v1/operator/keyring/rotate", needManagement},
+	{"DELETE", "/v1/operator/keyring/key/:id", needManagement},
 
 	// Client.
 	{"GET", "/v1/client/stats", needNodeRead},

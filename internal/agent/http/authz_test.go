@@ -100,6 +100,11 @@ var expectClass = map[string]string{
 	"PUT /v1/operator/snapshot": "mgmt", "GET /v1/operator/autopilot/configuration": "operator",
 	"PUT /v1/operator/autopilot/configuration": "operator", "GET /v1/operator/autopilot/health": "operator",
 	"PUT /v1/acl/identity/client-introduction-token": "mgmt",
+	// Variables are checked per path by the Variables endpoint (any token
+	// reaches it); the keyring is management only.
+	"GET /.well-known/openid-configuration": "public", "GET /v1/vars": "any", "PUT /v1/var/app/db": "any",
+	"GET /v1/operator/keyring/keys": "mgmt", "PUT /v1/operator/keyring/rotate": "mgmt",
+	"DELETE /v1/operator/keyring/key/k1": "mgmt",
 }
 
 // matrixResolver resolves the matrix's tokens with real compiled policies.

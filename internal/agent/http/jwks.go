@@ -86,3 +86,45 @@ func publicKeyToJWK(k *structs.KeyringPublicKey) (jwk, error) {
 	}
 	return jwk{}, fmt.Errorf("unsupported public key type %T", pub)
 }
+
+// oidcDiscovery is the OpenID provider metadata verifiers read to find the
+// JWKS (the subset workload identity verifiers use).
+type oidcDiscovery struct {
+	Issuer        string   `json:"issuer"`
+	JWKSURI       string   `json:"jwks_uri"`
+	SigningAlgs   []string `json:"id_token_signing_alg_values_supported"`
+	ResponseTypes []string `json:"response_types_supported"`
+	SubjectTypes  []string `json:"subject_types_supported"`
+}
+
+// /.well-known/openid-configuration: where the JWKS is and which
+// algorithms its keys sign with. The issuer is the address the request was
+// made to.
+func (s *server) oidcDiscoveryRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	args := structs.GenericRequest{}
+	if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var reply structs.KeyringListPublicResponse
+	if err := s.cfg.RPC.RPC("Keyring.ListPublic", &args, &reply); err != nil {
+		return nil, err
+	}
+	algs := []string{}
+	seen := map[string]bool{}
+	for _, k := range reply.PublicKeys {
+		if k != nil && k.Algorithm != "" && !seen[k.Algorithm] {
+			seen[k.Algorithm] = true
+			algs = append(algs, k.Algorithm)
+		}
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	issuer := scheme + "://" + r.Host
+	return &oidcDiscovery{Issuer: issuer, JWKSURI: issuer + "/.well-known/jwks.json", SigningAlgs: algs,
+		ResponseTypes: []string{"code"}, SubjectTypes: []string{"public"}}, nil
+}

@@ -214,6 +214,12 @@ func (s *server) routes() []route {
 		{"/v1/system/reconcile/summaries", s.systemReconcileSummariesRequest},
 		{"/v1/event/stream", s.eventStreamRequest},
 		{"/.well-known/jwks.json", s.jwksRequest},
+		{"/.well-known/openid-configuration", s.oidcDiscoveryRequest},
+		{"/v1/vars", s.variablesListRequest},
+		{"/v1/var/", s.variableRequest},
+		{"/v1/operator/keyring/keys", s.keyringKeysRequest},
+		{"/v1/operator/keyring/rotate", s.keyringRotateRequest},
+		{"/v1/operator/keyring/key/", s.keyringKeyRequest},
 
 		{"/v1/acl/bootstrap", s.aclBootstrapRequest},
 		{"/v1/acl/policies", s.aclPoliciesRequest},

@@ -2,6 +2,7 @@ package allocrunner
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -51,6 +52,10 @@ type Config struct {
 	InterpolateConfig taskrunner.InterpolateConfigFunc
 	// ReserveDevices prepares the device instances granted to a task.
 	ReserveDevices taskrunner.ReserveDevicesFunc
+	// SignIdentities fetches the tasks' workload identities.
+	SignIdentities taskrunner.SignIdentitiesFunc
+	// TaskAPI is served to each task on secrets/api.sock.
+	TaskAPI http.Handler
 	// StateDB, if set, persists the tasks' states and handles and the
 	// observed deployment health (restore.go).
 	StateDB StateDB
@@ -174,7 +179,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
-			ReserveDevices: cfg.ReserveDevices, Logger: ar.logger, Clock: cfg.Clock,
+			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
 		})
 		ar.tasks = append(ar.tasks, e)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
@@ -55,6 +56,12 @@ type Config struct {
 	// ReserveDevices, if set, is called once before the first start for
 	// the devices the scheduler granted the task; a failure fails the task.
 	ReserveDevices ReserveDevicesFunc
+	// SignIdentities, if set, fetches the task's workload identities
+	// before its first start (identity.go).
+	SignIdentities SignIdentitiesFunc
+	// TaskAPI, if set, is served to the task on secrets/api.sock
+	// (taskapi.go).
+	TaskAPI http.Handler
 	// StateDB, if set, persists the task's state and driver handle so a
 	// restarted client can re-attach (restore.go).
 	StateDB StateDB
@@ -90,6 +97,10 @@ type TaskRunner struct {
 
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
+	// identityEnv holds the workload identities with env = true;
+	// defaultIdentity is the default one, for the Task API.
+	identityEnv     map[string]string
+	defaultIdentity string
 
 	// local is the persisted local state (handle, restart tracker);
 	// restored is set by Restore. Guarded by mu.
@@ -321,6 +332,23 @@ func (tr *TaskRunner) Run() {
 		return
 	}
 
+	if !attached {
+		first, err := tr.setupIdentities()
+		if err != nil {
+			ev := tr.newEvent(structs.TaskSetupFailure, "failed to fetch workload identities: "+err.Error())
+			ev.SetupError = err.Error()
+			ev.FailsTask = true
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
+		go tr.renewIdentities(first)
+	}
+	if stopAPI, err := tr.startTaskAPI(); err != nil {
+		tr.logger.Warn("task API socket not started", "error", err)
+	} else {
+		defer stopAPI()
+	}
+
 	var logs LogCollector
 	stdout, stderr := "", ""
 	if tr.driverWritesLogs() && (tr.cfg.Task.LogConfig == nil || !tr.cfg.Task.LogConfig.Disabled) {
@@ -522,6 +550,11 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 	for k, v := range tr.deviceEnv {
 		env[k] = v
 	}
+	tr.mu.Lock()
+	for k, v := range tr.identityEnv {
+		env[k] = v
+	}
+	tr.mu.Unlock()
 	conf := task.Config
 	if tr.cfg.InterpolateConfig != nil {
 		conf = tr.cfg.InterpolateConfig(task.Config, in, env)

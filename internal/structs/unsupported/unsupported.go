@@ -258,20 +258,29 @@ var taskGaps = []gap[taskCtx]{
 	{"user", gapRefuse, "this driver runs every task as the agent's user, so the task would run with more privileges than asked (docker, exec, java and raw_exec run the task as the user)", func(c taskCtx) []string {
 		return when(c.t.User != "" && !honoursUser[c.t.Driver], fmt.Sprintf("user %q", c.t.User))
 	}},
-	{"identity env/file", gapRefuse, "workload identity tokens are not given to tasks yet; the task would start without its token", func(c taskCtx) []string {
+	{"identity filepath", gapRefuse, "identities are written only to secrets/nomad_token and secrets/nomad_<name>.jwt; the task would not find its token", func(c taskCtx) []string {
 		var out []string
 		for _, id := range identities(c.t) {
-			if id.Env || id.File {
-				out = append(out, identityLabel(id))
+			if id.Filepath != "" {
+				out = append(out, identityLabel(id)+" filepath")
 			}
 		}
 		return out
 	}},
-	{"identity", gapWarn, "workload identity tokens are not issued to tasks yet", func(c taskCtx) []string {
+	{"identity change_mode", gapWarn, "a renewed token is rewritten in place; the task is not signalled or restarted", func(c taskCtx) []string {
 		var out []string
 		for _, id := range identities(c.t) {
-			if !id.Env && !id.File {
-				out = append(out, identityLabel(id))
+			if id.ChangeMode != "" && id.ChangeMode != "noop" {
+				out = append(out, identityLabel(id)+" change_mode")
+			}
+		}
+		return out
+	}},
+	{"identity claims", gapWarn, "extra_claims and service_name are not added to the token", func(c taskCtx) []string {
+		var out []string
+		for _, id := range identities(c.t) {
+			if len(id.ExtraClaims) > 0 || id.ServiceName != "" {
+				out = append(out, identityLabel(id)+" extra_claims/service_name")
 			}
 		}
 		return out

@@ -111,10 +111,10 @@ func TestCheck_Decisions(t *testing.T) {
 			task(j).User = "nobody"
 		},
 			tp + `user "nobody" is not supported by Drover yet: this driver runs every task as the agent's user`, ""},
-		{"identity file", func(j *api.Job) { task(j).Identity = &api.WorkloadIdentity{File: true} }, tp + `identity is not supported`, ""},
-		{"identities env", func(j *api.Job) {
-			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, Env: true}}
-		}, tp + `identity "aws" is not supported`, ""},
+		{"identity filepath", func(j *api.Job) { task(j).Identity = &api.WorkloadIdentity{File: true, Filepath: "local/tok"} }, tp + `identity filepath is not supported`, ""},
+		{"identities filepath", func(j *api.Job) {
+			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, File: true, Filepath: "local/aws"}}
+		}, tp + `identity "aws" filepath is not supported`, ""},
 		{"connect", func(j *api.Job) {
 			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Connect: &api.ConsulConnect{Native: true}}}
 		}, gp + `service "api" connect is not supported`, ""},
@@ -149,9 +149,9 @@ func TestCheck_Decisions(t *testing.T) {
 		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
 		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
 		{"ignore_collision", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].IgnoreCollision = true }, "", gp + `network[0] port "http" ignore_collision is accepted`},
-		{"identity audience", func(j *api.Job) {
-			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}}}
-		}, "", tp + `identity "aws" is accepted but not acted on by Drover yet: workload identity tokens are not issued to tasks yet`},
+		{"identity change_mode", func(j *api.Job) {
+			task(j).Identities = []*api.WorkloadIdentity{{Name: "aws", Audience: []string{"sts"}, File: true, ChangeMode: "restart"}}
+		}, "", tp + `identity "aws" change_mode is accepted but not acted on by Drover yet: a renewed token is rewritten in place`},
 		{"task disk", func(j *api.Job) { task(j).Resources = &api.Resources{DiskMB: new(100)} }, "", tp + `resources.disk is accepted`},
 		{"action", func(j *api.Job) { task(j).Actions = []*api.Action{{Name: "dump", Command: "/bin/true"}} }, "", tp + `action "dump" is accepted`},
 		{"vertical scaling", func(j *api.Job) {
