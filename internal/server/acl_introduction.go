@@ -42,18 +42,11 @@ func (a *ACL) CreateClientIntroductionToken(args *structs.ACLClientIntroductionT
 	case ttl > maxIntroductionTTL:
 		return structs.NewErrCoded(400, "TTL %s is longer than the maximum %s", ttl, maxIntroductionTTL)
 	}
-	keys, err := a.srv.State().RootKeys(nil)
+	// The newest active key, as workload identities are signed: during a
+	// rotation two keys are briefly active.
+	key, err := activeRootKey(a.srv.State())
 	if err != nil {
 		return err
-	}
-	var key *structs.RootKey
-	for _, k := range keys {
-		if k.State == "active" {
-			key = k
-		}
-	}
-	if key == nil {
-		return structs.NewErrCoded(500, "the keyring has no active key yet")
 	}
 	priv, err := x509.ParsePKCS8PrivateKey(key.PrivateKey)
 	if err != nil {
