@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/hashicorp/raft"
 	"testing"
 	"time"
 
@@ -101,10 +102,20 @@ func TestRollingUpdateSurvivesLeaderChange(t *testing.T) {
 		t.Fatal("the rollout finished before the leader change: nothing to resume")
 	}
 
+	// Under load an election may already have moved leadership: transfer
+	// it from whichever server leads now, so the rollout resumes under a
+	// different one either way.
 	old := leader
-	if err := old.raft.LeadershipTransfer().Error(); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, 10*time.Second, "a leadership transfer", func() bool {
+		if cur := currentLeader(servers); cur != nil && cur != old {
+			return true
+		}
+		err := old.raft.LeadershipTransfer().Error()
+		if err != nil && err != raft.ErrNotLeader {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	waitFor(t, 10*time.Second, "a new leader", func() bool {
 		leader = currentLeader(servers)
 		return leader != nil && leader != old && leader.IsLeader()
