@@ -174,6 +174,23 @@ func TestBridgeDocker(t *testing.T) {
 		if netnsInode(t, a.ID) != nsInode(t, fmt.Sprintf("/proc/%d/ns/net", pid)) {
 			t.Fatalf("/var/run/netns/%s is not the pause container's namespace", a.ID)
 		}
+		// The task container itself is in that namespace, where eth0
+		// carries the allocation's bridge address.
+		tasks := dockerContainers(t, dcli, a.ID)
+		if len(tasks) != 1 {
+			t.Fatalf("allocation %s has %d task containers, want 1", a.ID, len(tasks))
+		}
+		info, err := dcli.ContainerInspect(context.Background(), tasks[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskNS := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
+		if nsInode(t, taskNS) != netnsInode(t, a.ID) {
+			t.Fatalf("task container of %s is not in the allocation's namespace", a.ID)
+		}
+		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+f[1]+"/24 ") {
+			t.Fatalf("the task's eth0 has %q, want %s", out, f[1])
+		}
 		bodies[a.ID] = body
 	}
 	if bodies[allocs[0].ID] == bodies[allocs[1].ID] {

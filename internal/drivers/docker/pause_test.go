@@ -14,7 +14,9 @@ import (
 
 // A task of a bridge group joins its allocation's pause container and
 // publishes no ports through the engine (the client maps them); a
-// network_mode of its own is refused, naming the key.
+// network_mode, hostname, DNS settings or extra hosts of its own (which
+// the engine refuses when joining another container) are refused, naming
+// the key.
 func TestTranslateBridgeGroup(t *testing.T) {
 	cfg := baseTask()
 	cfg.NetNS = "/var/run/netns/a1"
@@ -25,9 +27,12 @@ func TestTranslateBridgeGroup(t *testing.T) {
 	if len(s.Host.PortBindings) != 0 {
 		t.Fatalf("ports published by the engine in a bridge group: %v", s.Host.PortBindings)
 	}
-	err := specErr(DefaultPluginConfig(), cfg, map[string]any{"image": "x", "network_mode": "host"})
-	if err == nil || !strings.Contains(err.Error(), "network_mode") {
-		t.Fatalf("network_mode in a bridge group: %v, want an error naming network_mode", err)
+	for key, v := range map[string]any{"network_mode": "host", "hostname": "h", "dns_servers": []any{"1.1.1.1"},
+		"dns_search_domains": []any{"x"}, "dns_options": []any{"ndots:1"}, "extra_hosts": []any{"a:10.0.0.1"}} {
+		err := specErr(DefaultPluginConfig(), cfg, map[string]any{"image": "x", key: v})
+		if err == nil || !strings.HasPrefix(err.Error(), key) {
+			t.Errorf("%s in a bridge group: %v, want an error naming %s", key, err, key)
+		}
 	}
 }
 
