@@ -129,6 +129,10 @@ type AllocRunner struct {
 	// netns is the path of the allocation's network namespace ("" for
 	// host networking).
 	netns string
+	// netCreator makes the namespace when a task's driver must own it
+	// (docker's pause container); nil: the network setup makes it.
+	netCreator     drivers.NetworkCreator
+	netCreatorName string
 }
 
 // New builds a runner (and its task runners, each recording Received).
@@ -173,6 +177,11 @@ func New(cfg Config) (*AllocRunner, error) {
 		var drv drivers.Driver
 		if d, ok := cfg.Drivers[t.Driver]; ok {
 			drv = d
+			if nc, ok := d.(drivers.NetworkCreator); ok && ar.netns != "" && ar.netCreator == nil {
+				ar.netCreator, ar.netCreatorName = nc, t.Driver
+			} else if ok && ar.netns != "" && ar.netCreatorName != t.Driver {
+				return nil, fmt.Errorf("tasks of drivers %q and %q cannot share a bridge network", ar.netCreatorName, t.Driver)
+			}
 		}
 		e.tr = taskrunner.New(taskrunner.Config{
 			Alloc: cfg.Alloc, Task: t, Driver: drv, Node: cfg.Node, Region: cfg.Region,

@@ -46,6 +46,11 @@ func (ar *AllocRunner) setupNetwork() error {
 	if a.AllocatedResources != nil {
 		ports = a.AllocatedResources.Shared.Ports
 	}
+	if ar.netCreator != nil {
+		if err := ar.netCreator.CreateNetwork(a.ID, ar.netns); err != nil {
+			return err
+		}
+	}
 	st, err := ar.cfg.Network.Setup(a.ID, ports)
 	if err != nil {
 		return err
@@ -70,5 +75,10 @@ func (ar *AllocRunner) teardownNetwork() {
 	}
 	if err := ar.cfg.Network.Teardown(ar.cfg.Alloc.ID); err != nil {
 		ar.logger.Error("failed to tear down the allocation's network", "error", err)
+	}
+	if ar.netCreator != nil {
+		if err := ar.netCreator.DestroyNetwork(ar.cfg.Alloc.ID); err != nil {
+			ar.logger.Error("failed to remove the allocation's network namespace holder", "driver", ar.netCreatorName, "error", err)
+		}
 	}
 }

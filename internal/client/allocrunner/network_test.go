@@ -106,3 +106,67 @@ func TestAllocRunner_BridgeNetworkUnavailableFails(t *testing.T) {
 		t.Fatalf("task state %+v", got.TaskStates["t"])
 	}
 }
+
+// creatorDriver is the mock driver making the namespace itself, as the
+// docker driver does with its pause container.
+type creatorDriver struct {
+	*mock.Driver
+	log func(string)
+}
+
+func (d creatorDriver) CreateNetwork(allocID, nsPath string) error {
+	d.log("create " + nsPath)
+	return nil
+}
+
+func (d creatorDriver) DestroyNetwork(allocID string) error {
+	d.log("destroy " + allocID)
+	return nil
+}
+
+type loggedNet struct {
+	fakeNet
+	log func(string)
+}
+
+func (n *loggedNet) Setup(allocID string, p structs.AllocatedPorts) (*bridgenet.Status, error) {
+	n.log("setup " + allocID)
+	return n.fakeNet.Setup(allocID, p)
+}
+
+func (n *loggedNet) Teardown(allocID string) error {
+	n.log("teardown " + allocID)
+	return n.fakeNet.Teardown(allocID)
+}
+
+// A task driver that owns the namespace makes it before the network is
+// configured in it, and removes it after the network is torn down.
+func TestAllocRunner_DriverCreatesNetwork(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	log := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+	d := creatorDriver{Driver: mock.New(), log: log}
+	alloc := testutil.Alloc(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "50ms"}))
+	alloc.Job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: "bridge"}}
+	rec := &recorder{}
+	ar, err := New(Config{
+		Alloc: alloc, AllocRoot: t.TempDir(), Node: &structs.Node{ID: "node1", Name: "n1"},
+		Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: rec.update,
+		MaxKillTimeout: 2 * time.Second, Network: &loggedNet{log: log},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Start()
+	t.Cleanup(ar.Shutdown)
+	waitStatus(t, rec, structs.AllocClientStatusComplete)
+	want := []string{"create /var/run/netns/" + alloc.ID, "setup " + alloc.ID, "teardown " + alloc.ID, "destroy " + alloc.ID}
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) < 4 || strings.Join(events[:4], "|") != strings.Join(want, "|") {
+			return errors.New("events " + strings.Join(events, ", ") + "; want " + strings.Join(want, ", "))
+		}
+		return nil
+	})
+}

@@ -254,14 +254,18 @@ func (m *Manager) attached(allocID string, ip net.IP) bool {
 }
 
 func (m *Manager) create(allocID, cidr string) error {
-	// A half-made namespace from an interrupted setup goes first.
+	// A namespace already mounted is kept: a driver made it (the docker
+	// driver's pause container holds it), or an interrupted setup did;
+	// an interface left in it by the latter goes first.
+	var steps [][]string
 	if _, err := os.Stat(NetNSPath(allocID)); err == nil {
-		_, _ = run("ip", "netns", "del", allocID)
+		_, _ = run("ip", "-n", allocID, "link", "del", InterfaceName)
+	} else {
+		steps = append(steps, []string{"ip", "netns", "add", allocID})
 	}
 	veth := vethName(allocID)
 	_, _ = run("ip", "link", "del", veth)
-	steps := [][]string{
-		{"ip", "netns", "add", allocID},
+	steps = append(steps, [][]string{
 		{"ip", "link", "add", veth, "type", "veth", "peer", "name", InterfaceName, "netns", allocID},
 		{"ip", "link", "set", veth, "master", m.cfg.BridgeName},
 		{"ip", "link", "set", veth, "up"},
@@ -269,7 +273,7 @@ func (m *Manager) create(allocID, cidr string) error {
 		{"ip", "-n", allocID, "addr", "add", cidr, "dev", InterfaceName},
 		{"ip", "-n", allocID, "link", "set", InterfaceName, "up"},
 		{"ip", "-n", allocID, "route", "add", "default", "via", m.gw.String()},
-	}
+	}...)
 	for _, s := range steps {
 		if _, err := run(s...); err != nil {
 			return err

@@ -15,7 +15,9 @@
 // an address is never handed to a second allocation while the first holds
 // it. Setup is idempotent: an agent that restarts finds the namespace,
 // veth and address of a running allocation and keeps them (re-attaches);
-// it recreates nothing the tasks are using.
+// it recreates nothing the tasks are using. A namespace already mounted at
+// the allocation's path (the docker driver's pause container, see
+// drivers.NetworkCreator) is configured in place, not replaced.
 //
 // It shells out to iproute2 (`ip`) and iptables rather than speaking
 // netlink itself: both are installed wherever Nomad's bridge mode runs

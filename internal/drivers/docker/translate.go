@@ -124,6 +124,27 @@ func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, 
 			h.LogConfig.Type = pc.LoggingType
 		}
 	}
+	if cfg.NetNS != "" {
+		// A group in bridge mode: the task joins the allocation's pause
+		// container, whose namespace the client configured; its ports
+		// are mapped there, not by the engine.
+		if tc.NetworkMode != "" {
+			return nil, fmt.Errorf("network_mode %q: the group network is in bridge mode; remove network_mode", tc.NetworkMode)
+		}
+		// The engine refuses these for a container joining another's
+		// network; say which key, as the task wrote it.
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"hostname", tc.Hostname != ""}, {"dns_servers", len(tc.DNSServers) > 0},
+			{"dns_search_domains", len(tc.DNSSearchDomains) > 0}, {"dns_options", len(tc.DNSOptions) > 0},
+			{"extra_hosts", len(tc.ExtraHosts) > 0}} {
+			if k.set {
+				return nil, fmt.Errorf("%s: cannot be set on a docker task whose group network is in bridge mode", k.key)
+			}
+		}
+		h.NetworkMode = container.NetworkMode("container:" + PauseName(cfg.AllocID))
+	}
 	if h.NetworkMode == "" {
 		h.NetworkMode = "bridge"
 	}
@@ -159,7 +180,7 @@ func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, 
 	if err != nil {
 		return nil, err
 	}
-	if len(bindings) > 0 {
+	if len(bindings) > 0 && cfg.NetNS == "" {
 		if h.NetworkMode.IsHost() || h.NetworkMode.IsNone() || h.NetworkMode.IsContainer() {
 			return nil, fmt.Errorf("ports cannot be published with network_mode %q: remove ports or use the default bridge network", tc.NetworkMode)
 		}
