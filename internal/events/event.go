@@ -16,6 +16,7 @@ const (
 	TopicDeployment = "Deployment"
 	TopicNode       = "Node"
 	TopicNodePool   = "NodePool"
+	TopicService    = "Service"
 	TopicAll        = "*"
 )
 
@@ -39,6 +40,9 @@ const (
 
 	TypeNodePoolUpserted = "NodePoolUpserted"
 	TypeNodePoolDeleted  = "NodePoolDeleted"
+
+	TypeServiceRegistration   = "ServiceRegistration"
+	TypeServiceDeregistration = "ServiceDeregistration"
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
@@ -71,6 +75,10 @@ var msgTypeEvents = map[structs.MessageType]string{
 
 	structs.NodePoolUpsertRequestType: TypeNodePoolUpserted,
 	structs.NodePoolDeleteRequestType: TypeNodePoolDeleted,
+
+	structs.ServiceRegistrationUpsertRequestType:        TypeServiceRegistration,
+	structs.ServiceRegistrationDeleteByIDRequestType:    TypeServiceDeregistration,
+	structs.ServiceRegistrationDeleteByAllocRequestType: TypeServiceDeregistration,
 }
 
 // tableTopics maps the state tables that carry events to their topic.
@@ -81,6 +89,8 @@ var tableTopics = map[string]string{
 	"deployment": TopicDeployment,
 	"nodes":      TopicNode,
 	"node_pools": TopicNodePool,
+
+	"service_registrations": TopicService,
 }
 
 // Publishes reports whether entries of msgType publish events.
@@ -142,6 +152,8 @@ func (e *Event) Payload() map[string]any {
 		return map[string]any{"Node": &n}
 	case *structs.NodePool:
 		return map[string]any{"NodePool": o}
+	case *structs.ServiceRegistration:
+		return map[string]any{"Service": o}
 	}
 	return map[string]any{}
 }
@@ -197,6 +209,15 @@ func fromChange(typ string, index uint64, c *memdb.Change) *Event {
 			return nil
 		}
 		e.Topic, e.Key = TopicNodePool, o.Name
+	case *structs.ServiceRegistration:
+		// Whatever entry removed it (the client's, an allocation
+		// becoming terminal), a removal is a deregistration.
+		e.Topic, e.Key, e.Namespace = TopicService, o.ID, o.Namespace
+		e.FilterKeys = filterKeys(o.JobID, o.ServiceName)
+		e.Type = TypeServiceRegistration
+		if e.deleted {
+			e.Type = TypeServiceDeregistration
+		}
 	default:
 		return nil
 	}

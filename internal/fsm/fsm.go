@@ -221,6 +221,12 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, buf []byte,
 		err = f.applyReconcileSummaries(buf, index)
 	case structs.JobRestartRequestType:
 		err = f.applyJobRestart(buf, index)
+	case structs.ServiceRegistrationUpsertRequestType:
+		err = f.applyServiceRegistrationUpsert(buf, index)
+	case structs.ServiceRegistrationDeleteByIDRequestType:
+		err = f.applyServiceRegistrationDeleteByID(buf, index)
+	case structs.ServiceRegistrationDeleteByAllocRequestType:
+		err = f.applyServiceRegistrationDeleteByAlloc(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

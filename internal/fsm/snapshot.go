@@ -50,6 +50,8 @@ const (
 	JobRestartSnapshot SnapshotType = 111
 	// NodePoolSnapshot takes its Raft message type's number (66).
 	NodePoolSnapshot SnapshotType = 66
+	// ServiceRegistrationSnapshot takes its Raft upsert type's number (80).
+	ServiceRegistrationSnapshot SnapshotType = 80
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -139,6 +141,10 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.ScalingPolicies(nil); return writeIter(ScalingPolicySnapshot, it, err) },
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
 		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
+		func() error {
+			it, err := st.ServiceRegistrations(nil)
+			return writeIter(ServiceRegistrationSnapshot, it, err)
+		},
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

@@ -224,7 +224,8 @@ func schema() *memdb.DBSchema {
 				},
 			},
 		},
-		tableSchedulerConfig: schedulerConfigTable(),
-		tableJobRestart:      jobRestartTable(),
+		tableSchedulerConfig:      schedulerConfigTable(),
+		tableJobRestart:           jobRestartTable(),
+		tableServiceRegistrations: serviceRegistrationsTable(),
 	}}
 }
