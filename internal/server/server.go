@@ -261,6 +261,7 @@ func (s *Server) registerEndpoints() error {
 		"Event":      &Event{s},
 		"System":     &System{s},
 	}
+	eps["ServiceRegistration"] = &ServiceRegistration{s}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {
 			return fmt.Errorf("server: registering %s endpoint: %w", name, err)

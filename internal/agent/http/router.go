@@ -177,6 +177,8 @@ func (s *server) routes() []route {
 		{"/v1/operator/raft/peer", s.operatorRaftPeerRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
+		{"/v1/services", s.servicesRequest},
+		{"/v1/service/", s.serviceRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/namespaces", s.namespacesRequest},
 		{"/v1/namespace", s.namespaceCreateRequest},
