@@ -125,3 +125,6 @@ type ServiceRegistrationByNameResponse struct {
 	Services []*ServiceRegistration
 	QueryMeta
 }
+
+// ServiceCheck is a service's check block (the wire type).
+type ServiceCheck = api.ServiceCheck

@@ -84,6 +84,8 @@ type Config struct {
 	GC         ClientGC         // nil: the agent runs no client
 	Allocs     LocalAllocs      // nil: the agent runs no client
 	AllocOps   ClientAllocOps   // nil: the agent runs no client
+
+	AllocChecks ClientAllocChecks // nil: the agent runs no client
 	// Reach opens pipes to other nodes' agents; nil: requests about
 	// another node are refused.
 	Reach      NodeDialer
