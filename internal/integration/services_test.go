@@ -185,6 +185,22 @@ func TestNomadServiceRegistrationAndChecks(t *testing.T) {
 		t.Fatalf("choose: %+v %v", chosen, err)
 	}
 
+	// The CLI: list, info, and delete of an unknown registration.
+	dir := t.TempDir()
+	if out, code := a.cli(dir, "service", "list"); code != 0 || !strings.Contains(out, "web-svc") || !strings.Contains(out, "[a,b]") {
+		t.Fatalf("service list: exit %d\n%s", code, out)
+	}
+	addr := fmt.Sprintf("%s:%d", port.HostIP, port.Value)
+	if out, code := a.cli(dir, "service", "info", "web-svc"); code != 0 || !strings.Contains(out, addr) || !strings.Contains(out, "svc") {
+		t.Fatalf("service info: exit %d, want %s\n%s", code, addr, out)
+	}
+	if out, code := a.cli(dir, "alloc", "checks", allocID); code != 0 || !strings.Contains(out, "alive") || !strings.Contains(out, "success") {
+		t.Fatalf("alloc checks: exit %d\n%s", code, out)
+	}
+	if out, code := a.cli(dir, "service", "delete", "web-svc", "nope"); code == 0 || !strings.Contains(out, "404") {
+		t.Fatalf("service delete of an unknown ID: exit %d\n%s", code, out)
+	}
+
 	// Stopping the job removes the registration.
 	if _, _, err := a.client.Jobs().Deregister("svc", false, nil); err != nil {
 		t.Fatal(err)
