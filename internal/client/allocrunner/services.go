@@ -153,7 +153,8 @@ func (ar *AllocRunner) ownerRunning(owner string) bool {
 // runServices keeps the servers' registrations of this allocation equal to
 // its running services, and runs their checks, until the allocation is
 // killed or ends; then it removes every registration (before the tasks
-// are stopped when it is killed).
+// are stopped when it is killed). A detached runner (the client shuts down,
+// the tasks keep running) leaves them registered.
 func (ar *AllocRunner) runServices() {
 	defer close(ar.svc.done)
 	reg := ar.cfg.Services
@@ -162,6 +163,11 @@ func (ar *AllocRunner) runServices() {
 	defer retry.Stop()
 	defer ar.checks.stopAll()
 	for {
+		if ar.detached() {
+			// The client shuts down and leaves the tasks running: their
+			// services stay registered for the next client to take over.
+			return
+		}
 		ar.mu.Lock()
 		a := ar.alloc
 		ar.mu.Unlock()
@@ -223,6 +229,7 @@ func (ar *AllocRunner) runServices() {
 		case <-ar.svc.poke:
 		case <-ar.killCh:
 		case <-ar.waitCh:
+		case <-ar.detachCh:
 		case <-retry.C:
 		}
 	}
