@@ -131,6 +131,15 @@ func TestNomadServiceRegistrationAndChecks(t *testing.T) {
 		r.Namespace != "default" || r.NodeID != alloc.NodeID || r.Datacenter != "dc1" || strings.Join(r.Tags, ",") != "a,b" {
 		t.Fatalf("registration = %+v, want alloc %s at %s:%d", r, allocID, port.HostIP, port.Value)
 	}
+	if js, _, err := a.client.Jobs().Services("svc", nil); err != nil || len(js) != 1 || js[0].ID != r.ID {
+		t.Fatalf("job services: %+v %v", js, err)
+	}
+	if as, _, err := a.client.Allocations().Services(allocID, nil); err != nil || len(as) != 1 || as[0].ID != r.ID {
+		t.Fatalf("alloc services: %+v %v", as, err)
+	}
+	if _, _, err := a.client.Jobs().Services("nope", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("services of an unknown job: %v", err)
+	}
 	list, _, err := a.client.Services().List(nil)
 	if err != nil || len(list) != 1 || list[0].Namespace != "default" || len(list[0].Services) != 1 ||
 		list[0].Services[0].ServiceName != "web-svc" {

@@ -238,6 +238,55 @@ func (s *ServiceRegistration) GetService(args *structs.ServiceRegistrationByName
 	})
 }
 
+// ByJob returns the registrations of a job's allocations (404 for an
+// unknown job), as /v1/job/<id>/services serves them.
+func (s *ServiceRegistration) ByJob(args *structs.JobSpecificRequest, reply *structs.ServiceRegistrationByNameResponse) error {
+	if done, err := s.srv.forward("ServiceRegistration.ByJob", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	ns := namespaceOf(args.Namespace)
+	return s.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
+		job, err := st.JobByID(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		if job == nil {
+			return structs.NewErrCoded(404, "job not found")
+		}
+		regs, err := st.ServiceRegistrationsByJob(ws, ns, args.JobID)
+		if err != nil {
+			return err
+		}
+		reply.Services = regs
+		reply.Index = max(maxIndex(st, "service_registrations"), 1)
+		return nil
+	})
+}
+
+// ByAlloc returns an allocation's registrations (404 for an unknown
+// allocation), as /v1/allocation/<id>/services serves them.
+func (s *ServiceRegistration) ByAlloc(args *structs.AllocSpecificRequest, reply *structs.ServiceRegistrationByNameResponse) error {
+	if done, err := s.srv.forward("ServiceRegistration.ByAlloc", args.Region, args.AllowStale, args, reply); done {
+		return err
+	}
+	return s.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateSnapshot) error {
+		a, err := st.AllocByID(ws, args.AllocID)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			return structs.NewErrCoded(404, "alloc not found")
+		}
+		regs, err := st.ServiceRegistrationsByAlloc(ws, args.AllocID)
+		if err != nil {
+			return err
+		}
+		reply.Services = regs
+		reply.Index = max(maxIndex(st, "service_registrations"), 1)
+		return nil
+	})
+}
+
 // parseChoose reads "<n>|<key>".
 func parseChoose(choose string) (int, string, error) {
 	if choose == "" {

@@ -22,6 +22,7 @@ var (
 	svcRegNS    = func(r *structs.ServiceRegistration) string { return r.Namespace }
 	svcRegName  = func(r *structs.ServiceRegistration) string { return r.ServiceName }
 	svcRegAlloc = func(r *structs.ServiceRegistration) string { return r.AllocID }
+	svcRegJob   = func(r *structs.ServiceRegistration) string { return r.JobID }
 )
 
 func serviceRegistrationsTable() *memdb.TableSchema {
@@ -30,6 +31,7 @@ func serviceRegistrationsTable() *memdb.TableSchema {
 		Indexes: map[string]*memdb.IndexSchema{
 			"id":           idIndex(svcRegID),
 			"service_name": nsIDIndex("service_name", svcRegID, svcRegNS, svcRegName),
+			"job":          nsIDIndex("job", svcRegID, svcRegNS, svcRegJob),
 			"alloc_id": {
 				Name:         "alloc_id",
 				AllowMissing: true,
@@ -153,6 +155,17 @@ func (s *reader) ServiceRegistrationsByName(ws memdb.WatchSet, namespace, name s
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := get(txn, ws, tableServiceRegistrations, "service_name", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return collectRegistrations(iter), nil
+}
+
+// ServiceRegistrationsByJob returns a job's registrations, sorted by ID.
+func (s *reader) ServiceRegistrationsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.ServiceRegistration, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := get(txn, ws, tableServiceRegistrations, "job", namespace, jobID)
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/services", ""},
 	{"GET", "/v1/service/api", ""},
 	{"DELETE", "/v1/service/api/_nomad-task-a1-web-api-http", ""},
+	{"GET", "/v1/job/web/services", ""},
+	{"GET", "/v1/allocation/a1/services", ""},
 	{"GET", "/v1/namespaces", ""},
 	{"GET", "/v1/namespace/default", ""},
 	{"PUT", "/v1/namespace", `{"Name":"team-a"}`},
