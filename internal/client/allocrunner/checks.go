@@ -71,13 +71,14 @@ func checkID(allocID string, d serviceDef, c *structs.ServiceCheck) string {
 func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 	want := map[string]*checkState{}
 	for _, d := range defs {
+		svcName := registration(a, cr.ar.cfg.Node, cr.ar.cfg.Region, d).ServiceName
 		for i := range d.svc.Checks {
 			c := d.svc.Checks[i]
 			if c.Type != "http" && c.Type != "tcp" {
 				continue
 			}
 			if c.Name == "" {
-				c.Name = fmt.Sprintf("service: %q check", d.svc.Name)
+				c.Name = fmt.Sprintf("service: %q check", svcName)
 			}
 			portLabel, mode := d.svc.PortLabel, d.svc.AddressMode
 			if c.PortLabel != "" {
@@ -101,7 +102,7 @@ func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 			}
 			st := &checkState{id: id, def: d, check: c, task: task, address: hostPort(host, port)}
 			st.status = api.AllocCheckStatus{ID: id, Check: c.Name, Group: a.TaskGroup, Mode: cmode,
-				Service: d.svc.Name, Task: d.owner, Status: CheckPending}
+				Service: svcName, Task: d.owner, Status: CheckPending}
 			want[id] = st
 		}
 	}

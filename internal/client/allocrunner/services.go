@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/taskenv"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -108,16 +109,33 @@ func allocPort(a *structs.Allocation, label string) (structs.AllocatedPortMappin
 }
 
 // registration builds the registration of one service of the allocation.
-func registration(a *structs.Allocation, node *structs.Node, d serviceDef) *structs.ServiceRegistration {
-	host, port := serviceAddress(a, node, d.svc.PortLabel, d.svc.AddressMode, d.svc.Address)
+// Its name, tags and address are interpolated (${NOMAD_JOB_NAME},
+// ${node.datacenter}, ${meta.x}, ...) against its task's environment, or
+// the group's for a group service.
+func registration(a *structs.Allocation, node *structs.Node, region string, d serviceDef) *structs.ServiceRegistration {
+	var task *structs.Task
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && d.owner != "" {
+		for _, t := range tg.Tasks {
+			if t.Name == d.owner {
+				task = t
+			}
+		}
+	}
+	env := taskenv.New(taskenv.Input{Alloc: a, Task: task, Node: node, Region: region})
+	name := env.Interpolate(d.svc.Name)
+	tags := make([]string, 0, len(d.svc.Tags))
+	for _, t := range d.svc.Tags {
+		tags = append(tags, env.Interpolate(t))
+	}
+	host, port := serviceAddress(a, node, d.svc.PortLabel, d.svc.AddressMode, env.Interpolate(d.svc.Address))
 	r := &structs.ServiceRegistration{
-		ID:          structs.ServiceRegistrationID(a.ID, d.name, d.svc.Name, d.svc.PortLabel),
-		ServiceName: d.svc.Name,
+		ID:          structs.ServiceRegistrationID(a.ID, d.name, name, d.svc.PortLabel),
+		ServiceName: name,
 		Namespace:   a.Namespace,
 		NodeID:      a.NodeID,
 		JobID:       a.JobID,
 		AllocID:     a.ID,
-		Tags:        append([]string(nil), d.svc.Tags...),
+		Tags:        tags,
 		Address:     host,
 		Port:        port,
 	}
@@ -128,7 +146,10 @@ func registration(a *structs.Allocation, node *structs.Node, d serviceDef) *stru
 		r.Datacenter = node.Datacenter
 	}
 	if a.DeploymentStatus != nil && a.DeploymentStatus.Canary && len(d.svc.CanaryTags) > 0 {
-		r.Tags = append([]string(nil), d.svc.CanaryTags...)
+		r.Tags = r.Tags[:0]
+		for _, t := range d.svc.CanaryTags {
+			r.Tags = append(r.Tags, env.Interpolate(t))
+		}
 	}
 	return r
 }
@@ -177,7 +198,7 @@ func (ar *AllocRunner) runServices() {
 		if !stopping {
 			for _, d := range nomadServices(a) {
 				if ar.ownerRunning(d.owner) {
-					r := registration(a, ar.cfg.Node, d)
+					r := registration(a, ar.cfg.Node, ar.cfg.Region, d)
 					want[r.ID] = r
 					defs = append(defs, d)
 				}

@@ -80,8 +80,8 @@ func serviceAlloc(host string, port int, check structs.ServiceCheck) *structs.Al
 	a.NodeID = "node1"
 	a.AllocatedResources = &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{
 		Ports: structs.AllocatedPorts{{Label: "http", Value: port, HostIP: host}}}}
-	a.Job.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "nomad", PortLabel: "http",
-		Tags: []string{"x"}, Checks: []structs.ServiceCheck{check}}}
+	a.Job.TaskGroups[0].Services = []*structs.Service{{Name: "${NOMAD_GROUP_NAME}-api", Provider: "nomad", PortLabel: "http",
+		Tags: []string{"dc-${node.datacenter}"}, Checks: []structs.ServiceCheck{check}}}
 	return a
 }
 
@@ -138,9 +138,9 @@ func TestServices_RegisterCheckAndDeregister(t *testing.T) {
 	})
 	regs, _ := reg.snapshot()
 	r := regs[0]
-	wantID := "_nomad-task-" + a.ID + "-web-api-http"
-	if r.ID != wantID || r.Address != host || r.Port != port || r.Datacenter != "dc9" || r.NodeID != "node1" ||
-		r.JobID != a.JobID || r.Namespace != "default" || len(r.Tags) != 1 {
+	wantID := "_nomad-task-" + a.ID + "-web-web-api-http"
+	if r.ID != wantID || r.ServiceName != "web-api" || r.Address != host || r.Port != port || r.Datacenter != "dc9" || r.NodeID != "node1" ||
+		r.JobID != a.JobID || r.Namespace != "default" || len(r.Tags) != 1 || r.Tags[0] != "dc-dc9" {
 		t.Fatalf("registration %+v, want %s at %s:%d", r, wantID, host, port)
 	}
 
@@ -149,7 +149,7 @@ func TestServices_RegisterCheckAndDeregister(t *testing.T) {
 	ok.Store(true)
 	waitCheck(t, ar, CheckSuccess)
 	for _, c := range ar.CheckStatuses() {
-		if c.Check != "alive" || c.Service != "api" || c.Group != "web" || c.Mode != "healthiness" || c.StatusCode != 200 || c.Output != "fine" {
+		if c.Check != "alive" || c.Service != "web-api" || c.Group != "web" || c.Mode != "healthiness" || c.StatusCode != 200 || c.Output != "fine" {
 			t.Fatalf("check status %+v", c)
 		}
 	}
