@@ -93,7 +93,7 @@ func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 			}
 			task := c.TaskName
 			if task == "" {
-				task = d.owner
+				task = d.task
 			}
 			id := checkID(a.ID, d, &c)
 			cmode := checkModeHealthiness
@@ -102,7 +102,7 @@ func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 			}
 			st := &checkState{id: id, def: d, check: c, task: task, address: hostPort(host, port)}
 			st.status = api.AllocCheckStatus{ID: id, Check: c.Name, Group: a.TaskGroup, Mode: cmode,
-				Service: svcName, Task: d.owner, Status: CheckPending}
+				Service: svcName, Task: d.task, Status: CheckPending}
 			want[id] = st
 		}
 	}

@@ -20,10 +20,13 @@ type ServiceRegistrar interface {
 
 // serviceDef is one `service { provider = "nomad" }` block of the
 // allocation: owner is the task that must run for it to be registered (""
-// for a group service: any main task).
+// for a group service, registered for the allocation's whole run as
+// Nomad does).
 type serviceDef struct {
 	svc   *structs.Service
 	owner string // task name; "" for a group service
+	// task is the task a group service names (its checks' task).
+	task string
 	// name is the group or task name in the registration ID.
 	name string
 }
@@ -40,13 +43,13 @@ func nomadServices(a *structs.Allocation) []serviceDef {
 	var out []serviceDef
 	for _, s := range tg.Services {
 		if s != nil && s.Provider == structs.ServiceProviderNomad {
-			out = append(out, serviceDef{svc: s, owner: s.TaskName, name: tg.Name})
+			out = append(out, serviceDef{svc: s, task: s.TaskName, name: tg.Name})
 		}
 	}
 	for _, t := range tg.Tasks {
 		for _, s := range t.Services {
 			if s != nil && s.Provider == structs.ServiceProviderNomad {
-				out = append(out, serviceDef{svc: s, owner: t.Name, name: t.Name})
+				out = append(out, serviceDef{svc: s, owner: t.Name, task: t.Name, name: t.Name})
 			}
 		}
 	}
@@ -154,18 +157,15 @@ func registration(a *structs.Allocation, node *structs.Node, region string, d se
 	return r
 }
 
-// ownerRunning reports whether the service's owner runs: its task, or for
-// a group service any main task.
+// ownerRunning reports whether the service's owner runs: its task; a
+// group service (owner "") is always wanted while the allocation runs.
 func (ar *AllocRunner) ownerRunning(owner string) bool {
+	if owner == "" {
+		return true
+	}
 	for _, e := range ar.tasks {
-		if owner != "" && e.tr.Task().Name != owner {
-			continue
-		}
-		if owner == "" && e.phase != phaseMain {
-			continue
-		}
-		if e.tr.State().State == structs.TaskStateRunning {
-			return true
+		if e.tr.Task().Name == owner {
+			return e.tr.State().State == structs.TaskStateRunning
 		}
 	}
 	return false
