@@ -58,6 +58,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.GC = a.client
 		cfg.Allocs = a.client
 		cfg.AllocOps = a.client
+		cfg.AllocChecks = a.client
 	}
 	cfg.Reach = nodeDialer{a}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {

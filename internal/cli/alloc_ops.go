@@ -167,8 +167,8 @@ func (c *AllocChecksCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: `+BinaryName+` alloc checks [options] <allocation>
 
-  Shows the status of the allocation's Nomad service checks. Drover's
-  clients run no service checks yet, so there are none to show.
+  Shows the latest result of each http and tcp check of the allocation's
+  Nomad-native services (provider "nomad"), as its client ran them.
 
 Checks Options:
 

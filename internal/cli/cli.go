@@ -150,6 +150,12 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"system reconcile":           f(&GroupCommand{Meta: m, Name: "system reconcile", Synopsis_: "Performs system reconciliation tasks"}),
 		"system reconcile summaries": f(&SystemReconcileSummariesCommand{Meta: m}),
 
+		// Nomad-native services.
+		"service":        f(&GroupCommand{Meta: m, Name: "service", Synopsis_: "Interact with registered services"}),
+		"service list":   f(&ServiceListCommand{Meta: m}),
+		"service info":   f(&ServiceInfoCommand{Meta: m}),
+		"service delete": f(&ServiceDeleteCommand{Meta: m}),
+
 		// Namespaces and node pools.
 		"namespace":        f(&GroupCommand{Meta: m, Name: "namespace", Synopsis_: "Interact with namespaces"}),
 		"namespace list":   f(&NamespaceListCommand{Meta: m}),

@@ -105,6 +105,11 @@ var commandFlags = map[string]complete.Flags{
 	"system gc":                  {},
 	"system reconcile summaries": {},
 
+	// Nomad-native services.
+	"service list":   outputFlags,
+	"service info":   mergeFlags(outputFlags, boolFlags("verbose"), complete.Flags{"-filter": complete.PredictAnything}),
+	"service delete": {},
+
 	// Namespaces and node pools.
 	"namespace list":   outputFlags,
 	"namespace status": outputFlags,

@@ -74,7 +74,7 @@ func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}) (*a
 		Drivers: c.driverSet(), MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
-		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Hold: hold,
+		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Hold: hold, Services: serviceRPC{c},
 		NetworkUnavailable: c.bridgeReason,
 	}
 	if c.bridge != nil {

@@ -19,6 +19,7 @@ const (
 	TopicACLToken   = "ACLToken"
 	TopicACLPolicy  = "ACLPolicy"
 	TopicACLRole    = "ACLRole"
+	TopicService    = "Service"
 	TopicAll        = "*"
 )
 
@@ -43,12 +44,14 @@ const (
 	TypeNodePoolUpserted = "NodePoolUpserted"
 	TypeNodePoolDeleted  = "NodePoolDeleted"
 
-	TypeACLTokenUpserted  = "ACLTokenUpserted"
-	TypeACLTokenDeleted   = "ACLTokenDeleted"
-	TypeACLPolicyUpserted = "ACLPolicyUpserted"
-	TypeACLPolicyDeleted  = "ACLPolicyDeleted"
-	TypeACLRoleUpserted   = "ACLRoleUpserted"
-	TypeACLRoleDeleted    = "ACLRoleDeleted"
+	TypeACLTokenUpserted      = "ACLTokenUpserted"
+	TypeACLTokenDeleted       = "ACLTokenDeleted"
+	TypeACLPolicyUpserted     = "ACLPolicyUpserted"
+	TypeACLPolicyDeleted      = "ACLPolicyDeleted"
+	TypeACLRoleUpserted       = "ACLRoleUpserted"
+	TypeACLRoleDeleted        = "ACLRoleDeleted"
+	TypeServiceRegistration   = "ServiceRegistration"
+	TypeServiceDeregistration = "ServiceDeregistration"
 )
 
 // msgTypeEvents is the event type of the entries that publish events; any
@@ -83,14 +86,17 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.NodePoolDeleteRequestType: TypeNodePoolDeleted,
 
 	// ACL objects (token secrets are never in a payload).
-	structs.ACLTokenUpsertRequestType:        TypeACLTokenUpserted,
-	structs.ACLTokenBootstrapRequestType:     TypeACLTokenUpserted,
-	structs.ACLTokenDeleteRequestType:        TypeACLTokenDeleted,
-	structs.ACLTokenExpiredDeleteRequestType: TypeACLTokenDeleted,
-	structs.ACLPolicyUpsertRequestType:       TypeACLPolicyUpserted,
-	structs.ACLPolicyDeleteRequestType:       TypeACLPolicyDeleted,
-	structs.ACLRoleUpsertRequestType:         TypeACLRoleUpserted,
-	structs.ACLRoleDeleteRequestType:         TypeACLRoleDeleted,
+	structs.ACLTokenUpsertRequestType:                   TypeACLTokenUpserted,
+	structs.ACLTokenBootstrapRequestType:                TypeACLTokenUpserted,
+	structs.ACLTokenDeleteRequestType:                   TypeACLTokenDeleted,
+	structs.ACLTokenExpiredDeleteRequestType:            TypeACLTokenDeleted,
+	structs.ACLPolicyUpsertRequestType:                  TypeACLPolicyUpserted,
+	structs.ACLPolicyDeleteRequestType:                  TypeACLPolicyDeleted,
+	structs.ACLRoleUpsertRequestType:                    TypeACLRoleUpserted,
+	structs.ACLRoleDeleteRequestType:                    TypeACLRoleDeleted,
+	structs.ServiceRegistrationUpsertRequestType:        TypeServiceRegistration,
+	structs.ServiceRegistrationDeleteByIDRequestType:    TypeServiceDeregistration,
+	structs.ServiceRegistrationDeleteByAllocRequestType: TypeServiceDeregistration,
 }
 
 // tableTopics maps the state tables that carry events to their topic.
@@ -104,6 +110,8 @@ var tableTopics = map[string]string{
 	"acl_token":  TopicACLToken,
 	"acl_policy": TopicACLPolicy,
 	"acl_role":   TopicACLRole,
+
+	"service_registrations": TopicService,
 }
 
 // Publishes reports whether entries of msgType publish events.
@@ -173,6 +181,8 @@ func (e *Event) Payload() map[string]any {
 		return map[string]any{"ACLPolicy": o}
 	case *structs.ACLRole:
 		return map[string]any{"ACLRole": o}
+	case *structs.ServiceRegistration:
+		return map[string]any{"Service": o}
 	}
 	return map[string]any{}
 }
@@ -234,6 +244,15 @@ func fromChange(typ string, index uint64, c *memdb.Change) *Event {
 		e.Topic, e.Key = TopicACLPolicy, o.Name
 	case *structs.ACLRole:
 		e.Topic, e.Key = TopicACLRole, o.ID
+	case *structs.ServiceRegistration:
+		// Whatever entry removed it (the client's, an allocation
+		// becoming terminal), a removal is a deregistration.
+		e.Topic, e.Key, e.Namespace = TopicService, o.ID, o.Namespace
+		e.FilterKeys = filterKeys(o.JobID, o.ServiceName)
+		e.Type = TypeServiceRegistration
+		if e.deleted {
+			e.Type = TypeServiceDeregistration
+		}
 	default:
 		return nil
 	}

@@ -253,6 +253,12 @@ func (f *FSM) applyCore(msgType structs.MessageType, ignoreUnknown bool, buf []b
 		err = f.applyReconcileSummaries(buf, index)
 	case structs.JobRestartRequestType:
 		err = f.applyJobRestart(buf, index)
+	case structs.ServiceRegistrationUpsertRequestType:
+		err = f.applyServiceRegistrationUpsert(buf, index)
+	case structs.ServiceRegistrationDeleteByIDRequestType:
+		err = f.applyServiceRegistrationDeleteByID(buf, index)
+	case structs.ServiceRegistrationDeleteByAllocRequestType:
+		err = f.applyServiceRegistrationDeleteByAlloc(buf, index)
 	default:
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(msgType), "index", index)

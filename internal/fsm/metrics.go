@@ -43,6 +43,10 @@ var applyKeys = func() (keys [256][]string) {
 		structs.DeploymentPromoteRequestType:            "deployment_promotion",
 		structs.DeploymentAllocHealthRequestType:        "deployment_alloc_health",
 		structs.AllocUpdateDesiredTransitionRequestType: "update_alloc_desired_transition",
+
+		structs.ServiceRegistrationUpsertRequestType:        "upsert_service_registrations",
+		structs.ServiceRegistrationDeleteByIDRequestType:    "delete_service_registration_id",
+		structs.ServiceRegistrationDeleteByAllocRequestType: "delete_service_registration_alloc",
 	} {
 		keys[t] = []string{"nomad", "fsm", name}
 	}

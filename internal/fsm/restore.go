@@ -180,6 +180,12 @@ func restoreRecord(dec *recordDecoder, t SnapshotType, r *state.StateRestore, co
 			return wrap(err)
 		}
 		return wrap(r.JobRestartRestore(v))
+	case ServiceRegistrationSnapshot:
+		v := new(structs.ServiceRegistration)
+		if err := dec.Decode(v); err != nil {
+			return wrap(err)
+		}
+		return wrap(r.ServiceRegistrationRestore(v))
 	case NodePoolSnapshot:
 		v := new(structs.NodePool)
 		if err := dec.Decode(v); err != nil {

@@ -54,6 +54,8 @@ const (
 	NodePoolSnapshot SnapshotType = 66
 	// VariableSnapshot takes its Raft message type's number (70).
 	VariableSnapshot SnapshotType = 70
+	// ServiceRegistrationSnapshot takes its Raft upsert type's number (80).
+	ServiceRegistrationSnapshot SnapshotType = 80
 )
 
 // snapshotHandle encodes snapshots: the servers' handle
@@ -144,6 +146,10 @@ func (s *fsmSnapshot) persist(sink raft.SnapshotSink) error {
 		func() error { it, err := st.PeriodicLaunches(nil); return writeIter(PeriodicLaunchSnapshot, it, err) },
 		func() error { it, err := st.JobRestarts(nil); return writeIter(JobRestartSnapshot, it, err) },
 		func() error { it, err := st.Variables(nil); return writeIter(VariableSnapshot, it, err) },
+		func() error {
+			it, err := st.ServiceRegistrations(nil)
+			return writeIter(ServiceRegistrationSnapshot, it, err)
+		},
 		func() error {
 			keys, err := st.RootKeys(nil)
 			if err != nil {

@@ -21,7 +21,7 @@ const serviceJob = `job "websvc" {
 
     service {
       name     = "websvc"
-      provider = "nomad"
+      provider = "consul"
       port     = "http"
     }
 
@@ -85,11 +85,12 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 		t.Fatalf("register with oom_score_adj: want a 400 containing %q, got %v", want, err)
 	}
 
-	// A service is accepted with a warning that `job run` prints; the job runs.
+	// A Consul service is accepted with a warning that `job run` prints
+	// (Drover has no Consul integration); the job runs.
 	if err := os.WriteFile(filepath.Join(dir, "websvc.nomad.hcl"), []byte(serviceJob), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	warning := `Task group "web": service "websvc" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad")`
+	warning := `Task group "web": service "websvc" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`
 	// -detach: the test waits for the allocation itself, not for the
 	// deployment (10s of min_healthy_time by default).
 	out, code := a.cli(dir, "job", "run", "-detach", "websvc.nomad.hcl")

@@ -42,7 +42,7 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 	}
 
 	warned := testJob("svc", 1)
-	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "nomad"}}
+	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}} // Drover has no Consul integration
 	delay := 5 * time.Second
 	warned.TaskGroups[0].ShutdownDelay = &delay
 	const wantWarnings = "2 warnings:\n\n* Task group \"web\": shutdown_delay is accepted but not acted on by Drover yet"

@@ -308,6 +308,7 @@ func (s *Server) registerEndpoints() error {
 		"ACL":        &ACL{s},
 		"Variables":  &Variables{s},
 	}
+	eps["ServiceRegistration"] = &ServiceRegistration{s}
 	for name, ep := range eps {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {
 			return fmt.Errorf("server: registering %s endpoint: %w", name, err)

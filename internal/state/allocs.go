@@ -317,6 +317,12 @@ func writeAlloc(txn *memdb.Txn, index uint64, ex, a *structs.Allocation, jobs jo
 	if err := txn.Insert(tableAllocs, a); err != nil {
 		return fmt.Errorf("state: alloc insert: %w", err)
 	}
+	if a.ClientTerminalStatus() && (ex == nil || !ex.ClientTerminalStatus()) {
+		// Marked lost by a plan (its node is down): its services are gone.
+		if err := deleteAllocServices(txn, index, a.ID); err != nil {
+			return err
+		}
+	}
 	if a.PreviousAllocation != "" {
 		prev, err := allocLookup(txn, a.PreviousAllocation)
 		if err != nil {
@@ -409,6 +415,11 @@ func (s *StateStore) UpdateAllocsFromClientFreed(index uint64, allocs []*structs
 		}
 		if err := txn.Insert(tableAllocs, &c); err != nil {
 			return nil, fmt.Errorf("state: alloc insert: %w", err)
+		}
+		if !ex.ClientTerminalStatus() && c.ClientTerminalStatus() {
+			if err := deleteAllocServices(txn, index, c.ID); err != nil {
+				return nil, err
+			}
 		}
 		if !ex.ClientTerminalStatus() && c.ClientTerminalStatus() && !freedSeen[c.NodeID] {
 			freedSeen[c.NodeID] = true

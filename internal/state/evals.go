@@ -157,6 +157,9 @@ func (s *StateStore) DeleteEval(index uint64, evals, allocs []string) error {
 		if err := txn.Delete(tableAllocs, a); err != nil {
 			return fmt.Errorf("state: alloc delete: %w", err)
 		}
+		if err := deleteAllocServices(txn, index, a.ID); err != nil {
+			return err
+		}
 		// A node's allocs can only shrink here; remember when, so a client
 		// whose node lost its last alloc still sees its pull index move
 		// (not for a node already gone: its row would outlive it).

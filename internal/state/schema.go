@@ -224,10 +224,11 @@ func schema() *memdb.DBSchema {
 				},
 			},
 		},
-		tableSchedulerConfig: schedulerConfigTable(),
-		tableAutopilotConfig: autopilotConfigTable(),
-		tableJobRestart:      jobRestartTable(),
-		tableVariables:       variablesTable(),
+		tableSchedulerConfig:      schedulerConfigTable(),
+		tableAutopilotConfig:      autopilotConfigTable(),
+		tableJobRestart:           jobRestartTable(),
+		tableVariables:            variablesTable(),
+		tableServiceRegistrations: serviceRegistrationsTable(),
 	}}
 	aclSchema(db.Tables)
 	return db

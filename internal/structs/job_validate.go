@@ -288,6 +288,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 	if leaders > 1 {
 		v.add("%s: only one task may be marked as leader", prefix)
 	}
+	tg.validateNomadServices(prefix, v)
 }
 
 // validateUpdate checks an update block as Nomad does; unset fields (not

@@ -56,6 +56,27 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"update min >= deadline", upd(func(u *UpdateStrategy) { u.MinHealthyTime, u.HealthyDeadline = d(10), d(1) }), "MinHealthyTime (10ns) must be less than HealthyDeadline (1ns)"},
 		{"update deadline >= progress", upd(func(u *UpdateStrategy) { u.HealthyDeadline, u.ProgressDeadline = d(time.Minute), d(time.Second) }), "HealthyDeadline (1m0s) must be less than ProgressDeadline (1s)"},
 	}...)
+	svc := func(f func(s *Service)) func(j *Job) {
+		return func(j *Job) {
+			j.TaskGroups[0].Networks = []*NetworkResource{{DynamicPorts: []Port{{Label: "http"}}}}
+			s := &Service{Name: "api", Provider: ServiceProviderNomad, PortLabel: "http",
+				Checks: []ServiceCheck{{Name: "c", Type: "http", Path: "/", Interval: time.Second, Timeout: time.Second}}}
+			f(s)
+			j.TaskGroups[0].Services = []*Service{s}
+		}
+	}
+	cases = append(cases, []struct {
+		name string
+		mut  func(j *Job)
+		want string
+	}{
+		{"service port", svc(func(s *Service) { s.PortLabel = "htp" }), `Task group "g": service "api": port label "htp" does not exist`},
+		{"service task", svc(func(s *Service) { s.TaskName = "nope" }), `service "api": task "nope" does not exist`},
+		{"check path", svc(func(s *Service) { s.Checks[0].Path = "" }), `service "api": Checks[0] "c": an http check needs a path`},
+		{"check interval", svc(func(s *Service) { s.Checks[0].Interval = 0 }), `Checks[0] "c": interval must be positive`},
+		{"check timeout", svc(func(s *Service) { s.Checks[0].Timeout = 0 }), `Checks[0] "c": timeout must be positive`},
+		{"check port", svc(func(s *Service) { s.Checks[0].PortLabel = "x" }), `Checks[0] "c": port label "x" does not exist`},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := validJob()

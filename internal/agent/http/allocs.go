@@ -44,7 +44,8 @@ func (s *server) allocsRequest(w http.ResponseWriter, r *http.Request) (any, err
 	return allocs, nil
 }
 
-// /v1/allocation/<id> and /v1/allocation/<id>/stop
+// /v1/allocation/<id>, /v1/allocation/<id>/stop, /checks (relayed to its
+// node) and /services (its Nomad-native service registrations).
 func (s *server) allocSpecificRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	parts, err := pathArgs(r, "/v1/allocation/")
 	if err != nil {
@@ -68,6 +69,20 @@ func (s *server) allocSpecificRequest(w http.ResponseWriter, r *http.Request) (a
 		r2 := r.Clone(r.Context())
 		r2.URL.Path, r2.URL.RawPath = "/v1/client/allocation/"+url.PathEscape(id)+"/checks", ""
 		return s.onAllocNode("/v1/client/allocation/", s.clientAllocRequest)(w, r2)
+	case len(parts) == 2 && parts[1] == "services":
+		if r.Method != http.MethodGet {
+			return nil, errInvalidMethod
+		}
+		args := structs.AllocSpecificRequest{AllocID: id}
+		if err := s.parseQuery(r, &args.QueryOptions); err != nil {
+			return nil, err
+		}
+		var reply structs.ServiceRegistrationByNameResponse
+		if err := s.cfg.RPC.RPC("ServiceRegistration.ByAlloc", &args, &reply); err != nil {
+			return nil, err
+		}
+		setMeta(w, &reply.QueryMeta)
+		return nonNil(reply.Services), nil
 	case len(parts) == 2 && parts[1] == "stop":
 		if !isWrite(r.Method) {
 			return nil, errInvalidMethod

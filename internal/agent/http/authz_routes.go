@@ -109,6 +109,14 @@ var routeRules = []routeRule{
 	{"GET", "/v1/jobs", nsList(capList)},
 	{"WRITE", "/v1/jobs", nsJob(capSubmit)},
 	{"WRITE", "/v1/jobs/parse", ns(capParse)},
+	// Search reads jobs, allocations, evaluations and deployments of the
+	// namespace searched.
+	{"WRITE", "/v1/search", ns(capRead)},
+	{"WRITE", "/v1/search/fuzzy", ns(capRead)},
+	{"GET", "/v1/services", nsList(capRead)},
+	{"GET", "/v1/service/:name", ns(capRead)},
+	{"DELETE", "/v1/service/:name/:id", ns(capSubmit)},
+	{"GET", "/v1/job/:id/services", ns(capRead)},
 	{"WRITE", "/v1/validate/job", nsJob(capRead)},
 	{"GET", "/v1/job/:id", ns(capRead)},
 	{"WRITE", "/v1/job/:id", nsJob(capSubmit)},
@@ -138,6 +146,7 @@ var routeRules = []routeRule{
 	// Allocations, evaluations, deployments.
 	{"GET", "/v1/allocations", nsList(capRead)},
 	{"GET", "/v1/allocation/:id", nsObj("alloc", capRead)},
+	{"GET", "/v1/allocation/:id/services", nsObj("alloc", capRead)},
 	{"WRITE", "/v1/allocation/:id/stop", nsObj("alloc", capLifecycle)},
 	{"GET", "/v1/allocation/:id/checks", nsObj("alloc", capRead)},
 	{"GET", "/v1/evaluations", nsList(capRead)},

@@ -38,6 +38,9 @@ func TestRouteRulesCoverEveryRoute(t *testing.T) {
 // from Nomad's API documentation ("ACL Required") independently of
 // routeRules.
 var expectClass = map[string]string{
+	"PUT /v1/search": "nsRead", "PUT /v1/search/fuzzy": "nsRead", "GET /v1/services": "nsRead",
+	"GET /v1/service/api": "nsRead", "DELETE /v1/service/api/_nomad-task-a1-web-api-http": "nsWrite",
+	"GET /v1/job/web/services": "nsRead", "GET /v1/allocation/a1/services": "nsRead",
 	"GET /v1/jobs": "nsRead", "PUT /v1/jobs": "nsWrite", "PUT /v1/jobs/parse": "nsRead",
 	"PUT /v1/validate/job": "nsRead", "GET /v1/job/web": "nsRead", "POST /v1/job/web": "nsWrite",
 	"DELETE /v1/job/web": "nsWrite", "GET /v1/job/web/allocations": "nsRead",

@@ -22,6 +22,12 @@ type ClientAllocOps interface {
 	AllocSignal(allocID, task, signal string) error
 }
 
+// ClientAllocChecks reads the local client's service check results. It
+// may be nil when the agent runs no client.
+type ClientAllocChecks interface {
+	AllocChecks(allocID string) (api.AllocCheckStatuses, error)
+}
+
 // /v1/client/allocation/<alloc>/exec (exec.go), /gc (client_gc.go),
 // /stats (the running tasks' usage, from the drivers that report it),
 // /restart, /signal and /checks. Every other path under
@@ -96,11 +102,16 @@ func (s *server) allocOpRequest(r *http.Request, allocID, op string) (any, error
 	return struct{}{}, nil
 }
 
-// /v1/client/allocation/<alloc>/checks: Drover's clients run no service
-// checks yet, so a known allocation has none ({}).
+// /v1/client/allocation/<alloc>/checks: the latest result of each of the
+// allocation's nomad-provider service checks, by check ID ({} when it has
+// none).
 func (s *server) allocChecksRequest(allocID string) (any, error) {
-	if s.cfg.Allocs == nil || !s.cfg.Allocs.HasAlloc(allocID) {
-		return nil, s.execElsewhere(allocID, s.cfg.Allocs == nil)
+	if s.cfg.AllocChecks == nil {
+		return nil, s.execElsewhere(allocID, true)
 	}
-	return api.AllocCheckStatuses{}, nil
+	st, err := s.cfg.AllocChecks.AllocChecks(allocID)
+	if isNotFound(err) {
+		return nil, s.execElsewhere(allocID, false)
+	}
+	return st, err
 }

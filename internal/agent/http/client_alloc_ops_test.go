@@ -40,7 +40,11 @@ func (f *fakeOps) AllocSignal(allocID, task, sig string) error {
 // the local client; bad input is a 400 and an unknown allocation a 404.
 func TestAllocOpsRoutes(t *testing.T) {
 	ops := &fakeOps{}
-	env := newEnv(t, func(c *Config) { c.AllocOps = ops; c.Allocs = allocSet{"a1": true} })
+	env := newEnv(t, func(c *Config) {
+		c.AllocOps = ops
+		c.Allocs = allocSet{"a1": true}
+		c.AllocChecks = allocSet{"a1": true}
+	})
 	a := &api.Allocation{ID: "a1"}
 	if err := env.client.Allocations().Restart(a, "web", nil); err != nil {
 		t.Fatal(err)

@@ -105,6 +105,14 @@ type allocSet map[string]bool
 
 func (s allocSet) HasAlloc(id string) bool { return s[id] }
 
+// AllocChecks: a known allocation has no checks.
+func (s allocSet) AllocChecks(id string) (api.AllocCheckStatuses, error) {
+	if !s[id] {
+		return nil, structs.NewErrCoded(404, "Unknown allocation %q", id)
+	}
+	return api.AllocCheckStatuses{}, nil
+}
+
 // node_id routes are relayed to that node; an unknown node is a 404, a
 // node without a path a 503; a relayed request is never relayed again.
 func TestRelayByNodeID(t *testing.T) {

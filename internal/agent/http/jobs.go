@@ -161,6 +161,11 @@ func (s *server) jobSpecificRequest(w http.ResponseWriter, r *http.Request) (any
 		})
 	case "submission":
 		return s.jobSubmission(w, r, id)
+	case "services":
+		var reply structs.ServiceRegistrationByNameResponse
+		return s.jobQuery(w, r, id, "ServiceRegistration.ByJob", &reply, &reply.QueryMeta, func() any {
+			return nonNil(reply.Services)
+		})
 	case "promote":
 		return s.jobPromote(w, r, id)
 	}

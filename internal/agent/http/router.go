@@ -90,6 +90,8 @@ type Config struct {
 	GC         ClientGC         // nil: the agent runs no client
 	Allocs     LocalAllocs      // nil: the agent runs no client
 	AllocOps   ClientAllocOps   // nil: the agent runs no client
+
+	AllocChecks ClientAllocChecks // nil: the agent runs no client
 	// Reach opens pipes to other nodes' agents; nil: requests about
 	// another node are refused.
 	Reach      NodeDialer
@@ -191,6 +193,8 @@ func (s *server) routes() []route {
 		{"/v1/operator/snapshot", s.operatorSnapshotRequest},
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
+		{"/v1/services", s.servicesRequest},
+		{"/v1/service/", s.serviceRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/operator/autopilot/configuration", s.operatorAutopilotConfigRequest},
 		{"/v1/operator/autopilot/health", s.operatorAutopilotHealthRequest},

@@ -59,6 +59,10 @@ type Config struct {
 	// StateDB, if set, persists the tasks' states and handles and the
 	// observed deployment health (restore.go).
 	StateDB StateDB
+	// Services, if set, registers the allocation's nomad-provider
+	// services (services.go); nil: they are neither registered nor checked.
+	Services ServiceRegistrar
+
 	// Hold, if set, delays starting any task until it is closed (restored
 	// allocations wait for the servers; re-attached tasks do not wait).
 	Hold <-chan struct{}
@@ -117,6 +121,10 @@ type AllocRunner struct {
 	restartIndex uint64 // last in-place restart request handled (restart.go); under mu
 	// health judges the allocation's deployment health (health.go).
 	health *healthWatcher
+	// svc runs the nomad-provider services and checks (services.go,
+	// checks.go); svc is nil when the allocation has none.
+	svc    *serviceLoop
+	checks *checkRunner
 
 	killOnce sync.Once
 	killCh   chan struct{}
@@ -163,6 +171,10 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.restartIndex = rr.Index // asked before this runner existed: not for it
 	}
 	ar.health = newHealthWatcher(ar)
+	ar.checks = newCheckRunner(ar)
+	if len(nomadServices(cfg.Alloc)) > 0 {
+		ar.svc = &serviceLoop{poke: make(chan struct{}, 1), done: make(chan struct{})}
+	}
 	if cfg.NewAllocDir != nil {
 		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)
 	} else {
@@ -281,8 +293,13 @@ func (ar *AllocRunner) onTaskChange() {
 	default:
 	}
 	ar.health.taskChanged()
+	ar.pokeServices()
 	ar.report()
 }
+
+// CheckStatuses returns the latest results of the allocation's service
+// checks by check ID (empty when it has none running).
+func (ar *AllocRunner) CheckStatuses() api.AllocCheckStatuses { return ar.checks.Statuses() }
 
 // Report sends the current state again, changed or not (the client's node
 // was registered anew and the servers must hear every allocation's state).
@@ -325,6 +342,7 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 		return
 	}
 	ar.health.observe(alloc)
+	ar.pokeServices()
 	if alloc.ClientStatus == structs.AllocClientStatusUnknown {
 		for _, e := range ar.tasks {
 			e.tr.EmitEvent(e.tr.NewEvent(structs.TaskReconnected, "Client reconnected"))

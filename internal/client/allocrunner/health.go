@@ -34,9 +34,9 @@ type healthPolicy struct {
 // no update strategy, or health_check "manual" (the operator sets it through
 // the deployment's allocation-health endpoint).
 //
-// Drover has no service checks yet, so health_check "checks" (the default)
-// judges task states only, exactly as "task_states" does; with no checks
-// registered that is also what Nomad's "checks" amounts to.
+// health_check "checks" (the default) judges task states as "task_states"
+// does and, when the group has nomad-provider service checks, also waits
+// for them to pass (gateChecks).
 func healthPolicyFor(a *structs.Allocation) (healthPolicy, bool) {
 	if a == nil || a.DeploymentID == "" || a.Job == nil {
 		return healthPolicy{}, false
@@ -154,6 +154,31 @@ func judgeHealth(tasks []healthTask, p healthPolicy, start, now time.Time) healt
 	if !now.Before(deadlineAt) {
 		return healthVerdict{decided: true, deadline: true,
 			reason: fmt.Sprintf("not healthy by its healthy_deadline of %s", p.deadline)}
+	}
+	return healthVerdict{recheck: deadlineAt}
+}
+
+// gateChecks holds a healthy verdict until the allocation's checks have
+// all passed for min_healthy_time (since: when they all began passing;
+// zero while one does not). Past the healthy deadline the allocation is
+// unhealthy.
+func gateChecks(v healthVerdict, since time.Time, p healthPolicy, start, now time.Time) healthVerdict {
+	if !v.decided || !v.healthy {
+		return v
+	}
+	deadlineAt := start.Add(p.deadline)
+	if !since.IsZero() {
+		healthyAt := since.Add(p.minHealthy)
+		if !healthyAt.After(now) {
+			return v
+		}
+		if healthyAt.Before(deadlineAt) {
+			return healthVerdict{recheck: healthyAt}
+		}
+	}
+	if !now.Before(deadlineAt) {
+		return healthVerdict{decided: true, deadline: true,
+			reason: fmt.Sprintf("service checks not passing by its healthy_deadline of %s", p.deadline)}
 	}
 	return healthVerdict{recheck: deadlineAt}
 }
@@ -325,6 +350,15 @@ func (h *healthWatcher) watch(stop chan struct{}, deploymentID string, p healthP
 		tasks := h.healthTasks()
 		t := now()
 		v := judgeHealth(tasks, p, start, t)
+		if p.mode == HealthCheckChecks {
+			ar.mu.Lock()
+			a := ar.alloc
+			ar.mu.Unlock()
+			if expectsChecks(a) {
+				_, since := ar.checks.gate()
+				v = gateChecks(v, since, p, start, t)
+			}
+		}
 		if v.decided {
 			if !h.decide(stop, deploymentID, v.healthy, t) {
 				return

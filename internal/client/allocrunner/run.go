@@ -11,6 +11,9 @@ func (ar *AllocRunner) Run() {
 	first := ar.alloc
 	ar.mu.Unlock()
 	ar.health.observe(first)
+	if ar.svc != nil {
+		go ar.runServices()
+	}
 	for _, e := range ar.tasks {
 		go e.tr.Run()
 	}

@@ -325,20 +325,28 @@ var taskGaps = []gap[taskCtx]{
 	}},
 }
 
-// serviceGap says what happens to a service block (group or task level).
+// serviceGap says what happens to a service block (group or task level);
+// an empty label: nothing (a Nomad-native service with http/tcp checks is
+// registered and checked by the client).
 func serviceGap(s *structs.Service) (label string, refused bool, reason string) {
 	label = fmt.Sprintf("service %q", s.Name)
 	if s.Connect != nil {
 		return label + " connect", gapRefuse, "Consul Connect (sidecars, gateways, mesh) is not built; the service would be unreachable through the mesh"
 	}
-	reason = "Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider \"nomad\")"
-	if s.Provider != "nomad" {
-		provider := s.Provider
-		if provider == "" {
-			provider = "consul" // Nomad's default
+	if s.Provider == structs.ServiceProviderNomad {
+		for _, c := range s.Checks {
+			if c.Type != "http" && c.Type != "tcp" {
+				return fmt.Sprintf("%s check %q of type %q", label, c.Name, c.Type), gapRefuse,
+					"the nomad service provider runs only http and tcp checks"
+			}
 		}
-		reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", provider)
+		return "", false, ""
 	}
+	provider := s.Provider
+	if provider == "" {
+		provider = "consul" // Nomad's default
+	}
+	reason = fmt.Sprintf("Drover has no Consul integration, so it is not registered in Consul (provider %q)", provider)
 	if len(s.Checks) > 0 {
 		reason += ", and its checks do not run"
 	}
@@ -378,8 +386,9 @@ func Check(j *structs.Job, drivers DriverCatalog) Gaps {
 		}
 		for _, s := range tg.Services {
 			if s != nil {
-				l, rf, why := serviceGap(s)
-				add(gp, l, rf, why)
+				if l, rf, why := serviceGap(s); l != "" {
+					add(gp, l, rf, why)
+				}
 			}
 		}
 		for _, t := range tg.Tasks {
@@ -394,8 +403,9 @@ func Check(j *structs.Job, drivers DriverCatalog) Gaps {
 			}
 			for _, s := range t.Services {
 				if s != nil {
-					l, rf, why := serviceGap(s)
-					add(tp, l, rf, why)
+					if l, rf, why := serviceGap(s); l != "" {
+						add(tp, l, rf, why)
+					}
 				}
 			}
 			if drivers == nil || t.Driver == "" {

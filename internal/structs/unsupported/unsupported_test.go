@@ -150,10 +150,10 @@ func TestCheck_Decisions(t *testing.T) {
 			tp + `driver "mock_driver" config: unknown key "kill_after"`, ""},
 
 		// Warned: the job runs, without them.
-		{"nomad service with check", func(j *api.Job) {
+		{"nomad service with a script check", func(j *api.Job) {
 			tg(j).Services = []*api.Service{{Name: "api", PortLabel: "http", Provider: "nomad",
-				Checks: []api.ServiceCheck{{Type: "http", Path: "/health", Interval: time.Second, Timeout: time.Second}}}}
-		}, "", gp + `service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`},
+				Checks: []api.ServiceCheck{{Name: "s", Type: "script", Command: "/bin/true", Interval: time.Second, Timeout: time.Second}}}}
+		}, gp + `service "api" check "s" of type "script" is not supported by Drover yet: the nomad service provider runs only http and tcp checks`, ""},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
 		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
@@ -213,6 +213,18 @@ func TestDockerTaskUserAccepted(t *testing.T) {
 	j.TaskGroups[0].Tasks[0].User = "nobody"
 	if g := checkGaps(t, j); len(g.Refused) != 0 {
 		t.Fatalf("a docker task with a user was refused: %q", g.Refused)
+	}
+}
+
+// A Nomad-native service with http and tcp checks is registered and
+// checked by the client: nothing to warn about.
+func TestCheck_NomadServiceAccepted(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].Services = []*api.Service{{Name: "api", PortLabel: "http", Provider: "nomad",
+		Checks: []api.ServiceCheck{{Type: "http", Path: "/health", Interval: time.Second, Timeout: time.Second},
+			{Type: "tcp", Interval: time.Second, Timeout: time.Second}}}}
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
 }
 
