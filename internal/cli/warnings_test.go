@@ -64,7 +64,7 @@ func TestJobWarningsBlock(t *testing.T) {
 // validate as validation errors and fail it.
 func TestServerWarningsPrinted(t *testing.T) {
 	warnings := unsupported.Gaps{Warnings: []string{
-		`Task group "web": service "api" is accepted but not acted on by Drover yet: Drover has no service discovery yet, so it is not registered in Nomad's service catalog (provider "nomad"), and its checks do not run`,
+		`Task group "web": service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul"), and its checks do not run`,
 		`Task group "web", task "server": shutdown_delay is accepted but not acted on by Drover yet: the task is stopped without the delay`,
 	}}.WarningsText()
 	plan := planResponse(1)
