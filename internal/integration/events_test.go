@@ -40,8 +40,13 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 	collect := func(ch <-chan *api.Events, out *[]seenEvent, stop func() bool) uint64 {
 		var last uint64
 		deadline := time.After(4 * time.Minute)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
 		for !stop() {
 			select {
+			case <-tick.C:
+				// stop may turn true without a new frame (the reference
+				// finished after this subscriber caught up).
 			case f, ok := <-ch:
 				if !ok || f.Err != nil {
 					t.Errorf("stream ended: %v", f)
@@ -111,8 +116,13 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 
 	// The reference reads in the background, without interruption.
 	var ref []seenEvent
-	refDone := make(chan uint64)
-	go func() { refDone <- collect(refCh, &ref, func() bool { return registered(ref) >= jobs }) }()
+	var refLastSeen atomic.Uint64
+	refDone := make(chan uint64, 1)
+	go func() {
+		l := collect(refCh, &ref, func() bool { return registered(ref) >= jobs })
+		refLastSeen.Store(l)
+		refDone <- l
+	}()
 
 	// The subscriber reads half, disconnects, lets more writes happen,
 	// and resumes after the last batch it read.
@@ -125,13 +135,23 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The resumed subscriber reads while the writes go on, as a real one
+	// does: a reader that stops reading is dropped by the server.
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		collect(subCh, &sub, func() bool {
+			rl := refLastSeen.Load()
+			return rl != 0 && len(sub) > 0 && sub[len(sub)-1].Index >= rl
+		})
+	}()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatalf("register: %v", err)
 	}
 	refLast := <-refDone
-	collect(subCh, &sub, func() bool { return len(sub) > 0 && sub[len(sub)-1].Index >= refLast })
+	<-subDone
 
 	// Compare up to the reference's last batch.
 	trim := func(evs []seenEvent) []seenEvent {
