@@ -1,6 +1,7 @@
 // An allocation: task states and events, resources, ports, restart/stop;
 // a task's logs (streamed with follow), file browser and exec terminal.
 import { get, put, req, token } from './api.js';
+import { createScreen } from './term.js';
 import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc } from './util.js';
 
 function header(a) {
@@ -118,52 +119,49 @@ export function taskfs(ctx, allocID, name, dir) {
   fsView(ctx, allocID, name, dir, `${allocHref(allocID)}/${encodeURIComponent(name)}/fs`);
 }
 
-// A minimal terminal over the exec websocket: output is appended (CSI
-// escape sequences dropped, \r, \b and clear-line honoured); keys are sent
-// as the bytes a terminal would send.
+// A terminal over the exec websocket (Nomad's exec protocol): output
+// frames go through a small screen (term.js) that applies CR, LF,
+// backspace and line-editing sequences; keys are sent as the bytes a
+// terminal would send.
 function exec(ctx, allocID, name) {
   set('tab', html`<div class="filters"><input class="text" id="cmd" value="/bin/sh" aria-label="Command"><button class="primary" id="connect">Connect</button><span class="muted" id="termstate">Click the terminal and type; Ctrl-C and arrows work.</span></div><pre class="term" id="term" tabindex="0" aria-label="Terminal"></pre>`);
   const term = document.getElementById('term');
   let ws = null;
-  let line = '';
-  let text = '';
+  let screen = createScreen();
   const enc = new TextEncoder();
   const b64 = (s) => { let bin = ''; for (const c of enc.encode(s)) bin += String.fromCharCode(c); return btoa(bin); };
-  const write = (s) => {
-    s = s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\x1b\][^\x07]*\x07/g, '');
-    for (const ch of s) {
-      if (ch === '\r') { line = ''; continue; }
-      if (ch === '\n') { text += line + '\n'; line = ''; continue; }
-      if (ch === '\b') { line = line.slice(0, -1); continue; }
-      if (ch === '\x07') continue;
-      line += ch;
-    }
-    const lines = text.split('\n');
-    if (lines.length > 2000) text = lines.slice(-2000).join('\n');
-    term.textContent = text + line + '█';
+  const write = (bytes) => {
+    screen.write(bytes);
+    term.textContent = screen.text();
     term.scrollTop = term.scrollHeight;
   };
   const send = (s) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify({ stdin: { data: b64(s) } })); };
   const connect = () => {
     if (ws) ws.close();
-    text = ''; line = '';
+    screen = createScreen();
+    term.textContent = '';
     const cmd = document.getElementById('cmd').value.trim().split(/\s+/);
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
-    ws = new WebSocket(`${proto}://${location.host}/v1/client/allocation/${allocID}/exec?task=${encodeURIComponent(name)}&tty=true&command=${encodeURIComponent(JSON.stringify(cmd))}`);
-    ws.onopen = () => {
-      ws.send(JSON.stringify({ version: 1, auth_token: token.get() }));
-      ws.send(JSON.stringify({ tty_size: { height: 30, width: Math.max(40, Math.floor(term.clientWidth / 8)) } }));
+    // The handlers act only while their socket is the current one: a
+    // reconnect's old socket closes after the new one opened.
+    const sock = new WebSocket(`${proto}://${location.host}/v1/client/allocation/${allocID}/exec?task=${encodeURIComponent(name)}&tty=true&command=${encodeURIComponent(JSON.stringify(cmd))}`);
+    ws = sock;
+    sock.onopen = () => {
+      if (sock !== ws) return;
+      sock.send(JSON.stringify({ version: 1, auth_token: token.get() }));
+      sock.send(JSON.stringify({ tty_size: { height: 30, width: Math.max(40, Math.floor(term.clientWidth / 8)) } }));
       set('termstate', 'connected');
       term.focus();
     };
-    ws.onmessage = (m) => {
+    sock.onmessage = (m) => {
+      if (sock !== ws) return;
       const f = JSON.parse(m.data);
       const d = (f.stdout && f.stdout.data) || (f.stderr && f.stderr.data);
-      if (d) { const bin = atob(d); write(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)))); }
+      if (d) write(Uint8Array.from(atob(d), (c) => c.charCodeAt(0)));
       if (f.exited) set('termstate', `exited ${f.result ? f.result.exit_code : ''}`);
     };
-    ws.onerror = () => set('termstate', 'connection error');
-    ws.onclose = (e) => { if (!ctx.signal.aborted) set('termstate', html`closed${e.reason ? ': ' + e.reason : ''} (${e.code})`); };
+    sock.onerror = () => { if (sock === ws) set('termstate', 'connection error'); };
+    sock.onclose = (e) => { if (sock === ws && !ctx.signal.aborted) set('termstate', html`closed${e.reason ? ': ' + e.reason : ''} (${e.code})`); };
   };
   ctx.signal.addEventListener('abort', () => ws && ws.close(), { once: true });
   document.getElementById('connect').addEventListener('click', connect);
