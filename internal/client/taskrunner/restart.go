@@ -30,8 +30,8 @@ type restartTracker struct {
 	// (prestart and poststart without sidecar, poststop), which complete
 	// on exit 0 whatever the job type.
 	onSuccess bool
-	start  time.Time // start of the current interval
-	count  int
+	start     time.Time // start of the current interval
+	count     int
 }
 
 func newRestartTracker(p *structs.RestartPolicy, jobType string, lc *structs.TaskLifecycle) *restartTracker {
