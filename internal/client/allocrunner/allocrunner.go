@@ -318,16 +318,12 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	}
 }
 
-// Kill stops every task (poststop tasks still run afterwards). It returns at
-// once; wait on WaitCh.
+// Kill stops every task in kill order (kill.go); poststop tasks still run
+// afterwards. It returns at once; wait on WaitCh.
 func (ar *AllocRunner) Kill(reason string) {
 	ar.killOnce.Do(func() {
 		close(ar.killCh)
-		for _, e := range ar.tasks {
-			if e.phase != phasePoststop {
-				e.tr.Kill(reason)
-			}
-		}
+		go ar.killInOrder(reason)
 	})
 }
 

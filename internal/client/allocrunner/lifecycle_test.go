@@ -170,3 +170,73 @@ func TestAllocRunner_BatchEphemeralTasksRunOnce(t *testing.T) {
 		completedOnce(t, d, n, got.TaskStates[n])
 	}
 }
+
+// killingAt returns when the task was told to stop (its Killing event).
+func killingAt(t *testing.T, name string, st *structs.TaskState) time.Time {
+	t.Helper()
+	for _, e := range st.Events {
+		if e.Type == structs.TaskKilling {
+			return time.Unix(0, e.Time)
+		}
+	}
+	t.Fatalf("%s was never killed: %v", name, eventTypes(st))
+	return time.Time{}
+}
+
+// On stop the leader is killed first, then the other tasks, then the
+// sidecars once those ended, so a sidecar outlives the tasks it serves.
+func TestAllocRunner_StopKillsLeaderThenMainThenSidecars(t *testing.T) {
+	d := mock.New()
+	pre := testutil.MockTask("pre-side", map[string]any{"run_for": "-1s"})
+	pre.Lifecycle = &structs.TaskLifecycle{Hook: "prestart", Sidecar: true}
+	leader := testutil.MockTask("leader", map[string]any{"run_for": "-1s"})
+	leader.Leader = true
+	other := testutil.MockTask("other", map[string]any{"run_for": "-1s"})
+	post := testutil.MockTask("post-side", map[string]any{"run_for": "-1s"})
+	post.Lifecycle = &structs.TaskLifecycle{Hook: "poststart", Sidecar: true}
+	alloc := lifecycleAlloc(structs.JobTypeService, pre, leader, other, post)
+	ar, rec := newRunner(t, alloc, d)
+	waitTask(t, rec, "post-side", isRunning)
+	up := *alloc
+	up.DesiredStatus = structs.AllocDesiredStatusStop
+	ar.Update(&up)
+	got := waitStatus(t, rec, structs.AllocClientStatusComplete)
+	ts := got.TaskStates
+	if k := killingAt(t, "other", ts["other"]); k.Before(ts["leader"].FinishedAt) {
+		t.Fatalf("other killed at %v before the leader ended at %v", k, ts["leader"].FinishedAt)
+	}
+	for _, side := range []string{"pre-side", "post-side"} {
+		k := killingAt(t, side, ts[side])
+		for _, main := range []string{"leader", "other"} {
+			if k.Before(ts[main].FinishedAt) {
+				t.Fatalf("sidecar %s killed at %v before %s ended at %v", side, k, main, ts[main].FinishedAt)
+			}
+		}
+	}
+}
+
+// When the leader (of a batch job) ends on its own the other tasks get a Leader Task Dead
+// event and are stopped, sidecars after the main tasks.
+func TestAllocRunner_LeaderDeadStopsOthers(t *testing.T) {
+	d := mock.New()
+	leader := testutil.MockTask("leader", map[string]any{"run_for": "50ms"})
+	leader.Leader = true
+	other := testutil.MockTask("other", map[string]any{"run_for": "-1s"})
+	side := testutil.MockTask("side", map[string]any{"run_for": "-1s"})
+	side.Lifecycle = &structs.TaskLifecycle{Hook: "prestart", Sidecar: true}
+	_, rec := newRunner(t, lifecycleAlloc(structs.JobTypeBatch, side, leader, other), d)
+	got := waitStatus(t, rec, structs.AllocClientStatusComplete)
+	ts := got.TaskStates
+	for _, n := range []string{"other", "side"} {
+		found := false
+		for _, e := range ts[n].Events {
+			found = found || e.Type == structs.TaskLeaderDead
+		}
+		if !found || ts[n].Failed {
+			t.Fatalf("%s: events %v failed %v, want a Leader Task Dead event and not failed", n, eventTypes(ts[n]), ts[n].Failed)
+		}
+	}
+	if k := killingAt(t, "side", ts["side"]); k.Before(ts["other"].FinishedAt) {
+		t.Fatalf("sidecar killed at %v before the main task ended at %v", k, ts["other"].FinishedAt)
+	}
+}

@@ -80,12 +80,9 @@ func (ar *AllocRunner) Run() {
 		return
 	}
 
-	// Main work is over: stop whatever still runs except poststop tasks.
-	for _, e := range ar.tasks {
-		if e.phase != phasePoststop {
-			e.tr.Kill("main tasks finished")
-		}
-	}
+	// Main work is over: stop whatever still runs except poststop tasks,
+	// sidecars last.
+	ar.killInOrder("main tasks finished")
 	ar.waitAll(func(e *taskEntry) bool { return e.phase != phasePoststop })
 
 	ar.startPhase(phasePoststop)
@@ -108,7 +105,7 @@ func (ar *AllocRunner) startPhase(phases ...int) {
 // once every main task has started, killing siblings when a leader ends or a
 // main task fails.
 func (ar *AllocRunner) watchMain() {
-	poststartStarted := false
+	poststartStarted, siblingsKilled := false, false
 	ar.waitUntil(func() (bool, bool) {
 		allDone, allStarted := true, true
 		var leaderDone bool
@@ -136,7 +133,10 @@ func (ar *AllocRunner) watchMain() {
 			poststartStarted = true
 			ar.startPhase(phasePoststart)
 		}
-		if !allDone && (leaderDone || failedTask != "") {
+		// Once the allocation is being stopped, Kill orders the kills.
+		if !allDone && !siblingsKilled && !isClosed(ar.killCh) && (leaderDone || failedTask != "") {
+			siblingsKilled = true
+			reason := "leader task dead"
 			for _, e := range ar.tasks {
 				if e.phase == phasePoststop || e.done() {
 					continue
@@ -145,11 +145,12 @@ func (ar *AllocRunner) watchMain() {
 					ev := e.tr.NewEvent(structs.TaskSiblingFailed, "Task's sibling "+failedTask+" failed")
 					ev.FailedSibling = failedTask
 					e.tr.EmitEvent(ev)
-					e.tr.Kill("sibling task failed")
+					reason = "sibling task failed"
 				} else {
-					e.tr.Kill("leader task dead")
+					e.tr.EmitEvent(e.tr.NewEvent(structs.TaskLeaderDead, "Leader Task in Group dead"))
 				}
 			}
+			go ar.killInOrder(reason)
 		}
 		return allDone, true
 	})
