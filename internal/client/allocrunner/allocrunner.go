@@ -115,8 +115,10 @@ type AllocRunner struct {
 
 	killOnce sync.Once
 	killCh   chan struct{}
-	waitCh   chan struct{}
-	runOnce  sync.Once
+	// killReason is Kill's reason, set before killCh closes.
+	killReason string
+	waitCh     chan struct{}
+	runOnce    sync.Once
 
 	detachOnce sync.Once
 	detachCh   chan struct{}
@@ -322,6 +324,7 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 // afterwards. It returns at once; wait on WaitCh.
 func (ar *AllocRunner) Kill(reason string) {
 	ar.killOnce.Do(func() {
+		ar.killReason = reason
 		close(ar.killCh)
 		go ar.killInOrder(reason)
 	})

@@ -82,7 +82,11 @@ func (ar *AllocRunner) Run() {
 
 	// Main work is over: stop whatever still runs except poststop tasks,
 	// sidecars last.
-	ar.killInOrder("main tasks finished")
+	reason := "main tasks finished"
+	if isClosed(ar.killCh) {
+		reason = ar.killReason // Kill's own ordered kill may not have reached every task yet
+	}
+	ar.killInOrder(reason)
 	ar.waitAll(func(e *taskEntry) bool { return e.phase != phasePoststop })
 
 	ar.startPhase(phasePoststop)
