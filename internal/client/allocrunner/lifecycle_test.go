@@ -240,3 +240,29 @@ func TestAllocRunner_LeaderDeadStopsOthers(t *testing.T) {
 		t.Fatalf("sidecar killed at %v before the main task ended at %v", k, ts["other"].FinishedAt)
 	}
 }
+
+// A sidecar that fails for good fails the allocation, and the main task is
+// stopped with a Sibling Task Failed event instead of running on in a
+// failed allocation.
+func TestAllocRunner_FailedSidecarStopsMain(t *testing.T) {
+	for _, hook := range []string{"prestart", "poststart"} {
+		t.Run(hook, func(t *testing.T) {
+			d := mock.New()
+			side := testutil.MockTask("side", map[string]any{"run_for": "20ms", "exit_code": 1})
+			side.Lifecycle = &structs.TaskLifecycle{Hook: hook, Sidecar: true}
+			main := testutil.MockTask("main", map[string]any{"run_for": "-1s"})
+			_, rec := newRunner(t, testutil.Alloc(structs.JobTypeService, side, main), d)
+			got := waitTask(t, rec, "main", isDead)
+			if got.ClientStatus != structs.AllocClientStatusFailed || !got.TaskStates["side"].Failed {
+				t.Fatalf("alloc %s, side failed %v", got.ClientStatus, got.TaskStates["side"].Failed)
+			}
+			found := false
+			for _, e := range got.TaskStates["main"].Events {
+				found = found || (e.Type == structs.TaskSiblingFailed && e.FailedSibling == "side")
+			}
+			if !found {
+				t.Fatalf("main events %v, want Sibling Task Failed naming side", eventTypes(got.TaskStates["main"]))
+			}
+		})
+	}
+}

@@ -106,8 +106,8 @@ func (ar *AllocRunner) startPhase(phases ...int) {
 }
 
 // watchMain waits for the main tasks to finish, starting poststart tasks
-// once every main task has started, killing siblings when a leader ends or a
-// main task fails.
+// once every main task has started, killing siblings when a leader ends or
+// any task (but a poststop one) fails.
 func (ar *AllocRunner) watchMain() {
 	poststartStarted, siblingsKilled := false, false
 	ar.waitUntil(func() (bool, bool) {
@@ -116,6 +116,11 @@ func (ar *AllocRunner) watchMain() {
 		var failedTask string
 		for _, e := range ar.tasks {
 			if e.phase != phaseMain {
+				// A failed sidecar or poststart task fails the allocation:
+				// its siblings are stopped too, as in Nomad.
+				if e.phase != phasePoststop && e.done() && failedTask == "" && e.failed() {
+					failedTask = e.tr.Task().Name
+				}
 				continue
 			}
 			st := e.tr.State()
