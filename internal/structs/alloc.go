@@ -122,6 +122,7 @@ const (
 	TaskDriverFailure = "Driver Failure"
 	TaskSetupFailure  = "Setup Failure"
 	TaskSiblingFailed = "Sibling Task Failed"
+	TaskLeaderDead    = "Leader Task Dead"
 	TaskReconnected   = "Reconnected"
 	TaskDriverMessage = "Driver"
 	// TaskAllocUnhealthy is recorded on the tasks that kept their allocation

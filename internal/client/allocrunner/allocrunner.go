@@ -128,8 +128,10 @@ type AllocRunner struct {
 
 	killOnce sync.Once
 	killCh   chan struct{}
-	waitCh   chan struct{}
-	runOnce  sync.Once
+	// killReason is Kill's reason, set before killCh closes.
+	killReason string
+	waitCh     chan struct{}
+	runOnce    sync.Once
 
 	detachOnce sync.Once
 	detachCh   chan struct{}
@@ -350,16 +352,13 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	}
 }
 
-// Kill stops every task (poststop tasks still run afterwards). It returns at
-// once; wait on WaitCh.
+// Kill stops every task in kill order (kill.go); poststop tasks still run
+// afterwards. It returns at once; wait on WaitCh.
 func (ar *AllocRunner) Kill(reason string) {
 	ar.killOnce.Do(func() {
+		ar.killReason = reason
 		close(ar.killCh)
-		for _, e := range ar.tasks {
-			if e.phase != phasePoststop {
-				e.tr.Kill(reason)
-			}
-		}
+		go ar.killInOrder(reason)
 	})
 }
 

@@ -83,12 +83,13 @@ func (ar *AllocRunner) Run() {
 		return
 	}
 
-	// Main work is over: stop whatever still runs except poststop tasks.
-	for _, e := range ar.tasks {
-		if e.phase != phasePoststop {
-			e.tr.Kill("main tasks finished")
-		}
+	// Main work is over: stop whatever still runs except poststop tasks,
+	// sidecars last.
+	reason := "main tasks finished"
+	if isClosed(ar.killCh) {
+		reason = ar.killReason // Kill's own ordered kill may not have reached every task yet
 	}
+	ar.killInOrder(reason)
 	ar.waitAll(func(e *taskEntry) bool { return e.phase != phasePoststop })
 
 	ar.startPhase(phasePoststop)
@@ -108,16 +109,21 @@ func (ar *AllocRunner) startPhase(phases ...int) {
 }
 
 // watchMain waits for the main tasks to finish, starting poststart tasks
-// once every main task has started, killing siblings when a leader ends or a
-// main task fails.
+// once every main task has started, killing siblings when a leader ends or
+// any task (but a poststop one) fails.
 func (ar *AllocRunner) watchMain() {
-	poststartStarted := false
+	poststartStarted, siblingsKilled := false, false
 	ar.waitUntil(func() (bool, bool) {
 		allDone, allStarted := true, true
 		var leaderDone bool
 		var failedTask string
 		for _, e := range ar.tasks {
 			if e.phase != phaseMain {
+				// A failed sidecar or poststart task fails the allocation:
+				// its siblings are stopped too, as in Nomad.
+				if e.phase != phasePoststop && e.done() && failedTask == "" && e.failed() {
+					failedTask = e.tr.Task().Name
+				}
 				continue
 			}
 			st := e.tr.State()
@@ -139,7 +145,10 @@ func (ar *AllocRunner) watchMain() {
 			poststartStarted = true
 			ar.startPhase(phasePoststart)
 		}
-		if !allDone && (leaderDone || failedTask != "") {
+		// Once the allocation is being stopped, Kill orders the kills.
+		if !allDone && !siblingsKilled && !isClosed(ar.killCh) && (leaderDone || failedTask != "") {
+			siblingsKilled = true
+			reason := "leader task dead"
 			for _, e := range ar.tasks {
 				if e.phase == phasePoststop || e.done() {
 					continue
@@ -148,11 +157,12 @@ func (ar *AllocRunner) watchMain() {
 					ev := e.tr.NewEvent(structs.TaskSiblingFailed, "Task's sibling "+failedTask+" failed")
 					ev.FailedSibling = failedTask
 					e.tr.EmitEvent(ev)
-					e.tr.Kill("sibling task failed")
+					reason = "sibling task failed"
 				} else {
-					e.tr.Kill("leader task dead")
+					e.tr.EmitEvent(e.tr.NewEvent(structs.TaskLeaderDead, "Leader Task in Group dead"))
 				}
 			}
+			go ar.killInOrder(reason)
 		}
 		return allDone, true
 	})

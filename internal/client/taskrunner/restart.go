@@ -25,13 +25,27 @@ type decision struct {
 type restartTracker struct {
 	policy structs.RestartPolicy
 	batch  bool
-	start  time.Time // start of the current interval
-	count  int
+	// onSuccess: a successful exit is restarted (counted against the
+	// policy). False for batch tasks and for ephemeral lifecycle tasks
+	// (prestart and poststart without sidecar, poststop), which complete
+	// on exit 0 whatever the job type.
+	onSuccess bool
+	start     time.Time // start of the current interval
+	count     int
 }
 
-func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker {
+func newRestartTracker(p *structs.RestartPolicy, jobType string, lc *structs.TaskLifecycle) *restartTracker {
 	batch := jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch
-	rt := &restartTracker{batch: batch}
+	rt := &restartTracker{batch: batch, onSuccess: !batch}
+	if lc != nil {
+		switch lc.Hook {
+		case "prestart", "poststart":
+			// A sidecar is meant to keep running, even in a batch job.
+			rt.onSuccess = lc.Sidecar
+		case "poststop":
+			rt.onSuccess = false
+		}
+	}
 	rt.setPolicy(p)
 	return rt
 }
@@ -54,8 +68,8 @@ func (rt *restartTracker) setPolicy(p *structs.RestartPolicy) {
 
 // next decides after an exit (res != nil) or a start failure (startErr).
 func (rt *restartTracker) next(now time.Time, successfulExit, startFailed bool) decision {
-	if successfulExit && rt.batch {
-		return decision{reason: "Batch task completed successfully"}
+	if successfulExit && !rt.onSuccess {
+		return decision{reason: "Task completed successfully"}
 	}
 	if rt.start.IsZero() || (rt.policy.Interval > 0 && now.Sub(rt.start) >= rt.policy.Interval) {
 		rt.start = now

@@ -384,7 +384,7 @@ func (tr *TaskRunner) Run() {
 		stdout, stderr = logs.StdoutPath(), logs.StderrPath()
 	}
 
-	tracker := newRestartTracker(tr.restartPolicy(), tr.jobType())
+	tracker := newRestartTracker(tr.restartPolicy(), tr.jobType(), tr.cfg.Task.Lifecycle)
 	tr.restoreTracker(tracker)
 	for {
 		res, startErr := tr.runOnce(stdout, stderr, attached)
@@ -407,7 +407,8 @@ func (tr *TaskRunner) Run() {
 		d := tracker.next(tr.now(), res != nil && res.Successful(), startErr != nil)
 		tr.saveTracker(tracker)
 		if !d.restart && !d.failed {
-			// A batch task that completed: nothing to say beyond Terminated.
+			// A batch or ephemeral lifecycle task that completed: nothing
+			// to say beyond Terminated.
 			tr.setState(structs.TaskStateDead, nil)
 			return
 		}

@@ -1,0 +1,50 @@
+package allocrunner
+
+// Kill order (Nomad's): the leader task first, then the other tasks that
+// are not sidecars, then the sidecars (prestart or poststart with sidecar =
+// true), each tier waited for before the next, so that a sidecar such as a
+// proxy outlives the tasks that use it. Poststop tasks are never killed
+// here: they run after the others ended.
+
+const (
+	killTierLeader = iota
+	killTierMain
+	killTierSidecar
+	killTierNone
+)
+
+func (e *taskEntry) killTier() int {
+	switch {
+	case e.phase == phasePoststop:
+		return killTierNone
+	case e.tr.Task().Leader:
+		return killTierLeader
+	case e.phase == phasePrestartSidecar,
+		e.phase == phasePoststart && e.tr.Task().Lifecycle != nil && e.tr.Task().Lifecycle.Sidecar:
+		return killTierSidecar
+	default:
+		return killTierMain
+	}
+}
+
+// killInOrder kills every task but the poststop ones, tier by tier, and
+// returns once they all ended (or the runner detached). Killing a task
+// twice is harmless, so concurrent callers keep the order.
+func (ar *AllocRunner) killInOrder(reason string) {
+	for tier := killTierLeader; tier < killTierNone; tier++ {
+		var killed []*taskEntry
+		for _, e := range ar.tasks {
+			if e.killTier() == tier {
+				e.tr.Kill(reason)
+				killed = append(killed, e)
+			}
+		}
+		for _, e := range killed {
+			select {
+			case <-e.tr.WaitCh():
+			case <-ar.detachCh:
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package client
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/rawexec"
+	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// A service allocation whose init prestart task completed keeps running
+// across a client restart: the main task is re-attached and the prestart
+// task, already dead with exit 0, is not run a second time.
+func TestClient_RestoreKeepsCompletedPrestart(t *testing.T) {
+	if fp := rawexec.New(rawexec.Config{Enabled: true}).Fingerprint(); fp.Health != drivers.HealthHealthy {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("raw_exec unhealthy in CI: %s", fp.HealthDescription)
+		}
+		t.Skipf("raw_exec not healthy here: %s", fp.HealthDescription)
+	}
+	dir := t.TempDir()
+	srv := newFakeServer()
+	start := func() *Client {
+		c, err := New(Config{
+			Name: "restore-node", DataDir: dir, RPC: srv, Version: "0.1.0", MaxKillTimeout: 2 * time.Second,
+			Drivers: []drivers.Driver{rawexec.New(rawexec.Config{Enabled: true})},
+			Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Start()
+		return c
+	}
+	c1 := start()
+	cur := c1
+	t.Cleanup(func() { cur.Leave(); cur.Shutdown() })
+	tc := &testClient{Client: c1, srv: srv}
+	tc.waitReady(t)
+
+	sh := func(name, script string) *structs.Task {
+		return &structs.Task{Name: name, Driver: "raw_exec", KillTimeout: time.Second, Config: map[string]any{
+			"command": "/bin/sh", "args": []any{"-c", script}}}
+	}
+	init := sh("init", `echo ran >> "$NOMAD_ALLOC_DIR/init-runs"`)
+	init.Lifecycle = &structs.TaskLifecycle{Hook: "prestart"}
+	main := sh("main", `echo $$ > "$NOMAD_TASK_DIR/pid"; while :; do sleep 0.05; done`)
+	a := testutil.Alloc(structs.JobTypeService, init, main)
+	a.Job.TaskGroups[0].RestartPolicy.Attempts = 2
+	a.NodeID = tc.NodeID()
+	srv.upsertAlloc(a)
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	var pid int
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(dir, "alloc", a.ID, "main", "local", "pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid == 0 {
+			return testutil.Errorf("no pid yet: %v", err)
+		}
+		return nil
+	})
+	if err := c1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := start()
+	cur = c2
+	tc.Client = c2
+	ar, err := c2.getAllocRunner(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if st := ar.TaskState("main"); st == nil || st.State != structs.TaskStateRunning {
+			return testutil.Errorf("main state %+v", st)
+		}
+		return nil
+	})
+	if !alive(pid) {
+		t.Fatal("main task did not survive the client restart")
+	}
+	if st := ar.TaskState("init"); st.State != structs.TaskStateDead || st.Failed || st.Restarts != 0 {
+		t.Fatalf("init state %s failed %v restarts %d", st.State, st.Failed, st.Restarts)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "alloc", a.ID, "alloc", "init-runs"))
+	if err != nil || string(b) != "ran\n" {
+		t.Fatalf("init ran %q (%v), want once", b, err)
+	}
+	if got := tc.srv.alloc(a.ID); got.ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatalf("alloc %s after restore", got.ClientStatus)
+	}
+}
