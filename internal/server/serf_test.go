@@ -188,8 +188,15 @@ func TestLeaderLeaves(t *testing.T) {
 		return true
 	})
 	old.Shutdown()
-	l := currentLeader(rest)
-	if _, _, err := l.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()}); err != nil {
-		t.Fatalf("write after the leader left: %v", err)
-	}
+	// The two may still settle leadership between them after the leaver's
+	// shutdown: write through whichever leads.
+	var lastErr error
+	waitFor(t, 20*time.Second, "a write after the leader left", func() bool {
+		l := currentLeader(rest)
+		if l == nil {
+			return false
+		}
+		_, _, lastErr = l.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()})
+		return lastErr == nil
+	})
 }

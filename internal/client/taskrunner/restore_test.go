@@ -75,8 +75,20 @@ func TestHandlePersistedBeforeRunning(t *testing.T) {
 	if db.handle() != nil {
 		t.Fatal("handle of a finished task still stored")
 	}
-	if db.state == nil || db.state.State != structs.TaskStateDead {
-		t.Fatalf("stored state %+v, want dead", db.state)
+	// The last state is persisted by the runner's exit path, which may
+	// still be running when WaitCh closes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		db.mu.Lock()
+		st := db.state
+		db.mu.Unlock()
+		if st != nil && st.State == structs.TaskStateDead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored state %+v, want dead", st)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
