@@ -207,3 +207,39 @@ func TestRPCAuthServerOnlyRefusesTokens(t *testing.T) {
 		t.Errorf("Eval.Ack with the server secret: %v, want past the check (an unknown eval)", err)
 	}
 }
+
+// A follower's workers reach the leader's server-only RPCs: the follower
+// forwards them with the server secret the leader wrote through Raft.
+func TestRPCAuthFollowerWorkersReachLeader(t *testing.T) {
+	servers := testClusterWith(t, 3, func(_ int, c *Config) { c.ACLEnabled = true })
+	var leader *Server
+	waitFor(t, 10*time.Second, "a leader and the server secret on every server", func() bool {
+		if leader = currentLeader(servers); leader == nil {
+			return false
+		}
+		for _, s := range servers {
+			if s.serverSecret() == "" {
+				return false
+			}
+		}
+		return true
+	})
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+			break
+		}
+	}
+	var reply structs.EvalDequeueResponse
+	req := &structs.EvalDequeueRequest{Schedulers: []string{"service"}, Timeout: 50 * time.Millisecond}
+	if err := follower.RPC("Eval.Dequeue", req, &reply); err != nil {
+		t.Fatalf("a follower's Eval.Dequeue through the leader: %v", err)
+	}
+	// The secret is not a token: it resolves to nothing for reads.
+	p := rpcPool(t)
+	err := p.Call(leader.RPCAddr(), "Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{AuthToken: leader.serverSecret()}}, &structs.JobListResponse{})
+	if err == nil {
+		t.Error("the server secret was accepted as an ACL token")
+	}
+}
