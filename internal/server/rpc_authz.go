@@ -343,12 +343,9 @@ func filterReply(reply any, allow func(string) bool) {
 		if et.Kind() != reflect.Struct {
 			continue
 		}
-		key := "Namespace"
-		if sf, ok := et.FieldByName(key); !ok || sf.Type.Kind() != reflect.String {
-			key = "Name"
-			if sf, ok := et.FieldByName(key); !ok || sf.Type.Kind() != reflect.String {
-				continue
-			}
+		key := elemKey(et)
+		if key == nil {
+			continue
 		}
 		kept := reflect.MakeSlice(f.Type(), 0, f.Len())
 		for j := 0; j < f.Len(); j++ {
@@ -357,7 +354,7 @@ func filterReply(reply any, allow func(string) bool) {
 			if !ev.IsValid() {
 				continue
 			}
-			if allow(ev.FieldByName(key).String()) {
+			if allow(key(ev)) {
 				kept = reflect.Append(kept, el)
 			}
 		}
@@ -390,4 +387,22 @@ func (s *Server) ensureClusterMetadata() {
 	if _, _, err := s.raftApply(structs.ClusterMetadataRequestType, meta); err != nil {
 		s.logger.Warn("writing the cluster metadata failed", "error", err)
 	}
+}
+
+// elemKey is how filterReply reads a list element's namespace: its
+// Namespace field, a scaling policy stub's Target["Namespace"], or (the
+// namespace and node pool lists) its Name; nil when it has none.
+func elemKey(et reflect.Type) func(reflect.Value) string {
+	if sf, ok := et.FieldByName("Namespace"); ok && sf.Type.Kind() == reflect.String {
+		return func(v reflect.Value) string { return v.FieldByName("Namespace").String() }
+	}
+	if sf, ok := et.FieldByName("Target"); ok && sf.Type == reflect.TypeOf(map[string]string(nil)) {
+		return func(v reflect.Value) string {
+			return namespaceOf(v.FieldByName("Target").Interface().(map[string]string)["Namespace"])
+		}
+	}
+	if sf, ok := et.FieldByName("Name"); ok && sf.Type.Kind() == reflect.String {
+		return func(v reflect.Value) string { return v.FieldByName("Name").String() }
+	}
+	return nil
 }

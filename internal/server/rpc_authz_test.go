@@ -243,3 +243,27 @@ func TestRPCAuthFollowerWorkersReachLeader(t *testing.T) {
 		t.Error("the server secret was accepted as an ACL token")
 	}
 }
+
+// Every list answer the table filters keeps only the readable namespaces'
+// elements, whatever field carries the namespace.
+func TestRPCAuthFilterReplyKinds(t *testing.T) {
+	onlyDefault := func(ns string) bool { return ns == "default" }
+	jobs := &structs.JobListResponse{Jobs: []*structs.JobListStub{{ID: "a", Namespace: "default"}, {ID: "b", Namespace: "other"}}}
+	filterReply(jobs, onlyDefault)
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].ID != "a" {
+		t.Errorf("jobs after filtering: %+v", jobs.Jobs)
+	}
+	pols := &structs.ScalingPolicyListResponse{Policies: []*structs.ScalingPolicyListStub{
+		{ID: "p1", Target: map[string]string{"Namespace": "default"}},
+		{ID: "p2", Target: map[string]string{"Namespace": "other"}},
+	}}
+	filterReply(pols, onlyDefault)
+	if len(pols.Policies) != 1 || pols.Policies[0].ID != "p1" {
+		t.Errorf("scaling policies after filtering: %+v", pols.Policies)
+	}
+	nss := &structs.NamespaceListResponse{Namespaces: []*structs.Namespace{{Name: "default"}, {Name: "other"}}}
+	filterReply(nss, onlyDefault)
+	if len(nss.Namespaces) != 1 || nss.Namespaces[0].Name != "default" {
+		t.Errorf("namespaces after filtering: %+v", nss.Namespaces)
+	}
+}
