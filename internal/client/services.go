@@ -12,21 +12,21 @@ type serviceRPC struct{ c *Client }
 
 func (s serviceRPC) UpsertServices(regs []*structs.ServiceRegistration) error {
 	req := &structs.ServiceRegistrationUpsertRequest{Services: regs,
-		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region}}
+		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region, AuthToken: s.c.secretID()}}
 	var resp structs.GenericResponse
 	return s.c.cfg.RPC.RPC("ServiceRegistration.Upsert", req, &resp)
 }
 
 func (s serviceRPC) DeleteService(namespace, id string) error {
 	req := &structs.ServiceRegistrationDeleteByIDRequest{ID: id,
-		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region, Namespace: namespace}}
+		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region, Namespace: namespace, AuthToken: s.c.secretID()}}
 	var resp structs.GenericResponse
 	return s.c.cfg.RPC.RPC("ServiceRegistration.DeleteByID", req, &resp)
 }
 
 func (s serviceRPC) DeleteAllocServices(nodeID, allocID string) error {
 	req := &structs.ServiceRegistrationDeleteByAllocRequest{NodeID: nodeID, AllocIDs: []string{allocID},
-		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region}}
+		WriteRequest: structs.WriteRequest{Region: s.c.cfg.Region, AuthToken: s.c.secretID()}}
 	var resp structs.GenericResponse
 	return s.c.cfg.RPC.RPC("ServiceRegistration.DeleteByAlloc", req, &resp)
 }

@@ -33,6 +33,8 @@ type Listener struct {
 	// tls, when set, lets connections upgrade (ProtoTLS) and may require
 	// them to (tls.go).
 	tls *TLSListenerConfig
+	// authz, when set, checks every network call (authz.go).
+	authz Authorizer
 }
 
 // Handle hands every connection whose first byte is proto to fn, which
@@ -127,7 +129,7 @@ func (l *Listener) handle(conn net.Conn) {
 
 // serveRPC serves one net/rpc session on c.
 func (l *Listener) serveRPC(c io.ReadWriteCloser) {
-	l.srv.ServeCodec(NewServerCodec(bufferedConn(c)))
+	l.serveRPCAs(c, Peer{})
 }
 
 // dispatch hands conn to the protocol b selects; net/rpc sessions are

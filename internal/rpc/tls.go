@@ -68,7 +68,8 @@ func (l *Listener) handleTLS(conn net.Conn, tc *TLSListenerConfig) {
 			return
 		}
 	}
-	l.dispatch(tconn, b[0], l.serveRPC)
+	cs := tconn.ConnectionState()
+	l.dispatch(tconn, b[0], func(c io.ReadWriteCloser) { l.serveRPCAs(c, Peer{TLS: &cs}) })
 }
 
 // refuseRPC answers every call of a net/rpc session with msg.

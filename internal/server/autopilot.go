@@ -166,7 +166,7 @@ func (d *autopilotDelegate) FetchServerStats(ctx context.Context, servers map[ra
 			} else {
 				done := make(chan error, 1)
 				go func() {
-					done <- s.pool.Call(addr, "Status.RaftStats", &structs.GenericRequest{QueryOptions: structs.QueryOptions{Region: s.config.Region, AllowStale: true}}, &st)
+					done <- s.pool.Call(addr, "Status.RaftStats", &structs.GenericRequest{QueryOptions: structs.QueryOptions{Region: s.config.Region, AllowStale: true, AuthToken: s.serverSecret()}}, &st)
 				}()
 				select {
 				case err := <-done:

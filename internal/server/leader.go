@@ -143,6 +143,7 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 	// One-shot: each ends once its work is done. Autopilot runs in its own
 	// goroutines; revokeLeadership stops it (autopilot.go).
 	go s.initializeKeyring(stopCh, gen)
+	go s.ensureClusterMetadata()
 	go s.startAutopilot(stopCh)
 
 	s.periodic.SetEnabled(true)

@@ -30,6 +30,12 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 	if s.IsLeader() || (allowStale && s.stateReady()) {
 		return false, nil
 	}
+	if rpcAuthTable[method].class == rpcServer {
+		// A server-only call reaches this server in-process (its own
+		// workers) or already admitted as a server's: it goes on to the
+		// leader as this server's.
+		setAuthToken(args, s.serverSecret())
+	}
 	deadline := time.Now().Add(s.config.RPCHoldTimeout)
 	for {
 		addr := s.LeaderAddr()

@@ -277,6 +277,7 @@ func (s *Server) setupRPCListener() error {
 	if s.config.RPCTLS != nil {
 		s.listener.SetTLS(s.config.RPCTLS)
 	}
+	s.listener.SetAuthorizer(s.authorizeRPC)
 	if d := s.config.RPCDialer; d != nil {
 		s.pool.SetDialer(d)
 		if s.raftLayer != nil {
@@ -287,29 +288,33 @@ func (s *Server) setupRPCListener() error {
 	return nil
 }
 
-func (s *Server) registerEndpoints() error {
-	eps := map[string]any{
-		"Job":        &Job{s},
-		"Node":       &Node{s},
-		"Eval":       &Eval{s},
-		"Alloc":      &Alloc{s},
-		"Plan":       &Plan{s},
-		"Status":     &Status{s},
-		"Keyring":    &Keyring{s},
-		"Deployment": &Deployment{s},
-		"Region":     &Region{s},
-		"Namespace":  &Namespace{s},
-		"NodePool":   &NodePool{s},
-		"Periodic":   &Periodic{s},
-		"Operator":   &Operator{s},
-		"Scaling":    &Scaling{s},
-		"Event":      &Event{s},
-		"System":     &System{s},
-		"ACL":        &ACL{s},
-		"Variables":  &Variables{s},
+// endpoints are the RPC endpoints by service name.
+func (s *Server) endpoints() map[string]any {
+	return map[string]any{
+		"Job":                 &Job{s},
+		"Node":                &Node{s},
+		"Eval":                &Eval{s},
+		"Alloc":               &Alloc{s},
+		"Plan":                &Plan{s},
+		"Status":              &Status{s},
+		"Keyring":             &Keyring{s},
+		"Deployment":          &Deployment{s},
+		"Region":              &Region{s},
+		"Namespace":           &Namespace{s},
+		"NodePool":            &NodePool{s},
+		"Periodic":            &Periodic{s},
+		"Operator":            &Operator{s},
+		"Scaling":             &Scaling{s},
+		"Event":               &Event{s},
+		"System":              &System{s},
+		"ACL":                 &ACL{s},
+		"Variables":           &Variables{s},
+		"ServiceRegistration": &ServiceRegistration{s},
 	}
-	eps["ServiceRegistration"] = &ServiceRegistration{s}
-	for name, ep := range eps {
+}
+
+func (s *Server) registerEndpoints() error {
+	for name, ep := range s.endpoints() {
 		if err := s.rpcServer.RegisterName(name, ep); err != nil {
 			return fmt.Errorf("server: registering %s endpoint: %w", name, err)
 		}

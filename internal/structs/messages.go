@@ -301,6 +301,10 @@ const (
 type ClusterMetadata struct {
 	ClusterID  string
 	CreateTime int64
+	// ServerSecret is what servers send as AuthToken with the RPCs only
+	// servers may make (Eval.Dequeue, Plan.Submit, ...) when tls.rpc does
+	// not name them. It is never served over HTTP.
+	ServerSecret string
 }
 
 // Job version history, stability, scaling events and version tags.

@@ -73953,9 +73953,9 @@ func (x *ClusterMetadata) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(2)
+				r.WriteArrayStart(3)
 			} else {
-				r.WriteMapStart(2)
+				r.WriteMapStart(3)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -74001,6 +74001,33 @@ func (x *ClusterMetadata) CodecEncodeSelf(e *codec1978.Encoder) {
 				if false {
 				} else {
 					r.EncodeInt(int64(x.CreateTime))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.ServerSecret)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ServerSecret))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"ServerSecret\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `ServerSecret`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.ServerSecret)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ServerSecret))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -74072,6 +74099,12 @@ func (x *ClusterMetadata) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 			} else {
 				x.CreateTime = (int64)(r.DecodeInt64())
 			}
+		case "ServerSecret":
+			if r.TryDecodeAsNil() {
+				x.ServerSecret = ""
+			} else {
+				x.ServerSecret = (string)(r.DecodeString())
+			}
 		default:
 			z.DecStructFieldNotFound(-1, string(yys3))
 		} // end switch yys3
@@ -74083,16 +74116,16 @@ func (x *ClusterMetadata) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) 
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj6 int
-	var yyb6 bool
-	var yyhl6 bool = l >= 0
-	yyj6++
-	if yyhl6 {
-		yyb6 = yyj6 > l
+	var yyj7 int
+	var yyb7 bool
+	var yyhl7 bool = l >= 0
+	yyj7++
+	if yyhl7 {
+		yyb7 = yyj7 > l
 	} else {
-		yyb6 = r.CheckBreak()
+		yyb7 = r.CheckBreak()
 	}
-	if yyb6 {
+	if yyb7 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -74102,13 +74135,13 @@ func (x *ClusterMetadata) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) 
 	} else {
 		x.ClusterID = (string)(r.DecodeString())
 	}
-	yyj6++
-	if yyhl6 {
-		yyb6 = yyj6 > l
+	yyj7++
+	if yyhl7 {
+		yyb7 = yyj7 > l
 	} else {
-		yyb6 = r.CheckBreak()
+		yyb7 = r.CheckBreak()
 	}
-	if yyb6 {
+	if yyb7 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -74118,18 +74151,34 @@ func (x *ClusterMetadata) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) 
 	} else {
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
+	yyj7++
+	if yyhl7 {
+		yyb7 = yyj7 > l
+	} else {
+		yyb7 = r.CheckBreak()
+	}
+	if yyb7 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.ServerSecret = ""
+	} else {
+		x.ServerSecret = (string)(r.DecodeString())
+	}
 	for {
-		yyj6++
-		if yyhl6 {
-			yyb6 = yyj6 > l
+		yyj7++
+		if yyhl7 {
+			yyb7 = yyj7 > l
 		} else {
-			yyb6 = r.CheckBreak()
+			yyb7 = r.CheckBreak()
 		}
-		if yyb6 {
+		if yyb7 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj6-1, "")
+		z.DecStructFieldNotFound(yyj7-1, "")
 	}
 	r.ReadArrayEnd()
 }

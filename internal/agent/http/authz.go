@@ -181,7 +181,10 @@ func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) string {
 	if id == "" {
 		return ""
 	}
-	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true}
+	// The caller's token goes along: on a client agent the lookup crosses
+	// the RPC port, which checks it (a token that cannot read the object
+	// learns nothing from it).
+	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true, AuthToken: requestToken(r)}
 	switch kind {
 	case "alloc":
 		var reply structs.SingleAllocResponse
