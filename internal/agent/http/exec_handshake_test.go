@@ -125,9 +125,16 @@ func TestExecWSHandshakeRelayACL(t *testing.T) {
 		Allocs: allocSet{"a1": true}, Auth: &ACLAuthorizer{Resolver: res, RPC: env.rpc}}))
 	defer node.Close()
 	dialer := &tcpDialer{nodes: map[string]string{"node-b": node.Listener.Addr().String()}}
+	// The server's resolver knows one more token than the node's: the
+	// node refuses it, so the node enforces what it runs.
+	srvRes := handshakeTokens(t)
+	srvRes["server-only"] = srvRes["exec"]
 	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, Reach: dialer, Agent: &fakeAgent{serverOK: true},
-		Auth: &ACLAuthorizer{Resolver: res, RPC: env.rpc}})
+		Auth: &ACLAuthorizer{Resolver: srvRes, RPC: env.rpc}})
 	checkHandshake(t, env.srv.URL)
+	if out, _, err := handshakeSession(t, env.srv.URL, "server-only", nil); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || out != "" {
+		t.Errorf("a token the node does not accept: stdout %q err %v, want the node's refusal", out, err)
+	}
 	dialer.mu.Lock()
 	defer dialer.mu.Unlock()
 	if dialer.dialled == 0 {
