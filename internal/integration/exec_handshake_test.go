@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 	"github.com/hashicorp/nomad/api"
 )
@@ -100,5 +101,64 @@ func TestACLExecWSHandshake(t *testing.T) {
 				t.Errorf("%s, token %q: exit %d, %v; want a policy-violation close \"Permission denied\"", a.name, tok, code, err)
 			}
 		}
+	}
+}
+
+// The web UI's exec terminal with ACLs on: with an alloc-exec token in
+// its settings a command runs in the task; with a read-only one the
+// terminal shows the refusal.
+func TestUIExecWithACLs(t *testing.T) {
+	b := newBrowser(t, 1280, 800)
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{"acl": map[string]any{"enabled": true}})
+	waitFor(t, 20*time.Second, "signing key", func() bool { return len(a.jwksKeys()) > 0 })
+	root, _, err := a.client.ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.client.SetSecretID(root.SecretID)
+	a.waitReady(true)
+	tokens := map[string]string{}
+	for name, rules := range map[string]string{
+		"exec": `namespace "default" { policy = "read" capabilities = ["alloc-exec"] }`,
+		"read": `namespace "default" { policy = "read" }`,
+	} {
+		if _, err := a.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := a.client.ACLTokens().Create(&api.ACLToken{Name: name, Type: "client", Policies: []string{name}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok.SecretID
+	}
+	if _, _, err := a.client.Jobs().Register(rawExecJob("web", "service", 1, "sleep 300"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 30*time.Second, "web running", func() bool {
+		allocs, _, err := a.client.Jobs().Allocations("web", false, nil)
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "running" {
+			allocID = allocs[0].ID
+			return true
+		}
+		return false
+	})
+
+	const wait = 30 * time.Second
+	openExec := func(token string) {
+		t.Helper()
+		b.run("open the UI", wait, chromedp.Navigate(a.url("/ui/jobs")))
+		evalJS[bool](b, `localStorage.setItem("drover.token", `+jsString(token)+`), true`)
+		b.run("open the exec terminal", wait, chromedp.Navigate(a.url("/ui/allocations/"+allocID+"/t/exec")))
+	}
+	openExec(tokens["exec"])
+	b.waitJS("the exec session", wait, `document.querySelector("#termstate") && /connected|closed/.test(document.querySelector("#termstate").innerText)`)
+	evalJS[bool](b, `(() => { const t = document.querySelector("#term"); for (const k of [..."echo exec-$((6*7))", "Enter"]) t.dispatchEvent(new KeyboardEvent("keydown", {key: k, bubbles: true})); return true })()`)
+	b.waitJS("the command's output", wait, `document.querySelector("#term").innerText.includes("exec-42")`)
+
+	openExec(tokens["read"])
+	b.waitJS("the refusal", wait, `document.querySelector("#termstate") && /closed/.test(document.querySelector("#termstate").innerText)`)
+	if state := evalJS[string](b, `document.querySelector("#termstate").innerText`); !strings.Contains(state, "Permission denied") || !strings.Contains(state, "1008") {
+		t.Fatalf("the terminal with a read-only token shows %q, want the refusal", state)
 	}
 }
