@@ -51,38 +51,50 @@ func (s *server) localNodeID() string {
 func (s *server) onAllocNode(prefix string, h apiHandler) apiHandler {
 	return func(w http.ResponseWriter, r *http.Request) (any, error) {
 		parts, err := pathArgs(r, prefix)
-		if err != nil || len(parts) == 0 || parts[0] == "" || r.Header.Get(reachedHeader) != "" {
+		if err != nil || len(parts) == 0 || parts[0] == "" {
 			return h(w, r)
 		}
-		id := parts[0]
-		if s.cfg.Allocs != nil && s.cfg.Allocs.HasAlloc(id) {
-			return h(w, r)
-		}
-		if s.cfg.RPC == nil || s.cfg.Reach == nil {
-			return h(w, r)
-		}
-		args := structs.AllocSpecificRequest{AllocID: id}
-		args.Region = s.requestRegion(r)
-		args.Namespace = requestNamespace(r)
-		args.AuthToken = requestToken(r)
-		args.AllowStale = true
-		var reply structs.SingleAllocResponse
-		if err := s.cfg.RPC.RPC("Alloc.GetAlloc", &args, &reply); err != nil {
+		nodeID, known, err := s.allocNode(r, parts[0])
+		if err != nil {
 			return nil, err
 		}
-		if reply.Alloc == nil {
-			if strings.HasSuffix(r.URL.Path, "/exec") {
-				// As Nomad, exec refuses after the upgrade, with the
-				// reason in the close frame: the local handler does.
-				return h(w, r)
-			}
-			return nil, structs.NewErrCoded(http.StatusNotFound, "Unknown allocation %q", id)
+		if !known && !strings.HasSuffix(r.URL.Path, "/exec") {
+			// As Nomad, exec refuses after the upgrade, with the reason in
+			// the close frame: the local handler does.
+			return nil, structs.NewErrCoded(http.StatusNotFound, "Unknown allocation %q", parts[0])
 		}
-		if reply.Alloc.NodeID == "" || reply.Alloc.NodeID == s.localNodeID() {
+		if nodeID == "" {
 			return h(w, r)
 		}
-		return s.relayToNode(w, r, reply.Alloc.NodeID)
+		return s.relayToNode(w, r, nodeID)
 	}
+}
+
+// allocNode says where allocation id is served: nodeID "" here (the local
+// client runs it, the request was relayed already, this agent cannot
+// relay, or the servers do not know it: known false), otherwise the node
+// to relay to. The lookup uses the request's token.
+func (s *server) allocNode(r *http.Request, id string) (nodeID string, known bool, err error) {
+	if r.Header.Get(reachedHeader) != "" || (s.cfg.Allocs != nil && s.cfg.Allocs.HasAlloc(id)) ||
+		s.cfg.RPC == nil || s.cfg.Reach == nil {
+		return "", true, nil
+	}
+	args := structs.AllocSpecificRequest{AllocID: id}
+	args.Region = s.requestRegion(r)
+	args.Namespace = requestNamespace(r)
+	args.AuthToken = requestToken(r)
+	args.AllowStale = true
+	var reply structs.SingleAllocResponse
+	if err := s.cfg.RPC.RPC("Alloc.GetAlloc", &args, &reply); err != nil {
+		return "", false, err
+	}
+	if reply.Alloc == nil {
+		return "", false, nil
+	}
+	if reply.Alloc.NodeID == "" || reply.Alloc.NodeID == s.localNodeID() {
+		return "", true, nil
+	}
+	return reply.Alloc.NodeID, true, nil
 }
 
 // onQueryNode serves a /v1/client route taking ?node_id= on that node:

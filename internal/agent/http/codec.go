@@ -87,6 +87,11 @@ func (s *server) wrap(h apiHandler) http.Handler {
 			s.writeError(tw, r, err)
 			return
 		}
+		if isHandshakeExec(r) {
+			// The token comes in the first message (exec_handshake.go).
+			s.handshakeExec(tw, r)
+			return
+		}
 		if ra, ok := s.cfg.Auth.(requestAuthorizer); ok {
 			ar, err := ra.AuthorizeRequest(r, requestToken(r))
 			if err != nil {

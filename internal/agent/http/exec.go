@@ -30,21 +30,9 @@ const execHeartbeat = 10 * time.Second
 // /v1/client/allocation/<alloc>/exec?task=&command=["cmd",...]&tty=: a
 // websocket, as Nomad's `alloc exec`.
 func (s *server) allocExecRequest(w http.ResponseWriter, r *http.Request, allocID string) (any, error) {
-	q := r.URL.Query()
-	task := q.Get("task")
-	if task == "" {
-		return nil, errNoTask
-	}
-	var command []string
-	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil || len(command) == 0 || command[0] == "" {
-		return nil, structs.NewErrCoded(400, `command must be a non-empty JSON list of strings, such as ["/bin/sh"]`)
-	}
-	tty := false
-	if v := q.Get("tty"); v != "" {
-		var err error
-		if tty, err = strconv.ParseBool(v); err != nil {
-			return nil, structs.NewErrCoded(400, "tty must be true or false, got %q", v)
-		}
+	task, command, tty, err := parseExecQuery(r)
+	if err != nil {
+		return nil, err
 	}
 	// As Nomad: a malformed request is refused with a status; what the
 	// client refuses (unknown allocation or task, a driver that cannot
@@ -57,6 +45,24 @@ func (s *server) allocExecRequest(w http.ResponseWriter, r *http.Request, allocI
 	defer conn.Close()
 	s.runExec(r.Context(), conn, allocID, task, command, tty)
 	return nil, nil
+}
+
+// parseExecQuery reads the task, command and tty parameters.
+func parseExecQuery(r *http.Request) (task string, command []string, tty bool, err error) {
+	q := r.URL.Query()
+	task = q.Get("task")
+	if task == "" {
+		return "", nil, false, errNoTask
+	}
+	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil || len(command) == 0 || command[0] == "" {
+		return "", nil, false, structs.NewErrCoded(400, `command must be a non-empty JSON list of strings, such as ["/bin/sh"]`)
+	}
+	if v := q.Get("tty"); v != "" {
+		if tty, err = strconv.ParseBool(v); err != nil {
+			return "", nil, false, structs.NewErrCoded(400, "tty must be true or false, got %q", v)
+		}
+	}
+	return task, command, tty, nil
 }
 
 // runExec bridges the websocket frames (api.ExecStreamingInput in,

@@ -144,10 +144,12 @@ function exec(ctx, allocID, name) {
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
     // The handlers act only while their socket is the current one: a
     // reconnect's old socket closes after the new one opened.
-    const sock = new WebSocket(`${proto}://${location.host}/v1/client/allocation/${allocID}/exec?task=${encodeURIComponent(name)}&tty=true&command=${encodeURIComponent(JSON.stringify(cmd))}`);
+    const sock = new WebSocket(`${proto}://${location.host}/v1/client/allocation/${allocID}/exec?ws_handshake=true&task=${encodeURIComponent(name)}&tty=true&command=${encodeURIComponent(JSON.stringify(cmd))}`);
     ws = sock;
     sock.onopen = () => {
       if (sock !== ws) return;
+      // ws_handshake: a browser cannot set X-Nomad-Token on a websocket;
+      // the agent authorizes the exec with this first message's token.
       sock.send(JSON.stringify({ version: 1, auth_token: token.get() }));
       sock.send(JSON.stringify({ tty_size: { height: 30, width: Math.max(40, Math.floor(term.clientWidth / 8)) } }));
       set('termstate', 'connected');

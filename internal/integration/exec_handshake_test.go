@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/nomad/api"
+)
+
+// wsHandshakeExec runs command in alloc's task "t" through agent a with
+// Nomad's ws_handshake protocol (the token in the first message, as the
+// web UI sends it) and returns its exit code, or the close error.
+func wsHandshakeExec(t *testing.T, a *agent, allocID, token string, command ...string) (int, error) {
+	t.Helper()
+	cmd := `["` + strings.Join(command, `","`) + `"]`
+	q := url.Values{"task": {"t"}, "command": {cmd}, "ws_handshake": {"true"}}
+	u := "ws" + strings.TrimPrefix(a.url("/v1/client/allocation/"+allocID+"/exec?"+q.Encode()), "http")
+	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v (%+v)", u, err, resp)
+	}
+	defer conn.Close()
+	if err := conn.WriteJSON(map[string]any{"version": 1, "auth_token": token}); err != nil {
+		t.Fatal(err)
+	}
+	conn.WriteJSON(api.ExecStreamingInput{Stdin: &api.ExecStreamingIOOperation{Close: true}})
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var f api.ExecStreamingOutput
+		if err := conn.ReadJSON(&f); err != nil {
+			return -1, err
+		}
+		if f.Exited && f.Result != nil {
+			return f.Result.ExitCode, nil
+		}
+	}
+}
+
+// With ACLs on a separate server and client, the UI's exec (token in the
+// ws_handshake message) runs with an alloc-exec token, on the client agent
+// and through the server relaying to it, and is refused without one.
+func TestACLExecWSHandshake(t *testing.T) {
+	aclOn := map[string]any{"enabled": true}
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1}, "acl": aclOn,
+	})
+	waitFor(t, 20*time.Second, "signing key", func() bool { return len(srv.jwksKeys()) > 0 })
+	root, _, err := srv.client.ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.client.SetSecretID(root.SecretID)
+	cli := startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}}, "acl": aclOn,
+	})
+	waitFor(t, 20*time.Second, "client node ready on the server", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	tokens := map[string]string{}
+	for name, rules := range map[string]string{
+		"exec": `namespace "default" { capabilities = ["alloc-exec"] }`,
+		"read": `namespace "default" { policy = "read" }`,
+	} {
+		if _, err := srv.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := srv.client.ACLTokens().Create(&api.ACLToken{Name: name, Type: "client", Policies: []string{name}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok.SecretID
+	}
+	if _, _, err := srv.client.Jobs().Register(rawExecJob("web", "service", 1, "sleep 300"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 30*time.Second, "web running", func() bool {
+		allocs, _, err := srv.client.Jobs().Allocations("web", false, nil)
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "running" {
+			allocID = allocs[0].ID
+			return true
+		}
+		return false
+	})
+	for _, a := range []struct {
+		name string
+		ag   *agent
+	}{{"client agent", cli}, {"server relaying", srv}} {
+		if code, err := wsHandshakeExec(t, a.ag, allocID, tokens["exec"], "sh", "-c", "exit 7"); err != nil || code != 7 {
+			t.Errorf("%s, alloc-exec token: exit %d, %v; want 7", a.name, code, err)
+		}
+		for _, tok := range []string{tokens["read"], ""} {
+			code, err := wsHandshakeExec(t, a.ag, allocID, tok, "sh", "-c", "exit 7")
+			if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || !strings.Contains(err.Error(), "Permission denied") {
+				t.Errorf("%s, token %q: exit %d, %v; want a policy-violation close \"Permission denied\"", a.name, tok, code, err)
+			}
+		}
+	}
+}
+
+// The web UI's exec terminal with ACLs on: with an alloc-exec token in
+// its settings a command runs in the task; with a read-only one the
+// terminal shows the refusal.
+func TestUIExecWithACLs(t *testing.T) {
+	b := newBrowser(t, 1280, 800)
+	a := startAgent(t, "", []string{"-dev"}, map[string]any{"acl": map[string]any{"enabled": true}})
+	waitFor(t, 20*time.Second, "signing key", func() bool { return len(a.jwksKeys()) > 0 })
+	root, _, err := a.client.ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.client.SetSecretID(root.SecretID)
+	a.waitReady(true)
+	tokens := map[string]string{}
+	for name, rules := range map[string]string{
+		"exec": `namespace "default" { policy = "read" capabilities = ["alloc-exec"] }`,
+		"read": `namespace "default" { policy = "read" }`,
+	} {
+		if _, err := a.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := a.client.ACLTokens().Create(&api.ACLToken{Name: name, Type: "client", Policies: []string{name}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok.SecretID
+	}
+	if _, _, err := a.client.Jobs().Register(rawExecJob("web", "service", 1, "sleep 300"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 30*time.Second, "web running", func() bool {
+		allocs, _, err := a.client.Jobs().Allocations("web", false, nil)
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "running" {
+			allocID = allocs[0].ID
+			return true
+		}
+		return false
+	})
+
+	const wait = 30 * time.Second
+	openExec := func(token string) {
+		t.Helper()
+		b.run("open the UI", wait, chromedp.Navigate(a.url("/ui/jobs")))
+		evalJS[bool](b, `localStorage.setItem("drover.token", `+jsString(token)+`), true`)
+		b.run("open the exec terminal", wait, chromedp.Navigate(a.url("/ui/allocations/"+allocID+"/t/exec")))
+	}
+	openExec(tokens["exec"])
+	b.waitJS("the exec session", wait, `document.querySelector("#termstate") && /connected|closed/.test(document.querySelector("#termstate").innerText)`)
+	evalJS[bool](b, `(() => { const t = document.querySelector("#term"); for (const k of [..."echo exec-$((6*7))", "Enter"]) t.dispatchEvent(new KeyboardEvent("keydown", {key: k, bubbles: true})); return true })()`)
+	b.waitJS("the command's output", wait, `document.querySelector("#term").innerText.includes("exec-42")`)
+
+	openExec(tokens["read"])
+	b.waitJS("the refusal", wait, `document.querySelector("#termstate") && /closed/.test(document.querySelector("#termstate").innerText)`)
+	if state := evalJS[string](b, `document.querySelector("#termstate").innerText`); !strings.Contains(state, "Permission denied") || !strings.Contains(state, "1008") {
+		t.Fatalf("the terminal with a read-only token shows %q, want the refusal", state)
+	}
+}
