@@ -53,3 +53,31 @@ func (c *Client) AllocExec(ctx context.Context, allocID, task string, opts drive
 	}
 	return code, err
 }
+
+// ExecOnHost reports whether a command exec'ed into the task runs on the
+// host's filesystem: its driver isolates nothing (raw_exec). As Nomad,
+// such an exec needs alloc-node-exec besides alloc-exec. ns is the
+// allocation's namespace; an unknown allocation or task answers false
+// (AllocExec then refuses it with the reason).
+func (c *Client) ExecOnHost(allocID, task string) (ns string, onHost bool) {
+	ar, err := c.getAllocRunner(allocID)
+	if err != nil {
+		return "", false
+	}
+	a := ar.Alloc()
+	if a.Job == nil {
+		return a.Namespace, false
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return a.Namespace, false
+	}
+	t := tg.LookupTask(task)
+	return a.Namespace, t != nil && !fsIsolatingDrivers[t.Driver]
+}
+
+// fsIsolatingDrivers are the drivers whose tasks see their own root
+// filesystem (containers, chroots, virtual machines).
+var fsIsolatingDrivers = map[string]bool{
+	"docker": true, "podman": true, "exec": true, "java": true, "qemu": true, "mock_driver": true,
+}

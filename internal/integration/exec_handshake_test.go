@@ -64,8 +64,11 @@ func TestACLExecWSHandshake(t *testing.T) {
 	})
 	tokens := map[string]string{}
 	for name, rules := range map[string]string{
-		"exec": `namespace "default" { capabilities = ["alloc-exec"] }`,
-		"read": `namespace "default" { policy = "read" }`,
+		// raw_exec isolates no filesystem: as Nomad, an exec into it
+		// needs alloc-node-exec besides alloc-exec.
+		"exec":     `namespace "default" { capabilities = ["alloc-exec", "alloc-node-exec"] }`,
+		"execOnly": `namespace "default" { capabilities = ["alloc-exec"] }`,
+		"read":     `namespace "default" { policy = "read" }`,
 	} {
 		if _, err := srv.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
 			t.Fatal(err)
@@ -95,7 +98,7 @@ func TestACLExecWSHandshake(t *testing.T) {
 		if code, err := wsHandshakeExec(t, a.ag, allocID, tokens["exec"], "sh", "-c", "exit 7"); err != nil || code != 7 {
 			t.Errorf("%s, alloc-exec token: exit %d, %v; want 7", a.name, code, err)
 		}
-		for _, tok := range []string{tokens["read"], ""} {
+		for _, tok := range []string{tokens["execOnly"], tokens["read"], ""} {
 			code, err := wsHandshakeExec(t, a.ag, allocID, tok, "sh", "-c", "exit 7")
 			if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || !strings.Contains(err.Error(), "Permission denied") {
 				t.Errorf("%s, token %q: exit %d, %v; want a policy-violation close \"Permission denied\"", a.name, tok, code, err)
@@ -119,7 +122,7 @@ func TestUIExecWithACLs(t *testing.T) {
 	a.waitReady(true)
 	tokens := map[string]string{}
 	for name, rules := range map[string]string{
-		"exec": `namespace "default" { policy = "read" capabilities = ["alloc-exec"] }`,
+		"exec": `namespace "default" { policy = "read" capabilities = ["alloc-exec", "alloc-node-exec"] }`,
 		"read": `namespace "default" { policy = "read" }`,
 	} {
 		if _, err := a.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"github.com/drover-project/drover/internal/acl"
 	"io"
 	"net/http"
 	"strconv"
@@ -24,6 +25,32 @@ type ClientExec interface {
 	AllocExec(ctx context.Context, allocID, task string, opts drivers.ExecOptions) (int, error)
 }
 
+// hostExecChecker is implemented by a ClientExec that can say whether an
+// exec would run on the host's filesystem (see checkNodeExec).
+type hostExecChecker interface {
+	ExecOnHost(allocID, task string) (ns string, onHost bool)
+}
+
+// checkNodeExec refuses, as Nomad does, an exec into a task whose driver
+// isolates no filesystem (raw_exec) unless the caller also holds
+// alloc-node-exec in the allocation's namespace: such a command runs on
+// the node itself. With ACLs off (no ACL on r) everything is allowed.
+func (s *server) checkNodeExec(r *http.Request, allocID, task string) error {
+	a := requestACL(r)
+	if a == nil || a.IsManagement() {
+		return nil
+	}
+	hc, ok := s.cfg.Exec.(hostExecChecker)
+	if !ok {
+		return nil
+	}
+	ns, onHost := hc.ExecOnHost(allocID, task)
+	if onHost && !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityAllocNodeExec) {
+		return errPermissionDenied
+	}
+	return nil
+}
+
 // execHeartbeat keeps an idle exec session's websocket alive.
 const execHeartbeat = 10 * time.Second
 
@@ -38,6 +65,9 @@ func (s *server) allocExecRequest(w http.ResponseWriter, r *http.Request, allocI
 	// client refuses (unknown allocation or task, a driver that cannot
 	// exec) closes the websocket with the reason, which the api client
 	// returns as the error.
+	if err := s.checkNodeExec(r, allocID, task); err != nil {
+		return nil, err
+	}
 	conn, err := (&websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}).Upgrade(w, r, nil)
 	if err != nil {
 		return nil, err // the upgrader has answered

@@ -121,6 +121,10 @@ func (s *server) handshakeExec(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if err := s.checkNodeExec(r2, allocID, task); err != nil {
+		refuse(err)
+		return
+	}
 	s.runExec(r2.Context(), conn, allocID, task, command, tty)
 }
 
