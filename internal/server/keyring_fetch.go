@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -126,6 +127,43 @@ func (s *Server) keyPeers() []string {
 	return out
 }
 
+// keyFetches are this server's pending fetches, by the ephemeral public
+// key the material is to be sealed to.
+type keyFetches struct {
+	mu      sync.Mutex
+	pending map[string]keyFetch
+}
+
+type keyFetch struct {
+	keyID string
+	priv  *ecdh.PrivateKey
+}
+
+func (f *keyFetches) add(keyID string, priv *ecdh.PrivateKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending == nil {
+		f.pending = map[string]keyFetch{}
+	}
+	f.pending[string(priv.PublicKey().Bytes())] = keyFetch{keyID, priv}
+}
+
+func (f *keyFetches) done(pub []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, string(pub))
+}
+
+// get returns the ephemeral key of the pending fetch of keyID under pub.
+func (f *keyFetches) get(keyID string, pub []byte) *ecdh.PrivateKey {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.pending[string(pub)]; ok && p.keyID == keyID {
+		return p.priv
+	}
+	return nil
+}
+
 func (s *Server) fetchKey(id string) error {
 	priv, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {
@@ -135,20 +173,22 @@ func (s *Server) fetchKey(id string) error {
 	if len(peers) == 0 {
 		return fmt.Errorf("no peer to fetch from")
 	}
+	pub := priv.PublicKey().Bytes()
+	s.keyFetches.add(id, priv)
+	defer s.keyFetches.done(pub)
 	var last error
 	for _, addr := range peers {
-		req := &structs.KeyringGetRootKeyRequest{KeyID: id, ReplyPublicKey: priv.PublicKey().Bytes()}
+		req := &structs.KeyringGetRootKeyRequest{KeyID: id, ReplyAddr: s.rpcAddr, ReplyPublicKey: pub}
 		req.Region = s.config.Region
 		var resp structs.KeyringGetRootKeyResponse
 		if last = s.pool.Call(addr, "Keyring.Get", req, &resp); last != nil {
 			continue
 		}
-		m, err := openKeyMaterial(priv, &resp, id)
-		if err != nil {
-			last = err
-			continue
+		// The peer delivered the material (Keyring.Deliver) before answering.
+		if s.keystore.has(id) {
+			return nil
 		}
-		return s.keystore.put(id, m)
+		last = fmt.Errorf("%s answered but delivered no material", addr)
 	}
 	return last
 }
@@ -167,10 +207,8 @@ func keyTransportAEAD(shared []byte, keyID string) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-func openKeyMaterial(priv *ecdh.PrivateKey, resp *structs.KeyringGetRootKeyResponse, id string) (*structs.RootKeyMaterial, error) {
-	if resp.KeyID != id {
-		return nil, fmt.Errorf("asked for key %s, got %s", id, resp.KeyID)
-	}
+func openKeyMaterial(priv *ecdh.PrivateKey, resp *structs.KeyringDeliverRootKeyRequest) (*structs.RootKeyMaterial, error) {
+	id := resp.KeyID
 	pub, err := ecdh.X25519().NewPublicKey(resp.PublicKey)
 	if err != nil {
 		return nil, err
@@ -200,8 +238,24 @@ func openKeyMaterial(priv *ecdh.PrivateKey, resp *structs.KeyringGetRootKeyRespo
 	return m, nil
 }
 
+// isRaftPeer reports whether addr is a server in the Raft configuration.
+func (s *Server) isRaftPeer(addr string) bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.Address) == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // Get answers another server's fetch of a root key's material from this
-// server's keystore, sealed to the asker's ephemeral key. It is an
+// server's keystore. The material never goes back to the caller: it is
+// delivered, sealed to the asker's ephemeral key, to ReplyAddr, which must
+// be a Raft peer; only a server with that fetch pending accepts it. An
 // internal RPC between servers: no HTTP route reaches it.
 func (k *Keyring) Get(args *structs.KeyringGetRootKeyRequest, reply *structs.KeyringGetRootKeyResponse) error {
 	if args.KeyID == "" {
@@ -210,6 +264,9 @@ func (k *Keyring) Get(args *structs.KeyringGetRootKeyRequest, reply *structs.Key
 	peer, err := ecdh.X25519().NewPublicKey(args.ReplyPublicKey)
 	if err != nil {
 		return structs.NewErrCoded(400, "invalid ReplyPublicKey: %v", err)
+	}
+	if args.ReplyAddr == "" || args.ReplyAddr == k.srv.rpcAddr || !k.srv.isRaftPeer(args.ReplyAddr) {
+		return structs.NewErrCoded(403, "ReplyAddr %q is not another server in the Raft configuration", args.ReplyAddr)
 	}
 	m := k.srv.keystore.get(args.KeyID)
 	if m == nil {
@@ -235,7 +292,26 @@ func (k *Keyring) Get(args *structs.KeyringGetRootKeyRequest, reply *structs.Key
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	reply.KeyID, reply.PublicKey = args.KeyID, priv.PublicKey().Bytes()
-	reply.SealedKey = a.Seal(nonce, nonce, plain, []byte(args.KeyID))
+	del := &structs.KeyringDeliverRootKeyRequest{KeyID: args.KeyID, ReplyPublicKey: args.ReplyPublicKey,
+		PublicKey: priv.PublicKey().Bytes(), SealedKey: a.Seal(nonce, nonce, plain, []byte(args.KeyID))}
+	del.Region = k.srv.config.Region
+	var out structs.GenericResponse
+	if err := k.srv.pool.Call(args.ReplyAddr, "Keyring.Deliver", del, &out); err != nil {
+		return fmt.Errorf("keyring: delivering key %s to %s: %w", args.KeyID, args.ReplyAddr, err)
+	}
 	return nil
+}
+
+// Deliver receives the material of a key this server asked a peer for
+// (Keyring.Get); anything it did not ask for is refused.
+func (k *Keyring) Deliver(args *structs.KeyringDeliverRootKeyRequest, reply *structs.GenericResponse) error {
+	priv := k.srv.keyFetches.get(args.KeyID, args.ReplyPublicKey)
+	if priv == nil {
+		return structs.NewErrCoded(403, "no fetch of root key %q is pending for ReplyPublicKey", args.KeyID)
+	}
+	m, err := openKeyMaterial(priv, args)
+	if err != nil {
+		return structs.NewErrCoded(400, "root key %q: %v", args.KeyID, err)
+	}
+	return k.srv.keystore.put(args.KeyID, m)
 }

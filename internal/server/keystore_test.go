@@ -211,21 +211,33 @@ func TestKeystoreMigratesOldShapeEntry(t *testing.T) {
 	}
 }
 
-// TestKeyringGetBadInput: Keyring.Get names the bad field with a 4xx.
+// TestKeyringGetBadInput: Keyring.Get names the bad field with a 4xx, and
+// neither it nor Keyring.Deliver hands material to a caller that is not a
+// server with that fetch pending.
 func TestKeyringGetBadInput(t *testing.T) {
 	s := testServer(t, nil)
+	key := waitActiveKey(t, s)
 	k := &Keyring{s}
-	var resp structs.KeyringGetRootKeyResponse
+	pub := make([]byte, 32)
+	pub[0] = 9
 	for _, c := range []struct {
 		req  structs.KeyringGetRootKeyRequest
 		want string
 	}{
 		{structs.KeyringGetRootKeyRequest{}, "KeyID"},
-		{structs.KeyringGetRootKeyRequest{KeyID: "x", ReplyPublicKey: []byte{1}}, "ReplyPublicKey"},
+		{structs.KeyringGetRootKeyRequest{KeyID: key.KeyID, ReplyPublicKey: []byte{1}}, "ReplyPublicKey"},
+		{structs.KeyringGetRootKeyRequest{KeyID: key.KeyID, ReplyPublicKey: pub, ReplyAddr: "127.0.0.1:1"}, "ReplyAddr"},
+		{structs.KeyringGetRootKeyRequest{KeyID: key.KeyID, ReplyPublicKey: pub, ReplyAddr: s.rpcAddr}, "ReplyAddr"},
 	} {
+		var resp structs.KeyringGetRootKeyResponse
 		err := k.Get(&c.req, &resp)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Keyring.Get(%+v): %v, want an error naming %s", c.req, err, c.want)
 		}
+	}
+	var out structs.GenericResponse
+	err := k.Deliver(&structs.KeyringDeliverRootKeyRequest{KeyID: "forged", ReplyPublicKey: pub}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no fetch") || s.keystore.has("forged") {
+		t.Errorf("unsolicited Keyring.Deliver: %v", err)
 	}
 }

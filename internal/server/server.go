@@ -52,8 +52,9 @@ type Server struct {
 	encrypter encrypter
 	// keystore holds the root keys' material (keystore.go); keyWant wakes
 	// the fetch of material this server lacks (keyring_fetch.go).
-	keystore *keystore
-	keyWant  chan struct{}
+	keystore   *keystore
+	keyWant    chan struct{}
+	keyFetches keyFetches
 	// varLocks holds the TTL timers of variable locks on the leader.
 	varLocks varLocks
 
