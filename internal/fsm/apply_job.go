@@ -131,7 +131,10 @@ func (f *FSM) applyRootKeyUpsert(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "root key upsert"); err != nil {
 		return err
 	}
-	return f.State().UpsertRootKey(index, req.Key)
+	if req.Key == nil {
+		return fmt.Errorf("root key upsert: no key")
+	}
+	return f.State().UpsertRootKey(index, f.rootKeyMeta(req.Key))
 }
 
 func (f *FSM) applyClusterMetadata(buf []byte, index uint64) error {

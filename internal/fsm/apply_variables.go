@@ -32,5 +32,11 @@ func (f *FSM) applyRootKeyDelete(buf []byte, index uint64) error {
 	if err := decode(buf, &req, "root key delete"); err != nil {
 		return err
 	}
-	return f.State().DeleteRootKey(index, req.KeyID)
+	if err := f.State().DeleteRootKey(index, req.KeyID); err != nil {
+		return err
+	}
+	if f.keyring != nil {
+		f.keyring.RootKeyDeleted(req.KeyID)
+	}
+	return nil
 }

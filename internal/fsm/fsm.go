@@ -49,6 +49,9 @@ type Config struct {
 	// TimeTableGranularity spaces the index->time pairs the FSM keeps
 	// (timetable.go); 0 is DefaultTimeTableGranularity.
 	TimeTableGranularity time.Duration
+	// Keyring, when set, keeps root key material out of the state store
+	// (keyring_hook.go).
+	Keyring KeyringHook
 }
 
 // FSM applies Raft log entries to a state store.
@@ -68,6 +71,8 @@ type FSM struct {
 
 	// timetable maps Raft indexes to their entries' append times (GC ages).
 	timetable *TimeTable
+
+	keyring KeyringHook // nil: material stays where Raft put it
 }
 
 type sinkHolder struct{ s EventSink }
@@ -84,7 +89,7 @@ func New(cfg Config) (*FSM, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	f := &FSM{logger: logger.Named("fsm"), events: cfg.Events, timetable: NewTimeTable(cfg.TimeTableGranularity)}
+	f := &FSM{logger: logger.Named("fsm"), events: cfg.Events, timetable: NewTimeTable(cfg.TimeTableGranularity), keyring: cfg.Keyring}
 	f.state.Store(st)
 	f.SetSink(cfg.Sink)
 	return f, nil

@@ -34,6 +34,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := restore.Commit(); err != nil {
 		return err
 	}
+	if err := f.restoreRootKeys(newState); err != nil {
+		return err
+	}
 	f.timetable.restore(times)
 	old := f.state.Swap(newState)
 	f.nodeStrs = nil

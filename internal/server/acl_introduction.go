@@ -44,7 +44,7 @@ func (a *ACL) CreateClientIntroductionToken(args *structs.ACLClientIntroductionT
 	}
 	// The newest active key, as workload identities are signed: during a
 	// rotation two keys are briefly active.
-	key, err := activeRootKey(a.srv.State())
+	key, err := activeRootKey(a.srv.State(), a.srv.keystore)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func TestACLClientIntroductionToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := s.State().RootKeys(nil)
-	pub, err := publicKeyOf(keys[0])
+	pub, err := publicKeyOf(withMaterial(s.keystore, keys[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

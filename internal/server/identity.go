@@ -61,7 +61,7 @@ func (a *Alloc) SignIdentities(args *structs.AllocIdentitiesRequest, reply *stru
 	if tg == nil {
 		return structs.NewErrCoded(400, "allocation %s: group %q not in its job", args.AllocID, alloc.TaskGroup)
 	}
-	key, err := activeRootKey(st)
+	key, err := activeRootKey(st, a.srv.keystore)
 	if err != nil {
 		return err
 	}
@@ -158,6 +158,10 @@ func (s *Server) resolveWorkloadIdentity(raw string) (*acl.ACL, error) {
 	}
 	if key == nil {
 		return nil, ErrTokenNotFound
+	}
+	if key = withMaterial(s.keystore, key); key == nil {
+		s.wantKeyMaterial()
+		return nil, structs.NewErrCoded(500, "keyring: root key %s is not yet on this server; it is being fetched from the leader, retry", tok.Headers[0].KeyID)
 	}
 	signer, _, err := rootSigner(key)
 	if err != nil {

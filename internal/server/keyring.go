@@ -29,6 +29,11 @@ func (k *Keyring) ListPublic(args *structs.GenericRequest, reply *structs.Keyrin
 		}
 		reply.PublicKeys = reply.PublicKeys[:0]
 		for _, key := range keys {
+			if key = withMaterial(k.srv.keystore, key); key == nil {
+				// Not yet fetched from the leader: served once it is.
+				k.srv.wantKeyMaterial()
+				continue
+			}
 			pub, err := publicKeyOf(key)
 			if err != nil {
 				return err
@@ -73,16 +78,22 @@ func (s *Server) initializeKeyring(stopCh chan struct{}, gen uint64) {
 		if s.leaderGen.Load() != gen {
 			return
 		}
-		_, err := activeRootKey(s.State())
+		_, err := activeRootKey(s.State(), s.keystore)
 		if err == nil {
 			return
 		}
-		var key *structs.RootKey
-		if key, err = s.createRootKey(); err == nil {
-			// Keys from before variables existed (no encryption key)
-			// only verify from now on.
-			if err = s.setOldKeysState(key.KeyID, structs.RootKeyStateInactive); err == nil {
-				return
+		if s.activeKeyMaterialMissing() {
+			// The key exists; its material is being fetched.
+			s.wantKeyMaterial()
+			err = errKeyMaterialMissing
+		} else {
+			var key *structs.RootKey
+			if key, err = s.createRootKey(); err == nil {
+				// Keys from before variables existed (no encryption key)
+				// only verify from now on.
+				if err = s.setOldKeysState(key.KeyID, structs.RootKeyStateInactive); err == nil {
+					return
+				}
 			}
 		}
 		s.logger.Warn("keyring initialization failed; retrying", "error", err)
@@ -111,7 +122,12 @@ func (s *Server) createRootKey() (*structs.RootKey, error) {
 		return nil, err
 	}
 	key := &structs.RootKey{KeyID: newID(), Algorithm: "EdDSA", CreateTime: time.Now().UnixNano(),
-		State: structs.RootKeyStateActive, PrivateKey: der, EncryptionKey: aesKey}
+		State: structs.RootKeyStateActive}
+	// The material goes to this server's keystore first; Raft carries the
+	// metadata only, and the other servers fetch the material from here.
+	if err := s.keystore.put(key.KeyID, &structs.RootKeyMaterial{PrivateKey: der, EncryptionKey: aesKey}); err != nil {
+		return nil, err
+	}
 	_, idx, err := s.raftApply(structs.RootKeyUpsertRequestType, &structs.RootKeyUpsertRequest{Key: key})
 	if err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func (s *Server) rekeyVariables(active string) {
 			return
 		}
 		st := s.State()
-		if cur, err := activeRootKey(st); err != nil || cur.KeyID != active {
+		if cur, err := activeRootKey(st, s.keystore); err != nil || cur.KeyID != active {
 			return // rotated again: that rotation's rekey takes over
 		}
 		iter, err := st.Variables(nil)

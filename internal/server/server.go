@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/rpc"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type Server struct {
 
 	// encrypter seals variables with the keyring's keys (encrypter.go).
 	encrypter encrypter
+	// keystore holds the root keys' material (keystore.go); keyWant wakes
+	// the fetch of material this server lacks (keyring_fetch.go).
+	keystore   *keystore
+	keyWant    chan struct{}
+	keyFetches keyFetches
 	// varLocks holds the TTL timers of variable locks on the leader.
 	varLocks varLocks
 
@@ -178,7 +184,19 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.deployWatcher = s.newDeploymentWatcher()
 	s.drainer = drainer.New(s.State, drainRaft{s}, s.logger.Named("drainer"))
 
-	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}, TimeTableGranularity: cfg.GC.TimeGranularity}
+	ksDir := ""
+	if !cfg.DevMode && cfg.DataDir != "" {
+		ksDir = filepath.Join(cfg.DataDir, "keystore")
+	}
+	ks, err := openKeystore(ksDir)
+	if err != nil {
+		return nil, err
+	}
+	s.keystore, s.encrypter.ks = ks, ks
+	s.keyWant = make(chan struct{}, 1)
+
+	fcfg := fsm.Config{Logger: s.logger.Named("fsm"), Sink: &leaderSink{s: s}, TimeTableGranularity: cfg.GC.TimeGranularity,
+		Keyring: keyringHook{s}}
 	if !cfg.DisableEventBroker {
 		size := cfg.EventBufferSize
 		if size <= 0 {
@@ -226,10 +244,14 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.setupAutopilot()
 	}
 
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.monitorLeadership()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.fetchKeyMaterial()
 	}()
 	// NumSchedulers evaluations are computed at once (the pool's slots);
 	// more workers than that run so that those waiting on the plan

@@ -271,16 +271,21 @@ type RootKeyUpsertRequest struct {
 	WriteRequest
 }
 
-// RootKey is a keyring key. The private signing key is stored in Raft (it is
-// what makes the JWKS stable across restarts); only the public half is served.
+// RootKey is a keyring key. Raft, snapshots and the state store carry only
+// its metadata: the material (PrivateKey, EncryptionKey) lives in each
+// server's keystore, wrapped with that server's key-encryption key. The
+// material fields are set in Raft only by entries and snapshots written
+// before the keystore existed; applying them moves the material into the
+// keystore and stores the metadata alone.
 type RootKey struct {
 	KeyID      string
 	Algorithm  string
 	CreateTime int64
 	State      string
-	PrivateKey []byte // PKCS#8 DER
+	PrivateKey []byte // PKCS#8 DER; in Raft only in the old shape
 	// EncryptionKey is the AES-256 key variables are encrypted with; keys
 	// written before variables existed have none and encrypt nothing.
+	// In Raft only in the old shape.
 	EncryptionKey []byte
 	// PublishTime is when the key's public half may stop being served
 	// (0: while the key exists).
