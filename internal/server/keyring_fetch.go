@@ -180,6 +180,7 @@ func (s *Server) fetchKey(id string) error {
 	for _, addr := range peers {
 		req := &structs.KeyringGetRootKeyRequest{KeyID: id, ReplyAddr: s.rpcAddr, ReplyPublicKey: pub}
 		req.Region = s.config.Region
+		req.AuthToken = s.serverSecret() // server-only RPC (rpc_authz.go)
 		var resp structs.KeyringGetRootKeyResponse
 		if last = s.pool.Call(addr, "Keyring.Get", req, &resp); last != nil {
 			continue
@@ -295,6 +296,7 @@ func (k *Keyring) Get(args *structs.KeyringGetRootKeyRequest, reply *structs.Key
 	del := &structs.KeyringDeliverRootKeyRequest{KeyID: args.KeyID, ReplyPublicKey: args.ReplyPublicKey,
 		PublicKey: priv.PublicKey().Bytes(), SealedKey: a.Seal(nonce, nonce, plain, []byte(args.KeyID))}
 	del.Region = k.srv.config.Region
+	del.AuthToken = k.srv.serverSecret() // server-only RPC (rpc_authz.go)
 	var out structs.GenericResponse
 	if err := k.srv.pool.Call(args.ReplyAddr, "Keyring.Deliver", del, &out); err != nil {
 		return fmt.Errorf("keyring: delivering key %s to %s: %w", args.KeyID, args.ReplyAddr, err)

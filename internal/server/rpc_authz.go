@@ -130,6 +130,8 @@ var rpcAuthTable = map[string]rpcAuth{
 
 	// Server-only: the scheduler workers, the plan applier and autopilot.
 	"Eval.Dequeue": authServer, "Eval.Ack": authServer, "Eval.Nack": authServer,
+	// Root key material moves only between servers (keyring_fetch.go).
+	"Keyring.Get": authServer, "Keyring.Deliver": authServer,
 	"Eval.Update": authServer, "Eval.Create": authServer, "Eval.Reblock": authServer,
 	"Plan.Submit": authServer, "Status.RaftStats": authServer,
 

@@ -183,6 +183,10 @@ func TestRPCAuthServerOnlyRefusesTokens(t *testing.T) {
 			return &structs.PlanRequest{WriteRequest: w}, &structs.PlanResponse{}
 		case "Status.RaftStats":
 			return &structs.GenericRequest{QueryOptions: q}, &structs.RaftStatsResponse{}
+		case "Keyring.Get":
+			return &structs.KeyringGetRootKeyRequest{KeyID: "k", QueryOptions: q}, &structs.KeyringGetRootKeyResponse{}
+		case "Keyring.Deliver":
+			return &structs.KeyringDeliverRootKeyRequest{KeyID: "k", WriteRequest: w}, &structs.GenericResponse{}
 		}
 		t.Fatalf("no arguments for %s", method)
 		return nil, nil
