@@ -39,6 +39,11 @@ if ! cmp -s "$gendir/internal/structs/structs.generated.go" internal/structs/str
 	exit 1
 fi
 
+# Tests must leave the machine as they found it: a helper that made a test
+# dir reachable for another user once chmodded the system temp dir itself
+# (1777 -> 0755), which broke apt and every other user of /tmp.
+tmpmode=$(stat -c %a "${TMPDIR:-/tmp}")
+
 step "go vet"
 go vet ./...
 
@@ -98,4 +103,9 @@ if [ "${SKIP_API_SUITE:-}" != "1" ]; then
 	scripts/apisuite.sh
 fi
 echo
+step "the system temp dir keeps its mode"
+if [ "$(stat -c %a "${TMPDIR:-/tmp}")" != "$tmpmode" ]; then
+	echo "${TMPDIR:-/tmp} was mode $tmpmode before the tests and is $(stat -c %a "${TMPDIR:-/tmp}") now: a test changed it"; exit 1
+fi
+
 echo "all tests passed"

@@ -65,8 +65,10 @@ func newTask(t testing.TB, id string, config map[string]any) *drivers.TaskConfig
 			t.Fatal(err)
 		}
 	}
-	// The test's temp dirs are root's 0700: the task's user must reach its dir.
-	for p := filepath.Dir(allocDir); p != "/" && strings.HasPrefix(p, os.TempDir()); p = filepath.Dir(p) {
+	// The test's temp dirs are root's 0700: the task's user must reach its
+	// dir. Only the test's own dirs: never the system temp dir itself (it
+	// must stay 1777 for everyone else).
+	for p := filepath.Dir(allocDir); p != "/" && p != os.TempDir() && strings.HasPrefix(p, os.TempDir()+string(filepath.Separator)); p = filepath.Dir(p) {
 		_ = os.Chmod(p, 0o755)
 	}
 	return &drivers.TaskConfig{

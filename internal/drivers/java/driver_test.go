@@ -142,7 +142,8 @@ func newTask(t *testing.T, id string) *drivers.TaskConfig {
 		}
 	}
 	_ = os.Chmod(filepath.Join(taskDir, "tmp"), 0o777|os.ModeSticky)
-	for p := taskDir; p != "/" && strings.HasPrefix(p, os.TempDir()); p = filepath.Dir(p) {
+	// Only the test's own dirs: never the system temp dir itself.
+	for p := taskDir; p != "/" && p != os.TempDir() && strings.HasPrefix(p, os.TempDir()+string(filepath.Separator)); p = filepath.Dir(p) {
 		_ = os.Chmod(p, 0o755)
 	}
 	_ = os.Chmod(filepath.Join(taskDir, "tmp"), 0o777|os.ModeSticky)
