@@ -37,14 +37,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// givenPorts are the ports freePort has handed out in this process: the
+// kernel may offer a just-released port again, and an agent given the same
+// port for RPC and serf cannot start.
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		givenPorts.Lock()
+		dup := givenPorts.m[port]
+		givenPorts.m[port] = true
+		givenPorts.Unlock()
+		if !dup {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // agent is a drover agent process.

@@ -69,6 +69,16 @@ func (s *server) handshakeExec(w http.ResponseWriter, r *http.Request) {
 			wsCode = websocket.ClosePolicyViolation
 		}
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(wsCode, msg), time.Now().Add(10*time.Second))
+		// Wait briefly for the peer's close (reading what it sent
+		// meanwhile, such as its terminal size): closing a socket with
+		// unread data resets it, and the peer then never sees the reason
+		// (a browser reports 1006).
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				break
+			}
+		}
 	}
 
 	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
