@@ -141,7 +141,7 @@ func (s *StateStore) SetClusterMetadata(index uint64, meta *structs.ClusterMetad
 
 // DeleteNamespaces deletes namespaces by name. It refuses (deleting none)
 // "default", a namespace that does not exist and one that still holds jobs
-// (Drover has no variables or volumes yet; they will join the check). The
+// or variables (Drover has no volumes). The
 // server checks first; the store checks again so a job registered between
 // the check and the entry is never left in a missing namespace.
 func (s *StateStore) DeleteNamespaces(index uint64, names []string) error {
@@ -193,6 +193,18 @@ func namespaceDeletable(txn *memdb.Txn, name string) error {
 	}
 	if n > 0 {
 		return structs.NewErrCoded(400, "namespace %q has %d job(s) in it; jobs must be purged before the namespace is deleted", name, n)
+	}
+	vars, err := txn.Get(tableVariables, "id")
+	if err != nil {
+		return fmt.Errorf("state: variable lookup: %w", err)
+	}
+	for r := vars.Next(); r != nil; r = vars.Next() {
+		if r.(*structs.VariableEncrypted).Namespace == name {
+			n++
+		}
+	}
+	if n > 0 {
+		return structs.NewErrCoded(400, "namespace %q has %d variable(s) in it; variables must be deleted before the namespace is deleted", name, n)
 	}
 	return nil
 }

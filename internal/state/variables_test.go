@@ -1,6 +1,7 @@
 package state
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -87,5 +88,23 @@ func TestRekeyVariablesSkipsChanged(t *testing.T) {
 	}
 	if string(b.Data) != "newer-b" || b.KeyID != "k1" {
 		t.Fatalf("b was overwritten by a stale rekey: %+v", b)
+	}
+}
+
+// A namespace holding variables cannot be deleted (as Nomad): its
+// variables would be left in a namespace that no longer exists.
+func TestNamespaceWithVariablesNotDeletable(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNamespaces(5, []*structs.Namespace{{Name: "prod"}}))
+	v := varIn("app/config", 0, "sealed", nil)
+	v.Namespace = "prod"
+	apply(t, s, 6, structs.VarOpSet, v)
+	err := s.DeleteNamespaces(7, []string{"prod"})
+	if code, msg := structs.ErrorCode(err); code != 400 || !strings.Contains(msg, "variable") {
+		t.Fatalf("delete of a namespace with a variable: %v, want a 400 naming its variables", err)
+	}
+	apply(t, s, 8, structs.VarOpDelete, v)
+	if err := s.DeleteNamespaces(9, []string{"prod"}); err != nil {
+		t.Fatalf("delete once the variable is gone: %v", err)
 	}
 }
