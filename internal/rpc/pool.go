@@ -112,6 +112,14 @@ func (p *Pool) Call(addr, method string, args, reply any) error {
 		return &ConnectError{Addr: addr, Err: err}
 	}
 	err = c.client.Call(method, args, reply)
+	if err != nil && errors.Is(err, yamux.ErrSessionShutdown) {
+		// yamux answers this only from the write side (a stream's read
+		// swallows it): the session was gone before the request was
+		// written, so the call was never sent and is safe to send
+		// elsewhere, as a failed dial is.
+		p.drop(addr, c)
+		return &ConnectError{Addr: addr, Err: err}
+	}
 	if err != nil && isTransport(err) {
 		p.drop(addr, c)
 	}
