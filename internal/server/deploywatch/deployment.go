@@ -81,6 +81,11 @@ func (r *run) watchDeployment(ctx context.Context, id string) {
 			armedAt = dec.deadline
 			if !armedAt.IsZero() {
 				timer = r.w.clock.AfterFuncAt(armedAt, signal)
+				// A clock that passed armedAt while the timer was armed
+				// (a fake one fires it only when next moved): wake now.
+				if !armedAt.After(r.w.clock.Now()) {
+					signal()
+				}
 			}
 		}
 		wctx, cancel := context.WithCancel(ctx)

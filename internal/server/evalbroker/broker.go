@@ -652,7 +652,16 @@ func (b *Broker) runDelayed(stop, update chan struct{}) {
 		if b.delayed.Len() > 0 {
 			ch := make(chan struct{})
 			fire = ch
-			t = b.clock.AfterFuncAt(b.delayed.peek().eval.WaitUntil, func() { close(ch) })
+			at := b.delayed.peek().eval.WaitUntil
+			t = b.clock.AfterFuncAt(at, func() { close(ch) })
+			// The clock may have passed at between reading now and arming
+			// the timer; a fake clock fires such a timer only when it is
+			// next moved, so look again rather than wait for that.
+			if !at.After(b.clock.Now()) {
+				t.Stop()
+				b.mu.Unlock()
+				continue
+			}
 		}
 		b.mu.Unlock()
 		select {

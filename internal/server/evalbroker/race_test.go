@@ -1,6 +1,7 @@
 package evalbroker
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -157,5 +158,38 @@ func TestWaitUntilTimerIsAbsolute(t *testing.T) {
 	eventually(t, "WaitUntil release", func() bool { return b.Stats().TotalReady == 1 })
 	if e, _ := mustDequeue(t, b); e.ID != "until" {
 		t.Fatalf("got %s", e.ID)
+	}
+}
+
+// A clock moved past an eval's WaitUntil while the delay goroutine was
+// arming its timer must still release the eval: a fake clock fires a timer
+// armed for a past moment only when it is next moved, so the goroutine
+// looks at the clock again after arming. (The reconnect model test saw the
+// eval held forever under -race.)
+func TestDelayedReleaseWhenClockPassesWhileArming(t *testing.T) {
+	b, fc := newFake(t)
+	for i := 0; i < 2000; i++ {
+		e := eval(fmt.Sprintf("until-%d", i), "j", 50, uint64(i+1))
+		e.WaitUntil = fc.Now().Add(time.Second)
+		b.Enqueue(e)
+		// Move the clock at a varying moment of the goroutine's pass.
+		for spin := 0; spin < i%64; spin++ {
+			runtime.Gosched()
+		}
+		fc.Advance(time.Second)
+		deadline := time.Now().Add(5 * time.Second)
+		for b.DueWaiting() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("iteration %d: the due eval was never released (timers pending: %d)", i, fc.Pending())
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		got, tok := mustDequeue(t, b)
+		if got.ID != e.ID {
+			t.Fatalf("dequeued %s, want %s", got.ID, e.ID)
+		}
+		if err := b.Ack(got.ID, tok); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
