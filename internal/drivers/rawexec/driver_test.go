@@ -121,23 +121,23 @@ func TestStopKillsEveryProcess(t *testing.T) {
 			// sh, the (setsid) background sleep, the double-forked sleep,
 			// the foreground sleep.
 			want := 4
-			var pids []int
+			// The subshell that double-forks exits at once: a pid listed
+			// may be gone by the time it is read, so only the processes
+			// still there count.
+			starts := map[int]uint64{}
 			waitFor(t, 10*time.Second, "all task processes", func() bool {
 				st, err := d.InspectTask(tc.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				pids = st.PIDs
-				return len(pids) >= want
-			})
-			starts := map[int]uint64{}
-			for _, p := range pids {
-				st, err := readProcStat(p)
-				if err != nil {
-					t.Fatalf("pid %d: %v", p, err)
+				starts = map[int]uint64{}
+				for _, p := range st.PIDs {
+					if ps, err := readProcStat(p); err == nil {
+						starts[p] = ps.startTime
+					}
 				}
-				starts[p] = st.startTime
-			}
+				return len(starts) >= want
+			})
 			if err := d.StopTask(tc.ID, 2*time.Second, "SIGTERM"); err != nil {
 				t.Fatal(err)
 			}
