@@ -61,7 +61,12 @@ func TestPlanApplierRejectsDoubleBookedDevice(t *testing.T) {
 	s := testServer(t, nil)
 	node := testGPUNode(t, s, 1)
 	job := testJob("gpu", 0)
-	register(t, s, job)
+	// The registration's own pass (count 0) must be over before the
+	// hand-made plans commit: run after them, it stops their allocation
+	// as one too many.
+	if resp := register(t, s, job); resp.EvalID != "" {
+		evalDone(t, s, resp.EvalID)
+	}
 	stored, err := s.State().JobByID(nil, "default", "gpu")
 	if err != nil || stored == nil {
 		t.Fatalf("job: %v", err)
