@@ -167,7 +167,10 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 		return nil
 	}
 	add(&aclCommand{name: "acl auth-method create", synopsis: "Create a new ACL auth method", usage: "[options]",
-		help:  "Creates an auth method: -name, -type JWT|OIDC, -token-locality, -max-token-ttl, -default, -config <json or @file>.",
+		help: "Creates an auth method: -name, -type JWT|OIDC, -token-locality local|global, -max-token-ttl, -token-name-format, -default,\n" +
+			"  -config <JSON, @file or - for stdin> with Nomad's keys (OIDCDiscoveryURL, OIDCClientID, OIDCClientSecret, OIDCScopes,\n" +
+			"  OIDCEnablePKCE, BoundAudiences, BoundIssuer, AllowedRedirectURIs, DiscoveryCaPem, SigningAlgs, ClaimMappings,\n" +
+			"  ListClaimMappings, JWTValidationPubKeys, JWKSURL, ...). The OIDC client secret is never shown back.",
 		nargs: 0, flags: methodFlags, flagNames: methodFlagNames,
 		run: func(c *aclCommand, client *api.Client, _ []string) error {
 			m := &api.ACLAuthMethod{}

@@ -1,15 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	mcli "github.com/hashicorp/cli"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -108,5 +114,93 @@ func TestOpenBrowserFromEnv(t *testing.T) {
 	t.Setenv("BROWSER", "/nonexistent/browser")
 	if err := openBrowser("http://idp/"); err == nil {
 		t.Fatal("no error when no browser starts")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the callback server's goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// The OIDC flow in process, against a fake cluster: the redirect URI names
+// the callback server's port, the client nonce and the callback's state
+// and code reach complete-auth, a callback of another state is refused
+// without ending the login.
+func TestOIDCLoginFlow(t *testing.T) {
+	var mu sync.Mutex
+	var authReq api.ACLOIDCAuthURLRequest
+	cluster := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/acl/auth-methods":
+			json.NewEncoder(w).Encode([]*api.ACLAuthMethodListStub{{Name: "sso", Type: "OIDC", Default: true}})
+		case "/v1/acl/oidc/auth-url":
+			json.NewDecoder(r.Body).Decode(&authReq)
+			json.NewEncoder(w).Encode(api.ACLOIDCAuthURLResponse{AuthURL: "https://idp.invalid/authorize?state=st-1&redirect_uri=" + url.QueryEscape(authReq.RedirectURI)})
+		case "/v1/acl/oidc/complete-auth":
+			var in api.ACLOIDCCompleteAuthRequest
+			json.NewDecoder(r.Body).Decode(&in)
+			if in.AuthMethodName != "sso" || in.State != "st-1" || in.Code != "c-1" || in.ClientNonce == "" || in.ClientNonce != authReq.ClientNonce ||
+				in.RedirectURI != authReq.RedirectURI {
+				http.Error(w, fmt.Sprintf("bad complete-auth %+v (auth-url %+v)", in, authReq), 400)
+				return
+			}
+			json.NewEncoder(w).Encode(api.ACLToken{AccessorID: "acc", SecretID: "sec", Name: "OIDC-sso", Type: "client", Policies: []string{"ops"}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer cluster.Close()
+	t.Setenv("BROWSER", "/nonexistent/browser")
+	var out, errb lockedBuffer
+	c := loginCommand()
+	c.Meta = Meta{Ui: &mcli.BasicUi{Writer: &out, ErrorWriter: &errb}, out: &out}
+	done := make(chan int, 1)
+	go func() { done <- c.Run([]string{"-address=" + cluster.URL, "-oidc-callback-addr=127.0.0.1:0", "-json"}) }()
+
+	var redirect string
+	for deadline := time.Now().Add(10 * time.Second); redirect == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		redirect = authReq.RedirectURI
+		mu.Unlock()
+	}
+	if !strings.HasPrefix(redirect, "http://127.0.0.1:") || strings.HasSuffix(redirect, ":0/oidc/callback") || !strings.HasSuffix(redirect, "/oidc/callback") {
+		t.Fatalf("redirect URI %q", redirect)
+	}
+	get := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, page := get(redirect + "?state=st-0&code=c-0"); code != 400 || !strings.Contains(page, "does not belong") {
+		t.Fatalf("other state: %d %s", code, page)
+	}
+	if code, page := get(redirect + "?state=st-1&code=c-1"); code != 200 || !strings.Contains(page, "Signed in via sso") {
+		t.Fatalf("callback: %d %s", code, page)
+	}
+	select {
+	case code := <-done:
+		var tok api.ACLToken
+		if err := json.Unmarshal([]byte(out.String()), &tok); code != 0 || err != nil || tok.SecretID != "sec" {
+			t.Fatalf("exit %d, stdout %q (%v), stderr:\n%s", code, out.String(), err, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("login did not finish; stderr:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "https://idp.invalid/authorize?state=st-1") || !strings.Contains(errb.String(), "Could not open a browser") {
+		t.Fatalf("stderr:\n%s", errb.String())
 	}
 }
