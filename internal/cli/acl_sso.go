@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -134,7 +132,7 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 	}
 	methodFlagNames := complete.Flags{"-name": complete.PredictAnything, "-type": complete.PredictSet("OIDC", "JWT"),
 		"-token-locality": complete.PredictSet("local", "global"), "-max-token-ttl": complete.PredictAnything,
-		"-config": complete.PredictFiles("*.json"), "-token-name-format": complete.PredictAnything, "-default": complete.PredictNothing,
+		"-config": complete.PredictOr(complete.PredictFiles("*.json"), complete.PredictSet("-")), "-token-name-format": complete.PredictAnything, "-default": complete.PredictNothing,
 		"-json": complete.PredictNothing, "-t": complete.PredictAnything}
 	fillMethod := func(m *api.ACLAuthMethod) error {
 		if mName != "" {
@@ -160,29 +158,19 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 			m.MaxTokenTTL = d
 		}
 		if mConfig != "" {
-			raw := mConfig
-			if p, ok := strings.CutPrefix(mConfig, "@"); ok {
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return fmt.Errorf("Error reading -config file: %v", err)
-				}
-				raw = string(b)
+			cfg, err := readAuthMethodConfig(mConfig)
+			if err != nil {
+				return err
 			}
-			var cfg api.ACLAuthMethodConfig
-			if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-				return fmt.Errorf("Error decoding -config JSON: %v", err)
-			}
-			m.Config = &cfg
+			m.Config = cfg
 		}
 		return nil
 	}
-	formatMethod := func(m *api.ACLAuthMethod) string {
-		return formatKV([]string{"Name|" + m.Name, "Type|" + m.Type, "Locality|" + m.TokenLocality,
-			"Max Token TTL|" + m.MaxTokenTTL.String(), fmt.Sprintf("Default|%v", m.Default),
-			fmt.Sprintf("Create Index|%d", m.CreateIndex), fmt.Sprintf("Modify Index|%d", m.ModifyIndex)})
-	}
 	add(&aclCommand{name: "acl auth-method create", synopsis: "Create a new ACL auth method", usage: "[options]",
-		help:  "Creates an auth method: -name, -type JWT|OIDC, -token-locality, -max-token-ttl, -default, -config <json or @file>.",
+		help: "Creates an auth method: -name, -type JWT|OIDC, -token-locality local|global, -max-token-ttl, -token-name-format, -default,\n" +
+			"  -config <JSON, @file or - for stdin> with Nomad's keys (OIDCDiscoveryURL, OIDCClientID, OIDCClientSecret, OIDCScopes,\n" +
+			"  OIDCEnablePKCE, BoundAudiences, BoundIssuer, AllowedRedirectURIs, DiscoveryCaPem, SigningAlgs, ClaimMappings,\n" +
+			"  ListClaimMappings, JWTValidationPubKeys, JWKSURL, ...). The OIDC client secret is never shown back.",
 		nargs: 0, flags: methodFlags, flagNames: methodFlagNames,
 		run: func(c *aclCommand, client *api.Client, _ []string) error {
 			m := &api.ACLAuthMethod{}
@@ -349,30 +337,5 @@ func aclSSOCommands(add func(*aclCommand), jsonFlags complete.Flags) {
 			return nil
 		}})
 
-	// login.
-	var lMethod, lType, lToken string
-	add(&aclCommand{name: "login", synopsis: "Login to Nomad using an auth method", usage: "[options]",
-		help:  "Exchanges a JWT (-login-token) with a JWT auth method (-method) for an ACL token and prints it.",
-		nargs: 0,
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&lMethod, "method", "", "")
-			fs.StringVar(&lType, "type", "", "")
-			fs.StringVar(&lToken, "login-token", "", "")
-		},
-		flagNames: complete.Flags{"-method": complete.PredictAnything, "-type": complete.PredictSet("JWT", "OIDC"),
-			"-login-token": complete.PredictAnything, "-json": complete.PredictNothing, "-t": complete.PredictAnything},
-		run: func(c *aclCommand, client *api.Client, _ []string) error {
-			if lType != "" && !strings.EqualFold(lType, "JWT") {
-				return fmt.Errorf("Login with -type %s is not supported: use a JWT auth method and -login-token", lType)
-			}
-			if lMethod == "" || lToken == "" {
-				return fmt.Errorf("Login needs -method and -login-token")
-			}
-			t, _, err := client.ACLAuth().Login(&api.ACLLoginRequest{AuthMethodName: lMethod, LoginToken: lToken}, nil)
-			if err != nil {
-				return fmt.Errorf("Error performing login: %s", err)
-			}
-			c.show(t, func() string { return "Successfully logged in via JWT and " + lMethod + "\n\n" + formatACLToken(t) })
-			return nil
-		}})
+	add(loginCommand())
 }

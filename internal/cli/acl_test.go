@@ -51,7 +51,9 @@ func TestACLCommandsRegistered(t *testing.T) {
 	if _, ok := commandFlags["acl token create"]["-policy"]; !ok {
 		t.Error("acl token create does not complete -policy")
 	}
-	if _, ok := commandFlags["login"]["-login-token"]; !ok {
-		t.Error("login does not complete -login-token")
+	for _, f := range []string{"-login-token", "-method", "-type", "-oidc-callback-addr", "-oidc-timeout"} {
+		if _, ok := commandFlags["login"][f]; !ok {
+			t.Errorf("login does not complete %s", f)
+		}
 	}
 }

@@ -206,6 +206,13 @@ func (a *ACL) UpsertAuthMethods(args *structs.ACLAuthMethodUpsertRequest, reply 
 		if err != nil {
 			return err
 		}
+		if m.Config.OIDCClientSecret == redactedSecret && ex != nil && ex.Config != nil {
+			// A method read back (its secret redacted) and written again
+			// keeps its secret, as `acl auth-method update` does.
+			c := *m.Config
+			c.OIDCClientSecret = ex.Config.OIDCClientSecret
+			m.Config = &c
+		}
 		m.CreateTime, m.ModifyTime = now, now
 		if ex != nil {
 			m.CreateTime = ex.CreateTime
@@ -234,9 +241,26 @@ func (a *ACL) UpsertAuthMethods(args *structs.ACLAuthMethodUpsertRequest, reply 
 		if err != nil {
 			return err
 		}
-		reply.AuthMethods = append(reply.AuthMethods, stored)
+		reply.AuthMethods = append(reply.AuthMethods, redactAuthMethod(stored))
 	}
 	return nil
+}
+
+// redactedSecret stands for an auth method's OIDC client secret in every
+// answer, as Nomad's (since 1.9.7, CVE-2025-1296): the secret is only ever
+// written, never read back.
+const redactedSecret = "redacted"
+
+// redactAuthMethod is m with its client secret redacted (a copy: m may be
+// the state store's own object).
+func redactAuthMethod(m *structs.ACLAuthMethod) *structs.ACLAuthMethod {
+	if m == nil || m.Config == nil || m.Config.OIDCClientSecret == "" {
+		return m
+	}
+	out, c := *m, *m.Config
+	c.OIDCClientSecret = redactedSecret
+	out.Config = &c
+	return &out
 }
 
 // DeleteAuthMethods deletes auth methods by name.
@@ -254,7 +278,10 @@ func (a *ACL) ListAuthMethods(args *structs.ACLGetRequest, reply *structs.ACLAut
 		if err != nil {
 			return err
 		}
-		reply.AuthMethods = all
+		reply.AuthMethods = make([]*structs.ACLAuthMethod, 0, len(all))
+		for _, m := range all {
+			reply.AuthMethods = append(reply.AuthMethods, redactAuthMethod(m))
+		}
 		reply.Index = maxIndex(st, state.TableACLAuthMethods)
 		return nil
 	})
@@ -267,7 +294,7 @@ func (a *ACL) GetAuthMethod(args *structs.ACLGetRequest, reply *structs.ACLAuthM
 		if err != nil {
 			return err
 		}
-		reply.AuthMethod = m
+		reply.AuthMethod = redactAuthMethod(m)
 		reply.Index = maxIndex(st, state.TableACLAuthMethods)
 		return nil
 	})
