@@ -89,11 +89,7 @@ func argsText(n int) string {
 
 // show prints v as -json/-t ask, else the text form.
 func (c *aclCommand) show(v any, text func() string) {
-	if c.out.enabled() {
-		c.out.emit(&c.Meta, v)
-		return
-	}
-	c.Ui.Output(text())
+	c.out.show(&c.Meta, v, text)
 }
 
 // stringList is a repeatable string flag.
