@@ -25,7 +25,10 @@ type aclCommand struct {
 	flags                       func(fs *flag.FlagSet)
 	flagNames                   complete.Flags
 	out                         outputFormat
-	run                         func(c *aclCommand, client *api.Client, args []string) error
+	// showFailed is set when show could not render (a bad -t template):
+	// the command then exits 1.
+	showFailed bool
+	run        func(c *aclCommand, client *api.Client, args []string) error
 }
 
 func (c *aclCommand) Synopsis() string { return c.synopsis }
@@ -59,12 +62,16 @@ func (c *aclCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
+	c.showFailed = false
 	if err := c.run(c, client, fs.Args()); err != nil {
 		var ec exitCodeError
 		if errors.As(err, &ec) {
 			return ec.code
 		}
 		c.Ui.Error(err.Error())
+		return 1
+	}
+	if c.showFailed {
 		return 1
 	}
 	return 0
@@ -89,11 +96,9 @@ func argsText(n int) string {
 
 // show prints v as -json/-t ask, else the text form.
 func (c *aclCommand) show(v any, text func() string) {
-	if c.out.enabled() {
-		c.out.emit(&c.Meta, v)
-		return
+	if c.out.show(&c.Meta, v, text) != 0 {
+		c.showFailed = true
 	}
-	c.Ui.Output(text())
 }
 
 // stringList is a repeatable string flag.

@@ -122,6 +122,17 @@ func (c *JobRunCommand) Run(args []string) int {
 
 type helper interface{ Help() string }
 
+// commandErrorText is the hint printed after a usage error: the help of
+// the command's whole verb path ("namespace list", not "namespace"), read
+// from its usage line up to the first option or argument.
 func commandErrorText(c helper) string {
-	return "For additional help try '" + BinaryName + " " + strings.Fields(strings.TrimPrefix(c.Help(), "Usage: "+BinaryName+" "))[0] + " -help'"
+	usage, _, _ := strings.Cut(strings.TrimPrefix(c.Help(), "Usage: "+BinaryName+" "), "\n")
+	var verb []string
+	for _, w := range strings.Fields(usage) {
+		if strings.ContainsAny(w[:1], "[<-") {
+			break
+		}
+		verb = append(verb, w)
+	}
+	return "For additional help try '" + BinaryName + " " + strings.Join(verb, " ") + " -help'"
 }

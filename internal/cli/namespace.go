@@ -28,41 +28,21 @@ List Options:
 }
 
 func (c *NamespaceListCommand) Run(args []string) int {
-	fs := c.FlagSet("namespace list")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	list, _, err := client.Namespaces().List(nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error retrieving namespaces: %s", err))
-		return 1
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	if out.enabled() {
-		return out.emit(&c.Meta, list)
-	}
-	if len(list) == 0 {
-		c.Ui.Output("No namespaces found")
-		return 0
-	}
-	rows := []string{"Name|Description"}
-	for _, ns := range list {
-		rows = append(rows, ns.Name+"|"+ns.Description)
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return runQuery(&c.Meta, c, args, query[[]*api.Namespace]{
+		name: "namespace list", takes: "no arguments", errPrefix: "Error retrieving namespaces",
+		fetch: func(client *api.Client, _ []string) ([]*api.Namespace, error) {
+			list, _, err := client.Namespaces().List(nil)
+			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+			return list, err
+		},
+		text: func(list []*api.Namespace) string {
+			rows := []string{"Name|Description"}
+			for _, ns := range list {
+				rows = append(rows, ns.Name+"|"+ns.Description)
+			}
+			return listOr(rows, "No namespaces found")
+		},
+	})
 }
 
 // NamespaceStatusCommand is `namespace status`.
@@ -84,32 +64,14 @@ Status Options:
 }
 
 func (c *NamespaceStatusCommand) Run(args []string) int {
-	fs := c.FlagSet("namespace status")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <namespace>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	ns, _, err := client.Namespaces().Info(fs.Arg(0), nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error looking up namespace: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, ns)
-	}
-	c.Ui.Output(formatNamespace(ns))
-	return 0
+	return runQuery(&c.Meta, c, args, query[*api.Namespace]{
+		name: "namespace status", nargs: 1, takes: "one argument: <namespace>", errPrefix: "Error looking up namespace",
+		fetch: func(client *api.Client, args []string) (*api.Namespace, error) {
+			ns, _, err := client.Namespaces().Info(args[0], nil)
+			return ns, err
+		},
+		text: formatNamespace,
+	})
 }
 
 func formatNamespace(ns *api.Namespace) string {
@@ -184,9 +146,7 @@ func (c *NamespaceApplyCommand) Run(args []string) int {
 	fs.Var(&description, "description", "")
 	fs.Var(&quota, "quota", "")
 	fs.BoolVar(&asJSON, "json", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <input>")
-		c.Ui.Error(commandErrorText(c))
+	if !c.parseVerb(c, fs, args, 1, "one argument: <input>") {
 		return 1
 	}
 	input := fs.Arg(0)
@@ -196,13 +156,7 @@ func (c *NamespaceApplyCommand) Run(args []string) int {
 	}
 	var ns *api.Namespace
 	if input == "-" || fileExists(input) {
-		src, err := readSpec(input)
-		if err != nil {
-			c.Ui.Error(fmt.Sprintf("Error reading %s: %s", input, err))
-			return 1
-		}
-		if ns, err = parseNamespaceSpec(src, input, asJSON); err != nil {
-			c.Ui.Error(fmt.Sprintf("Error parsing namespace specification: %s", err))
+		if ns, ok = loadSpec(&c.Meta, input, "namespace", asJSON, parseNamespaceSpec); !ok {
 			return 1
 		}
 	} else {
@@ -246,23 +200,11 @@ Usage: `+BinaryName+` namespace delete [options] <namespace>
 }
 
 func (c *NamespaceDeleteCommand) Run(args []string) int {
-	fs := c.FlagSet("namespace delete")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <namespace>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	name := fs.Arg(0)
-	if _, err := client.Namespaces().Delete(name, nil); err != nil {
-		c.Ui.Error(fmt.Sprintf("Error deleting namespace: %s", err))
-		return 1
-	}
-	c.Ui.Output(fmt.Sprintf("Successfully deleted namespace %q!", name))
-	return 0
+	return runDelete(&c.Meta, c, args, "namespace delete", "one argument: <namespace>", "namespace",
+		func(client *api.Client, name string) error {
+			_, err := client.Namespaces().Delete(name, nil)
+			return err
+		})
 }
 
 // optString is a string flag that remembers whether it was given.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,42 +28,22 @@ List Options:
 }
 
 func (c *NodePoolListCommand) Run(args []string) int {
-	fs := c.FlagSet("node pool list")
-	var out outputFormat
-	out.register(fs)
 	var filter string
-	fs.StringVar(&filter, "filter", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	pools, _, err := client.NodePools().List(&api.QueryOptions{Filter: filter})
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error retrieving node pools: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, pools)
-	}
-	if len(pools) == 0 {
-		c.Ui.Output("No node pools found")
-		return 0
-	}
-	rows := []string{"Name|Description"}
-	for _, p := range pools {
-		rows = append(rows, p.Name+"|"+p.Description)
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return runQuery(&c.Meta, c, args, query[[]*api.NodePool]{
+		name: "node pool list", takes: "no arguments", errPrefix: "Error retrieving node pools",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&filter, "filter", "", "") },
+		fetch: func(client *api.Client, _ []string) ([]*api.NodePool, error) {
+			pools, _, err := client.NodePools().List(&api.QueryOptions{Filter: filter})
+			return pools, err
+		},
+		text: func(pools []*api.NodePool) string {
+			rows := []string{"Name|Description"}
+			for _, p := range pools {
+				rows = append(rows, p.Name+"|"+p.Description)
+			}
+			return listOr(rows, "No node pools found")
+		},
+	})
 }
 
 // NodePoolInfoCommand is `node pool info`.
@@ -83,32 +64,14 @@ Info Options:
 }
 
 func (c *NodePoolInfoCommand) Run(args []string) int {
-	fs := c.FlagSet("node pool info")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <node pool>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	pool, _, err := client.NodePools().Info(fs.Arg(0), nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error reading node pool: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, pool)
-	}
-	c.Ui.Output(formatNodePool(pool))
-	return 0
+	return runQuery(&c.Meta, c, args, query[*api.NodePool]{
+		name: "node pool info", nargs: 1, takes: "one argument: <node pool>", errPrefix: "Error reading node pool",
+		fetch: func(client *api.Client, args []string) (*api.NodePool, error) {
+			pool, _, err := client.NodePools().Info(args[0], nil)
+			return pool, err
+		},
+		text: formatNodePool,
+	})
 }
 
 func formatNodePool(p *api.NodePool) string {
@@ -166,20 +129,11 @@ func (c *NodePoolApplyCommand) Run(args []string) int {
 	fs := c.FlagSet("node pool apply")
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <input>")
-		c.Ui.Error(commandErrorText(c))
+	if !c.parseVerb(c, fs, args, 1, "one argument: <input>") {
 		return 1
 	}
-	input := fs.Arg(0)
-	src, err := readSpec(input)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error reading %s: %s", input, err))
-		return 1
-	}
-	pool, err := parseNodePoolSpec(src, input, asJSON)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error parsing node pool specification: %s", err))
+	pool, ok := loadSpec(&c.Meta, fs.Arg(0), "node pool", asJSON, parseNodePoolSpec)
+	if !ok {
 		return 1
 	}
 	client, ok := c.apiClient()
@@ -208,23 +162,11 @@ Usage: `+BinaryName+` node pool delete [options] <node pool>
 }
 
 func (c *NodePoolDeleteCommand) Run(args []string) int {
-	fs := c.FlagSet("node pool delete")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <node pool>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	name := fs.Arg(0)
-	if _, err := client.NodePools().Delete(name, nil); err != nil {
-		c.Ui.Error(fmt.Sprintf("Error deleting node pool: %s", err))
-		return 1
-	}
-	c.Ui.Output(fmt.Sprintf("Successfully deleted node pool %q!", name))
-	return 0
+	return runDelete(&c.Meta, c, args, "node pool delete", "one argument: <node pool>", "node pool",
+		func(client *api.Client, name string) error {
+			_, err := client.NodePools().Delete(name, nil)
+			return err
+		})
 }
 
 // NodePoolNodesCommand is `node pool nodes`.
@@ -247,40 +189,25 @@ Nodes Options:
 }
 
 func (c *NodePoolNodesCommand) Run(args []string) int {
-	fs := c.FlagSet("node pool nodes")
-	var out outputFormat
-	out.register(fs)
 	var filter string
 	var verbose bool
-	fs.StringVar(&filter, "filter", "", "")
-	fs.BoolVar(&verbose, "verbose", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <node pool>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	nodes, _, err := client.NodePools().ListNodes(fs.Arg(0), &api.QueryOptions{Filter: filter})
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error querying node pool: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, nodes)
-	}
-	if len(nodes) == 0 {
-		c.Ui.Output("No nodes in node pool")
-		return 0
-	}
-	c.Ui.Output(formatNodeList(nodes, verbose))
-	return 0
+	return runQuery(&c.Meta, c, args, query[[]*api.NodeListStub]{
+		name: "node pool nodes", nargs: 1, takes: "one argument: <node pool>", errPrefix: "Error querying node pool",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&filter, "filter", "", "")
+			fs.BoolVar(&verbose, "verbose", false, "")
+		},
+		fetch: func(client *api.Client, args []string) ([]*api.NodeListStub, error) {
+			nodes, _, err := client.NodePools().ListNodes(args[0], &api.QueryOptions{Filter: filter})
+			return nodes, err
+		},
+		text: func(nodes []*api.NodeListStub) string {
+			if len(nodes) == 0 {
+				return "No nodes in node pool"
+			}
+			return formatNodeList(nodes, verbose)
+		},
+	})
 }
 
 // NodePoolJobsCommand is `node pool jobs`.
@@ -303,46 +230,26 @@ Jobs Options:
 }
 
 func (c *NodePoolJobsCommand) Run(args []string) int {
-	fs := c.FlagSet("node pool jobs")
-	var out outputFormat
-	out.register(fs)
 	var filter string
-	fs.StringVar(&filter, "filter", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <node pool>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	jobs, _, err := client.NodePools().ListJobs(fs.Arg(0), &api.QueryOptions{Filter: filter})
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error querying node pool: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, jobs)
-	}
-	if len(jobs) == 0 {
-		c.Ui.Output("No jobs in node pool")
-		return 0
-	}
-	sort.Slice(jobs, func(i, j int) bool {
-		if jobs[i].Namespace != jobs[j].Namespace {
-			return jobs[i].Namespace < jobs[j].Namespace
-		}
-		return jobs[i].ID < jobs[j].ID
+	return runQuery(&c.Meta, c, args, query[[]*api.JobListStub]{
+		name: "node pool jobs", nargs: 1, takes: "one argument: <node pool>", errPrefix: "Error querying node pool",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&filter, "filter", "", "") },
+		fetch: func(client *api.Client, args []string) ([]*api.JobListStub, error) {
+			jobs, _, err := client.NodePools().ListJobs(args[0], &api.QueryOptions{Filter: filter})
+			return jobs, err
+		},
+		text: func(jobs []*api.JobListStub) string {
+			sort.Slice(jobs, func(i, j int) bool {
+				if jobs[i].Namespace != jobs[j].Namespace {
+					return jobs[i].Namespace < jobs[j].Namespace
+				}
+				return jobs[i].ID < jobs[j].ID
+			})
+			rows := []string{"ID|Namespace|Type|Priority|Status|Submit Date"}
+			for _, j := range jobs {
+				rows = append(rows, fmt.Sprintf("%s|%s|%s|%d|%s|%s", j.ID, j.Namespace, j.Type, j.Priority, jobStubStatus(j), formatUnixNano(j.SubmitTime)))
+			}
+			return listOr(rows, "No jobs in node pool")
+		},
 	})
-	rows := []string{"ID|Namespace|Type|Priority|Status|Submit Date"}
-	for _, j := range jobs {
-		rows = append(rows, fmt.Sprintf("%s|%s|%s|%d|%s|%s", j.ID, j.Namespace, j.Type, j.Priority, jobStubStatus(j), formatUnixNano(j.SubmitTime)))
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
 }

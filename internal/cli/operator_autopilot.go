@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // OperatorAutopilotGetCommand is `operator autopilot get-config`.
@@ -28,41 +30,25 @@ Autopilot Get Config Options:
 }
 
 func (c *OperatorAutopilotGetCommand) Run(args []string) int {
-	fs := c.FlagSet("operator autopilot get-config")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	cfg, _, err := client.Operator().AutopilotGetConfiguration(nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error querying Autopilot configuration: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, cfg)
-	}
-	c.Ui.Output(formatKV([]string{
-		fmt.Sprintf("CleanupDeadServers|%v", cfg.CleanupDeadServers),
-		fmt.Sprintf("LastContactThreshold|%s", cfg.LastContactThreshold),
-		fmt.Sprintf("MaxTrailingLogs|%d", cfg.MaxTrailingLogs),
-		fmt.Sprintf("MinQuorum|%d", cfg.MinQuorum),
-		fmt.Sprintf("ServerStabilizationTime|%s", cfg.ServerStabilizationTime),
-		fmt.Sprintf("EnableRedundancyZones|%v", cfg.EnableRedundancyZones),
-		fmt.Sprintf("DisableUpgradeMigration|%v", cfg.DisableUpgradeMigration),
-		fmt.Sprintf("EnableCustomUpgrades|%v", cfg.EnableCustomUpgrades),
-	}))
-	return 0
+	return runQuery(&c.Meta, c, args, query[*api.AutopilotConfiguration]{
+		name: "operator autopilot get-config", takes: "no arguments", errPrefix: "Error querying Autopilot configuration",
+		fetch: func(client *api.Client, _ []string) (*api.AutopilotConfiguration, error) {
+			cfg, _, err := client.Operator().AutopilotGetConfiguration(nil)
+			return cfg, err
+		},
+		text: func(cfg *api.AutopilotConfiguration) string {
+			return formatKV([]string{
+				fmt.Sprintf("CleanupDeadServers|%v", cfg.CleanupDeadServers),
+				fmt.Sprintf("LastContactThreshold|%s", cfg.LastContactThreshold),
+				fmt.Sprintf("MaxTrailingLogs|%d", cfg.MaxTrailingLogs),
+				fmt.Sprintf("MinQuorum|%d", cfg.MinQuorum),
+				fmt.Sprintf("ServerStabilizationTime|%s", cfg.ServerStabilizationTime),
+				fmt.Sprintf("EnableRedundancyZones|%v", cfg.EnableRedundancyZones),
+				fmt.Sprintf("DisableUpgradeMigration|%v", cfg.DisableUpgradeMigration),
+				fmt.Sprintf("EnableCustomUpgrades|%v", cfg.EnableCustomUpgrades),
+			})
+		},
+	})
 }
 
 // OperatorAutopilotSetCommand is `operator autopilot set-config`.
@@ -108,14 +94,7 @@ func (c *OperatorAutopilotSetCommand) Run(args []string) int {
 	fs.StringVar(&trailing, "max-trailing-logs", "", "")
 	fs.StringVar(&minQuorum, "min-quorum", "", "")
 	fs.StringVar(&stabilization, "server-stabilization-time", "", "")
-	if err := fs.Parse(args); err != nil {
-		c.Ui.Error(fmt.Sprintf("Error parsing flags: %s", err))
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
+	if !c.parseSetFlags(c, fs, args) {
 		return 1
 	}
 	client, ok := c.apiClient()
@@ -195,38 +174,24 @@ Autopilot Health Options:
 }
 
 func (c *OperatorAutopilotHealthCommand) Run(args []string) int {
-	fs := c.FlagSet("operator autopilot health")
-	out := outputFormat{noTemplate: true}
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	h, _, err := client.Operator().AutopilotServerHealth(nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error querying Autopilot health: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, h)
-	}
-	c.Ui.Output(formatKV([]string{
-		fmt.Sprintf("Healthy|%v", h.Healthy),
-		fmt.Sprintf("FailureTolerance|%d", h.FailureTolerance),
-		fmt.Sprintf("Leader|%s", h.Leader),
-		fmt.Sprintf("Voters|%s", strings.Join(h.Voters, ", ")),
-	}))
-	rows := []string{"Name|ID|Address|Serf Status|Voter|Leader|Healthy|Last Contact|Last Term|Last Index"}
-	for _, s := range h.Servers {
-		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%v|%v|%v|%s|%d|%d", s.Name, s.ID, s.Address, s.SerfStatus,
-			s.Voter, s.Leader, s.Healthy, s.LastContact, s.LastTerm, s.LastIndex))
-	}
-	c.Ui.Output("\nServers")
-	c.Ui.Output(formatList(rows))
-	return 0
+	return runQuery(&c.Meta, c, args, query[*api.OperatorHealthReply]{
+		name: "operator autopilot health", takes: "no arguments", noTemplate: true, errPrefix: "Error querying Autopilot health",
+		fetch: func(client *api.Client, _ []string) (*api.OperatorHealthReply, error) {
+			h, _, err := client.Operator().AutopilotServerHealth(nil)
+			return h, err
+		},
+		text: func(h *api.OperatorHealthReply) string {
+			rows := []string{"Name|ID|Address|Serf Status|Voter|Leader|Healthy|Last Contact|Last Term|Last Index"}
+			for _, s := range h.Servers {
+				rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%v|%v|%v|%s|%d|%d", s.Name, s.ID, s.Address, s.SerfStatus,
+					s.Voter, s.Leader, s.Healthy, s.LastContact, s.LastTerm, s.LastIndex))
+			}
+			return formatKV([]string{
+				fmt.Sprintf("Healthy|%v", h.Healthy),
+				fmt.Sprintf("FailureTolerance|%d", h.FailureTolerance),
+				fmt.Sprintf("Leader|%s", h.Leader),
+				fmt.Sprintf("Voters|%s", strings.Join(h.Voters, ", ")),
+			}) + "\n\nServers\n" + formatList(rows)
+		},
+	})
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,48 +31,33 @@ Scheduler Get Config Options:
 }
 
 func (c *OperatorSchedulerGetConfigCommand) Run(args []string) int {
-	fs := c.FlagSet("operator scheduler get-config")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	resp, _, err := client.Operator().SchedulerGetConfiguration(nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error querying scheduler configuration: %s", err))
-		return 1
-	}
-	cfg := resp.SchedulerConfig
-	if cfg == nil {
-		c.Ui.Error("Error querying scheduler configuration: the server returned none")
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, cfg)
-	}
-	p := cfg.PreemptionConfig
-	c.Ui.Output(formatKV([]string{
-		fmt.Sprintf("Scheduler Algorithm|%s", cfg.SchedulerAlgorithm),
-		fmt.Sprintf("Memory Oversubscription|%v", cfg.MemoryOversubscriptionEnabled),
-		fmt.Sprintf("Reject Job Registration|%v", cfg.RejectJobRegistration),
-		fmt.Sprintf("Pause Eval Broker|%v", cfg.PauseEvalBroker),
-		fmt.Sprintf("Preemption System Scheduler|%v", p.SystemSchedulerEnabled),
-		fmt.Sprintf("Preemption Service Scheduler|%v", p.ServiceSchedulerEnabled),
-		fmt.Sprintf("Preemption Batch Scheduler|%v", p.BatchSchedulerEnabled),
-		fmt.Sprintf("Preemption SysBatch Scheduler|%v", p.SysBatchSchedulerEnabled),
-		fmt.Sprintf("Modify Index|%d", cfg.ModifyIndex),
-	}))
-	return 0
+	return runQuery(&c.Meta, c, args, query[*api.SchedulerConfiguration]{
+		name: "operator scheduler get-config", takes: "no arguments", errPrefix: "Error querying scheduler configuration",
+		fetch: func(client *api.Client, _ []string) (*api.SchedulerConfiguration, error) {
+			resp, _, err := client.Operator().SchedulerGetConfiguration(nil)
+			if err != nil {
+				return nil, err
+			}
+			if resp.SchedulerConfig == nil {
+				return nil, errors.New("the server returned none")
+			}
+			return resp.SchedulerConfig, nil
+		},
+		text: func(cfg *api.SchedulerConfiguration) string {
+			p := cfg.PreemptionConfig
+			return formatKV([]string{
+				fmt.Sprintf("Scheduler Algorithm|%s", cfg.SchedulerAlgorithm),
+				fmt.Sprintf("Memory Oversubscription|%v", cfg.MemoryOversubscriptionEnabled),
+				fmt.Sprintf("Reject Job Registration|%v", cfg.RejectJobRegistration),
+				fmt.Sprintf("Pause Eval Broker|%v", cfg.PauseEvalBroker),
+				fmt.Sprintf("Preemption System Scheduler|%v", p.SystemSchedulerEnabled),
+				fmt.Sprintf("Preemption Service Scheduler|%v", p.ServiceSchedulerEnabled),
+				fmt.Sprintf("Preemption Batch Scheduler|%v", p.BatchSchedulerEnabled),
+				fmt.Sprintf("Preemption SysBatch Scheduler|%v", p.SysBatchSchedulerEnabled),
+				fmt.Sprintf("Modify Index|%d", cfg.ModifyIndex),
+			})
+		},
+	})
 }
 
 // optBool is a boolean flag that remembers whether it was given, so
@@ -156,14 +142,7 @@ func (c *OperatorSchedulerSetConfigCommand) Run(args []string) int {
 	fs.Var(&service, "preempt-service-scheduler", "")
 	fs.Var(&sysbatch, "preempt-sysbatch-scheduler", "")
 	fs.Var(&system, "preempt-system-scheduler", "")
-	if err := fs.Parse(args); err != nil {
-		c.Ui.Error(fmt.Sprintf("Error parsing flags: %s", err))
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
+	if !c.parseSetFlags(c, fs, args) {
 		return 1
 	}
 	switch algorithm {

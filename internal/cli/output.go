@@ -76,6 +76,16 @@ func (o *outputFormat) emit(m *Meta, data any) int {
 	return 0
 }
 
+// show prints data as -json/-t ask, or else text(), and returns the exit
+// code.
+func (o *outputFormat) show(m *Meta, data any, text func() string) int {
+	if o.enabled() {
+		return o.emit(m, data)
+	}
+	m.Ui.Output(text())
+	return 0
+}
+
 // toJSON is Nomad's -json rendering: four-space indented JSON.
 func toJSON(v any) string {
 	b, err := json.MarshalIndent(v, "", "    ")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
@@ -29,51 +30,31 @@ List Options:
 }
 
 func (c *ServiceListCommand) Run(args []string) int {
-	fs := c.FlagSet("service list")
-	var out outputFormat
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	list, _, err := client.Services().List(nil)
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error listing service registrations: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, list)
-	}
-	many := len(list) > 1
-	rows := []string{"Service Name|Tags"}
-	if many {
-		rows[0] = "Service Name|Namespace|Tags"
-	}
-	for _, ns := range list {
-		for _, s := range ns.Services {
-			tags := "[" + strings.Join(s.Tags, ",") + "]"
+	return runQuery(&c.Meta, c, args, query[[]*api.ServiceRegistrationListStub]{
+		name: "service list", takes: "no arguments", errPrefix: "Error listing service registrations",
+		fetch: func(client *api.Client, _ []string) ([]*api.ServiceRegistrationListStub, error) {
+			list, _, err := client.Services().List(nil)
+			return list, err
+		},
+		text: func(list []*api.ServiceRegistrationListStub) string {
+			many := len(list) > 1
+			rows := []string{"Service Name|Tags"}
 			if many {
-				rows = append(rows, s.ServiceName+"|"+ns.Namespace+"|"+tags)
-			} else {
-				rows = append(rows, s.ServiceName+"|"+tags)
+				rows[0] = "Service Name|Namespace|Tags"
 			}
-		}
-	}
-	if len(rows) == 1 {
-		c.Ui.Output("No service registrations found")
-		return 0
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
+			for _, ns := range list {
+				for _, s := range ns.Services {
+					tags := "[" + strings.Join(s.Tags, ",") + "]"
+					if many {
+						rows = append(rows, s.ServiceName+"|"+ns.Namespace+"|"+tags)
+					} else {
+						rows = append(rows, s.ServiceName+"|"+tags)
+					}
+				}
+			}
+			return listOr(rows, "No service registrations found")
+		},
+	})
 }
 
 // ServiceInfoCommand is `service info`.
@@ -97,58 +78,41 @@ Info Options:
 }
 
 func (c *ServiceInfoCommand) Run(args []string) int {
-	fs := c.FlagSet("service info")
-	var out outputFormat
 	var verbose bool
 	var filter string
-	fs.BoolVar(&verbose, "verbose", false, "")
-	fs.StringVar(&filter, "filter", "", "")
-	out.register(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <service_name>")
-		c.Ui.Error(commandErrorText(c))
-		return 1
-	}
-	if err := out.check(); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	client, ok := c.apiClient()
-	if !ok {
-		return 1
-	}
-	regs, _, err := client.Services().Get(fs.Arg(0), &api.QueryOptions{Filter: filter})
-	if err != nil {
-		c.Ui.Error(fmt.Sprintf("Error listing service registrations: %s", err))
-		return 1
-	}
-	if out.enabled() {
-		return out.emit(&c.Meta, regs)
-	}
-	if len(regs) == 0 {
-		c.Ui.Output("No service registrations found")
-		return 0
-	}
-	if verbose {
-		for i, r := range regs {
-			if i > 0 {
-				c.Ui.Output("")
+	return runQuery(&c.Meta, c, args, query[[]*api.ServiceRegistration]{
+		name: "service info", nargs: 1, takes: "one argument: <service_name>", errPrefix: "Error listing service registrations",
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&verbose, "verbose", false, "")
+			fs.StringVar(&filter, "filter", "", "")
+		},
+		fetch: func(client *api.Client, args []string) ([]*api.ServiceRegistration, error) {
+			regs, _, err := client.Services().Get(args[0], &api.QueryOptions{Filter: filter})
+			return regs, err
+		},
+		text: func(regs []*api.ServiceRegistration) string {
+			if len(regs) == 0 {
+				return "No service registrations found"
 			}
-			c.Ui.Output(formatKV([]string{
-				"ID|" + r.ID, "Service Name|" + r.ServiceName, "Namespace|" + r.Namespace,
-				"Job ID|" + r.JobID, "Alloc ID|" + r.AllocID, "Node ID|" + r.NodeID, "Datacenter|" + r.Datacenter,
-				fmt.Sprintf("Address|%s:%d", r.Address, r.Port), "Tags|" + strings.Join(r.Tags, ","),
-			}))
-		}
-		return 0
-	}
-	rows := []string{"Job ID|Address|Tags|Node ID|Alloc ID"}
-	for _, r := range regs {
-		rows = append(rows, fmt.Sprintf("%s|%s:%d|[%s]|%s|%s", r.JobID, r.Address, r.Port, strings.Join(r.Tags, ","),
-			shortID(r.NodeID, false), shortID(r.AllocID, false)))
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
+			if verbose {
+				blocks := make([]string, 0, len(regs))
+				for _, r := range regs {
+					blocks = append(blocks, formatKV([]string{
+						"ID|" + r.ID, "Service Name|" + r.ServiceName, "Namespace|" + r.Namespace,
+						"Job ID|" + r.JobID, "Alloc ID|" + r.AllocID, "Node ID|" + r.NodeID, "Datacenter|" + r.Datacenter,
+						fmt.Sprintf("Address|%s:%d", r.Address, r.Port), "Tags|" + strings.Join(r.Tags, ","),
+					}))
+				}
+				return strings.Join(blocks, "\n\n")
+			}
+			rows := []string{"Job ID|Address|Tags|Node ID|Alloc ID"}
+			for _, r := range regs {
+				rows = append(rows, fmt.Sprintf("%s|%s:%d|[%s]|%s|%s", r.JobID, r.Address, r.Port, strings.Join(r.Tags, ","),
+					shortID(r.NodeID, false), shortID(r.AllocID, false)))
+			}
+			return formatList(rows)
+		},
+	})
 }
 
 // ServiceDeleteCommand is `service delete`.
@@ -166,9 +130,7 @@ Usage: `+BinaryName+` service delete [options] <service_name> <service_id>
 
 func (c *ServiceDeleteCommand) Run(args []string) int {
 	fs := c.FlagSet("service delete")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		c.Ui.Error("This command takes two arguments: <service_name> and <service_id>")
-		c.Ui.Error(commandErrorText(c))
+	if !c.parseVerb(c, fs, args, 2, "two arguments: <service_name> and <service_id>") {
 		return 1
 	}
 	client, ok := c.apiClient()

@@ -8,6 +8,10 @@ import (
 
 // Conversions between the ACL objects' wire (api) and engine forms.
 
+func policyToAPI(p *structs.ACLPolicy) *api.ACLPolicy {
+	return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+}
+
 func tokenToAPI(t *structs.ACLToken) *api.ACLToken {
 	if t == nil {
 		return nil
@@ -65,4 +69,9 @@ func bindingRuleToAPI(b *structs.ACLBindingRule) *api.ACLBindingRule {
 	return &api.ACLBindingRule{ID: b.ID, Description: b.Description, AuthMethod: b.AuthMethod, Selector: b.Selector,
 		BindType: b.BindType, BindName: b.BindName, CreateTime: b.CreateTime, ModifyTime: b.ModifyTime,
 		CreateIndex: b.CreateIndex, ModifyIndex: b.ModifyIndex}
+}
+
+func bindingRuleFromAPI(b *api.ACLBindingRule) *structs.ACLBindingRule {
+	return &structs.ACLBindingRule{ID: b.ID, Description: b.Description, AuthMethod: b.AuthMethod, Selector: b.Selector,
+		BindType: b.BindType, BindName: b.BindName}
 }

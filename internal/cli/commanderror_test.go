@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// A usage error points at the help of the verb that was run, all its
+// words included (Nomad: "For additional help try 'nomad namespace list
+// -help'"), for every command that prints the hint.
+func TestUsageErrorNamesWholeVerb(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		verb string
+	}{
+		{[]string{"namespace", "list", "extra"}, "namespace list"},
+		{[]string{"node", "pool", "info"}, "node pool info"},
+		{[]string{"operator", "autopilot", "set-config", "x"}, "operator autopilot set-config"},
+		{[]string{"operator", "scheduler", "set-config", "-bogus"}, "operator scheduler set-config"},
+		{[]string{"service", "delete", "api"}, "service delete"},
+		{[]string{"job", "status", "a", "b"}, "job status"},
+		{[]string{"node", "meta", "apply"}, "node meta apply"},
+	} {
+		_, errb, code := run(t, nil, tc.args...)
+		want := "For additional help try 'drover " + tc.verb + " -help'"
+		if code != 1 || !strings.Contains(errb, want) {
+			t.Errorf("%v: exit %d, stderr %q; want the hint %q", tc.args, code, errb, want)
+		}
+	}
+	// Every command's hint names a verb the CLI has.
+	cmds := Commands(nil, nil)
+	for name, f := range cmds {
+		c, _ := f()
+		if !strings.HasPrefix(c.Help(), "Usage: "+BinaryName+" ") {
+			continue
+		}
+		hint := commandErrorText(c)
+		verb := strings.TrimSuffix(strings.TrimPrefix(hint, "For additional help try 'drover "), " -help'")
+		if _, ok := cmds[verb]; !ok {
+			t.Errorf("%s: hint %q names no command", name, hint)
+		}
+	}
+}
