@@ -241,6 +241,7 @@ func (ar *AllocRunner) syncServices() (more, failed bool) {
 		}
 	}
 	ar.checks.sync(a, defs)
+	ar.checks.persist() // checks that stopped leave the stored results
 	sl.failed = false
 	if ended {
 		// One sweep of everything the allocation may still hold (a
