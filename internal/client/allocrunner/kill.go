@@ -1,6 +1,10 @@
 package allocrunner
 
-import "time"
+import (
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
 
 // Kill order (Nomad's): the leader task first, then the other tasks that
 // are not sidecars, then the sidecars (prestart or poststart with sidecar =
@@ -69,6 +73,9 @@ func (ar *AllocRunner) groupPreKill() {
 		if tg == nil || tg.ShutdownDelay == nil || *tg.ShutdownDelay <= 0 || a.DesiredTransition.ShouldIgnoreShutdownDelay() {
 			return
 		}
+		if !ar.anyTaskRunning() {
+			return // nothing serves traffic that the delay would drain
+		}
 		ar.logger.Debug("waiting for the group's shutdown_delay before killing tasks", "shutdown_delay", *tg.ShutdownDelay)
 		timer := time.NewTimer(*tg.ShutdownDelay)
 		defer timer.Stop()
@@ -77,4 +84,13 @@ func (ar *AllocRunner) groupPreKill() {
 		case <-ar.detachCh:
 		}
 	})
+}
+
+func (ar *AllocRunner) anyTaskRunning() bool {
+	for _, e := range ar.tasks {
+		if e.tr.State().State == structs.TaskStateRunning {
+			return true
+		}
+	}
+	return false
 }

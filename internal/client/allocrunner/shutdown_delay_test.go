@@ -170,3 +170,25 @@ func TestShutdownDelay_NoShutdownDelaySkips(t *testing.T) {
 		t.Fatalf("events %+v, want %q and no %q", st.Events, structs.TaskSkippingShutdownDelay, structs.TaskWaitingShuttingDownDelay)
 	}
 }
+
+// An allocation stopped before any of its tasks ran has no traffic to
+// drain: the group's shutdown_delay is not waited.
+func TestShutdownDelay_NotWaitedWhenNothingRan(t *testing.T) {
+	a := delayAlloc(time.Minute, time.Minute)
+	hold := make(chan struct{}) // never opened: the tasks never start
+	ar, err := New(Config{Alloc: a, AllocRoot: t.TempDir(), Node: &structs.Node{ID: "node1"},
+		Drivers: map[string]drivers.Driver{"mock_driver": mock.New()}, StateUpdater: (&recorder{}).update,
+		Services: &fakeRegistrar{regs: map[string]*structs.ServiceRegistration{}}, Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Start()
+	cp := *a
+	cp.DesiredStatus = structs.AllocDesiredStatusStop
+	ar.Update(&cp)
+	select {
+	case <-ar.WaitCh():
+	case <-time.After(15 * time.Second):
+		t.Fatal("an allocation that never ran waited for its shutdown_delay")
+	}
+}
