@@ -61,6 +61,9 @@ type Agent struct {
 	// heapFloor paces the GC of a server process (nil when off).
 	heapFloor *heapfloor.Tuner
 	shutdown  sync.Once
+	// drainOnce runs the client's drain_on_shutdown once, before Leave or
+	// Shutdown stop anything.
+	drainOnce sync.Once
 }
 
 // New builds an agent from a merged, validated configuration and starts it.
@@ -289,6 +292,7 @@ func (a *Agent) HTTPAddr() string { return a.httpLn.Addr().String() }
 // and reports their final states (leave_on_interrupt, leave_on_terminate).
 // Call Shutdown after it.
 func (a *Agent) Leave() {
+	a.drainSelf()
 	if a.client != nil {
 		a.logger.Info("leaving: stopping every task this client runs")
 		a.client.Leave()
@@ -299,10 +303,25 @@ func (a *Agent) Leave() {
 	}
 }
 
+// drainSelf drains the client's node first when client.drain_on_shutdown
+// is set (once; the servers must still be reachable).
+func (a *Agent) drainSelf() {
+	a.drainOnce.Do(func() {
+		if a.client == nil {
+			return
+		}
+		if err := a.client.DrainSelf(); err != nil {
+			a.logger.Warn("drain on shutdown", "error", err)
+		}
+	})
+}
+
 // Shutdown stops the client (its tasks keep running outside dev mode), the
-// HTTP API and the server, in that order.
+// HTTP API and the server, in that order; a client with drain_on_shutdown
+// drains its node before anything stops.
 func (a *Agent) Shutdown() error {
 	var err error
+	a.drainSelf()
 	a.shutdown.Do(func() {
 		if a.nodeSession != nil {
 			a.nodeSession.Close()

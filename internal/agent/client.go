@@ -78,6 +78,10 @@ func (a *Agent) setupClient() error {
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
 	cfg.BridgeNetworkName, cfg.BridgeNetworkSubnet = cc.BridgeNetworkName, cc.BridgeNetworkSubnet
+	if d := cc.DrainOnShutdown; d != nil {
+		cfg.DrainOnShutdown = &client.DrainOnShutdown{Deadline: d.Deadline,
+			Force: d.Force != nil && *d.Force, IgnoreSystemJobs: d.IgnoreSystemJobs != nil && *d.IgnoreSystemJobs}
+	}
 	if c.DevMode {
 		// A dev agent notices a driver come or go within seconds.
 		cfg.DriverHealthInterval = devDriverHealthInterval

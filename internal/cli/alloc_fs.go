@@ -132,15 +132,18 @@ Usage: `+BinaryName+` alloc stop [options] <allocation>
 
 Stop Options:
 
-  -detach    Print the evaluation ID and exit.
-  -verbose   Show full IDs.
+  -detach             Print the evaluation ID and exit.
+  -no-shutdown-delay  Ignore the group's and tasks' shutdown_delay: the tasks
+                      are signalled right after their services are deregistered.
+  -verbose            Show full IDs.
 `) + "\n" + globalHelp
 }
 
 func (c *AllocStopCommand) Run(args []string) int {
-	var detach, verbose bool
+	var detach, noDelay, verbose bool
 	fs := c.FlagSet("alloc stop")
 	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&noDelay, "no-shutdown-delay", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		c.Ui.Error("This command takes one argument: <allocation>")
@@ -156,7 +159,11 @@ func (c *AllocStopCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	resp, err := client.Allocations().Stop(alloc, nil)
+	var q *api.QueryOptions
+	if noDelay {
+		q = &api.QueryOptions{Params: map[string]string{"no_shutdown_delay": "true"}}
+	}
+	resp, err := client.Allocations().Stop(alloc, q)
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error stopping allocation: %s", err))
 		return 1

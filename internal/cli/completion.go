@@ -46,7 +46,7 @@ var commandFlags = map[string]complete.Flags{
 	"job status":   mergeFlags(outputFlags, boolFlags("short", "verbose", "all-allocs"), complete.Flags{"-filter": complete.PredictAnything}),
 	"job inspect":  mergeFlags(outputFlags, complete.Flags{"-version": complete.PredictAnything}),
 	"job history":  mergeFlags(outputFlags, boolFlags("p"), complete.Flags{"-version": complete.PredictAnything}),
-	"job stop":     boolFlags("purge", "detach", "yes", "verbose"),
+	"job stop":     boolFlags("purge", "detach", "no-shutdown-delay", "yes", "verbose"),
 	"job revert":   boolFlags("detach", "verbose"),
 	"job scale":    boolFlags("detach", "verbose"),
 	"job restart": mergeFlags(boolFlags("all-tasks", "reschedule", "yes", "verbose"), complete.Flags{
@@ -64,7 +64,7 @@ var commandFlags = map[string]complete.Flags{
 	"alloc status":  mergeFlags(outputFlags, boolFlags("short", "verbose")),
 	"alloc logs":    mergeFlags(boolFlags("f", "stderr", "tail", "verbose"), complete.Flags{"-n": complete.PredictAnything, "-c": complete.PredictAnything, "-task": complete.PredictAnything}),
 	"alloc fs":      boolFlags("stat", "verbose"),
-	"alloc stop":    boolFlags("detach", "verbose"),
+	"alloc stop":    boolFlags("detach", "no-shutdown-delay", "verbose"),
 	"alloc restart": mergeFlags(boolFlags("all-tasks", "verbose"), complete.Flags{"-task": complete.PredictAnything}),
 	"alloc signal":  mergeFlags(boolFlags("verbose"), complete.Flags{"-s": complete.PredictSet("SIGHUP", "SIGINT", "SIGKILL", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2"), "-task": complete.PredictAnything}),
 	"alloc checks":  mergeFlags(outputFlags, boolFlags("verbose")),

@@ -49,18 +49,21 @@ Usage: `+BinaryName+` job stop [options] <job>
 
 Stop Options:
 
-  -detach    Print the evaluation ID and exit.
-  -purge     Remove the job from the state store instead of only stopping it.
-  -yes       Do not ask for confirmation.
-  -verbose   Show full IDs.
+  -detach             Print the evaluation ID and exit.
+  -purge              Remove the job from the state store instead of only stopping it.
+  -no-shutdown-delay  Ignore the group's and tasks' shutdown_delay: the tasks
+                      are signalled right after their services are deregistered.
+  -yes                Do not ask for confirmation.
+  -verbose            Show full IDs.
 `) + "\n" + globalHelp
 }
 
 func (c *JobStopCommand) Run(args []string) int {
-	var detach, purge, yes, verbose bool
+	var detach, purge, noDelay, yes, verbose bool
 	fs := c.FlagSet("job stop")
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&purge, "purge", false, "")
+	fs.BoolVar(&noDelay, "no-shutdown-delay", false, "")
 	fs.BoolVar(&yes, "yes", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
@@ -85,7 +88,7 @@ func (c *JobStopCommand) Run(args []string) int {
 			return 0
 		}
 	}
-	evalID, _, err := client.Jobs().Deregister(id, purge, nil)
+	evalID, _, err := client.Jobs().DeregisterOpts(id, &api.DeregisterOptions{Purge: purge, NoShutdownDelay: noDelay}, nil)
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error deregistering job: %s", err))
 		return 1

@@ -61,6 +61,9 @@ type Config struct {
 	Options        map[string]string
 	MaxKillTimeout time.Duration
 	DevMode        bool
+	// DrainOnShutdown, if set, drains the node before a graceful shutdown
+	// (drain_self.go).
+	DrainOnShutdown *DrainOnShutdown
 
 	Drivers []drivers.Driver
 	// Devices are the device plugins (nil: none).

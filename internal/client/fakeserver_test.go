@@ -28,6 +28,8 @@ type fakeServer struct {
 
 	servers []string // named in registration and heartbeat answers
 
+	drains []*structs.NodeUpdateDrainRequest // Node.UpdateDrain calls
+
 	noChanged bool // pulls ignore ChangedAllocs (an older server)
 	getAllocs int  // Alloc.GetAllocs calls answered
 }
@@ -211,6 +213,50 @@ func (s *fakeServer) RPC(method string, args, reply any) error {
 			}
 		}
 		resp.Index = s.index
+		return nil
+	case "Node.UpdateDrain":
+		// A drain as the servers make it, in one step: every allocation it
+		// moves is stopped at once.
+		req := args.(*structs.NodeUpdateDrainRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.drains = append(s.drains, req)
+		n := s.nodes[req.NodeID]
+		if n == nil {
+			return errors.New("node not found")
+		}
+		n.DrainStrategy = structs.DrainStrategyFor(req.DrainSpec, nil, time.Now())
+		n.SchedulingEligibility = structs.NodeSchedulingIneligible
+		for id, a := range s.allocs {
+			system := a.Job != nil && a.Job.Type == structs.JobTypeSystem
+			if a.NodeID == n.ID && !(system && req.DrainSpec.IgnoreSystemJobs) {
+				c := a.CopySkipJob()
+				c.DesiredStatus = structs.AllocDesiredStatusStop
+				s.bump()
+				c.ModifyIndex, c.AllocModifyIndex = s.index, s.index
+				s.allocs[id] = c
+			}
+		}
+		return nil
+	case "Node.GetNode":
+		req := args.(*structs.NodeSpecificRequest)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := s.nodes[req.NodeID]
+		if n != nil {
+			// Complete once nothing it waits for runs on the node.
+			done := true
+			for _, a := range s.allocs {
+				if a.NodeID == n.ID && a.DesiredStatus == structs.AllocDesiredStatusRun &&
+					!(a.Job != nil && a.Job.Type == structs.JobTypeSystem && n.DrainStrategy != nil && n.DrainStrategy.IgnoreSystemJobs) {
+					done = false
+				}
+			}
+			if done {
+				n.DrainStrategy = nil
+			}
+			reply.(*structs.SingleNodeResponse).Node = n.Copy()
+		}
 		return nil
 	case "Node.UpdateAlloc":
 		req := args.(*structs.AllocUpdateRequest)

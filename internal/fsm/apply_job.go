@@ -112,6 +112,26 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 			f.notifyJob(ns, req.JobID)
 		}
 	}
+	if req.NoShutdownDelay {
+		// `job stop -no-shutdown-delay`: the clients skip the shutdown_delay
+		// of every allocation this stop ends.
+		allocs, err := st.AllocsByJob(nil, ns, req.JobID, true)
+		if err != nil {
+			return err
+		}
+		yes := true
+		ts := map[string]*structs.DesiredTransition{}
+		for _, a := range allocs {
+			if !a.TerminalStatus() {
+				ts[a.ID] = &structs.DesiredTransition{NoShutdownDelay: &yes}
+			}
+		}
+		if len(ts) > 0 {
+			if err := st.UpdateAllocsDesiredTransitions(index, ts, nil); err != nil {
+				return err
+			}
+		}
+	}
 	if req.Eval != nil {
 		return f.upsertEvals(index, []*structs.Evaluation{req.Eval})
 	}

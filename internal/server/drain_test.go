@@ -139,3 +139,29 @@ func TestDrainForceAndCancel(t *testing.T) {
 		t.Fatalf("unknown node: %v", err)
 	}
 }
+
+// With ACLs on, a client may drain its own node with its node secret
+// (drain_on_shutdown); that secret drains no other node, and no token
+// drains none.
+func TestNodeUpdateDrain_OwnNodeSecret(t *testing.T) {
+	s, _ := aclServer(t)
+	n1 := testNode(t, s, 1000, 1000)
+	n2 := testNode(t, s, 1000, 1000)
+	drain := func(node, token string) error {
+		var resp structs.NodeDrainUpdateResponse
+		return s.RPC("Node.UpdateDrain", &structs.NodeUpdateDrainRequest{NodeID: node,
+			DrainSpec: &structs.DrainSpec{Deadline: time.Minute}, WriteRequest: structs.WriteRequest{AuthToken: token}}, &resp)
+	}
+	if err := drain(n1.ID, n1.SecretID); err != nil {
+		t.Fatalf("a node draining itself with its secret: %v", err)
+	}
+	if err := drain(n2.ID, n1.SecretID); err == nil {
+		t.Fatal("a node secret drained another node")
+	}
+	if err := drain(n2.ID, ""); err == nil {
+		t.Fatal("an anonymous request drained a node")
+	}
+	if n, _ := s.State().NodeByID(nil, n1.ID); n.DrainStrategy == nil {
+		t.Fatal("the node's drain was not stored")
+	}
+}

@@ -243,7 +243,7 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 			Status:         structs.EvalStatusPending, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
 		}
 	}
-	req := &structs.JobDeregisterRequest{JobID: args.JobID, Purge: args.Purge, Eval: eval,
+	req := &structs.JobDeregisterRequest{JobID: args.JobID, Purge: args.Purge, Eval: eval, NoShutdownDelay: args.NoShutdownDelay,
 		SubmitTime: now.UnixNano(), WriteRequest: structs.WriteRequest{Namespace: ns, Region: args.Region}}
 	_, idx, err := j.srv.raftApply(structs.JobDeregisterRequestType, req)
 	if err != nil {

@@ -14,8 +14,11 @@ func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.
 	if done, err := n.srv.forward("Node.UpdateDrain", args.Region, false, args, reply); done {
 		return err
 	}
-	if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
-		return err
+	// A client draining itself (drain_on_shutdown) uses its node secret.
+	if !n.srv.isSecretOfNode(args.NodeID, args.AuthToken) {
+		if err := n.srv.authorize(args.AuthToken, (*acl.ACL).AllowNodeWrite); err != nil {
+			return err
+		}
 	}
 	if args.NodeID == "" {
 		return structs.NewErrCoded(400, "missing node ID for drain update")
@@ -57,4 +60,13 @@ func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.
 	}
 	n.srv.kickDrainer()
 	return nil
+}
+
+// isSecretOfNode reports whether secret is that node's own secret ID.
+func (s *Server) isSecretOfNode(nodeID, secret string) bool {
+	if secret == "" || nodeID == "" {
+		return false
+	}
+	n, err := s.State().NodeBySecretID(nil, secret)
+	return err == nil && n != nil && n.ID == nodeID
 }

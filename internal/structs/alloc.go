@@ -61,6 +61,12 @@ type DesiredTransition struct {
 	MigrateDisablePlacement *bool
 }
 
+// ShouldIgnoreShutdownDelay reports whether the stop asked to skip the
+// group's and tasks' shutdown_delay (`-no-shutdown-delay`).
+func (d DesiredTransition) ShouldIgnoreShutdownDelay() bool {
+	return d.NoShutdownDelay != nil && *d.NoShutdownDelay
+}
+
 // TaskState is the client's view of one task.
 type TaskState struct {
 	_struct struct{} `codec:",omitempty"` // msgpack omits zero fields: see msgpack_tags.go
@@ -125,6 +131,11 @@ const (
 	TaskLeaderDead    = "Leader Task Dead"
 	TaskReconnected   = "Reconnected"
 	TaskDriverMessage = "Driver"
+	// TaskWaitingShuttingDownDelay: the task's services are gone and its
+	// shutdown_delay runs before the kill signal.
+	TaskWaitingShuttingDownDelay = "Waiting for shutdown delay"
+	// TaskSkippingShutdownDelay: the stop asked for no shutdown delay.
+	TaskSkippingShutdownDelay = "Skipping shutdown delay"
 	// TaskAllocUnhealthy is recorded on the tasks that kept their allocation
 	// from becoming healthy by its deployment's healthy_deadline.
 	TaskAllocUnhealthy = "Alloc Unhealthy"

@@ -252,7 +252,9 @@ type ArtifactConfig struct {
 	SetEnvironmentVariables       string        `hcl:"set_environment_variables"`
 }
 
-// DrainConfig is client.drain_on_shutdown.
+// DrainConfig is client.drain_on_shutdown: a graceful shutdown of the
+// client first drains its node (deadline 0: one hour, Nomad's default;
+// force: stop every allocation at once, ignoring migrate blocks).
 type DrainConfig struct {
 	Deadline         time.Duration `hcl:"deadline"`
 	Force            *bool         `hcl:"force"`

@@ -195,6 +195,9 @@ func (c *ClientConfig) validate() []error {
 	if c.GCMaxAllocs < 0 || c.GCParallelDestroys < 0 || c.NodeMaxAllocs < 0 {
 		bad("client.gc_max_allocs", "client gc_max_allocs, gc_parallel_destroys and node_max_allocs must not be negative")
 	}
+	if d := c.DrainOnShutdown; d != nil && d.Deadline < 0 {
+		bad("client.drain_on_shutdown.deadline", "client.drain_on_shutdown.deadline must not be negative, got %s (use force = true to stop every allocation at once)", d.Deadline)
+	}
 	if c.MaxKillTimeout < 0 || c.GCInterval < 0 {
 		bad("client.max_kill_timeout", "client max_kill_timeout and gc_interval must not be negative")
 	}

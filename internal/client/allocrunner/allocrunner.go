@@ -127,7 +127,9 @@ type AllocRunner struct {
 	checks *checkRunner
 
 	killOnce sync.Once
-	killCh   chan struct{}
+	// preKillOnce runs the group's pre-kill step (kill.go).
+	preKillOnce sync.Once
+	killCh      chan struct{}
 	// killReason is Kill's reason, set before killCh closes.
 	killReason string
 	waitCh     chan struct{}
@@ -175,7 +177,7 @@ func New(cfg Config) (*AllocRunner, error) {
 	ar.health = newHealthWatcher(ar)
 	ar.checks = newCheckRunner(ar)
 	if len(nomadServices(cfg.Alloc)) > 0 {
-		ar.svc = &serviceLoop{poke: make(chan struct{}, 1), done: make(chan struct{})}
+		ar.svc = newServiceLoop()
 	}
 	if cfg.NewAllocDir != nil {
 		ar.dir = cfg.NewAllocDir(cfg.AllocRoot, cfg.Alloc.ID)
@@ -187,6 +189,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.netns = netNSPath(cfg.Alloc.ID)
 	}
 	for _, t := range tg.Tasks {
+		name := t.Name
 		e := &taskEntry{phase: phaseOf(t), gate: make(chan struct{})}
 		var drv drivers.Driver
 		if d, ok := cfg.Drivers[t.Driver]; ok {
@@ -204,6 +207,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
+			PreKill: func() { ar.dropServices(name) },
 		})
 		ar.tasks = append(ar.tasks, e)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -41,6 +42,13 @@ type checkRunner struct {
 	// passingSince is when every healthiness check last became passing
 	// (zero while one is not).
 	passingSince time.Time
+	// restored are the results a restarted client loaded, until their
+	// checks start again (checks_persist.go).
+	restored map[string]*state.CheckResult
+
+	// persistMu serialises writes; persisted is the last one.
+	persistMu sync.Mutex
+	persisted map[string]*state.CheckResult
 }
 
 type checkState struct {
@@ -119,27 +127,39 @@ func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 			continue
 		}
 		st.stop = make(chan struct{})
+		cr.takeRestoredLocked(st)
 		cr.checks[id] = st
 		go cr.run(st)
+	}
+	if len(defs) > 0 {
+		cr.restored = nil // the checks that run again took theirs
 	}
 	cr.updatePassingLocked()
 }
 
 func (cr *checkRunner) stopAll() {
 	cr.mu.Lock()
-	defer cr.mu.Unlock()
 	for id, st := range cr.checks {
 		close(st.stop)
 		delete(cr.checks, id)
 	}
+	cr.restored = nil
 	cr.passingSince = time.Time{}
+	cr.mu.Unlock()
+	cr.persist() // a detached runner keeps what is stored
 }
 
-// Statuses returns every check's latest result by check ID.
+// Statuses returns every check's latest result by check ID: a restored
+// result stands until its check runs again.
 func (cr *checkRunner) Statuses() api.AllocCheckStatuses {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	out := api.AllocCheckStatuses{}
+	for id, r := range cr.restored {
+		if r != nil {
+			out[id] = r.Status
+		}
+	}
 	for id, st := range cr.checks {
 		out[id] = st.status
 	}
@@ -241,6 +261,7 @@ func (cr *checkRunner) record(st *checkState, ok bool, code int, output string) 
 	failures := st.failures
 	cr.updatePassingLocked()
 	cr.mu.Unlock()
+	cr.persist()
 	cr.ar.health.taskChanged()
 	if !ok {
 		cr.maybeRestart(st, failures)

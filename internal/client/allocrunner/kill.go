@@ -1,5 +1,11 @@
 package allocrunner
 
+import (
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
 // Kill order (Nomad's): the leader task first, then the other tasks that
 // are not sidecars, then the sidecars (prestart or poststart with sidecar =
 // true), each tier waited for before the next, so that a sidecar such as a
@@ -31,6 +37,9 @@ func (e *taskEntry) killTier() int {
 // returns once they all ended (or the runner detached). Killing a task
 // twice is harmless, so concurrent callers keep the order.
 func (ar *AllocRunner) killInOrder(reason string) {
+	if isClosed(ar.killCh) {
+		ar.groupPreKill()
+	}
 	for tier := killTierLeader; tier < killTierNone; tier++ {
 		var killed []*taskEntry
 		for _, e := range ar.tasks {
@@ -47,4 +56,41 @@ func (ar *AllocRunner) killInOrder(reason string) {
 			}
 		}
 	}
+}
+
+// groupPreKill is the allocation's pre-kill step when it is stopped (once;
+// concurrent callers wait for it): the group's services are deregistered,
+// then the group's shutdown_delay runs before any task is told to stop,
+// unless the stop asked for none. The client shutting down (detach) ends
+// the wait.
+func (ar *AllocRunner) groupPreKill() {
+	ar.preKillOnce.Do(func() {
+		ar.dropServices("")
+		ar.mu.Lock()
+		a := ar.alloc
+		ar.mu.Unlock()
+		tg := a.Job.LookupTaskGroup(a.TaskGroup)
+		if tg == nil || tg.ShutdownDelay == nil || *tg.ShutdownDelay <= 0 || a.DesiredTransition.ShouldIgnoreShutdownDelay() {
+			return
+		}
+		if !ar.anyTaskRunning() {
+			return // nothing serves traffic that the delay would drain
+		}
+		ar.logger.Debug("waiting for the group's shutdown_delay before killing tasks", "shutdown_delay", *tg.ShutdownDelay)
+		timer := time.NewTimer(*tg.ShutdownDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ar.detachCh:
+		}
+	})
+}
+
+func (ar *AllocRunner) anyTaskRunning() bool {
+	for _, e := range ar.tasks {
+		if e.tr.State().State == structs.TaskStateRunning {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 type StateDB interface {
 	taskrunner.StateDB
 	PutDeploymentStatus(allocID string, s *structs.AllocDeploymentStatus) error
+	PutCheckResults(allocID string, results map[string]*state.CheckResult) error
 }
 
 // taskStateDB keeps a nil StateDB a nil interface for the task runners.
@@ -22,8 +23,9 @@ func taskStateDB(db StateDB) taskrunner.StateDB {
 }
 
 // Restore loads what an earlier client process stored for this allocation:
-// each task's state and handle, and the deployment health it had observed
-// (newer than the server's copy when the client died before reporting it).
+// each task's state and handle, the deployment health it had observed
+// (newer than the server's copy when the client died before reporting it),
+// and its checks' latest results (checks_persist.go).
 // Call it before Start.
 func (ar *AllocRunner) Restore(rec *state.AllocRecord) {
 	if rec == nil {
@@ -41,6 +43,7 @@ func (ar *AllocRunner) Restore(rec *state.AllocRecord) {
 			e.tr.Restore(tr.State, tr.Local)
 		}
 	}
+	ar.checks.restore(rec.Checks)
 }
 
 // Detach stops supervising the allocation without stopping its tasks (the

@@ -3,6 +3,7 @@ package allocrunner
 import (
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/internal/client/taskenv"
@@ -172,88 +173,145 @@ func (ar *AllocRunner) ownerRunning(owner string) bool {
 }
 
 // runServices keeps the servers' registrations of this allocation equal to
-// its running services, and runs their checks, until the allocation is
-// killed or ends; then it removes every registration (before the tasks
-// are stopped when it is killed). A detached runner (the client shuts down,
-// the tasks keep running) leaves them registered.
+// its running services, and runs their checks, until the allocation ends;
+// then it removes every registration left. A killed allocation loses its
+// services before its tasks are signalled: the group's in the group's
+// pre-kill step, each task's in that task's (dropServices). A detached
+// runner (the client shuts down, the tasks keep running) leaves them
+// registered.
 func (ar *AllocRunner) runServices() {
 	defer close(ar.svc.done)
-	reg := ar.cfg.Services
-	registered := map[string]*structs.ServiceRegistration{}
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	defer ar.checks.stopAll()
+	killCh := ar.killCh
 	for {
 		if ar.detached() {
 			// The client shuts down and leaves the tasks running: their
 			// services stay registered for the next client to take over.
 			return
 		}
-		ar.mu.Lock()
-		a := ar.alloc
-		ar.mu.Unlock()
-		stopping := isClosed(ar.killCh) || isClosed(ar.waitCh) || a.ServerTerminalStatus()
-		want := map[string]*structs.ServiceRegistration{}
-		var defs []serviceDef
-		if !stopping {
-			for _, d := range nomadServices(a) {
-				if ar.ownerRunning(d.owner) {
-					r := registration(a, ar.cfg.Node, ar.cfg.Region, d)
-					want[r.ID] = r
-					defs = append(defs, d)
-				}
-			}
+		if isClosed(killCh) {
+			killCh = nil // seen: its pre-kill steps drive the rest
 		}
-		ar.checks.sync(a, defs)
-		failed := false
-		if stopping {
-			if len(registered) > 0 && reg != nil {
-				if err := reg.DeleteAllocServices(a.NodeID, a.ID); err != nil {
-					ar.logger.Warn("failed to deregister services", "error", err)
-				}
-			}
+		more, failed := ar.syncServices()
+		if !more {
 			return
-		}
-		var up []*structs.ServiceRegistration
-		for id, r := range want {
-			if old, ok := registered[id]; !ok || !sameReg(old, r) {
-				up = append(up, r)
-			}
-		}
-		if len(up) > 0 && reg != nil {
-			if err := reg.UpsertServices(up); err != nil {
-				ar.logger.Warn("failed to register services", "error", err)
-				failed = true
-			} else {
-				for _, r := range up {
-					registered[r.ID] = r
-				}
-			}
-		}
-		for id, r := range registered {
-			if _, ok := want[id]; ok {
-				continue
-			}
-			if reg != nil {
-				if err := reg.DeleteService(r.Namespace, id); err != nil && !isNotFoundErr(err) {
-					ar.logger.Warn("failed to deregister service", "service_id", id, "error", err)
-					failed = true
-					continue
-				}
-			}
-			delete(registered, id)
 		}
 		if failed {
 			retry.Reset(time.Second)
 		}
 		select {
 		case <-ar.svc.poke:
-		case <-ar.killCh:
+		case <-killCh:
 		case <-ar.waitCh:
 		case <-ar.detachCh:
 		case <-retry.C:
 		}
 	}
+}
+
+// syncServices makes one pass of the service loop: more is false once the
+// allocation ended and its registrations are gone; failed asks for a retry.
+func (ar *AllocRunner) syncServices() (more, failed bool) {
+	sl := ar.svc
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	reg := ar.cfg.Services
+	ar.mu.Lock()
+	a := ar.alloc
+	ar.mu.Unlock()
+	ended := isClosed(ar.waitCh)
+	// A killed allocation registers nothing new; what it has stays until
+	// its owner's pre-kill step.
+	killing := isClosed(ar.killCh) || a.ServerTerminalStatus()
+	want := map[string]*registered{}
+	var defs []serviceDef
+	if !ended {
+		for _, d := range nomadServices(a) {
+			if sl.gone[d.owner] || !ar.ownerRunning(d.owner) {
+				continue
+			}
+			r := registration(a, ar.cfg.Node, ar.cfg.Region, d)
+			if _, ok := sl.registered[r.ID]; killing && !ok {
+				continue
+			}
+			want[r.ID] = &registered{reg: r, owner: d.owner}
+			defs = append(defs, d)
+		}
+	}
+	ar.checks.sync(a, defs)
+	ar.checks.persist() // checks that stopped leave the stored results
+	sl.failed = false
+	if ended {
+		// One sweep of everything the allocation may still hold (a
+		// deregistration that failed earlier).
+		if reg != nil {
+			if err := reg.DeleteAllocServices(a.NodeID, a.ID); err != nil {
+				ar.logger.Warn("failed to deregister services", "error", err)
+			}
+		}
+		sl.registered = map[string]*registered{}
+		return false, false
+	}
+	var up []*structs.ServiceRegistration
+	for id, w := range want {
+		if old, ok := sl.registered[id]; !ok || !sameReg(old.reg, w.reg) {
+			up = append(up, w.reg)
+		}
+	}
+	if len(up) > 0 && reg != nil {
+		if err := reg.UpsertServices(up); err != nil {
+			ar.logger.Warn("failed to register services", "error", err)
+			sl.failed = true
+		} else {
+			for _, r := range up {
+				sl.registered[r.ID] = want[r.ID]
+			}
+		}
+	}
+	for id := range sl.registered {
+		if _, ok := want[id]; !ok {
+			ar.deregisterLocked(id)
+		}
+	}
+	return true, sl.failed
+}
+
+// deregisterLocked removes one registration (under svc.mu); a failure is
+// retried by the loop.
+func (ar *AllocRunner) deregisterLocked(id string) {
+	sl := ar.svc
+	r := sl.registered[id]
+	if reg := ar.cfg.Services; reg != nil {
+		if err := reg.DeleteService(r.reg.Namespace, id); err != nil && !isNotFoundErr(err) {
+			ar.logger.Warn("failed to deregister service", "service_id", id, "error", err)
+			sl.failed = true
+			return
+		}
+	}
+	delete(sl.registered, id)
+}
+
+// dropServices deregisters the services of owner (a task, or "" for the
+// group's) now, and keeps them from being registered again: the pre-kill
+// step before a shutdown_delay and the kill signal. It returns once the
+// servers answered (a failed deregistration is retried by the loop, as
+// Nomad goes on with the kill).
+func (ar *AllocRunner) dropServices(owner string) {
+	sl := ar.svc
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	sl.gone[owner] = true
+	for id, r := range sl.registered {
+		if r.owner == owner {
+			ar.deregisterLocked(id)
+		}
+	}
+	sl.mu.Unlock()
+	ar.pokeServices() // stop the owner's checks
 }
 
 func sameReg(a, b *structs.ServiceRegistration) bool {
@@ -288,6 +346,24 @@ func (ar *AllocRunner) pokeServices() {
 type serviceLoop struct {
 	poke chan struct{}
 	done chan struct{}
+
+	// mu serialises the loop's passes with the pre-kill steps.
+	mu         sync.Mutex
+	registered map[string]*registered // by registration ID
+	gone       map[string]bool        // owners whose services were dropped
+	failed     bool                   // the last pass must be retried
+}
+
+func newServiceLoop() *serviceLoop {
+	return &serviceLoop{poke: make(chan struct{}, 1), done: make(chan struct{}),
+		registered: map[string]*registered{}, gone: map[string]bool{}}
+}
+
+// registered is a registration the servers hold, and the owner it goes
+// with.
+type registered struct {
+	reg   *structs.ServiceRegistration
+	owner string
 }
 
 // hostPort joins a check target.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/nomad/api"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/drover-project/drover/internal/drivers"
@@ -33,6 +34,7 @@ var (
 	deployStatusKey = []byte("deploy_status")
 	taskStateKey    = []byte("task_state")
 	localStateKey   = []byte("local_state")
+	checksKey       = []byte("checks")
 	taskPrefix      = "task-"
 )
 
@@ -55,11 +57,22 @@ type TaskRecord struct {
 	Local *LocalTaskState
 }
 
+// CheckResult is the latest result of one of an allocation's
+// Nomad-native service checks, with the run of consecutive outcomes that
+// success_before_passing and failures_before_critical count.
+type CheckResult struct {
+	Status    api.AllocCheckStatus
+	Successes int
+	Failures  int
+}
+
 // AllocRecord is one allocation's stored state.
 type AllocRecord struct {
 	Alloc            *structs.Allocation
 	DeploymentStatus *structs.AllocDeploymentStatus
 	Tasks            map[string]*TaskRecord
+	// Checks are the latest check results by check ID.
+	Checks map[string]*CheckResult
 }
 
 // DB is the client's state database. A nil *DB stores nothing and loads
@@ -191,6 +204,15 @@ func (d *DB) PutDeploymentStatus(allocID string, s *structs.AllocDeploymentStatu
 	return d.put(allocID, "", deployStatusKey, s)
 }
 
+// PutCheckResults stores the latest results of an allocation's checks
+// (replacing what was stored; empty once its checks stopped).
+func (d *DB) PutCheckResults(allocID string, results map[string]*CheckResult) error {
+	if results == nil {
+		results = map[string]*CheckResult{}
+	}
+	return d.put(allocID, "", checksKey, results)
+}
+
 // PutTaskState stores a task's state.
 func (d *DB) PutTaskState(allocID, task string, s *structs.TaskState) error {
 	return d.put(allocID, taskPrefix+task, taskStateKey, s)
@@ -257,6 +279,11 @@ func (d *DB) Allocs() ([]*AllocRecord, error) {
 			if v := ab.Get(deployStatusKey); v != nil {
 				if err := decode(v, &rec.DeploymentStatus); err != nil {
 					return fmt.Errorf("allocation %s deployment status: %w", id, err)
+				}
+			}
+			if v := ab.Get(checksKey); v != nil {
+				if err := decode(v, &rec.Checks); err != nil {
+					return fmt.Errorf("allocation %s check results: %w", id, err)
 				}
 			}
 			err := ab.ForEachBucket(func(name []byte) error {

@@ -7,11 +7,12 @@ import (
 
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/nomad/api"
 )
 
 // What a client stored survives closing and reopening the database: the
 // allocation (with its reschedule tracker), the observed deployment health,
-// each task's state and its driver handle with the restart tracker.
+// the latest check results, each task's state and its driver handle with the restart tracker.
 func TestStateSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	db, err := Open(path)
@@ -33,6 +34,8 @@ func TestStateSurvivesReopen(t *testing.T) {
 				EmitEvent: func(string, map[string]string) {}}},
 		RestartIntervalStart: now, RestartCount: 2,
 	}))
+	mustOK(t, db.PutCheckResults("a1", map[string]*CheckResult{"c1": {
+		Status: api.AllocCheckStatus{ID: "c1", Check: "alive", Status: "success", StatusCode: 200, Output: "ok", Timestamp: 99}, Successes: 3}}))
 	// A second allocation that was deleted, then got a late task write.
 	mustOK(t, db.PutAlloc(&structs.Allocation{ID: "a2"}))
 	mustOK(t, db.DeleteAlloc("a2"))
@@ -68,6 +71,10 @@ func TestStateSurvivesReopen(t *testing.T) {
 	}
 	if !tr.Local.RestartIntervalStart.Equal(now) || tr.Local.RestartCount != 2 {
 		t.Fatalf("restart tracker not restored: %+v", tr.Local)
+	}
+	if c := r.Checks["c1"]; c == nil || c.Status.Status != "success" || c.Status.StatusCode != 200 || c.Status.Output != "ok" ||
+		c.Status.Timestamp != 99 || c.Successes != 3 {
+		t.Fatalf("check results not restored: %+v", r.Checks)
 	}
 	if again, _ := db.Allocs(); len(again) != 1 {
 		t.Fatalf("orphan records came back: %d allocations", len(again))

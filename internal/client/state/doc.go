@@ -1,7 +1,8 @@
 // Package state owns the client's persistent state: a bbolt database at
 // <state_dir>/state.db holding, per allocation, the server's copy of the
 // allocation (with its reschedule tracker), the deployment health the client
-// observed, and per task its TaskState and its local state (the driver's
+// observed, the latest results of its Nomad-native service checks, and per
+// task its TaskState and its local state (the driver's
 // task handle and the restart tracker). A restarted client reads it back to
 // re-attach to the tasks that kept running and to report those that ended
 // while it was down.

@@ -67,6 +67,10 @@ type Config struct {
 	StateDB StateDB
 	// NetNS is the allocation's network namespace ("": the host's).
 	NetNS string
+	// PreKill, if set, runs when a running task is killed, before its
+	// shutdown_delay and its kill signal (the allocation runner
+	// deregisters the task's services; shutdown_delay.go).
+	PreKill func()
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -510,6 +514,14 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 	select {
 	case res = <-waitCh:
 	case <-tr.killCh:
+		var exited bool
+		if res, exited = tr.preKill(waitCh); exited {
+			break
+		}
+		if isDone(tr.detachCh) {
+			detached = true
+			return nil, errDetached
+		}
 		sig := tr.newestTask().KillSignal
 		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)

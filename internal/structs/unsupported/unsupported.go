@@ -183,9 +183,6 @@ var groupGaps = []gap[groupCtx]{
 		d := c.tg.EphemeralDisk
 		return when(d != nil && (d.Sticky || d.Migrate), "ephemeral_disk sticky/migrate")
 	}},
-	{"shutdown_delay", gapWarn, "tasks are stopped without the delay", func(c groupCtx) []string {
-		return when(c.tg.ShutdownDelay != nil && *c.tg.ShutdownDelay > 0, "shutdown_delay")
-	}},
 	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
 		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")
 	}},
@@ -307,9 +304,6 @@ var taskGaps = []gap[taskCtx]{
 			}
 		}
 		return out
-	}},
-	{"shutdown_delay", gapWarn, "the task is stopped without the delay", func(c taskCtx) []string {
-		return when(c.t.ShutdownDelay > 0, "shutdown_delay")
 	}},
 	{"scaling", gapWarn, "the policy is served at /v1/scaling/policies, but Drover has no recommendations API (Nomad Enterprise's dynamic application sizing), so no autoscaler can apply it", func(c taskCtx) []string {
 		return when(len(c.t.ScalingPolicies) > 0, "scaling")

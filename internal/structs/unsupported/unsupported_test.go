@@ -157,8 +157,6 @@ func TestCheck_Decisions(t *testing.T) {
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
 		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
-		{"group shutdown_delay", func(j *api.Job) { tg(j).ShutdownDelay = dur(5 * time.Second) }, "", gp + `shutdown_delay is accepted`},
-		{"task shutdown_delay", func(j *api.Job) { task(j).ShutdownDelay = 5 * time.Second }, "", tp + `shutdown_delay is accepted`},
 		{"max_run_duration", func(j *api.Job) { tg(j).MaxRunDuration = dur(time.Hour) }, "", gp + `max_run_duration is accepted`},
 		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
 		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
@@ -223,6 +221,17 @@ func TestCheck_NomadServiceAccepted(t *testing.T) {
 	j.TaskGroups[0].Services = []*api.Service{{Name: "api", PortLabel: "http", Provider: "nomad",
 		Checks: []api.ServiceCheck{{Type: "http", Path: "/health", Interval: time.Second, Timeout: time.Second},
 			{Type: "tcp", Interval: time.Second, Timeout: time.Second}}}}
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+}
+
+// shutdown_delay (group and task) is honoured by the client: no warning.
+func TestCheck_ShutdownDelayAccepted(t *testing.T) {
+	j := gapJob("service")
+	d := 5 * time.Second
+	j.TaskGroups[0].ShutdownDelay = &d
+	j.TaskGroups[0].Tasks[0].ShutdownDelay = d
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
 	}

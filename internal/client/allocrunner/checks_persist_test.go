@@ -1,0 +1,121 @@
+package allocrunner
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/state"
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// A client restart keeps the checks' results: the restarted runner shows
+// the stored result before its check runs again, the check continues from
+// its stored result (with success_before_passing = 3 it does not start over
+// as pending), a stopped allocation's results are cleared, and a collected
+// one's deleted.
+func TestChecks_ResultsSurviveRestart(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("fine"))
+	}))
+	t.Cleanup(srv.Close)
+	host, portS, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portS)
+	a := serviceAlloc(host, port, structs.ServiceCheck{Name: "alive", Type: "http", Path: "/health",
+		Interval: 300 * time.Millisecond, Timeout: time.Second, SuccessBeforePassing: 3})
+
+	db, err := state.Open(filepath.Join(t.TempDir(), state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	allocRoot := t.TempDir()
+	d := mock.New() // one driver across both runners: the task keeps running
+	newRunner := func() *AllocRunner {
+		ar, err := New(Config{Alloc: a, AllocRoot: allocRoot, Node: &structs.Node{ID: "node1", Name: "n1", Datacenter: "dc1"},
+			Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: (&recorder{}).update, MaxKillTimeout: 2 * time.Second,
+			Services: &fakeRegistrar{regs: map[string]*structs.ServiceRegistration{}}, StateDB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ar
+	}
+	load := func() *state.AllocRecord {
+		recs, err := db.Allocs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Alloc != nil && r.Alloc.ID == a.ID {
+				return r
+			}
+		}
+		return nil
+	}
+	mustOK(t, db.PutAlloc(a))
+
+	ar1 := newRunner()
+	ar1.Start()
+	waitCheck(t, ar1, CheckSuccess)
+	before := ar1.CheckStatuses()
+	ar1.Detach() // the client shuts down; the task keeps running
+
+	rec := load()
+	if rec == nil || len(rec.Checks) != 1 {
+		t.Fatalf("stored check results: %+v", rec)
+	}
+	ar2 := newRunner()
+	ar2.Restore(rec)
+	// Not started yet: what the last client saw.
+	if got := ar2.CheckStatuses(); len(got) != 1 || fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("restored results %+v, want %+v", got, before)
+	}
+	n := hits.Load()
+	ar2.Start()
+	t.Cleanup(ar2.Shutdown)
+	// Two new probes: the check never leaves success (starting over, it
+	// would be pending until the third).
+	deadline := time.Now().Add(10 * time.Second)
+	for hits.Load() < n+2 {
+		for _, c := range ar2.CheckStatuses() {
+			if c.Status != CheckSuccess {
+				t.Fatalf("status %s after the restart, want success", c.Status)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the check did not run again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	ar2.Kill("stop")
+	<-ar2.WaitCh()
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if r := load(); r == nil || len(r.Checks) != 0 {
+			return fmt.Errorf("a stopped allocation's check results are still stored: %+v", r)
+		}
+		return nil
+	})
+	mustOK(t, db.DeleteAlloc(a.ID)) // what the client's GC does
+	if r := load(); r != nil {
+		t.Fatalf("a collected allocation's state is still stored: %+v", r)
+	}
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,77 @@
+package client
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// DrainSelf asks the servers to drain the node with the configured spec
+// (deadline defaulting to Nomad's hour, ignore_system_jobs, the node's own
+// secret as token) and returns once the drain is complete and the
+// allocations it moved have stopped and been reported; a system allocation
+// the drain ignores keeps running.
+func TestDrainSelf_DrainsThenReturns(t *testing.T) {
+	tc := newTestClient(t, func(c *Config) { c.DrainOnShutdown = &DrainOnShutdown{IgnoreSystemJobs: true} })
+	tc.waitReady(t)
+	svc := tc.place(structs.JobTypeService, testutil.MockTask("web", map[string]any{"run_for": "-1s"}))
+	sys := tc.place(structs.JobTypeSystem, testutil.MockTask("agent", map[string]any{"run_for": "-1s"}))
+	tc.waitServerStatus(t, svc.ID, structs.AllocClientStatusRunning)
+	tc.waitServerStatus(t, sys.ID, structs.AllocClientStatusRunning)
+
+	done := make(chan error, 1)
+	go func() { done <- tc.DrainSelf() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("DrainSelf did not return")
+	}
+	if a := tc.srv.alloc(svc.ID); a.ClientStatus != structs.AllocClientStatusComplete {
+		t.Fatalf("the drained allocation is %s on the servers when DrainSelf returned, want complete", a.ClientStatus)
+	}
+	if a := tc.srv.alloc(sys.ID); a.ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatalf("the system allocation the drain ignores is %s, want running", a.ClientStatus)
+	}
+	tc.srv.mu.Lock()
+	drains := tc.srv.drains
+	tc.srv.mu.Unlock()
+	if len(drains) != 1 {
+		t.Fatalf("%d drain requests, want 1", len(drains))
+	}
+	d := drains[0]
+	if d.NodeID != tc.NodeID() || d.DrainSpec == nil || d.DrainSpec.Deadline != time.Hour || !d.DrainSpec.IgnoreSystemJobs ||
+		d.AuthToken != tc.secretID() || d.Meta["message"] != "shutting down" {
+		t.Fatalf("drain request %+v spec %+v", d, d.DrainSpec)
+	}
+}
+
+// force = true asks for a drain that stops everything at once (a negative
+// deadline, as `node drain -force`); without drain_on_shutdown nothing is
+// asked.
+func TestDrainSelf_ForceAndOff(t *testing.T) {
+	tc := newTestClient(t, func(c *Config) { c.DrainOnShutdown = &DrainOnShutdown{Deadline: time.Minute, Force: true} })
+	tc.waitReady(t)
+	if err := tc.DrainSelf(); err != nil {
+		t.Fatal(err)
+	}
+	tc.srv.mu.Lock()
+	drains := tc.srv.drains
+	tc.srv.mu.Unlock()
+	if len(drains) != 1 || drains[0].DrainSpec.Deadline >= 0 || drains[0].DrainSpec.IgnoreSystemJobs {
+		t.Fatalf("forced drain requests %+v", drains)
+	}
+
+	off := newTestClient(t, nil)
+	off.waitReady(t)
+	if err := off.DrainSelf(); err != nil {
+		t.Fatal(err)
+	}
+	if len(off.srv.drains) != 0 {
+		t.Fatalf("a client without drain_on_shutdown asked for a drain")
+	}
+}
