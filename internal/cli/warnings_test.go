@@ -65,7 +65,7 @@ func TestJobWarningsBlock(t *testing.T) {
 func TestServerWarningsPrinted(t *testing.T) {
 	warnings := unsupported.Gaps{Warnings: []string{
 		`Task group "web": service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul"), and its checks do not run`,
-		`Task group "web", task "server": shutdown_delay is accepted but not acted on by Drover yet: the task is stopped without the delay`,
+		`Task group "web", task "server": identity "aws" change_mode is accepted but not acted on by Drover yet: a renewed token is rewritten in place`,
 	}}.WarningsText()
 	plan := planResponse(1)
 	plan.Warnings = warnings
