@@ -11,7 +11,7 @@ import (
 // read verb (and Nomad) does; it used to print the error and exit 0.
 func TestACLTemplateErrorExits1(t *testing.T) {
 	f := &fake{routes: map[string]any{
-		"GET /v1/acl/policies":  []*api.ACLPolicyListStub{{Name: "p1"}},
+		"GET /v1/acl/policies":   []*api.ACLPolicyListStub{{Name: "p1"}},
 		"GET /v1/acl/token/self": &api.ACLToken{AccessorID: "a1", Name: "me"},
 	}}
 	srv := f.server(t)
