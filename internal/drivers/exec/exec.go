@@ -26,16 +26,11 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	if len(opts.Command) == 0 {
 		return -1, errors.New("exec: a command is required")
 	}
-	pid, err := d.inner.MainPID(taskID)
-	if err != nil {
+	if _, err := d.inner.MainPID(taskID); err != nil {
 		return -1, err
 	}
-	cred, err := isolate.LookupUser(t.user)
-	if err != nil {
-		return -1, err
-	}
-	e := &isolate.Enter{PID: pid, Cgroups: t.cg.Paths(), Cred: cred, HostPID: t.hostPID, HostIPC: t.hostIPC,
-		Env: t.env, Command: opts.Command, Caps: t.caps}
+	sp := t.spec
+	e := &isolate.Enter{StateRoot: sp.StateRoot, ID: sp.ID, Cred: sp.Cred, Env: sp.Env, Command: opts.Command, Caps: sp.Caps}
 	cmd, err := e.Cmd()
 	if err != nil {
 		return -1, err

@@ -196,13 +196,13 @@ func TestExecRecover(t *testing.T) {
 	if err := d2.DestroyTask(tc.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(d2.tasksCgroupDir(tc)); !os.IsNotExist(err) {
+	if _, err := os.Stat(d2.tasksCgroupDir(t, tc)); !os.IsNotExist(err) {
 		t.Errorf("task cgroup left behind: %v", err)
 	}
 }
 
-func (d *Driver) tasksCgroupDir(tc *drivers.TaskConfig) string {
-	return (&task{}).cgFor(tc).Dir("memory")
+func (d *Driver) tasksCgroupDir(t testing.TB, tc *drivers.TaskConfig) string {
+	return (&task{}).cgFor(t, tc).Dir("memory")
 }
 
 // What the task or the plugin configuration forbids fails the start with
@@ -242,7 +242,7 @@ func TestExecStartRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want error with %q, got %v", c.want, err)
 			}
-			if _, err := os.Stat(d.tasksCgroupDir(tc)); !os.IsNotExist(err) {
+			if _, err := os.Stat(d.tasksCgroupDir(t, tc)); !os.IsNotExist(err) {
 				t.Errorf("failed start left its cgroup: %v", err)
 			}
 		})

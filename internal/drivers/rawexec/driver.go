@@ -337,7 +337,7 @@ func (d *Driver) MainPID(taskID string) (int, error) {
 }
 
 func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso *isolate.Spec) (*drivers.TaskHandle, error) {
-	// An isolated task switches to its user inside the isolation init.
+	// An isolated task gets its user from its container.
 	var usr *taskUser
 	if iso == nil {
 		var err error
