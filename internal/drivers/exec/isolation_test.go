@@ -187,6 +187,14 @@ func TestExecRecover(t *testing.T) {
 	if _, err := d2.TaskStats(context.Background(), tc.ID); err != nil {
 		t.Errorf("stats after recovery: %v", err)
 	}
+	// The restarted agent finds the task's container from its state in
+	// the task dir: alloc exec still runs inside it.
+	var out strings.Builder
+	code, err := d2.ExecTask(context.Background(), tc.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "cat /proc/1/comm; ls /private | wc -l"}, Stdout: &out})
+	if err != nil || code != 0 || out.String() != "sleep\n0\n" {
+		t.Errorf("exec after recovery: %d %v %q", code, err, out.String())
+	}
 	if err := d2.StopTask(tc.ID, time.Second, "SIGTERM"); err != nil {
 		t.Fatal(err)
 	}

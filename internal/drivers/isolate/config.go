@@ -146,9 +146,13 @@ func gids(in []int) []uint32 {
 	return out
 }
 
-// swapAccounted reports whether cgroup v1 accounts swap (memsw files); on
-// v2 the limit is set without swap.
+// swapAccounted reports whether memory+swap can be limited: cgroup v1 with
+// the memsw files, or v2 (where libcontainer writes memory.swap.max = 0,
+// and skips it on a host without swap accounting).
 func swapAccounted() bool {
+	if isV2() {
+		return true
+	}
 	_, err := os.Stat(filepath.Join(CgroupRoot, "memory", "memory.memsw.limit_in_bytes"))
 	return err == nil
 }

@@ -130,6 +130,7 @@ func ociCaps(caps []string) []string {
 	}
 	return out
 }
+
 // ResolveCaps computes a task's capability set as Nomad does: the default
 // set minus cap_drop, plus cap_add ("all" allowed in both, so cap_drop =
 // ["all"] with cap_add = ["chown"] leaves chown only); every added

@@ -58,7 +58,7 @@ type shimSpec struct {
 	// User is the task's `user`, resolved (nil: the agent's user).
 	User *taskUser `json:"user,omitempty"`
 	// Isolation, for drivers built on this one (exec, java): the task is
-	// started through the isolation init in new namespaces instead of
+	// started in a libcontainer container (package isolate) instead of
 	// directly (Path, Args, Env and Dir are then unused).
 	Isolation *isolate.Spec `json:"isolation,omitempty"`
 	// NetNS is the allocation's network namespace the task joins.
