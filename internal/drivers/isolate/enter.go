@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,6 +55,9 @@ func (e *Enter) Cmd() (*exec.Cmd, error) {
 }
 
 func enterMain() int {
+	// The helper's stderr is the command's: libcontainer's warnings (and
+	// the joined process's init's, which it forwards) stay out of it.
+	logrus.SetLevel(logrus.ErrorLevel)
 	var e Enter
 	if err := json.Unmarshal([]byte(os.Getenv(enterEnv)), &e); err != nil {
 		fmt.Fprintf(os.Stderr, "drover: cannot enter the task: %v\n", err)
