@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -121,7 +123,12 @@ func Start(s *Spec, stdout, stderr *os.File, joined func(pid int) error) (*Task,
 	if err := c.Exec(); err != nil {
 		return fail(fmt.Errorf("cannot start the isolated task: %w", err))
 	}
-	return &Task{c: c, p: p, pid: pid}, nil
+	t := &Task{c: c, p: p, pid: pid}
+	if s.HostPID {
+		// In its own PID namespace the task's init reaps its orphans.
+		go t.reapOrphans()
+	}
+	return t, nil
 }
 
 // Destroy removes what is left of a task's container: its processes, its
@@ -274,4 +281,52 @@ func (s *Spec) lookPath() (path string, viaPath bool, err error) {
 		}
 	}
 	return "", false, fmt.Errorf("command %q not found in the task's root (PATH %s, /local)", cmd, search)
+}
+
+// reapOrphans waits for the processes a host-PID-namespace task leaves
+// behind: being the subreaper, the caller inherits them, and a zombie
+// still counts against the task's pids limit. It runs once the container
+// has started (libcontainer waits for its own helpers itself) and never
+// reaps the task's main process, which Wait does.
+func (t *Task) reapOrphans() {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, unix.SIGCHLD)
+	self := os.Getpid()
+	for {
+		// A sweep first: orphans may have exited before Notify.
+		for _, pid := range zombieChildren(self) {
+			if pid != t.pid {
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			}
+		}
+		<-ch
+	}
+}
+
+// zombieChildren lists the exited, unreaped children of parent.
+func zombieChildren(parent int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", parent))
+	for _, tk := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", parent, tk.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			// "pid (comm) S ...": the state follows the last ')'.
+			if i := strings.LastIndexByte(string(st), ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
