@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,6 +36,9 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	if err != nil {
 		return -1, err
 	}
+	// What the command leaves running in the task may hold its output
+	// open: the exec ends with the command all the same.
+	cmd.WaitDelay = time.Second
 	if opts.Tty {
 		return runTty(ctx, cmd, opts)
 	}
@@ -62,8 +66,15 @@ func wait(ctx context.Context, cmd *osexec.Cmd) (int, error) {
 	case err := <-done:
 		return exitCode(err)
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-done
+		// The helper kills the command inside the task, then exits; if it
+		// does not, it is killed (and the command left to the task).
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 		return -1, ctx.Err()
 	}
 }

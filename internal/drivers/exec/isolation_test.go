@@ -276,3 +276,30 @@ func TestExecRefusesSymlinkedMountTargets(t *testing.T) {
 		t.Fatalf("the init created a directory on the host through the task's symlink: %v", err)
 	}
 }
+
+// An exec whose caller gives up (its context ends) does not leave its
+// command running inside the task.
+func TestExecIntoTaskCancelled(t *testing.T) {
+	requireIsolation(t)
+	d := New(Config{})
+	tc := newTask(t, "execcancel", map[string]any{"command": "sleep", "args": []any{"600"}})
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := d.ExecTask(ctx, tc.ID, drivers.ExecOptions{Command: []string{"sleep", "777"}}); err == nil {
+		t.Fatal("a cancelled exec reported success")
+	}
+	running := func() bool {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == "sleep\x00777\x00" {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 5*time.Second, "the cancelled exec's command to end", func() bool { return !running() })
+}

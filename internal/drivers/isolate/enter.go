@@ -92,13 +92,14 @@ func (e *Enter) run() (int, error) {
 	if err := c.Run(p); err != nil {
 		return 0, err
 	}
-	// A signal to the helper (the agent giving up on the exec) reaches
-	// the command.
+	// A signal to the helper is the agent giving up on the exec (its
+	// client went away): the command, a grandchild the agent cannot
+	// reach, goes with it.
 	sigs := make(chan os.Signal, 1)
 	signalNotify(sigs)
 	go func() {
-		for s := range sigs {
-			_ = p.Signal(s)
+		for range sigs {
+			_ = p.Signal(unix.SIGKILL)
 		}
 	}()
 	ps, err := p.Wait()
