@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,4 +303,39 @@ func TestExecIntoTaskCancelled(t *testing.T) {
 		return false
 	}
 	waitFor(t, 5*time.Second, "the cancelled exec's command to end", func() bool { return !running() })
+}
+
+// A task that exits while the agent is down is reported with its own exit
+// code by the restarted agent (the supervisor waited for the container's
+// init and recorded it), and its output written meanwhile is in the logs.
+func TestExecRecoverAfterExit(t *testing.T) {
+	requireIsolation(t)
+	tc := newTask(t, "recexit", map[string]any{"command": "/bin/sh", "args": []any{"-c", "sleep 0.3; echo done; exit 7"}})
+	d1 := New(Config{})
+	h, err := d1.StartTask(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := d1.inner.MainPID(tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d1 stands for the agent that died: only a new driver looks from now on.
+	waitFor(t, 10*time.Second, "the task to exit", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+	d2 := New(Config{})
+	if err := d2.RecoverTask(h); err != nil {
+		t.Fatal(err)
+	}
+	r := waitExit(t, d2, tc.ID)
+	if r.ExitCode != 7 || r.Signal != 0 || r.OOMKilled {
+		t.Errorf("exit after recovery: %+v", r)
+	}
+	if out, _ := output(t, tc); out != "done\n" {
+		t.Errorf("output written while the agent was down: %q", out)
+	}
+	if err := d2.DestroyTask(tc.ID, true); err != nil {
+		t.Fatal(err)
+	}
 }
