@@ -232,7 +232,7 @@ func (s *Spec) hostPath(p string) string {
 	if bestDst != "" {
 		return filepath.Join(best, strings.TrimPrefix(p, bestDst))
 	}
-	if p == "/alloc" || strings.HasPrefix(p, "/alloc/") && s.SharedAlloc != "" {
+	if s.SharedAlloc != "" && (p == "/alloc" || strings.HasPrefix(p, "/alloc/")) {
 		return filepath.Join(s.SharedAlloc, strings.TrimPrefix(p, "/alloc"))
 	}
 	return filepath.Join(s.Root, p)
