@@ -50,13 +50,9 @@ type Driver struct {
 // task is what the driver keeps about a running task beyond the
 // supervisor's handle.
 type task struct {
-	cfg     *drivers.TaskConfig
-	cg      *isolate.Cgroups
-	user    string
-	hostPID bool
-	hostIPC bool
-	env     []string
-	caps    []string
+	cfg  *drivers.TaskConfig
+	spec *isolate.Spec
+	cg   *isolate.Cgroups
 
 	statsMu sync.Mutex
 	last    *isolate.Sample
@@ -101,6 +97,10 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	if os.Geteuid() != 0 {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected,
 			HealthDescription: d.name + " driver must run as root"}
+	}
+	if err := isolate.Available(); err != nil {
+		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUnhealthy,
+			HealthDescription: err.Error()}
 	}
 	if err := isolate.CheckCgroups(); err != nil {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUnhealthy,
@@ -152,23 +152,14 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 			}
 		}
 	}
-	// Whatever an earlier start of this task left in its cgroups would run
-	// twice, and stale limits must not stay.
-	if err := t.cg.Destroy(); err != nil {
-		return nil, err
-	}
-	limits := isolate.Limits{PidsMax: spec.pids}
-	if r := cfg.Resources; r != nil {
-		limits.MemoryMB, limits.MemoryMaxMB = r.Memory.MemoryMB, r.Memory.MemoryMaxMB
-		limits.CPUShares, limits.Cores = r.Cpu.CpuShares, r.Cpu.ReservedCores
-	}
-	if err := t.cg.Create(limits); err != nil {
-		_ = t.cg.Destroy()
+	// Whatever an earlier start of this task left in its container's
+	// cgroups would run twice, and stale limits must not stay.
+	if err := t.destroy(); err != nil {
 		return nil, err
 	}
 	h, err := d.inner.StartIsolated(cfg, spec.Spec)
 	if err != nil {
-		_ = t.cg.Destroy()
+		_ = t.destroy()
 		return nil, err
 	}
 	d.mu.Lock()
@@ -179,8 +170,13 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 
 type prepared struct {
 	*isolate.Spec
-	pids int64
 	cred *isolate.Cred
+}
+
+// destroy removes what is left of the task's container: processes,
+// cgroups, state.
+func (t *task) destroy() error {
+	return isolate.Destroy(t.spec.StateRoot, t.spec.ID, t.spec.Cgroup)
 }
 
 // prepare resolves the task's isolation from its config and the plugin's.
@@ -257,14 +253,25 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 	for _, a := range tc.Args {
 		args = append(args, rw(a))
 	}
-	t := &task{cfg: cfg, cg: isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)), user: user,
-		hostPID: pidMode == ModeHost, hostIPC: ipcMode == ModeHost, env: envList, caps: caps}
-	spec := &isolate.Spec{
-		Root: cfg.TaskDir, SharedAlloc: filepath.Join(cfg.AllocDir, "alloc"), Chroot: all,
-		Path: args[0], Args: args, Env: envList, WorkDir: tc.WorkDir, User: user, Caps: caps,
-		NoPivotRoot: pc.NoPivotRoot, HostPID: t.hostPID, HostIPC: t.hostIPC, Cgroups: t.cg.Paths(),
+	limits := isolate.Limits{PidsMax: pids}
+	if r := cfg.Resources; r != nil {
+		limits.MemoryMB, limits.MemoryMaxMB = r.Memory.MemoryMB, r.Memory.MemoryMaxMB
+		limits.CPUShares, limits.Cores = r.Cpu.CpuShares, r.Cpu.ReservedCores
 	}
-	return t, &prepared{Spec: spec, pids: pids, cred: cred}, nil
+	id := isolate.ContainerID(cfg.ID)
+	spec := &isolate.Spec{
+		ID: id, StateRoot: isolate.StateRootOf(cfg.TaskDir),
+		Root: cfg.TaskDir, SharedAlloc: filepath.Join(cfg.AllocDir, "alloc"), Chroot: all,
+		Path: args[0], Args: args, Env: envList, WorkDir: tc.WorkDir, User: user, Cred: *cred, Caps: caps,
+		NoPivotRoot: pc.NoPivotRoot, HostPID: pidMode == ModeHost, HostIPC: ipcMode == ModeHost,
+		Cgroup: isolate.CgroupName{Parent: cfg.CgroupParent, Name: id}, Limits: limits,
+	}
+	cg, err := isolate.NewCgroups(spec.Cgroup)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &task{cfg: cfg, spec: spec, cg: cg}
+	return t, &prepared{Spec: spec, cred: cred}, nil
 }
 
 // rewriter maps host paths of the task's directories, as interpolated into
@@ -285,10 +292,6 @@ func rewriter(cfg *drivers.TaskConfig) func(string) string {
 	}
 }
 
-func cgroupName(id string) string {
-	return strings.NewReplacer("/", ".", "..", "_").Replace(id)
-}
-
 // RecoverTask implements drivers.Driver: the supervisor outlived the
 // agent; the task's cgroups are found again from its ID.
 func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
@@ -302,19 +305,18 @@ func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
 		return nil // already attached
 	}
 	cfg := h.Config
+	tc, err := ParseTaskConfig(cfg.Config)
+	if err != nil {
+		return fmt.Errorf("recover task: %w", err)
+	}
+	t, _, err := d.prepare(cfg, tc, nil)
+	if err != nil {
+		return fmt.Errorf("recover task: %w", err)
+	}
 	if err := d.inner.RecoverTask(h); err != nil {
-		// The task is gone for good: so are its limits.
-		_ = isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)).Destroy()
+		// The task is gone for good: so are its limits and state.
+		_ = t.destroy()
 		return err
-	}
-	t := &task{cfg: cfg, cg: isolate.NewCgroups(cfg.CgroupParent, cgroupName(cfg.ID)), user: cfg.User}
-	if tc, err := ParseTaskConfig(cfg.Config); err == nil {
-		if pt, _, err := d.prepare(cfg, tc, nil); err == nil {
-			t = pt
-		}
-	}
-	if t.user == "" {
-		t.user = DefaultUser
 	}
 	d.mu.Lock()
 	d.tasks[cfg.ID] = t
@@ -366,7 +368,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 }
 
 // DestroyTask implements drivers.Driver: the supervisor's cleanup, then
-// the task's cgroups.
+// the task's container (cgroups and state).
 func (d *Driver) DestroyTask(taskID string, force bool) error {
 	t, err := d.get(taskID)
 	if err != nil {
@@ -375,7 +377,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	if err := d.inner.DestroyTask(taskID, force); err != nil {
 		return err
 	}
-	if err := t.cg.Destroy(); err != nil {
+	if err := t.destroy(); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,20 +27,18 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	if len(opts.Command) == 0 {
 		return -1, errors.New("exec: a command is required")
 	}
-	pid, err := d.inner.MainPID(taskID)
-	if err != nil {
+	if _, err := d.inner.MainPID(taskID); err != nil {
 		return -1, err
 	}
-	cred, err := isolate.LookupUser(t.user)
-	if err != nil {
-		return -1, err
-	}
-	e := &isolate.Enter{PID: pid, Cgroups: t.cg.Paths(), Cred: cred, HostPID: t.hostPID, HostIPC: t.hostIPC,
-		Env: t.env, Command: opts.Command, Caps: t.caps}
+	sp := t.spec
+	e := &isolate.Enter{StateRoot: sp.StateRoot, ID: sp.ID, Cred: sp.Cred, Env: sp.Env, Command: opts.Command, Caps: sp.Caps}
 	cmd, err := e.Cmd()
 	if err != nil {
 		return -1, err
 	}
+	// What the command leaves running in the task may hold its output
+	// open: the exec ends with the command all the same.
+	cmd.WaitDelay = time.Second
 	if opts.Tty {
 		return runTty(ctx, cmd, opts)
 	}
@@ -67,8 +66,15 @@ func wait(ctx context.Context, cmd *osexec.Cmd) (int, error) {
 	case err := <-done:
 		return exitCode(err)
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-done
+		// The helper kills the command inside the task, then exits; if it
+		// does not, it is killed (and the command left to the task).
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 		return -1, ctx.Err()
 	}
 }

@@ -119,6 +119,10 @@ func runToExit(t *testing.T, d *Driver, tc *drivers.TaskConfig) (*drivers.ExitRe
 	return r, out, errOut
 }
 
-func (*task) cgFor(tc *drivers.TaskConfig) *isolate.Cgroups {
-	return isolate.NewCgroups(tc.CgroupParent, cgroupName(tc.ID))
+func (*task) cgFor(t testing.TB, tc *drivers.TaskConfig) *isolate.Cgroups {
+	cg, err := isolate.NewCgroups(isolate.CgroupName{Parent: tc.CgroupParent, Name: isolate.ContainerID(tc.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cg
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,6 +188,14 @@ func TestExecRecover(t *testing.T) {
 	if _, err := d2.TaskStats(context.Background(), tc.ID); err != nil {
 		t.Errorf("stats after recovery: %v", err)
 	}
+	// The restarted agent finds the task's container from its state in
+	// the task dir: alloc exec still runs inside it.
+	var out strings.Builder
+	code, err := d2.ExecTask(context.Background(), tc.ID, drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "cat /proc/1/comm; ls /private | wc -l"}, Stdout: &out})
+	if err != nil || code != 0 || out.String() != "sleep\n0\n" {
+		t.Errorf("exec after recovery: %d %v %q", code, err, out.String())
+	}
 	if err := d2.StopTask(tc.ID, time.Second, "SIGTERM"); err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +205,13 @@ func TestExecRecover(t *testing.T) {
 	if err := d2.DestroyTask(tc.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(d2.tasksCgroupDir(tc)); !os.IsNotExist(err) {
+	if _, err := os.Stat(d2.tasksCgroupDir(t, tc)); !os.IsNotExist(err) {
 		t.Errorf("task cgroup left behind: %v", err)
 	}
 }
 
-func (d *Driver) tasksCgroupDir(tc *drivers.TaskConfig) string {
-	return (&task{}).cgFor(tc).Dir("memory")
+func (d *Driver) tasksCgroupDir(t testing.TB, tc *drivers.TaskConfig) string {
+	return (&task{}).cgFor(t, tc).Dir("memory")
 }
 
 // What the task or the plugin configuration forbids fails the start with
@@ -242,7 +251,7 @@ func TestExecStartRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want error with %q, got %v", c.want, err)
 			}
-			if _, err := os.Stat(d.tasksCgroupDir(tc)); !os.IsNotExist(err) {
+			if _, err := os.Stat(d.tasksCgroupDir(t, tc)); !os.IsNotExist(err) {
 				t.Errorf("failed start left its cgroup: %v", err)
 			}
 		})
@@ -266,5 +275,67 @@ func TestExecRefusesSymlinkedMountTargets(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(hostDir, "thing")); !os.IsNotExist(err) {
 		t.Fatalf("the init created a directory on the host through the task's symlink: %v", err)
+	}
+}
+
+// An exec whose caller gives up (its context ends) does not leave its
+// command running inside the task.
+func TestExecIntoTaskCancelled(t *testing.T) {
+	requireIsolation(t)
+	d := New(Config{})
+	tc := newTask(t, "execcancel", map[string]any{"command": "sleep", "args": []any{"600"}})
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := d.ExecTask(ctx, tc.ID, drivers.ExecOptions{Command: []string{"sleep", "777"}}); err == nil {
+		t.Fatal("a cancelled exec reported success")
+	}
+	running := func() bool {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == "sleep\x00777\x00" {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 5*time.Second, "the cancelled exec's command to end", func() bool { return !running() })
+}
+
+// A task that exits while the agent is down is reported with its own exit
+// code by the restarted agent (the supervisor waited for the container's
+// init and recorded it), and its output written meanwhile is in the logs.
+func TestExecRecoverAfterExit(t *testing.T) {
+	requireIsolation(t)
+	tc := newTask(t, "recexit", map[string]any{"command": "/bin/sh", "args": []any{"-c", "sleep 0.3; echo done; exit 7"}})
+	d1 := New(Config{})
+	h, err := d1.StartTask(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := d1.inner.MainPID(tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d1 stands for the agent that died: only a new driver looks from now on.
+	waitFor(t, 10*time.Second, "the task to exit", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+	d2 := New(Config{})
+	if err := d2.RecoverTask(h); err != nil {
+		t.Fatal(err)
+	}
+	r := waitExit(t, d2, tc.ID)
+	if r.ExitCode != 7 || r.Signal != 0 || r.OOMKilled {
+		t.Errorf("exit after recovery: %+v", r)
+	}
+	if out, _ := output(t, tc); out != "done\n" {
+		t.Errorf("output written while the agent was down: %q", out)
+	}
+	if err := d2.DestroyTask(tc.ID, true); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -176,14 +176,71 @@ func TestExecIntoTaskKeepsCapabilities(t *testing.T) {
 	var out, errOut strings.Builder
 	code, err := d.ExecTask(context.Background(), tc.ID, drivers.ExecOptions{
 		Command: []string{"/bin/sh", "-c", "grep CapBnd /proc/self/status; id -u; echo pid1=$(cat /proc/1/comm)"}, Stdout: &out, Stderr: &errOut})
-	if !isolate.EnterKeepsCaps {
-		if err == nil || !strings.Contains(err.Error(), "needs a drover built with cgo") {
-			t.Fatalf("a build without cgo must refuse exec into a root task, got %d %v %q", code, err, out.String())
-		}
-		return
-	}
 	want := fmt.Sprintf("CapBnd:\t%016x\n0\npid1=sleep\n", capMask([]string{"chown"}))
 	if err != nil || code != 0 || out.String() != want {
 		t.Fatalf("exec: code %d err %v out %q (want %q) stderr %q", code, err, out.String(), want, errOut.String())
+	}
+}
+
+// A task in the host's PID namespace has no init of its own to reap what
+// it leaves behind: its supervisor (their subreaper) does, so orphans do
+// not pile up as zombies counting against the pids limit.
+func TestExecHostPIDReapsOrphans(t *testing.T) {
+	requireIsolation(t)
+	p := DefaultPluginConfig()
+	p.DefaultPIDMode = ModeHost
+	d := New(Config{Plugin: p})
+	tc := newTask(t, "orphans", map[string]any{"command": "/bin/sh", "args": []any{"-c",
+		`for i in 1 2 3 4 5 6; do (true &); done; echo spawned; exec sleep 600`}})
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	waitFor(t, 10*time.Second, "the orphans spawned", func() bool {
+		out, _ := output(t, tc)
+		return strings.Contains(out, "spawned\n")
+	})
+	pid, err := d.inner.MainPID(tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ppid int
+	var state0 byte
+	fmt.Sscanf(string(st[strings.LastIndexByte(string(st), ')')+2:]), "%c %d", &state0, &ppid)
+	zombies := func() []string {
+		var z []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			s := string(b)
+			i := strings.LastIndexByte(s, ')')
+			var state byte
+			var pp int
+			if i < 0 || len(s) < i+4 {
+				continue
+			}
+			fmt.Sscanf(s[i+2:], "%c %d", &state, &pp)
+			if pp == ppid && state == 'Z' {
+				z = append(z, e.Name())
+			}
+		}
+		return z
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(zombies()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("zombies left under the task's supervisor %d: %v", ppid, zombies())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ppid <= 1 {
+		t.Fatalf("task's parent is %d, not its supervisor", ppid)
 	}
 }

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/manager"
 )
 
-// CgroupRoot is where the v1 hierarchies are mounted (a variable for tests).
+// CgroupRoot is where the cgroup hierarchies are mounted.
 var CgroupRoot = "/sys/fs/cgroup"
 
 const (
@@ -19,8 +21,11 @@ const (
 	cgroup2Magic = 0x63677270
 )
 
-// controllers are the v1 hierarchies a task gets a cgroup in.
+// controllers are the v1 hierarchies the limits and stats need.
 var controllers = []string{"memory", "cpu", "cpuacct", "cpuset", "pids"}
+
+// v2Controllers are the controllers a pure cgroup v2 host must offer.
+var v2Controllers = []string{"memory", "pids", "cpu", "cpuset"}
 
 // CheckCgroups reports whether the host has what the limits are written
 // to: every v1 controller mounted, or a pure cgroup v2 host with the
@@ -29,16 +34,6 @@ func CheckCgroups() error {
 	if isV2() {
 		return v2Check()
 	}
-	return cgroupsV1()
-}
-
-// isV2 reports a pure cgroup v2 host (the unified hierarchy at the root).
-func isV2() bool {
-	var st syscall.Statfs_t
-	return syscall.Statfs(CgroupRoot, &st) == nil && int64(st.Type) == cgroup2Magic
-}
-
-func cgroupsV1() error {
 	for _, c := range controllers {
 		var st syscall.Statfs_t
 		p := filepath.Join(CgroupRoot, c)
@@ -52,198 +47,113 @@ func cgroupsV1() error {
 	return nil
 }
 
+// isV2 reports a pure cgroup v2 host (the unified hierarchy at the root).
+func isV2() bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(CgroupRoot, &st) == nil && int64(st.Type) == cgroup2Magic
+}
+
+func v2Check() error {
+	b, err := os.ReadFile(filepath.Join(CgroupRoot, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("cgroup v2 at %s: %w", CgroupRoot, err)
+	}
+	have := map[string]bool{}
+	for _, c := range strings.Fields(string(b)) {
+		have[c] = true
+	}
+	var missing []string
+	for _, c := range v2Controllers {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("cgroup v2 at %s lacks the %s controllers", CgroupRoot, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // Limits are a task's resource limits.
 type Limits struct {
-	MemoryMB    int64 // soft limit (the reservation)
-	MemoryMaxMB int64 // hard limit when above MemoryMB (oversubscription)
-	CPUShares   int64 // cpu.shares (the task's MHz, as Nomad does)
-	Cores       []uint16
-	PidsMax     int64 // 0: no limit
+	MemoryMB    int64    `json:"memory_mb"`     // soft limit (the reservation)
+	MemoryMaxMB int64    `json:"memory_max_mb"` // hard limit when above MemoryMB (oversubscription)
+	CPUShares   int64    `json:"cpu_shares"`    // cpu.shares (the task's MHz, as Nomad does)
+	Cores       []uint16 `json:"cores"`
+	PidsMax     int64    `json:"pids_max"` // 0: no limit
 }
 
-// Cgroups are one task's cgroups: one per v1 controller, or its one v2
-// cgroup (the same one raw_exec's supervisor clones the task into). Their
-// paths are derived from the task alone, so a restarted agent finds them
-// again.
-type Cgroups struct {
-	Parent string
-	Name   string
-	V2     bool
+// CgroupName names a task's cgroups: /<Parent>/<Name> in every hierarchy
+// (v2: its one cgroup), derived from the task alone so a restarted agent
+// finds them again.
+type CgroupName struct {
+	Parent string `json:"parent"`
+	Name   string `json:"name"`
 }
 
-// NewCgroups names a task's cgroups on this host.
-func NewCgroups(parent, name string) *Cgroups {
-	return &Cgroups{Parent: parent, Name: name, V2: isV2()}
-}
-
-// Dir is the task's cgroup in one controller (v2: its only cgroup).
-func (c *Cgroups) Dir(ctrl string) string {
-	p := c.Parent
+// Path is the cgroup path below the hierarchies' roots.
+func (n CgroupName) Path() string {
+	p := n.Parent
 	if p == "" {
 		p = "drover"
 	}
-	if c.V2 {
-		return filepath.Join(CgroupRoot, filepath.Clean("/"+p), c.Name)
-	}
-	return filepath.Join(CgroupRoot, ctrl, filepath.Clean("/"+p), c.Name)
+	return filepath.Join(filepath.Clean("/"+p), n.Name)
 }
 
-// Paths are the task's cgroup dirs, for Spec.Cgroups.
-func (c *Cgroups) Paths() []string {
-	if c.V2 {
-		return []string{c.Dir("")}
-	}
-	out := make([]string, 0, len(controllers))
-	for _, ctrl := range controllers {
-		out = append(out, c.Dir(ctrl))
-	}
-	return out
+// Cgroups are one task's cgroups, read and removed through libcontainer's
+// cgroup manager (the one that created them with the container).
+type Cgroups struct {
+	m cgroups.Manager
 }
 
-// Create makes the task's cgroups and writes its limits.
-func (c *Cgroups) Create(l Limits) error {
-	if c.V2 {
-		return c.createV2(l)
-	}
-	for _, ctrl := range controllers {
-		if err := os.MkdirAll(c.Dir(ctrl), 0o755); err != nil {
-			return fmt.Errorf("create %s cgroup: %w", ctrl, err)
-		}
-	}
-	if err := c.initCpuset(l.Cores); err != nil {
-		return err
-	}
-	write := func(ctrl, file, val string) error {
-		if err := os.WriteFile(filepath.Join(c.Dir(ctrl), file), []byte(val), 0); err != nil {
-			return fmt.Errorf("set %s %s=%s: %w", ctrl, file, val, err)
-		}
-		return nil
-	}
-	if l.MemoryMB > 0 {
-		hard := l.MemoryMB
-		if l.MemoryMaxMB > hard {
-			hard = l.MemoryMaxMB
-		}
-		if err := write("memory", "memory.limit_in_bytes", strconv.FormatInt(hard<<20, 10)); err != nil {
-			return err
-		}
-		if err := write("memory", "memory.soft_limit_in_bytes", strconv.FormatInt(l.MemoryMB<<20, 10)); err != nil {
-			return err
-		}
-		// With swap, the limit would only push the task out to swap.
-		_ = write("memory", "memory.memsw.limit_in_bytes", strconv.FormatInt(hard<<20, 10))
-	}
-	if l.CPUShares > 0 {
-		shares := l.CPUShares
-		if shares < 2 {
-			shares = 2
-		}
-		if err := write("cpu", "cpu.shares", strconv.FormatInt(shares, 10)); err != nil {
-			return err
-		}
-	}
-	pids := "max"
-	if l.PidsMax > 0 {
-		pids = strconv.FormatInt(l.PidsMax, 10)
-	}
-	return write("pids", "pids.max", pids)
-}
-
-// initCpuset gives the task (and every level above it up to the root,
-// since new cpuset cgroups start empty) cpus and memory nodes: the reserved
-// cores when the task has some, else whatever its parent has.
-func (c *Cgroups) initCpuset(cores []uint16) error {
-	root := filepath.Join(CgroupRoot, "cpuset")
-	dir := c.Dir("cpuset")
-	rel, err := filepath.Rel(root, dir)
+// NewCgroups opens a task's cgroups (they need not exist).
+func NewCgroups(n CgroupName) (*Cgroups, error) {
+	m, err := manager.New(&cgroups.Cgroup{Path: n.Path(), Resources: &cgroups.Resources{}})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("cgroup manager: %w", err)
 	}
-	cur := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		parent := cur
-		cur = filepath.Join(cur, part)
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			b, _ := os.ReadFile(filepath.Join(cur, f))
-			val := strings.TrimSpace(string(b))
-			if cur == dir && f == "cpuset.cpus" && len(cores) > 0 {
-				var parts []string
-				for _, core := range cores {
-					parts = append(parts, strconv.Itoa(int(core)))
-				}
-				val = strings.Join(parts, ",")
-			} else if val != "" {
-				continue
-			} else {
-				pb, err := os.ReadFile(filepath.Join(parent, f))
-				if err != nil {
-					return fmt.Errorf("read %s: %w", f, err)
-				}
-				val = strings.TrimSpace(string(pb))
-			}
-			if err := os.WriteFile(filepath.Join(cur, f), []byte(val), 0); err != nil {
-				return fmt.Errorf("set %s=%s in %s: %w", f, val, cur, err)
-			}
-		}
+	return &Cgroups{m: m}, nil
+}
+
+// Dir is the task's cgroup directory in one v1 controller (v2: its only
+// cgroup, whatever ctrl).
+func (c *Cgroups) Dir(ctrl string) string {
+	if isV2() {
+		ctrl = ""
 	}
-	return nil
+	return c.m.Path(ctrl)
 }
 
 // Destroy kills whatever is left in the task's cgroups and removes them.
 // Safe to call more than once.
 func (c *Cgroups) Destroy() error {
 	deadline := time.Now().Add(10 * time.Second)
-	var errs []error
-	ctrls := controllers
-	if c.V2 {
-		ctrls = []string{""}
-	}
-	for _, ctrl := range ctrls {
-		dir := c.Dir(ctrl)
-		for {
-			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			pids := strings.Fields(string(b))
-			if len(pids) == 0 {
-				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-					break
-				}
-			}
-			for _, p := range pids {
-				if pid, err := strconv.Atoi(p); err == nil && pid != os.Getpid() {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			if time.Now().After(deadline) {
-				errs = append(errs, fmt.Errorf("cgroup %s: still has processes %v", dir, pids))
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+	for {
+		pids, err := c.m.GetAllPids()
+		if err != nil || len(pids) == 0 {
+			break
 		}
+		for _, pid := range pids {
+			if pid != os.Getpid() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("task cgroup %s: still has processes %v", c.Dir("memory"), pids)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return errors.Join(errs...)
+	if err := c.m.Destroy(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove task cgroups: %w", err)
+	}
+	return nil
 }
 
 // OOMKilled reports whether the kernel's OOM killer killed a process of
 // the task's memory cgroup.
 func (c *Cgroups) OOMKilled() bool {
-	if c.V2 {
-		return c.oomKilledV2()
-	}
-	b, err := os.ReadFile(filepath.Join(c.Dir("memory"), "memory.oom_control"))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
-			n, _ := strconv.Atoi(f[1])
-			return n > 0
-		}
-	}
-	// Older kernels lack the counter; failcnt at the limit is the sign.
-	return false
+	n, err := c.m.OOMKillCount()
+	return err == nil && n > 0
 }
 
 // Sample is one reading of the task's cgroup counters.
@@ -259,41 +169,23 @@ type Sample struct {
 
 // Read takes a sample.
 func (c *Cgroups) Read() (*Sample, error) {
-	if c.V2 {
-		return c.readV2()
+	if !c.m.Exists() {
+		return nil, errors.New("the task's cgroups do not exist")
+	}
+	st, err := c.m.GetStats()
+	if err != nil {
+		return nil, err
 	}
 	s := &Sample{At: time.Now()}
-	num := func(ctrl, file string) (uint64, error) {
-		b, err := os.ReadFile(filepath.Join(c.Dir(ctrl), file))
-		if err != nil {
-			return 0, err
-		}
-		return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	cu := st.CpuStats.CpuUsage
+	s.CPUNanos, s.UserNanos, s.SysNanos = cu.TotalUsage, cu.UsageInUsermode, cu.UsageInKernelmode
+	s.ThrottledPeriods, s.ThrottledNanos = st.CpuStats.ThrottlingData.ThrottledPeriods, st.CpuStats.ThrottlingData.ThrottledTime
+	ms := st.MemoryStats
+	s.MemUsage, s.MemMaxUsage = ms.Usage.Usage, ms.Usage.MaxUsage
+	if isV2() {
+		s.RSS, s.Cache, s.Swap = ms.Stats["anon"], ms.Stats["file"], ms.SwapOnlyUsage.Usage
+	} else {
+		s.RSS, s.Cache, s.Swap = ms.Stats["total_rss"], ms.Stats["total_cache"], ms.Stats["total_swap"]
 	}
-	kv := func(ctrl, file string) map[string]uint64 {
-		out := map[string]uint64{}
-		b, _ := os.ReadFile(filepath.Join(c.Dir(ctrl), file))
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) == 2 {
-				n, _ := strconv.ParseUint(f[1], 10, 64)
-				out[f[0]] = n
-			}
-		}
-		return out
-	}
-	var err error
-	if s.CPUNanos, err = num("cpuacct", "cpuacct.usage"); err != nil {
-		return nil, fmt.Errorf("read cpu usage: %w", err)
-	}
-	st := kv("cpuacct", "cpuacct.stat") // USER_HZ (100/s) ticks
-	s.UserNanos, s.SysNanos = st["user"]*10_000_000, st["system"]*10_000_000
-	th := kv("cpu", "cpu.stat")
-	s.ThrottledPeriods, s.ThrottledNanos = th["nr_throttled"], th["throttled_time"]
-	if s.MemUsage, err = num("memory", "memory.usage_in_bytes"); err != nil {
-		return nil, fmt.Errorf("read memory usage: %w", err)
-	}
-	s.MemMaxUsage, _ = num("memory", "memory.max_usage_in_bytes")
-	ms := kv("memory", "memory.stat")
-	s.RSS, s.Cache, s.Swap = ms["total_rss"], ms["total_cache"], ms["total_swap"]
 	return s, nil
 }

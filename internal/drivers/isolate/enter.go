@@ -1,112 +1,117 @@
 package isolate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"os/signal"
 	"syscall"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
+
+// enterEnv carries an Enter to the helper.
+const enterEnv = "_DROVER_ENTER"
 
 // Enter describes a command to run inside a running task (alloc exec).
 type Enter struct {
-	// PID is the task's main process (PID 1 of its namespace) on the host.
-	PID int
-	// Cgroups the command joins, so the task's limits cover it.
-	Cgroups []string
-	Cred    *Cred
-	HostPID bool
-	HostIPC bool
-	Env     []string
-	Command []string
+	// StateRoot and ID find the task's container.
+	StateRoot string `json:"state_root"`
+	ID        string `json:"id"`
+	Cred      Cred   `json:"cred"`
+	Env       []string
+	Command   []string
 	// Caps is the task's capability set: the command gets no other.
 	Caps []string
 }
 
-// EnterKeepsCaps reports whether this build runs alloc exec with the
-// task's capability set (cgo builds); without it, exec into a task running
-// as root is refused.
-const EnterKeepsCaps = enterInC
-
-// Cmd builds the process: this binary as EnterCommand joins the task's
-// cgroups, its mount, UTS, IPC and PID namespaces and its root, drops the
-// capabilities outside the task's set and runs the command as the task's
-// user. Joining a mount namespace needs a single-threaded process, which
-// a Go program never is: with cgo the binary does it in C before its Go
-// runtime starts; without, through util-linux's nsenter (which cannot
-// apply the capability set).
+// Cmd builds the process: this binary as EnterCommand, which loads the
+// task's container and runs the command in it through libcontainer (a
+// process joined into the container's namespaces, cgroups and root, with
+// the task's user and capabilities), waits for it as its subreaper and
+// exits with its status (128+n for a signal). The process's stdio is the
+// command's.
 func (e *Enter) Cmd() (*exec.Cmd, error) {
 	if len(e.Command) == 0 {
 		return nil, errors.New("exec: a command is required")
+	}
+	if err := Available(); err != nil {
+		return nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	if enterInC {
-		ns := []string{"uts", "mnt"}
-		if !e.HostIPC {
-			ns = append(ns, "ipc")
-		}
-		if !e.HostPID {
-			ns = append(ns, "pid")
-		}
-		var mask uint64
-		for _, c := range e.Caps {
-			if n := CapNumber(c); n >= 0 {
-				mask |= 1 << uint(n)
-			}
-		}
-		uid, gid := 0, 0
-		if e.Cred != nil {
-			uid, gid = e.Cred.Uid, e.Cred.Gid
-		}
-		env := append(append([]string(nil), e.Env...),
-			"_DROVER_ENTER_PID="+strconv.Itoa(e.PID), "_DROVER_ENTER_NS="+strings.Join(ns, ","),
-			"_DROVER_ENTER_CGROUPS="+strings.Join(e.Cgroups, ":"),
-			"_DROVER_ENTER_UID="+strconv.Itoa(uid), "_DROVER_ENTER_GID="+strconv.Itoa(gid),
-			"_DROVER_ENTER_CAPS="+strconv.FormatUint(mask, 16))
-		return &exec.Cmd{Path: exe, Args: append([]string{exe, EnterCommand}, e.Command...), Env: env, Dir: "/"}, nil
-	}
-	if e.Cred == nil || e.Cred.Uid == 0 {
-		// nsenter would hand root's full capability set to the command.
-		return nil, errors.New("exec into a task running as root needs a drover built with cgo (to keep the task's capability set)")
-	}
-	nsenter, err := exec.LookPath("nsenter")
+	b, err := json.Marshal(e)
 	if err != nil {
-		return nil, fmt.Errorf("exec into an isolated task needs util-linux's nsenter: %w", err)
+		return nil, err
 	}
-	args := []string{exe, EnterCommand, strings.Join(e.Cgroups, ","), nsenter,
-		"--target", strconv.Itoa(e.PID), "--mount", "--uts", "--root", "--wd"}
-	if !e.HostIPC {
-		args = append(args, "--ipc")
-	}
-	if !e.HostPID {
-		args = append(args, "--pid")
-	}
-	if e.Cred != nil {
-		args = append(args, "--setuid", strconv.Itoa(e.Cred.Uid), "--setgid", strconv.Itoa(e.Cred.Gid))
-	}
-	args = append(args, "--")
-	args = append(args, e.Command...)
-	return &exec.Cmd{Path: exe, Args: args, Env: e.Env, Dir: "/"}, nil
+	return &exec.Cmd{Path: exe, Args: []string{exe, EnterCommand}, Env: []string{"GOMAXPROCS=2", enterEnv + "=" + string(b)}, Dir: "/"}, nil
 }
 
-// enterMain: args are the comma-separated cgroup dirs, then nsenter's argv.
-func enterMain(args []string) error {
-	if len(args) < 2 {
-		return errors.New("usage: " + EnterCommand + " <cgroups> <nsenter> args...")
+func enterMain() int {
+	// The helper's stderr is the command's: libcontainer's warnings (and
+	// the joined process's init's, which it forwards) stay out of it.
+	logrus.SetLevel(logrus.ErrorLevel)
+	var e Enter
+	if err := json.Unmarshal([]byte(os.Getenv(enterEnv)), &e); err != nil {
+		fmt.Fprintf(os.Stderr, "drover: cannot enter the task: %v\n", err)
+		return 126
 	}
-	for _, cg := range strings.Split(args[0], ",") {
-		if cg == "" {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("0"), 0); err != nil {
-			return fmt.Errorf("join cgroup %s: %w", cg, err)
-		}
+	code, err := e.run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drover: cannot enter the task: %v\n", err)
+		return 126
 	}
-	return syscall.Exec(args[1], args[1:], os.Environ())
+	return code
+}
+
+func (e *Enter) run() (int, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return 0, err
+	}
+	c, err := libcontainer.Load(e.StateRoot, e.ID)
+	if err != nil {
+		return 0, err
+	}
+	caps := ociCaps(e.Caps)
+	pc := &configs.Capabilities{Bounding: caps}
+	if e.Cred.Uid == 0 {
+		pc.Effective, pc.Permitted = caps, caps
+	}
+	p := &libcontainer.Process{
+		Args: e.Command, Env: e.Env, Cwd: "/",
+		UID: e.Cred.Uid, GID: e.Cred.Gid, AdditionalGroups: e.Cred.Groups, Capabilities: pc,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	}
+	if err := c.Run(p); err != nil {
+		return 0, err
+	}
+	// A signal to the helper is the agent giving up on the exec (its
+	// client went away): the command, a grandchild the agent cannot
+	// reach, goes with it.
+	sigs := make(chan os.Signal, 1)
+	signalNotify(sigs)
+	go func() {
+		for range sigs {
+			_ = p.Signal(unix.SIGKILL)
+		}
+	}()
+	ps, err := p.Wait()
+	if ps == nil {
+		return 0, err
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ps.ExitCode(), nil
+}
+
+func signalNotify(c chan os.Signal) {
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 }

@@ -2,22 +2,23 @@ package isolate
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
-// InitCommand is the first argument that turns this binary into a task's
-// init (see the package doc).
-const InitCommand = "__drover_isolate_init"
-
 // EnterCommand is the first argument that turns this binary into the
-// helper that joins a running task's cgroups and then execs nsenter into
-// its namespaces (alloc exec).
+// helper that runs a command inside a running task's container (alloc
+// exec): it waits for the command as its subreaper, so the task's own
+// namespaces never have to reap it.
 const EnterCommand = "__drover_isolate_enter"
 
-// Spec is everything the init needs to isolate and start one task.
+// Spec is everything needed to create and start one task's container.
 type Spec struct {
+	// ID names the container (letters, digits, "._+-"); StateRoot is the
+	// directory libcontainer keeps its state in, one subdirectory per ID.
+	ID        string `json:"id"`
+	StateRoot string `json:"state_root"`
 	// Root is the task directory on the host; it becomes "/".
 	Root string `json:"root"`
 	// SharedAlloc is the allocation's shared directory, mounted at /alloc.
@@ -31,8 +32,9 @@ type Spec struct {
 	Env  []string `json:"env"`
 	// WorkDir inside the root ("/" when empty).
 	WorkDir string `json:"work_dir"`
-	// User name or numeric uid[:gid] the task runs as.
+	// User is the task's user as configured; Cred is it resolved.
 	User string `json:"user"`
+	Cred Cred   `json:"cred"`
 	// Caps is the task's capability set (names such as "chown"); every
 	// other capability is dropped from the bounding set.
 	Caps        []string `json:"caps"`
@@ -40,20 +42,24 @@ type Spec struct {
 	HostPID     bool     `json:"host_pid"`
 	HostIPC     bool     `json:"host_ipc"`
 	Hostname    string   `json:"hostname"`
-	// Cgroups are cgroup directories the init joins before exec.
-	Cgroups []string `json:"cgroups"`
+	// Cgroup names the task's cgroups; Limits are written to them.
+	Cgroup CgroupName `json:"cgroup"`
+	Limits Limits     `json:"limits"`
+	// NetNS is a network namespace (a path) the task joins; empty: the
+	// host's network.
+	NetNS string `json:"netns,omitempty"`
 }
 
-// Cloneflags are the namespaces the init is cloned into.
-func (s *Spec) Cloneflags() uintptr {
-	f := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS)
-	if !s.HostPID {
-		f |= syscall.CLONE_NEWPID
-	}
-	if !s.HostIPC {
-		f |= syscall.CLONE_NEWIPC
-	}
-	return f
+// ContainerID turns a task ID into a container ID.
+func ContainerID(taskID string) string {
+	return strings.NewReplacer("/", ".", "..", "_").Replace(taskID)
+}
+
+// StateRootOf is where a task's container state lives: inside the task
+// directory's private dir, which the task cannot see (a tmpfs hides it in
+// its root), so a restarted agent finds it from the task config alone.
+func StateRootOf(taskDir string) string {
+	return filepath.Join(taskDir, "private", "libcontainer")
 }
 
 // DefaultChrootEnv is Nomad's default chroot_env: host path -> path in the
@@ -112,6 +118,17 @@ func NormalizeCap(name string) (string, bool) {
 	}
 	_, ok := capNumbers[n]
 	return n, ok
+}
+
+// ociCaps turns capability names into libcontainer's ("CAP_CHOWN").
+func ociCaps(caps []string) []string {
+	out := make([]string, 0, len(caps))
+	for _, c := range caps {
+		if _, ok := capNumbers[c]; ok {
+			out = append(out, "CAP_"+strings.ToUpper(c))
+		}
+	}
+	return out
 }
 
 // ResolveCaps computes a task's capability set as Nomad does: the default

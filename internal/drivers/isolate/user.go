@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Cred is a resolved user: uid, primary gid and supplementary groups.
@@ -92,19 +91,4 @@ func scan(path string, fn func([]string) bool) error {
 		}
 	}
 	return sc.Err()
-}
-
-// apply switches the process to the user (groups first: after setuid to a
-// non-root user they can no longer change).
-func (c *Cred) apply() error {
-	if err := syscall.Setgroups(c.Groups); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setgid(c.Gid); err != nil {
-		return fmt.Errorf("setgid %d: %w", c.Gid, err)
-	}
-	if err := syscall.Setuid(c.Uid); err != nil {
-		return fmt.Errorf("setuid %d: %w", c.Uid, err)
-	}
-	return nil
 }

@@ -333,3 +333,16 @@ func (c *taskCgroup) destroy() error {
 		time.Sleep(pollInterval)
 	}
 }
+
+// join moves a process (an isolated task's container init, started by
+// libcontainer in its own cgroups) into the tracking cgroup, before it
+// runs the task's program: whatever it forks is then tracked too.
+func (c *taskCgroup) join(pid int) error {
+	if c == nil {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(c.Path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("join task cgroup %s: %w", c.Path, err)
+	}
+	return nil
+}

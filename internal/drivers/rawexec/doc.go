@@ -35,11 +35,11 @@
 // drained, or when the driver destroys the task.
 //
 // The exec and java drivers are built on this one (StartIsolated): the same
-// shim starts their task through package isolate's init, cloned into new
-// namespaces, which sets up the task's root, user and capabilities and then
-// execs the task's program; the init reports a failure to start on a pipe
-// its exec closes, so the shim says "ok" only once the task's own program
-// runs.
+// shim creates their task's libcontainer container (package isolate) and
+// waits for its init, which is the task's own program; libcontainer
+// reports a failure to start before that program runs, so the shim says
+// "ok" only once it runs. The shim is the container init's subreaper, so
+// the exit status it records is the task's own.
 //
 // The driver must never talk to servers, touch allocation state, set
 // resource limits (raw_exec does not isolate), or leak the agent's own

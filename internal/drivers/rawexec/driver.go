@@ -304,7 +304,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 
 // StartIsolated starts a task of a driver built on this one (exec, java):
 // the same supervisor, logs, tracking and recovery as raw_exec, with the
-// task started through the isolation init described by spec.
+// task started in the libcontainer container described by spec.
 func (d *Driver) StartIsolated(cfg *drivers.TaskConfig, spec *isolate.Spec) (*drivers.TaskHandle, error) {
 	if cfg == nil || cfg.ID == "" {
 		return nil, errors.New("task config with an ID is required")
@@ -337,7 +337,7 @@ func (d *Driver) MainPID(taskID string) (int, error) {
 }
 
 func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso *isolate.Spec) (*drivers.TaskHandle, error) {
-	// An isolated task switches to its user inside the isolation init.
+	// An isolated task gets its user from its container.
 	var usr *taskUser
 	if iso == nil {
 		var err error

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,7 +35,6 @@ const (
 	shimStateFile = "shim.json"
 	shimExitFile  = "exit.json"
 	shimLogFile   = "shim.log"
-	isolateFile   = "isolate.json"
 	// shimReadyFD is the pipe on which the shim says "ok" or why it could
 	// not start the task, then "exited" when the task has exited and its
 	// exit status is recorded.
@@ -60,7 +58,7 @@ type shimSpec struct {
 	// User is the task's `user`, resolved (nil: the agent's user).
 	User *taskUser `json:"user,omitempty"`
 	// Isolation, for drivers built on this one (exec, java): the task is
-	// started through the isolation init in new namespaces instead of
+	// started in a libcontainer container (package isolate) instead of
 	// directly (Path, Args, Env and Dir are then unused).
 	Isolation *isolate.Spec `json:"isolation,omitempty"`
 	// NetNS is the allocation's network namespace the task joins.
@@ -147,53 +145,64 @@ func shimMain(dir string) int {
 	if err != nil {
 		return fail(err)
 	}
-	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
-		Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.User.credential()},
-	}
-	var initErr *os.File
+	var (
+		pid  int
+		wait func() (*os.ProcessState, error)
+	)
 	if spec.Isolation != nil {
-		var err error
-		if initErr, err = spec.isolate(cmd, dir); err != nil {
-			return fail(err)
+		// exec and java: the task runs in a libcontainer container this
+		// process creates, starts and waits for; libcontainer reports why
+		// it could not start the task before its own program runs (a
+		// signal never reaches a half-built container).
+		iso := *spec.Isolation
+		if iso.NetNS == "" {
+			iso.NetNS = spec.NetNS
 		}
-	}
-	if err := spec.Cgroup.startIn(cmd, spec.NetNS); err != nil {
-		return fail(fmt.Errorf("start %s: %w", spec.Path, err))
-	}
-	// The child holds its own copies of the write ends.
-	outW.Close()
-	errW.Close()
-	if initErr != nil {
-		// The isolation init reports why it could not start the task, or
-		// nothing when its exec closed the pipe: the task runs its own
-		// program before the driver hears it started (a signal must not
-		// reach the init halfway through its setup).
-		cmd.ExtraFiles[0].Close()
-		msg, _ := io.ReadAll(initErr)
-		initErr.Close()
-		if len(msg) > 0 {
-			_ = cmd.Wait()
+		task, err := isolate.Start(&iso, outW, errW, spec.Cgroup.join)
+		outW.Close()
+		errW.Close()
+		if err != nil {
 			copiers.stop()
 			copiers.wait()
 			copiers.close()
-			return fail(errors.New(strings.TrimSpace(string(msg))))
+			return fail(err)
+		}
+		pid, wait = task.Pid(), task.Wait
+	} else {
+		cmd := &exec.Cmd{
+			Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
+			Stdout: outW, Stderr: errW,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.User.credential()},
+		}
+		if err := spec.Cgroup.startIn(cmd, spec.NetNS); err != nil {
+			return fail(fmt.Errorf("start %s: %w", spec.Path, err))
+		}
+		// The child holds its own copies of the write ends.
+		outW.Close()
+		errW.Close()
+		pid = cmd.Process.Pid
+		wait = func() (*os.ProcessState, error) {
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				err = nil
+			}
+			return cmd.ProcessState, err
 		}
 	}
 	self, _ := readProcStat(os.Getpid())
-	st := shimState{ShimPID: os.Getpid(), ShimStartTime: self.startTime, PID: cmd.Process.Pid, StartedAt: time.Now()}
-	if ps, err := readProcStat(cmd.Process.Pid); err == nil {
+	st := shimState{ShimPID: os.Getpid(), ShimStartTime: self.startTime, PID: pid, StartedAt: time.Now()}
+	if ps, err := readProcStat(pid); err == nil {
 		st.StartTime = ps.startTime
 	}
 	if err := writeFileAtomic(filepath.Join(dir, shimStateFile), st); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_, _ = wait()
 		return fail(fmt.Errorf("record task state: %w", err))
 	}
-	fmt.Fprintf(ready, "ok %d\n", cmd.Process.Pid)
+	fmt.Fprintf(ready, "ok %d\n", pid)
 
-	werr := cmd.Wait()
+	ps, werr := wait()
 	ex := shimExit{FinishedAt: time.Now()}
 	// What the task wrote before it exited reaches the log files before its
 	// exit is told (a batch task's output must be there once it reads
@@ -206,18 +215,16 @@ func shimMain(dir string) int {
 	case <-done:
 	case <-time.After(250 * time.Millisecond):
 	}
-	var ee *exec.ExitError
 	switch {
-	case werr == nil:
-	case errors.As(werr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	case werr != nil || ps == nil:
+		ex.ExitCode = -1
+	default:
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			ex.Signal = int(ws.Signal())
 			ex.ExitCode = 128 + ex.Signal // the shell's convention, as Nomad reports it
 		} else {
-			ex.ExitCode = ee.ExitCode()
+			ex.ExitCode = ps.ExitCode()
 		}
-	default:
-		ex.ExitCode = -1
 	}
 	if err := writeFileAtomic(filepath.Join(dir, shimExitFile), ex); err != nil {
 		fmt.Fprintf(os.Stderr, "record exit status: %v\n", err)
@@ -236,29 +243,6 @@ func shimMain(dir string) int {
 	}
 	copiers.close()
 	return 0
-}
-
-// isolate turns cmd into the isolation init of the task (see package
-// isolate): this binary, cloned into the task's new namespaces, given the
-// spec it reads from the shim's directory.
-// The returned pipe carries the init's error, if it fails before exec.
-func (s *shimSpec) isolate(cmd *exec.Cmd, dir string) (*os.File, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, isolateFile)
-	if err := writeFileAtomic(path, s.Isolation); err != nil {
-		return nil, fmt.Errorf("write isolation spec: %w", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = exe, []string{exe, isolate.InitCommand, path}, []string{"GOMAXPROCS=1"}, "/"
-	cmd.ExtraFiles = []*os.File{w} // fd 3 in the init
-	cmd.SysProcAttr.Cloneflags = s.Isolation.Cloneflags()
-	return r, nil
 }
 
 // copiers copy the task's output pipes into the log rotators.
