@@ -43,9 +43,9 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 
 	warned := testJob("svc", 1)
 	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}} // Drover has no Consul integration
-	delay := 5 * time.Second
-	warned.TaskGroups[0].ShutdownDelay = &delay
-	const wantWarnings = "2 warnings:\n\n* Task group \"web\": shutdown_delay is accepted but not acted on by Drover yet"
+	maxRun := time.Hour
+	warned.TaskGroups[0].MaxRunDuration = &maxRun
+	const wantWarnings = "2 warnings:\n\n* Task group \"web\": max_run_duration is accepted but not acted on by Drover yet"
 	var rr structs.JobRegisterResponse
 	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: warned.Copy()}, &rr); err != nil {
 		t.Fatal(err)
