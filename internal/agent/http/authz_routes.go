@@ -114,6 +114,8 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/search", ns(capRead)},
 	{"WRITE", "/v1/search/fuzzy", ns(capRead)},
 	{"GET", "/v1/services", nsList(capRead)},
+	{"GET", "/v1/volumes", nsList(acl.NamespaceCapabilityCSIListVolume, acl.NamespaceCapabilityCSIReadVolume,
+		acl.NamespaceCapabilityCSIMountVolume, capList)},
 	{"GET", "/v1/service/:name", ns(capRead)},
 	{"DELETE", "/v1/service/:name/:id", ns(capSubmit)},
 	{"GET", "/v1/job/:id/services", ns(capRead)},

@@ -61,7 +61,7 @@ var expectClass = map[string]string{
 	"PUT /v1/deployment/allocation-health/d1": "nsWrite", "PUT /v1/deployment/unblock/d1": "nsWrite",
 	"PUT /v1/job/web/promote": "nsWrite", "GET /v1/status/leader": "public",
 	"GET /v1/status/peers": "public", "GET /v1/regions": "public",
-	"GET /v1/scaling/policies": "nsRead", "GET /v1/scaling/policy/p1": "nsRead",
+	"GET /v1/volumes": "nsRead", "GET /v1/scaling/policies": "nsRead", "GET /v1/scaling/policy/p1": "nsRead",
 	"GET /v1/namespaces": "any", "GET /v1/namespace/default": "nsRead",
 	"GET /v1/agent/self": "agent", "GET /v1/agent/members": "node", "GET /v1/agent/health": "public",
 	"GET /v1/metrics": "public", "GET /.well-known/jwks.json": "public",

@@ -194,6 +194,7 @@ func (s *server) routes() []route {
 		{"/v1/scaling/policies", s.scalingPoliciesRequest},
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/services", s.servicesRequest},
+		{"/v1/volumes", s.volumesRequest},
 		{"/v1/service/", s.serviceRequest},
 		{"/v1/operator/scheduler/configuration", s.operatorSchedulerConfigRequest},
 		{"/v1/operator/autopilot/configuration", s.operatorAutopilotConfigRequest},

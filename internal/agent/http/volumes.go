@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// /v1/volumes?type=csi|host: the volumes registered with the cluster.
+// Drover runs no CSI plugins and has no dynamic host volumes, so no volume
+// can be registered and the list is empty, as a Nomad cluster without CSI
+// plugins answers (`nomad volume status` shows none instead of failing).
+// Nomad answers [] without a type too. A blocking query (?index= at or past
+// the list's index) waits its full wait time: the list never changes.
+func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet {
+		return nil, errInvalidMethod
+	}
+	switch t := r.URL.Query().Get("type"); t {
+	case "", "csi", "host":
+	default:
+		return nil, structs.NewErrCoded(400, "type: unsupported volume type %q (csi or host)", t)
+	}
+	var q structs.QueryOptions
+	if err := s.parseQuery(r, &q); err != nil {
+		return nil, err
+	}
+	if q.Region != s.cfg.Region {
+		return nil, structs.NewErrCoded(400, "No path to region %q", q.Region)
+	}
+	const index = 1
+	if q.MinQueryIndex >= index {
+		wait := q.MaxQueryTime
+		if wait <= 0 {
+			wait = maxQueryTime
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	setMeta(w, &structs.QueryMeta{Index: index, KnownLeader: true})
+	return []struct{}{}, nil
+}
