@@ -18,7 +18,7 @@ func (s *Status) Ping(args *structs.GenericRequest, reply *struct{}) error { ret
 // Leader returns the leader's RPC address ("" when none).
 func (s *Status) Leader(args *structs.GenericRequest, reply *string) error {
 	if args.Region != "" && args.Region != s.srv.config.Region {
-		return structs.NewErrCoded(400, "No path to region %q", args.Region)
+		return s.srv.forwardRegion(args.Region, "Status.Leader", args, reply)
 	}
 	*reply = s.srv.LeaderAddr()
 	return nil
@@ -26,6 +26,9 @@ func (s *Status) Leader(args *structs.GenericRequest, reply *string) error {
 
 // Peers returns the Raft voters' addresses.
 func (s *Status) Peers(args *structs.GenericRequest, reply *[]string) error {
+	if args.Region != "" && args.Region != s.srv.config.Region {
+		return s.srv.forwardRegion(args.Region, "Status.Peers", args, reply)
+	}
 	peers, err := s.srv.Peers()
 	if err != nil {
 		return err
@@ -38,9 +41,10 @@ func (s *Status) Peers(args *structs.GenericRequest, reply *[]string) error {
 // Region lists known regions.
 type Region struct{ srv *Server }
 
-// List returns the regions this server can reach.
+// List returns the regions this server can reach: its own and those with
+// an alive server in its gossip pool, sorted.
 func (r *Region) List(args *structs.GenericRequest, reply *[]string) error {
-	*reply = []string{r.srv.config.Region}
+	*reply = r.srv.knownRegions()
 	return nil
 }
 

@@ -25,7 +25,7 @@ const maxQueryTime = 300 * time.Second
 // for the next leader rather than failing at once.
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
-		return true, structs.NewErrCoded(400, "No path to region %q", region)
+		return true, s.forwardRegion(region, method, args, reply)
 	}
 	if s.IsLeader() || (allowStale && s.stateReady()) {
 		return false, nil

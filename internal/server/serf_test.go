@@ -17,6 +17,12 @@ import (
 // loopback port and bootstrap_expect = expect.
 func gossipServer(t *testing.T, name, dir string, expect int) *Server {
 	t.Helper()
+	return gossipServerIn(t, name, dir, expect, DefaultConfig().Region)
+}
+
+// gossipServerIn is gossipServer in a given region.
+func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *Server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +35,7 @@ func gossipServer(t *testing.T, name, dir string, expect int) *Server {
 	cfg := DefaultConfig()
 	cfg.NodeName = name
 	cfg.NodeID = name + "-id"
+	cfg.Region = region
 	cfg.DataDir = dir
 	cfg.RPCListener = ln
 	cfg.RaftConfig = rc

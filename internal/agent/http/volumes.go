@@ -11,7 +11,8 @@ import (
 // Drover runs no CSI plugins and has no dynamic host volumes, so no volume
 // can be registered and the list is empty, as a Nomad cluster without CSI
 // plugins answers (`nomad volume status` shows none instead of failing).
-// Nomad answers [] without a type too. A blocking query (?index= at or past
+// Nomad answers [] without a type too; every region of Drover answers the
+// same. A blocking query (?index= at or past
 // the list's index) waits its full wait time: the list never changes.
 func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, error) {
 	if r.Method != http.MethodGet {
@@ -25,9 +26,6 @@ func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, er
 	var q structs.QueryOptions
 	if err := s.parseQuery(r, &q); err != nil {
 		return nil, err
-	}
-	if q.Region != s.cfg.Region {
-		return nil, structs.NewErrCoded(400, "No path to region %q", q.Region)
 	}
 	const index = 1
 	if q.MinQueryIndex >= index {
