@@ -53,6 +53,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.FS = a.client
 		cfg.Stats = a.client
 		cfg.NodeMeta = a.client
+		cfg.Identity = a.client
 		cfg.Exec = a.client
 		cfg.AllocStats = a.client
 		cfg.GC = a.client

@@ -64,6 +64,9 @@ type Client struct {
 	// reregister asks the heartbeat loop to register again.
 	reregister chan struct{}
 
+	// identity is the node identity the servers signed last (identity.go).
+	identity signedIdentity
+
 	allocMu sync.RWMutex
 	allocs  map[string]*allocrunner.AllocRunner
 	// allocIndex is the AllocModifyIndex of the local copy of each alloc.

@@ -71,6 +71,7 @@ func (c *Client) registerAndHeartbeat() {
 				if wait <= 0 {
 					wait = defaultHeartbeatTTL
 				}
+				wait = c.identity.retryWait(wait)
 				continue
 			}
 			if isNodeNotFound(err) {
@@ -131,6 +132,9 @@ func (c *Client) register() (time.Duration, error) {
 	}
 	c.hbStop.ok(c.now())
 	c.learnServers(resp.Servers)
+	if resp.SignedIdentity != "" {
+		c.identity.set(resp.SignedIdentity)
+	}
 	c.logger.Info("node registered", "node_id", node.ID)
 	ttl := resp.HeartbeatTTL
 	if ttl <= 0 {
@@ -143,6 +147,7 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: c.NodeID(), SecretID: c.secretID(), Status: structs.NodeStatusReady,
 		UpdatedAt: c.now().Unix(), WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
+		ForceIdentityRenewal: c.identity.wanted(c.now()),
 	}
 	var resp structs.NodeUpdateResponse
 	if err := c.cfg.RPC.RPC("Node.UpdateStatus", req, &resp); err != nil {
@@ -150,6 +155,9 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	}
 	c.hbStop.ok(c.now())
 	c.learnServers(resp.Servers)
+	if resp.SignedIdentity != "" {
+		c.identity.set(resp.SignedIdentity)
+	}
 	c.nodeMu.Lock()
 	c.node.Status = structs.NodeStatusReady
 	c.nodeMu.Unlock()

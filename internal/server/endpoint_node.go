@@ -80,6 +80,7 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 		reply.EvalIDs, reply.EvalCreateIndex = ids, eidx
 	}
 	n.fillHeartbeat(node.ID, node.Status, reply)
+	n.srv.attachNodeIdentity(node, reply)
 	return nil
 }
 
@@ -168,6 +169,9 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 		n.srv.heartbeats.Clear(node.ID)
 	}
 	n.fillHeartbeat(node.ID, newStatus, reply)
+	if args.ForceIdentityRenewal && newStatus != structs.NodeStatusDown {
+		n.srv.attachNodeIdentity(node, reply)
+	}
 	return nil
 }
 

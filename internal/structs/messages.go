@@ -91,6 +91,10 @@ type NodeUpdateStatusRequest struct {
 	Status    string
 	NodeEvent *NodeEvent
 	UpdatedAt int64
+	// ForceIdentityRenewal asks the server for a new node identity (the
+	// client has none, its identity is past half its life, or an operator
+	// asked through /v1/client/identity/renew). Cleared before Raft.
+	ForceIdentityRenewal bool
 	WriteRequest
 }
 
@@ -129,7 +133,10 @@ type NodeUpdateResponse struct {
 	LeaderRPCAddr   string
 	NumNodes        int32
 	Servers         []*NodeServerInfo
-	Index           uint64
+	// SignedIdentity is a newly signed node identity JWT ("" when none was
+	// signed this call): the client keeps it in place of the one it had.
+	SignedIdentity string
+	Index          uint64
 }
 
 // NodeServerInfo tells a client about a server.

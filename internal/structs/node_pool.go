@@ -25,8 +25,8 @@ type NodePool struct {
 	Name        string
 	Description string
 	Meta        map[string]string
-	// NodeIdentityTTL is stored and served for Nomad's clients; Drover's
-	// clients do not use node identities yet.
+	// NodeIdentityTTL is the lifetime of the node identities signed for the
+	// pool's nodes (24 h when 0; server/node_identity.go).
 	NodeIdentityTTL time.Duration
 	// SchedulerConfiguration overrides the cluster's scheduler
 	// configuration for the pool's jobs when set.

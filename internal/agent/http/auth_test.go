@@ -93,6 +93,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/stats?node_id=n1", ""},
 	{"GET", "/v1/client/metadata?node_id=n1", ""},
 	{"POST", "/v1/client/metadata", `{"Meta":{"k":"v"}}`},
+	{"GET", "/v1/client/identity", ""},
+	{"POST", "/v1/client/identity/renew", `{"NodeID":""}`},
 	{"GET", "/v1/operator/raft/configuration", ""},
 	{"PUT", "/v1/node/n1/purge", ""},
 	{"GET", "/v1/agent/monitor", ""},

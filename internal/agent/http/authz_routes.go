@@ -244,6 +244,8 @@ var routeRules = []routeRule{
 	{"GET", "/v1/client/stats", needNodeRead},
 	{"GET", "/v1/client/metadata", needNodeRead},
 	{"WRITE", "/v1/client/metadata", needNodeWrite},
+	{"GET", "/v1/client/identity", needNodeRead},
+	{"WRITE", "/v1/client/identity/renew", needNodeWrite},
 	{"WRITE", "/v1/client/gc", needNodeWrite},
 	{"*", "/v1/client/allocation/:id/gc", nsObj("alloc", capLifecycle)},
 	{"GET", "/v1/client/allocation/:id/stats", nsObj("alloc", capRead)},

@@ -66,6 +66,7 @@ var expectClass = map[string]string{
 	"GET /v1/agent/self": "agent", "GET /v1/agent/members": "node", "GET /v1/agent/health": "public",
 	"GET /v1/metrics": "public", "GET /.well-known/jwks.json": "public",
 	"GET /v1/client/stats": "node", "GET /v1/client/metadata": "node", "POST /v1/client/metadata": "node",
+	"GET /v1/client/identity": "node", "POST /v1/client/identity/renew": "node",
 	"GET /v1/operator/raft/configuration": "operator", "PUT /v1/node/n1/purge": "node",
 	"GET /v1/agent/monitor": "agent", "GET /v1/agent/schedulers": "agent",
 	"PUT /v1/agent/schedulers/config": "agent", "DELETE /v1/operator/raft/peer": "operator",

@@ -39,6 +39,8 @@ func (s *server) localNodeID() string {
 		return s.cfg.Stats.NodeID()
 	case s.cfg.NodeMeta != nil:
 		return s.cfg.NodeMeta.NodeID()
+	case s.cfg.Identity != nil:
+		return s.cfg.Identity.NodeID()
 	case s.cfg.GC != nil:
 		return s.cfg.GC.NodeID()
 	}

@@ -36,6 +36,8 @@ func (s *server) localNode(id, what string) error {
 		local = s.cfg.Stats.NodeID()
 	case s.cfg.NodeMeta != nil:
 		local = s.cfg.NodeMeta.NodeID()
+	case s.cfg.Identity != nil:
+		local = s.cfg.Identity.NodeID()
 	default:
 		return structs.NewErrCoded(http.StatusBadRequest, "node_id %q is not this agent's client (it runs none): ask that node's agent for its %s", id, what)
 	}

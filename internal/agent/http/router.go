@@ -49,6 +49,17 @@ type ClientNodeMeta interface {
 	ApplyNodeMeta(meta map[string]*string) (*api.NodeMetaResponse, error)
 }
 
+// ClientNodeIdentity is the local client's node identity. It may be nil
+// when the agent runs no client.
+type ClientNodeIdentity interface {
+	NodeID() string
+	// NodeIdentityClaims are the current identity's claims (a coded 404
+	// before the servers signed one).
+	NodeIdentityClaims() (map[string]any, error)
+	// RenewNodeIdentity asks for a new identity at the next heartbeat.
+	RenewNodeIdentity()
+}
+
 // AgentInfo is the agent data the wiring provides.
 type AgentInfo interface {
 	Self() map[string]any // "config", "member", "stats" as Nomad's /v1/agent/self
@@ -82,14 +93,15 @@ type requestAuthorizer interface {
 // Config wires the handler to the rest of the agent.
 type Config struct {
 	RPC        RPCer
-	FS         ClientFS         // nil: the agent runs no client
-	Stats      ClientStats      // nil: the agent runs no client
-	NodeMeta   ClientNodeMeta   // nil: the agent runs no client
-	Exec       ClientExec       // nil: the agent runs no client
-	AllocStats ClientAllocStats // nil: the agent runs no client
-	GC         ClientGC         // nil: the agent runs no client
-	Allocs     LocalAllocs      // nil: the agent runs no client
-	AllocOps   ClientAllocOps   // nil: the agent runs no client
+	FS         ClientFS           // nil: the agent runs no client
+	Stats      ClientStats        // nil: the agent runs no client
+	NodeMeta   ClientNodeMeta     // nil: the agent runs no client
+	Identity   ClientNodeIdentity // nil: the agent runs no client
+	Exec       ClientExec         // nil: the agent runs no client
+	AllocStats ClientAllocStats   // nil: the agent runs no client
+	GC         ClientGC           // nil: the agent runs no client
+	Allocs     LocalAllocs        // nil: the agent runs no client
+	AllocOps   ClientAllocOps     // nil: the agent runs no client
 
 	AllocChecks ClientAllocChecks // nil: the agent runs no client
 	// Reach opens pipes to other nodes' agents; nil: requests about
@@ -250,6 +262,8 @@ func (s *server) routes() []route {
 		// there from any agent (client_reach.go).
 		{"/v1/client/stats", s.onQueryNode(s.clientStatsRequest)},
 		{"/v1/client/metadata", s.onQueryNode(s.clientMetadataRequest)},
+		{"/v1/client/identity", s.onQueryNode(s.clientIdentityRequest)},
+		{"/v1/client/identity/renew", s.onQueryNode(s.clientIdentityRenewRequest)},
 		{"/v1/client/gc", s.onQueryNode(s.clientGCRequest)},
 		{"/v1/client/allocation/", s.onAllocNode("/v1/client/allocation/", s.clientAllocRequest)},
 		{"/v1/client/fs/ls/", s.onAllocNode("/v1/client/fs/ls/", s.fsListRequest)},
