@@ -12,6 +12,7 @@ func (a *Agent) newServerManager(configured []string) *servers.Manager {
 		Servers:       configured,
 		Call:          a.pool.Call,
 		IsServerError: droverrpc.IsServerError,
+		IsNotSent:     droverrpc.IsConnectError,
 	})
 }
 

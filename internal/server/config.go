@@ -170,6 +170,11 @@ type Config struct {
 	// (tests inject faults through it; forwarding still finds the leader by
 	// its real address).
 	wrapRaftTransport func(raft.Transport) raft.Transport
+	// applyErrHook, when set, sees Raft's answer to every entry this
+	// server writes (after the entry is applied or failed) and returns the
+	// answer the writer gets: tests inject a leadership loss after the
+	// append with it.
+	applyErrHook func(t structs.MessageType, err error) error
 	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
 	// updates are batched over (tests making many pushes).
 	allocBatchWindow time.Duration

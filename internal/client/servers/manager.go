@@ -12,7 +12,6 @@
 package servers
 
 import (
-	"errors"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -44,6 +43,12 @@ type Config struct {
 	// IsServerError reports whether err is the endpoint's answer (returned
 	// to the caller as is) rather than a failure to reach the server.
 	IsServerError func(error) bool
+	// IsNotSent reports whether a transport failure proves the call was
+	// never sent (the connection could not be made): only then, or for a
+	// read, is the call sent to another server. A write that was sent and
+	// got no answer may have been applied, and sending it again could
+	// apply it twice. Nil: no failure proves it.
+	IsNotSent func(error) bool
 	// Hold bounds how long one Call keeps retrying while no server answers
 	// (0: DefaultHold). BackoffMin/Max shape the waits between rounds.
 	Hold       time.Duration
@@ -138,6 +143,12 @@ func (m *Manager) NotifyFailed(addr string) {
 // tries them all again, until the hold time is spent. An endpoint's error
 // is returned at once, except "No cluster leader" (that server cannot reach
 // a leader, another may): the call then goes on to the next server once.
+// Only failures that prove a write never reached the log are retried:
+// "No cluster leader" and a connection that could not be made. A write
+// whose outcome is unknown ("leadership lost while committing log", a
+// connection lost after the call was sent) is answered with that error:
+// sending it again could register a job twice. Reads are retried on any
+// transport failure.
 func (m *Manager) Call(method string, args, reply any) error {
 	deadline := time.Now().Add(m.cfg.Hold)
 	backoff := m.cfg.BackoffMin
@@ -163,6 +174,9 @@ func (m *Manager) Call(method string, args, reply any) error {
 			}
 			m.NotifyFailed(addr)
 			lastErr = err
+			if !m.cfg.IsServerError(err) && !m.notSent(err) && !structs.IsReadRequest(args) {
+				return structs.NewErrOutcomeUnknown("%s: connection to server %s lost after the call was sent (%v)", method, addr, err)
+			}
 		}
 		if noLeader {
 			return lastErr
@@ -176,6 +190,10 @@ func (m *Manager) Call(method string, args, reply any) error {
 		}
 		backoff = min(backoff*2, m.cfg.BackoffMax)
 	}
+}
+
+func (m *Manager) notSent(err error) bool {
+	return m.cfg.IsNotSent != nil && m.cfg.IsNotSent(err)
 }
 
 func (m *Manager) sleep(d time.Duration) bool {
@@ -203,9 +221,7 @@ func jitter(d time.Duration) time.Duration {
 	return d + rand.N(d/2+1)
 }
 
-func isNoLeader(err error) bool {
-	return errors.Is(err, structs.ErrNoLeader) || strings.Contains(err.Error(), structs.ErrNoLeader.Error())
-}
+func isNoLeader(err error) bool { return structs.IsNoLeader(err) }
 
 func dedupe(in []string) []string {
 	seen := make(map[string]bool, len(in))

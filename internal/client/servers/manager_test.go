@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/rpc"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,13 +36,16 @@ func (f *fakeCluster) call(addr, method string, args, reply any) error {
 	return nil
 }
 
+// isNotSent: the fake's down servers refuse the connection.
+func isNotSent(err error) bool { return strings.Contains(err.Error(), "connecting to") }
+
 func isServerError(err error) bool {
 	var se rpc.ServerError
 	return errors.As(err, &se)
 }
 
 func newTest(f *fakeCluster, addrs ...string) *Manager {
-	return New(Config{Servers: addrs, Call: f.call, IsServerError: isServerError,
+	return New(Config{Servers: addrs, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: time.Second, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
 }
 
@@ -135,7 +139,7 @@ func TestManager_RetriesAllServersUntilOneAnswers(t *testing.T) {
 // time: it never hangs.
 func TestManager_GivesUpAfterHold(t *testing.T) {
 	f := &fakeCluster{down: map[string]bool{"a:4647": true, "b:4647": true}}
-	m := New(Config{Servers: []string{"a:4647", "b:4647"}, Call: f.call, IsServerError: isServerError,
+	m := New(Config{Servers: []string{"a:4647", "b:4647"}, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: 200 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	start := time.Now()
 	var got string
@@ -211,7 +215,7 @@ func TestManager_SetServers(t *testing.T) {
 // Stop ends a call waiting between rounds.
 func TestManager_StopEndsRetries(t *testing.T) {
 	f := &fakeCluster{down: map[string]bool{"a:4647": true}}
-	m := New(Config{Servers: []string{"a:4647"}, Call: f.call, IsServerError: isServerError,
+	m := New(Config{Servers: []string{"a:4647"}, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: time.Hour, BackoffMin: 50 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() {
@@ -226,5 +230,36 @@ func TestManager_StopEndsRetries(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stop did not end the retrying call")
+	}
+}
+
+// A call that was sent and got no answer (the connection broke after the
+// request went out) may have been applied: a write is answered with an
+// error saying its outcome is unknown instead of going to the next server,
+// which could apply it twice; a read goes on to the next server. A
+// connection that could not be made proves nothing was sent: the write
+// goes on too.
+func TestManager_WriteNotResentAfterSend(t *testing.T) {
+	f := &fakeCluster{fail: map[string]error{}}
+	m := newTest(f, three...)
+	cur := m.Current()
+	f.fail[cur] = errors.New("unexpected EOF") // sent, then the connection broke
+	var got string
+	err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got)
+	if err == nil || !structs.IsOutcomeUnknown(err) || len(f.calls) != 1 {
+		t.Fatalf("write whose connection broke after sending: %v after calls %v; want outcome unknown after 1 call", err, f.calls)
+	}
+	f.calls = nil
+	cur = m.Current()
+	f.fail[cur] = errors.New("unexpected EOF")
+	if err := m.Call("Job.GetJob", &structs.JobSpecificRequest{}, &got); err != nil || got == cur || len(f.calls) != 2 {
+		t.Fatalf("read whose connection broke: %q, %v after %v; want the next server's answer", got, err, f.calls)
+	}
+	f.calls = nil
+	cur = m.Current()
+	f.fail = map[string]error{}
+	f.down = map[string]bool{cur: true}
+	if err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got); err != nil || got == cur {
+		t.Fatalf("write to a server that refused the connection: %q, %v; want the next server's answer", got, err)
 	}
 }
