@@ -3,14 +3,19 @@ package agent
 import (
 	"github.com/drover-project/drover/internal/client/servers"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // newServerManager builds a client-only agent's list of servers from
 // client.servers; the client refreshes it from every heartbeat answer.
 func (a *Agent) newServerManager(configured []string) *servers.Manager {
 	return servers.New(servers.Config{
-		Servers:       configured,
-		Call:          a.pool.Call,
+		Servers: configured,
+		Call: func(addr, method string, args, reply any) error {
+			// A read carries its HTTP request's context: a blocking
+			// query ends, here and on the server, when its client goes.
+			return a.pool.CallContext(structs.RequestContext(args), addr, method, args, reply)
+		},
 		IsServerError: droverrpc.IsServerError,
 		IsNotSent:     droverrpc.IsConnectError,
 	})

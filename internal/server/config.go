@@ -126,6 +126,11 @@ type Config struct {
 	EvalDeliveryLimit int
 
 	RPCHoldTimeout time.Duration
+	// RPCForwardTimeout bounds a call this server forwards to the leader:
+	// a leader that took the call and then hangs is given up on after it
+	// (a blocking query or a dequeue gets its own wait on top). A write
+	// given up on answers that its outcome is unknown.
+	RPCForwardTimeout time.Duration
 
 	// GC is the core garbage collection's schedule and thresholds
 	// (core_gc.go).
@@ -216,6 +221,7 @@ func DefaultConfig() *Config {
 		EvalNackTimeout:         60 * time.Second,
 		EvalDeliveryLimit:       3,
 		RPCHoldTimeout:          5 * time.Second,
+		RPCForwardTimeout:       30 * time.Second,
 	}
 }
 
@@ -259,6 +265,9 @@ func (c *Config) fill() {
 	}
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
+	}
+	if c.RPCForwardTimeout <= 0 {
+		c.RPCForwardTimeout = d.RPCForwardTimeout
 	}
 	if c.AutopilotInterval <= 0 {
 		c.AutopilotInterval = 10 * time.Second

@@ -1,6 +1,9 @@
 package structs
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // A read's context lives in its QueryOptions, which every read request
 // embeds, so that it reaches the endpoint through the in-process call (the
@@ -44,3 +47,28 @@ func IsReadRequest(args any) bool {
 	r, ok := args.(interface{ IsRead() bool })
 	return ok && r.IsRead()
 }
+
+// ServerWait is how long a call may rightly wait on the server before it
+// answers: a blocking read's wait time, a dequeue's timeout. A server that
+// forwards the call allows this much on top of its forwarding deadline.
+type ServerWait interface {
+	ServerWait() time.Duration
+}
+
+// ServerWait is the blocking query's wait (MaxQueryTime, or the most a
+// server allows when none is given); 0 for a read that does not block.
+func (q *QueryOptions) ServerWait() time.Duration {
+	if q.MinQueryIndex == 0 {
+		return 0
+	}
+	if q.MaxQueryTime <= 0 || q.MaxQueryTime > MaxBlockingQueryTime {
+		return MaxBlockingQueryTime
+	}
+	return q.MaxQueryTime
+}
+
+// MaxBlockingQueryTime bounds a blocking query's wait.
+const MaxBlockingQueryTime = 300 * time.Second
+
+// ServerWait is the dequeue's timeout.
+func (r *EvalDequeueRequest) ServerWait() time.Duration { return r.Timeout }

@@ -172,6 +172,9 @@ func (m *Manager) Call(method string, args, reply any) error {
 				// again, only ask the others.
 				noLeader = true
 			}
+			if cerr := structs.RequestContext(args).Err(); cerr != nil {
+				return cerr // the caller went away (an HTTP client that disconnected)
+			}
 			m.NotifyFailed(addr)
 			lastErr = err
 			if !m.cfg.IsServerError(err) && !m.notSent(err) && !structs.IsReadRequest(args) {
