@@ -81,7 +81,14 @@ func (s *Server) forwardCall(ctx context.Context, addr, method string, args, rep
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer context.AfterFunc(s.shutdownCtx, cancel)() // this server shutting down
 	err := s.pool.CallContext(cctx, addr, method, args, reply)
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil && s.isShutdown() {
+		if structs.IsReadRequest(args) {
+			return structs.ErrNoLeader
+		}
+		return structs.NewErrOutcomeUnknown("server shut down while the leader %s was answering %s", addr, method)
+	}
 	if errors.Is(err, droverrpc.ErrCallTimeout) && ctx.Err() == nil {
 		if structs.IsReadRequest(args) {
 			return fmt.Errorf("the leader %s did not answer %s within %s", addr, method, timeout)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -130,9 +131,13 @@ type Server struct {
 	// services from the current state (snapshot_ops.go).
 	reassertCh chan struct{}
 
-	shutdownCh   chan struct{}
-	shutdownOnce sync.Once
-	wg           sync.WaitGroup
+	shutdownCh chan struct{}
+	// shutdownCtx is cancelled with shutdownCh closing (calls forwarded
+	// to the leader end with it).
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+	shutdownOnce   sync.Once
+	wg             sync.WaitGroup
 }
 
 // NewServer builds and starts a server: Raft, RPC, workers and the
@@ -153,6 +158,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		shutdownCh: make(chan struct{}),
 		reassertCh: make(chan struct{}, 1),
 	}
+	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 
 	s.varLocks.expire = s.expireVarLock
 
@@ -393,6 +399,7 @@ func (s *Server) Shutdown() error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		close(s.shutdownCh)
+		s.shutdownCancel()
 		if s.workers != nil {
 			s.workers.close()
 		}
