@@ -122,3 +122,41 @@ func TestLeadershipLostAfterAppendIsNotRetried(t *testing.T) {
 	// Writes go on once nothing is injected.
 	register(t, fol, testJob("after", 0))
 }
+
+// The writes a client agent sends again after any failure, including one
+// whose outcome is unknown, are upserts by ID: applied twice they leave
+// what applying them once does (one allocation with the client's state,
+// one evaluation), so for them a retry is safe where a job registration's
+// is not.
+func TestIdempotentWritesApplyTwiceHarmlessly(t *testing.T) {
+	s := testServer(t, nil)
+	testNode(t, s, 4000, 8192)
+	reg := register(t, s, testJob("web", 1))
+	evalDone(t, s, reg.EvalID)
+	allocs := liveAllocs(t, s, "web")
+	if len(allocs) != 1 {
+		t.Fatalf("%d allocations, want 1", len(allocs))
+	}
+	update := allocs[0].CopySkipJob()
+	update.ClientStatus = structs.AllocClientStatusRunning
+	ev, err := s.State().EvalByID(nil, reg.EvalID)
+	if err != nil || ev == nil {
+		t.Fatalf("eval %s: %v", reg.EvalID, err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, _, err := s.raftApply(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{update}, UpdatedAt: time.Now().UnixNano()}); err != nil {
+			t.Fatalf("client update %d: %v", i, err)
+		}
+		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev.Copy()}}); err != nil {
+			t.Fatalf("eval update %d: %v", i, err)
+		}
+	}
+	after := allocsOf(t, s, "web")
+	if len(after) != 1 || after[0].ClientStatus != structs.AllocClientStatusRunning || after[0].DesiredStatus != allocs[0].DesiredStatus {
+		t.Fatalf("after the update applied twice: %d allocations, first %+v", len(after), after[0])
+	}
+	evals, err := s.State().EvalsByJob(nil, "default", "web")
+	if err != nil || len(evals) != 1 {
+		t.Fatalf("after the eval update applied twice: %d evaluations (%v), want 1", len(evals), err)
+	}
+}
