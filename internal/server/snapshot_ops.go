@@ -20,7 +20,7 @@ const MaxSnapshotBytes = 2 << 30
 
 // snapshotRestoreTimeout bounds how long Raft may take to install a
 // restored snapshot.
-const snapshotRestoreTimeout = 2 * time.Minute
+const snapshotRestoreTimeout = structs.SnapshotOpWait
 
 // SnapshotArchive takes a Raft snapshot of this server's state and returns
 // it as an archive (internal/snapshot) with the index it was taken at.
