@@ -3,7 +3,6 @@ package agent
 import (
 	"github.com/drover-project/drover/internal/client/servers"
 	droverrpc "github.com/drover-project/drover/internal/rpc"
-	"github.com/drover-project/drover/internal/structs"
 )
 
 // newServerManager builds a client-only agent's list of servers from
@@ -11,11 +10,11 @@ import (
 func (a *Agent) newServerManager(configured []string) *servers.Manager {
 	return servers.New(servers.Config{
 		Servers: configured,
-		Call: func(addr, method string, args, reply any) error {
-			// A read carries its HTTP request's context: a blocking
-			// query ends, here and on the server, when its client goes.
-			return a.pool.CallContext(structs.RequestContext(args), addr, method, args, reply)
-		},
+		Call:    a.pool.Call,
+		// Each call has a deadline, and a read carries its HTTP
+		// request's context: a blocking query ends, here and on the
+		// server, when its client goes.
+		CallContext:   a.pool.CallContext,
 		IsServerError: droverrpc.IsServerError,
 		IsNotSent:     droverrpc.IsConnectError,
 	})

@@ -12,6 +12,7 @@
 package servers
 
 import (
+	"context"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ const (
 	DefaultHold       = 5 * time.Second
 	DefaultBackoffMin = 50 * time.Millisecond
 	DefaultBackoffMax = 2 * time.Second
+	// DefaultCallTimeout outlasts what a server may take to answer a call
+	// that does not block: its wait for a leader (5 s) and its own
+	// deadline for the call forwarded to the leader (30 s).
+	DefaultCallTimeout = 60 * time.Second
 )
 
 // ErrNoServers is returned when the list is empty.
@@ -54,6 +59,14 @@ type Config struct {
 	Hold       time.Duration
 	BackoffMin time.Duration
 	BackoffMax time.Duration
+	// CallContext, when set, makes the calls instead of Call, each with a
+	// deadline: CallTimeout (0: DefaultCallTimeout) plus the call's own
+	// wait on the server (a blocking query's), within the caller's context
+	// (a read's HTTP request). A server that took a call and hangs is
+	// then given up on: a read goes on to the next server, a write
+	// answers that its outcome is unknown.
+	CallContext func(ctx context.Context, addr, method string, args, reply any) error
+	CallTimeout time.Duration
 	// Sleep waits d or until stop closes (tests inject it); it returns false
 	// when stopped.
 	Sleep func(d time.Duration) bool
@@ -79,6 +92,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.BackoffMin <= 0 {
 		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.BackoffMax < cfg.BackoffMin {
 		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffMin)
@@ -160,7 +176,7 @@ func (m *Manager) Call(method string, args, reply any) error {
 		var lastErr error
 		noLeader := false
 		for _, addr := range list {
-			err := m.cfg.Call(addr, method, args, reply)
+			err := m.call(addr, method, args, reply)
 			if err == nil {
 				return nil
 			}
@@ -178,7 +194,7 @@ func (m *Manager) Call(method string, args, reply any) error {
 			m.NotifyFailed(addr)
 			lastErr = err
 			if !m.cfg.IsServerError(err) && !m.notSent(err) && !structs.IsReadRequest(args) {
-				return structs.NewErrOutcomeUnknown("%s: connection to server %s lost after the call was sent (%v)", method, addr, err)
+				return structs.NewErrOutcomeUnknown("%s: no answer from server %s after the call was sent (%v)", method, addr, err)
 			}
 		}
 		if noLeader {
@@ -193,6 +209,22 @@ func (m *Manager) Call(method string, args, reply any) error {
 		}
 		backoff = min(backoff*2, m.cfg.BackoffMax)
 	}
+}
+
+// call makes one call to addr, with its deadline when CallContext is set.
+func (m *Manager) call(addr, method string, args, reply any) error {
+	if m.cfg.CallContext == nil {
+		return m.cfg.Call(addr, method, args, reply)
+	}
+	timeout := m.cfg.CallTimeout
+	if w, ok := args.(structs.ServerWait); ok {
+		if d := w.ServerWait(); d > 0 {
+			timeout += d + d/16
+		}
+	}
+	ctx, cancel := context.WithTimeout(structs.RequestContext(args), timeout)
+	defer cancel()
+	return m.cfg.CallContext(ctx, addr, method, args, reply)
 }
 
 func (m *Manager) notSent(err error) bool {

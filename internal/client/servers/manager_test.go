@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/rpc"
@@ -261,5 +262,42 @@ func TestManager_WriteNotResentAfterSend(t *testing.T) {
 	f.down = map[string]bool{cur: true}
 	if err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got); err != nil || got == cur {
 		t.Fatalf("write to a server that refused the connection: %q, %v; want the next server's answer", got, err)
+	}
+}
+
+// A server that takes a call and never answers is given up on after the
+// call's deadline (CallTimeout, plus a blocking query's wait): a write
+// answers that its outcome is unknown, a read goes on to the next server,
+// a blocking read waits its wait before it is given up on.
+func TestManager_StalledServerHasADeadline(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	f := &fakeCluster{fail: map[string]error{}}
+	var stalled string
+	m := New(Config{Servers: three, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
+		Hold: time.Second, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond, CallTimeout: timeout,
+		CallContext: func(ctx context.Context, addr, method string, args, reply any) error {
+			if addr == stalled {
+				<-ctx.Done() // took the call, never answers
+				return fmt.Errorf("rpc: the server did not answer in time: %w", ctx.Err())
+			}
+			return f.call(addr, method, args, reply)
+		}})
+	stalled = m.Current()
+	var got string
+	start := time.Now()
+	err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got)
+	if err == nil || !structs.IsOutcomeUnknown(err) || time.Since(start) < timeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("write to a stalled server: %v after %s; want outcome unknown after %s", err, time.Since(start), timeout)
+	}
+	stalled = m.Current()
+	if err := m.Call("Job.GetJob", &structs.JobSpecificRequest{}, &got); err != nil || got == stalled {
+		t.Fatalf("read with a stalled server: %q, %v; want another server's answer", got, err)
+	}
+	stalled = m.Current()
+	const wait = 300 * time.Millisecond
+	start = time.Now()
+	q := &structs.JobSpecificRequest{QueryOptions: structs.QueryOptions{MinQueryIndex: 10, MaxQueryTime: wait}}
+	if err := m.Call("Job.GetJob", q, &got); err != nil || got == stalled || time.Since(start) < wait+timeout {
+		t.Fatalf("blocking read with a stalled server: %q, %v after %s; want another server's answer after %s", got, err, time.Since(start), wait+timeout)
 	}
 }
