@@ -112,8 +112,11 @@ func TestBlockingQueriesEndWhenClientGoes(t *testing.T) {
 					done <- err
 				}()
 			}
-			// Every query is parked (each holds several goroutines).
-			waitUntil(t, 10*time.Second, "the queries to park", func() bool { return runtime.NumGoroutine() >= base+2*n })
+			// Every query is parked: each holds three goroutines in
+			// the client (its caller, the connection's reader and
+			// writer) and two in the server that serves it (the
+			// connection, its background read), more when forwarded.
+			waitUntil(t, 10*time.Second, "the queries to park", func() bool { return runtime.NumGoroutine() >= base+5*n })
 			cancel()
 			for i := 0; i < n; i++ {
 				if err := <-done; err == nil || ctx.Err() == nil {
