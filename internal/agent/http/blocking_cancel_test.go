@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,7 +79,8 @@ func TestBlockingQueriesEndWhenClientGoes(t *testing.T) {
 		srv  *drover.Server
 	}{{"in process on the leader", leader}, {"forwarded by a follower", follower}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := httptest.NewServer(NewHandler(Config{RPC: tc.srv, Agent: &fakeAgent{serverOK: true}}))
+			rpc := &countingRPC{inner: tc.srv}
+			ts := httptest.NewServer(NewHandler(Config{RPC: rpc, Agent: &fakeAgent{serverOK: true}}))
 			defer func() {
 				if t.Failed() {
 					// Queries still parked would hold ts.Close for
@@ -112,22 +114,15 @@ func TestBlockingQueriesEndWhenClientGoes(t *testing.T) {
 					done <- err
 				}()
 			}
-			// Every query is parked: each holds three goroutines in
-			// the client (its caller, the connection's reader and
-			// writer) and two in the server that serves it (the
-			// connection, its background read), more when forwarded.
-			waitUntil(t, 10*time.Second, "the queries to park", func() bool { return runtime.NumGoroutine() >= base+5*n })
+			waitUntil(t, 10*time.Second, "the queries to park", func() bool { return rpc.inFlight.Load() == n })
 			cancel()
 			for i := 0; i < n; i++ {
 				if err := <-done; err == nil || ctx.Err() == nil {
 					t.Fatalf("query %d: %v", i, err)
 				}
 			}
-			var now int
-			waitUntil(t, 10*time.Second, "goroutines back to the baseline", func() bool {
-				now = runtime.NumGoroutine()
-				return now <= base+3
-			})
+			waitUntil(t, 10*time.Second, "the queries to end", func() bool { return rpc.inFlight.Load() == 0 })
+			waitUntil(t, 10*time.Second, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base+3 })
 			// The servers still answer blocking queries that are not given up.
 			resp, err = client.Get(ts.URL + "/v1/jobs?index=1&wait=10ms")
 			if err != nil || resp.StatusCode != 200 {
@@ -136,6 +131,18 @@ func TestBlockingQueriesEndWhenClientGoes(t *testing.T) {
 			resp.Body.Close()
 		})
 	}
+}
+
+// countingRPC counts the calls in progress.
+type countingRPC struct {
+	inner    RPCer
+	inFlight atomic.Int64
+}
+
+func (c *countingRPC) RPC(method string, args, reply any) error {
+	c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	return c.inner.RPC(method, args, reply)
 }
 
 // settledGoroutines is the goroutine count once it stops moving.
