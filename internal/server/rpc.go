@@ -21,10 +21,12 @@ const maxQueryTime = structs.MaxBlockingQueryTime
 // or a stale read before this server's state is restored (ready.go). It
 // returns handled=true when the call was answered remotely (or failed),
 // false when the caller should serve it locally. With no leader it retries
-// for RPCHoldTimeout and then fails with ErrNoLeader, which callers retry.
-// A leader that cannot be connected to (it just died, and this server has
-// not yet noticed) is the same as none: the call was not sent, so it waits
-// for the next leader rather than failing at once.
+// for RPCHoldTimeout and then fails with ErrNoLeader, which callers may
+// retry. A leader that cannot be connected to (it just died, and this
+// server has not yet noticed) is the same as none: the call was not sent,
+// so it waits for the next leader rather than failing at once. Nothing
+// else is sent again: a call that reached the leader may have been
+// applied there whatever became of its answer (forwardCall).
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, structs.NewErrCoded(400, "No path to region %q", region)
