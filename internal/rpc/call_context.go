@@ -39,7 +39,7 @@ func (p *Pool) CallContext(ctx context.Context, addr, method string, args, reply
 	if err != nil {
 		return &ConnectError{Addr: addr, Err: err}
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		client, reused, err := p.stream(c)
 		if err != nil {
 			p.drop(addr, c)
@@ -56,9 +56,10 @@ func (p *Pool) CallContext(ctx context.Context, addr, method string, args, reply
 			return ctx.Err()
 		}
 		err = call.Error
-		if reused && errors.Is(err, rpc.ErrShutdown) && attempt == 0 {
-			// An idle stream the server closed meanwhile: net/rpc
-			// refused the call without sending it.
+		if reused && errors.Is(err, rpc.ErrShutdown) {
+			// An idle stream that ended meanwhile: net/rpc refused the
+			// call without sending it. Take the next one (or a new
+			// stream: the idle ones run out).
 			client.Close()
 			continue
 		}
