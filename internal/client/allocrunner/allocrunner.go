@@ -209,7 +209,8 @@ func New(cfg Config) (*AllocRunner, error) {
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
-			PreKill: func() { ar.dropServices(name) },
+			PreKill:    func() { ar.dropServices(name) },
+			PreRestart: func() { ar.pauseServices(name) },
 		})
 		ar.tasks = append(ar.tasks, e)
 	}
