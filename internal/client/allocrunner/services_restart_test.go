@@ -3,8 +3,11 @@ package allocrunner
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/client/testutil"
 	"github.com/drover-project/drover/internal/drivers"
@@ -110,4 +113,49 @@ func TestServices_RestartDeregistersBeforeSignal(t *testing.T) {
 			t.Fatalf("round %d: the servers held %v when the task was signalled, want only the group's service (not %s)", round, held, taskID)
 		}
 	}
+}
+
+// check_restart restarts the task the same way: its service is
+// deregistered before the signal and back once the task runs again.
+func TestServices_CheckRestartDeregistersBeforeSignal(t *testing.T) {
+	var ok atomic.Bool
+	host, port := checkedServer(t, &ok)
+	a := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	a.NodeID = "node1"
+	a.AllocatedResources = &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{
+		Ports: structs.AllocatedPorts{{Label: "http", Value: port, HostIP: host}}}}
+	a.Job.TaskGroups[0].Tasks[0].Services = []*structs.Service{{Name: "task-svc", Provider: "nomad", PortLabel: "http",
+		Checks: []structs.ServiceCheck{{Name: "alive", Type: "http", Path: "/health", Interval: 20 * time.Millisecond, Timeout: time.Second,
+			CheckRestart: &api.CheckRestart{Limit: 2}}}}}
+	reg := &fakeRegistrar{regs: map[string]*structs.ServiceRegistration{}}
+	d := &stopSpy{Driver: mock.New(), reg: reg}
+	rec := &recorder{}
+	ar, err := New(Config{
+		Alloc: a, AllocRoot: t.TempDir(), Node: &structs.Node{ID: "node1", Name: "n1", Datacenter: "dc1"},
+		Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: rec.update,
+		MaxKillTimeout: 2 * time.Second, Services: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Start()
+	t.Cleanup(ar.Shutdown)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if len(d.stops()) == 0 {
+			return fmt.Errorf("no restart yet")
+		}
+		return nil
+	})
+	ok.Store(true) // healthy from now on: one restart
+	if held := d.stops()[0]; len(held) != 0 {
+		t.Fatalf("the servers held %v when check_restart signalled the task, want nothing", held)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		st := ar.TaskState("t")
+		regs, _ := reg.snapshot()
+		if st.State != structs.TaskStateRunning || st.Restarts < 1 || len(regs) != 1 {
+			return fmt.Errorf("task %s, restarts %d, registrations %d", st.State, st.Restarts, len(regs))
+		}
+		return nil
+	})
 }
