@@ -83,6 +83,11 @@ type result struct {
 	EventDrops           int64   `json:"event_drops,omitempty"`  // readers the server dropped (they resumed)
 	EventErrors          int64   `json:"event_errors,omitempty"` // readers that failed otherwise
 	Error                string  `json:"error,omitempty"`
+
+	// EvalsByTrigger counts the benchmark jobs' evaluations (any status)
+	// by TriggeredBy and status, as "trigger/status": where extra
+	// evaluations come from.
+	EvalsByTrigger map[string]int `json:"evals_by_trigger,omitempty"`
 }
 
 const jobPrefix = "bench-"
@@ -275,7 +280,7 @@ func run(ctx context.Context, o options) (res result, err error) {
 		res.PlaceSeconds = round(d, 3)
 		res.PlacementsPerSec = round(float64(res.Placed)/d, 1)
 	}
-	res.Evals, res.EvalP50Ms, res.EvalP99Ms, err = evalLatency(c)
+	res.Evals, res.EvalP50Ms, res.EvalP99Ms, res.EvalsByTrigger, err = evalLatency(c)
 	if err != nil {
 		return res, err
 	}
@@ -446,24 +451,29 @@ func lastPlacement(c *api.Client) (int64, error) {
 	return last, nil
 }
 
-// evalLatency reports CreateTime->ModifyTime of the complete evaluations.
-func evalLatency(c *api.Client) (n int, p50, p99 float64, err error) {
+// evalLatency reports CreateTime->ModifyTime of the complete evaluations,
+// and every evaluation of the benchmark's jobs by trigger/status.
+func evalLatency(c *api.Client) (n int, p50, p99 float64, byTrigger map[string]int, err error) {
 	evals, _, err := c.Evaluations().List(nil)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
+	byTrigger = map[string]int{}
 	var ds []float64
 	for _, e := range evals {
+		if strings.HasPrefix(e.JobID, jobPrefix) {
+			byTrigger[e.TriggeredBy+"/"+e.Status]++
+		}
 		if strings.HasPrefix(e.JobID, jobPrefix) && e.Status == "complete" && e.ModifyTime >= e.CreateTime {
 			ds = append(ds, float64(e.ModifyTime-e.CreateTime)/1e6)
 		}
 	}
 	if len(ds) == 0 {
-		return 0, 0, 0, nil
+		return 0, 0, 0, byTrigger, nil
 	}
 	sort.Float64s(ds)
 	q := func(p float64) float64 { return round(ds[min(len(ds)-1, int(p*float64(len(ds))))], 2) }
-	return len(ds), q(0.50), q(0.99), nil
+	return len(ds), q(0.50), q(0.99), byTrigger, nil
 }
 
 func round(v float64, places int) float64 {

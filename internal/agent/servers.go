@@ -9,9 +9,14 @@ import (
 // client.servers; the client refreshes it from every heartbeat answer.
 func (a *Agent) newServerManager(configured []string) *servers.Manager {
 	return servers.New(servers.Config{
-		Servers:       configured,
-		Call:          a.pool.Call,
+		Servers: configured,
+		Call:    a.pool.Call,
+		// Each call has a deadline, and a read carries its HTTP
+		// request's context: a blocking query ends, here and on the
+		// server, when its client goes.
+		CallContext:   a.pool.CallContext,
 		IsServerError: droverrpc.IsServerError,
+		IsNotSent:     droverrpc.IsConnectError,
 	})
 }
 

@@ -81,8 +81,9 @@ func (c *Client) registerAndHeartbeat() {
 			// "No cluster leader" is an answer: the servers are reachable
 			// and a new leader gives every node a failover TTL, so nothing
 			// was lost meanwhile and registering again would only add
-			// writes to an election.
-			failed = failed || !isNoLeader(err)
+			// writes to an election. So is "leadership lost while
+			// committing log" (the heartbeat met an election).
+			failed = failed || !(isNoLeader(err) || isLeadershipLost(err))
 			wait = jitter(backoff)
 			c.logger.Warn("heartbeat failed", "error", err, "retry_in", wait)
 			backoff = min(backoff*2, registerBackoffMax)
@@ -100,6 +101,10 @@ func isNodeNotFound(err error) bool {
 
 func isNoLeader(err error) bool {
 	return strings.Contains(err.Error(), structs.ErrNoLeader.Error())
+}
+
+func isLeadershipLost(err error) bool {
+	return strings.Contains(err.Error(), structs.ErrLeadershipLost.Error())
 }
 
 // retryRegister calls Node.Register until it succeeds (false on shutdown).

@@ -156,6 +156,12 @@ func (s *allocSync) run() {
 		s.mu.Lock()
 		if err != nil {
 			// Requeue what was not superseded meanwhile and back off.
+			// Sending it again is safe whatever the error, even one
+			// whose outcome is unknown ("leadership lost while
+			// committing log"): the servers set each allocation's
+			// client state by its ID, so an update applied twice
+			// leaves what applying it once does
+			// (server.TestIdempotentWritesApplyTwiceHarmlessly).
 			for _, a := range batch {
 				if _, newer := s.pending[a.ID]; !newer {
 					s.pending[a.ID] = a

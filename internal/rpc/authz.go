@@ -94,7 +94,7 @@ func (c *authzCodec) WriteResponse(r *rpc.Response, body any) error {
 // serveRPCAs serves one net/rpc session on c, authorizing each call when
 // an Authorizer is set.
 func (l *Listener) serveRPCAs(c io.ReadWriteCloser, peer Peer) {
-	codec := NewServerCodec(bufferedConn(c))
+	var codec rpc.ServerCodec = newContextCodec(NewServerCodec(bufferedConn(c)))
 	if fn := l.authorizer(); fn != nil {
 		codec = &authzCodec{ServerCodec: codec, authz: fn, peer: peer}
 	}

@@ -34,6 +34,7 @@ func (p *Pool) SetDialer(d *Dialer) {
 type poolConn struct {
 	sess   *yamux.Session
 	client *rpc.Client
+	idle   []*rpc.Client // per-call streams kept for CallContext (under Pool.mu)
 }
 
 // NewPool builds a pool; dialTimeout bounds connection setup.
@@ -139,7 +140,12 @@ func (p *Pool) drop(addr string, c *poolConn) {
 	if p.conns[addr] == c {
 		delete(p.conns, addr)
 	}
+	idle := c.idle
+	c.idle = nil
 	p.mu.Unlock()
+	for _, cl := range idle {
+		cl.Close()
+	}
 	c.client.Close()
 	c.sess.Close()
 }

@@ -72,7 +72,15 @@ func (b *allocUpdateBatcher) add(allocs []*structs.Allocation, evals []*structs.
 	case <-batch.done:
 		return batch.index, batch.err
 	case <-b.stopCh:
-		return 0, structs.ErrNoLeader
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.pending == batch {
+			return 0, structs.ErrNoLeader // never handed to Raft
+		}
+		// Handed to Raft: the client's own retry is safe all the same
+		// (an alloc's client status is set by its ID, so a second apply
+		// changes nothing), but the outcome is not known here.
+		return 0, structs.NewErrOutcomeUnknown("leadership lost while committing log")
 	}
 }
 

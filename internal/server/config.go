@@ -126,6 +126,11 @@ type Config struct {
 	EvalDeliveryLimit int
 
 	RPCHoldTimeout time.Duration
+	// RPCForwardTimeout bounds a call this server forwards to the leader:
+	// a leader that took the call and then hangs is given up on after it
+	// (a blocking query or a dequeue gets its own wait on top). A write
+	// given up on answers that its outcome is unknown.
+	RPCForwardTimeout time.Duration
 
 	// GC is the core garbage collection's schedule and thresholds
 	// (core_gc.go).
@@ -170,6 +175,11 @@ type Config struct {
 	// (tests inject faults through it; forwarding still finds the leader by
 	// its real address).
 	wrapRaftTransport func(raft.Transport) raft.Transport
+	// applyErrHook, when set, sees Raft's answer to every entry this
+	// server writes (after the entry is applied or failed) and returns the
+	// answer the writer gets: tests inject a leadership loss after the
+	// append with it.
+	applyErrHook func(t structs.MessageType, err error) error
 	// allocBatchWindow, when > 0, replaces the 50 ms window client alloc
 	// updates are batched over (tests making many pushes).
 	allocBatchWindow time.Duration
@@ -211,6 +221,7 @@ func DefaultConfig() *Config {
 		EvalNackTimeout:         60 * time.Second,
 		EvalDeliveryLimit:       3,
 		RPCHoldTimeout:          5 * time.Second,
+		RPCForwardTimeout:       30 * time.Second,
 	}
 }
 
@@ -254,6 +265,9 @@ func (c *Config) fill() {
 	}
 	if c.RPCHoldTimeout == 0 {
 		c.RPCHoldTimeout = d.RPCHoldTimeout
+	}
+	if c.RPCForwardTimeout <= 0 {
+		c.RPCForwardTimeout = d.RPCForwardTimeout
 	}
 	if c.AutopilotInterval <= 0 {
 		c.AutopilotInterval = 10 * time.Second

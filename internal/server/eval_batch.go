@@ -82,7 +82,12 @@ func (b *evalUpdateBatcher) Apply(evals []*structs.Evaluation) (uint64, error) {
 	case <-batch.done:
 		return batch.index, batch.err
 	case <-b.shutdown:
-		return 0, structs.ErrNoLeader
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.pending == batch {
+			return 0, structs.ErrNoLeader // never handed to Raft
+		}
+		return 0, structs.NewErrOutcomeUnknown("server shut down while committing log")
 	}
 }
 

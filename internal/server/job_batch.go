@@ -83,12 +83,26 @@ func (b *jobRegisterBatcher) Apply(req *structs.JobRegisterRequest) (uint64, err
 	select {
 	case <-batch.done:
 	case <-b.shutdown:
-		return 0, structs.ErrNoLeader
+		return 0, b.abandoned(batch)
 	}
 	if batch.err != nil {
 		return batch.index, batch.err
 	}
 	return batch.index, batch.errs[i]
+}
+
+// abandoned is the answer of a caller the server's shutdown stopped waiting
+// for batch: ErrNoLeader when the batch was never handed to Raft (safe to
+// send again), otherwise the outcome is unknown.
+func (b *jobRegisterBatcher) abandoned(batch *jobBatch) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pending {
+		if p == batch {
+			return structs.ErrNoLeader
+		}
+	}
+	return structs.NewErrOutcomeUnknown("server shut down while committing log")
 }
 
 // run writes the pending batch, one entry at a time, until shutdown.

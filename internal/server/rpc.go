@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -12,17 +14,19 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-const maxQueryTime = 300 * time.Second
+const maxQueryTime = structs.MaxBlockingQueryTime
 
 // forward routes a call that this server must not answer itself: another
 // region (not supported yet), a consistent call while another server leads,
 // or a stale read before this server's state is restored (ready.go). It
 // returns handled=true when the call was answered remotely (or failed),
 // false when the caller should serve it locally. With no leader it retries
-// for RPCHoldTimeout and then fails with ErrNoLeader, which callers retry.
-// A leader that cannot be connected to (it just died, and this server has
-// not yet noticed) is the same as none: the call was not sent, so it waits
-// for the next leader rather than failing at once.
+// for RPCHoldTimeout and then fails with ErrNoLeader, which callers may
+// retry. A leader that cannot be connected to (it just died, and this
+// server has not yet noticed) is the same as none: the call was not sent,
+// so it waits for the next leader rather than failing at once. Nothing
+// else is sent again: a call that reached the leader may have been
+// applied there whatever became of its answer (forwardCall).
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, s.forwardRegion(region, method, args, reply)
@@ -36,11 +40,12 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 		// leader as this server's.
 		setAuthToken(args, s.serverSecret())
 	}
+	ctx := structs.RequestContext(args)
 	deadline := time.Now().Add(s.config.RPCHoldTimeout)
 	for {
 		addr := s.LeaderAddr()
 		if addr != "" && addr != s.rpcAddr {
-			err := s.pool.Call(addr, method, args, reply)
+			err := s.forwardCall(ctx, addr, method, args, reply)
 			if err == nil || !droverrpc.IsConnectError(err) || time.Now().After(deadline) {
 				return true, err
 			}
@@ -55,9 +60,44 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 		select {
 		case <-s.shutdownCh:
 			return true, structs.ErrNoLeader
+		case <-ctx.Done():
+			return true, ctx.Err()
 		case <-time.After(time.Duration(10+rnd(40)) * time.Millisecond):
 		}
 	}
+}
+
+// forwardCall sends one call to the leader at addr with a deadline:
+// RPCForwardTimeout, plus the call's own wait when it may rightly wait on
+// the leader (a blocking query's wait and its jitter, a dequeue's
+// timeout). It ends early when ctx (the caller's: an HTTP client that went
+// away) is done, and then the leader sees the call's stream close. A write
+// the leader did not answer in time may still be applied there: its
+// outcome is unknown.
+func (s *Server) forwardCall(ctx context.Context, addr, method string, args, reply any) error {
+	timeout := s.config.RPCForwardTimeout
+	if w, ok := args.(structs.ServerWait); ok {
+		if wait := w.ServerWait(); wait > 0 {
+			timeout += wait + wait/16
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer context.AfterFunc(s.shutdownCtx, cancel)() // this server shutting down
+	err := s.pool.CallContext(cctx, addr, method, args, reply)
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil && s.isShutdown() {
+		if structs.IsReadRequest(args) {
+			return structs.ErrNoLeader
+		}
+		return structs.NewErrOutcomeUnknown("server shut down while the leader %s was answering %s", addr, method)
+	}
+	if errors.Is(err, droverrpc.ErrCallTimeout) && ctx.Err() == nil {
+		if structs.IsReadRequest(args) {
+			return fmt.Errorf("the leader %s did not answer %s within %s", addr, method, timeout)
+		}
+		return structs.NewErrOutcomeUnknown("the leader %s did not answer %s within %s", addr, method, timeout)
+	}
+	return err
 }
 
 // queryFn runs a read against a state snapshot, adding what it reads to ws
@@ -81,7 +121,10 @@ func queryWait(asked time.Duration) time.Duration {
 // the entry's index, so a client's next ?index= query cannot sleep through
 // the rest of that entry.
 func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, run queryFn) error {
-	var ctx context.Context = context.Background()
+	// The caller's context: a blocking query ends when its HTTP client
+	// goes away or its forwarding server gives up, not only when the
+	// index moves or the wait ends.
+	ctx := opts.Context()
 	if opts.MinQueryIndex > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, queryWait(opts.MaxQueryTime))
@@ -103,6 +146,9 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 			return nil
 		}
 		if err := ws.WatchCtx(ctx); err != nil {
+			if cerr := opts.Context().Err(); cerr != nil {
+				return cerr // the caller went away: nobody reads the answer
+			}
 			return nil // timed out: answer with current data
 		}
 	}

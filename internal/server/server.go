@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -130,9 +131,13 @@ type Server struct {
 	// services from the current state (snapshot_ops.go).
 	reassertCh chan struct{}
 
-	shutdownCh   chan struct{}
-	shutdownOnce sync.Once
-	wg           sync.WaitGroup
+	shutdownCh chan struct{}
+	// shutdownCtx is cancelled with shutdownCh closing (calls forwarded
+	// to the leader end with it).
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+	shutdownOnce   sync.Once
+	wg             sync.WaitGroup
 }
 
 // NewServer builds and starts a server: Raft, RPC, workers and the
@@ -153,6 +158,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		shutdownCh: make(chan struct{}),
 		reassertCh: make(chan struct{}, 1),
 	}
+	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 
 	s.varLocks.expire = s.expireVarLock
 
@@ -393,6 +399,7 @@ func (s *Server) Shutdown() error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		close(s.shutdownCh)
+		s.shutdownCancel()
 		if s.workers != nil {
 			s.workers.close()
 		}
@@ -434,6 +441,30 @@ type raftFuture struct {
 	err      error // encoding failed; f is nil
 	resp     any
 	shutdown <-chan struct{} // the server's shutdownCh
+	// hook, set by tests (Config.applyErrHook), replaces Raft's answer for
+	// the entry: it injects a leadership loss after the append.
+	hook func(error) error
+}
+
+// applyError says what Raft's answer to an Apply means for the writer.
+// raft.ErrNotLeader and raft.ErrEnqueueTimeout come before the entry is
+// appended: the write never reached the log, and ErrNoLeader tells callers
+// to send it again (to the next leader). raft.ErrLeadershipLost and
+// raft.ErrAbortedByRestore come after: another leader may still commit the
+// entry, so the outcome is unknown and a blind retry could apply the write
+// twice (a job registered as two versions, an evaluation created twice).
+func applyError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+		return structs.ErrNoLeader
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return structs.ErrLeadershipLost
+	case errors.Is(err, raft.ErrAbortedByRestore):
+		return structs.ErrRestoredWhileCommitting
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return structs.NewErrOutcomeUnknown("server shut down while committing log")
+	}
+	return err
 }
 
 // raftApplyAsync encodes msg and hands it to Raft without waiting for the
@@ -448,7 +479,11 @@ func (s *Server) raftApplyAsync(t structs.MessageType, msg any) *raftFuture {
 	if err := structs.CheckEntryDepth(buf[1:]); err != nil {
 		return &raftFuture{err: structs.NewErrCoded(400, "refusing to write a Raft entry the servers could not read back: %v", err)}
 	}
-	return &raftFuture{f: s.raft.Apply(buf, 30*time.Second), shutdown: s.shutdownCh}
+	f := &raftFuture{f: s.raft.Apply(buf, 30*time.Second), shutdown: s.shutdownCh}
+	if h := s.config.applyErrHook; h != nil {
+		f.hook = func(err error) error { return h(t, err) }
+	}
+	return f
 }
 
 // Wait blocks until the entry is applied and returns its index; an error the
@@ -469,14 +504,16 @@ func (r *raftFuture) Wait() (uint64, error) {
 		select {
 		case err = <-done:
 		default:
-			return 0, raft.ErrRaftShutdown
+			// The entry may be in the log already: the servers that
+			// remain can still commit it.
+			return 0, structs.NewErrOutcomeUnknown("server shut down while committing log")
 		}
 	}
+	if r.hook != nil {
+		err = r.hook(err)
+	}
 	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, structs.ErrNoLeader
-		}
-		return 0, err
+		return 0, applyError(err)
 	}
 	resp := r.f.Response()
 	if rerr, ok := resp.(error); ok && rerr != nil {

@@ -20,7 +20,7 @@ const MaxSnapshotBytes = 2 << 30
 
 // snapshotRestoreTimeout bounds how long Raft may take to install a
 // restored snapshot.
-const snapshotRestoreTimeout = 2 * time.Minute
+const snapshotRestoreTimeout = structs.SnapshotOpWait
 
 // SnapshotArchive takes a Raft snapshot of this server's state and returns
 // it as an archive (internal/snapshot) with the index it was taken at.
@@ -69,7 +69,9 @@ func (s *Server) RestoreArchive(archive []byte) (uint64, error) {
 	s.logger.Warn("restoring a snapshot: the cluster's state is replaced", "snapshot_index", meta.Index, "snapshot_term", meta.Term, "bytes", len(state))
 	if err := s.raft.Restore(meta.RaftMeta(), bytes.NewReader(state), snapshotRestoreTimeout); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, structs.ErrNoLeader
+			// ErrNotLeader: never started. ErrLeadershipLost: the
+			// restore may or may not have been applied.
+			return 0, applyError(err)
 		}
 		return 0, fmt.Errorf("restoring the snapshot: %w", err)
 	}

@@ -207,7 +207,8 @@ func (w *Worker) process(eval *structs.Evaluation, token string, waitIndex uint6
 		return
 	}
 	w.setWorkload(workloadWaitingForRaft)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The server shutting down ends the wait (it would hold Shutdown).
+	ctx, cancel := context.WithTimeout(w.srv.shutdownCtx, 5*time.Second)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, waitIndex)
 	cancel()
 	w.setWorkload(workloadScheduling)
@@ -341,7 +342,7 @@ func (w *Worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 }
 
 func (w *Worker) refresh(index uint64) (*state.StateSnapshot, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(w.srv.shutdownCtx, 10*time.Second)
 	defer cancel()
 	w.setWorkload(workloadWaitingForRaft)
 	snap, err := w.srv.State().SnapshotMinIndex(ctx, index)

@@ -1,6 +1,9 @@
 package structs
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // MessageType is the first byte of every Raft log entry. Numbers are stable:
 // new types are appended, never renumbered.
@@ -55,6 +58,9 @@ type QueryOptions struct {
 	PerPage       int32
 	NextToken     string
 	Reverse       bool
+
+	// ctx is the caller's context (query_context.go); never encoded.
+	ctx context.Context
 }
 
 // QueryMeta is returned with every read.

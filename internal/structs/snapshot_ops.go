@@ -1,5 +1,7 @@
 package structs
 
+import "time"
+
 // SnapshotSaveRequest asks a server for a snapshot archive
 // (GET /v1/operator/snapshot). Consistent unless AllowStale: then any
 // server answers with its own state.
@@ -22,3 +24,13 @@ type SnapshotRestoreRequest struct {
 	Archive []byte
 	WriteRequest
 }
+
+// SnapshotOpWait is how long a snapshot save or restore may take on the
+// leader beyond an ordinary call (a server forwarding one allows it).
+const SnapshotOpWait = 2 * time.Minute
+
+// ServerWait: writing a large state out takes a while.
+func (r *SnapshotSaveRequest) ServerWait() time.Duration { return SnapshotOpWait }
+
+// ServerWait: the leader installs the archive, with its own timeout.
+func (r *SnapshotRestoreRequest) ServerWait() time.Duration { return SnapshotOpWait }

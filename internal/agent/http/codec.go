@@ -202,6 +202,9 @@ func requestToken(r *http.Request) string {
 // parseQuery fills the common read options from the request.
 func (s *server) parseQuery(r *http.Request, q *structs.QueryOptions) error {
 	v := r.URL.Query()
+	// A blocking query ends when its client goes away (the server's
+	// goroutine would otherwise wait out the index or the wait time).
+	q.WithContext(r.Context())
 	q.Region = s.requestRegion(r)
 	q.Namespace = requestNamespace(r)
 	q.AuthToken = requestToken(r)

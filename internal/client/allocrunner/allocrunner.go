@@ -194,7 +194,9 @@ func New(cfg Config) (*AllocRunner, error) {
 		var drv drivers.Driver
 		if d, ok := cfg.Drivers[t.Driver]; ok {
 			drv = d
-			if nc, ok := d.(drivers.NetworkCreator); ok && ar.netns != "" && ar.netCreator == nil {
+			nc, ok := d.(drivers.NetworkCreator)
+			ok = ok && nc.CreatesNetwork()
+			if ok && ar.netns != "" && ar.netCreator == nil {
 				ar.netCreator, ar.netCreatorName = nc, t.Driver
 			} else if ok && ar.netns != "" && ar.netCreatorName != t.Driver {
 				return nil, fmt.Errorf("tasks of drivers %q and %q cannot share a bridge network", ar.netCreatorName, t.Driver)
@@ -207,7 +209,8 @@ func New(cfg Config) (*AllocRunner, error) {
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
-			PreKill: func() { ar.dropServices(name) },
+			PreKill:    func() { ar.dropServices(name) },
+			PreRestart: func() { ar.pauseServices(name) },
 		})
 		ar.tasks = append(ar.tasks, e)
 	}

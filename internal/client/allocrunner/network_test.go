@@ -114,6 +114,8 @@ type creatorDriver struct {
 	log func(string)
 }
 
+func (d creatorDriver) CreatesNetwork() bool { return true }
+
 func (d creatorDriver) CreateNetwork(allocID, nsPath string) error {
 	d.log("create " + nsPath)
 	return nil

@@ -158,18 +158,35 @@ func registration(a *structs.Allocation, node *structs.Node, region string, d se
 	return r
 }
 
-// ownerRunning reports whether the service's owner runs: its task; a
-// group service (owner "") is always wanted while the allocation runs.
-func (ar *AllocRunner) ownerRunning(owner string) bool {
+// ownerState is the state of a service's owner: whether its task runs,
+// and how often it was restarted (which names its run).
+func (ar *AllocRunner) ownerState(owner string) (running bool, restarts uint64) {
+	for _, e := range ar.tasks {
+		if e.tr.Task().Name == owner {
+			st := e.tr.State()
+			return st.State == structs.TaskStateRunning, st.Restarts
+		}
+	}
+	return false, 0
+}
+
+// ownerWanted reports (under svc.mu) whether the owner's services should
+// be registered: a group service (owner "") always while the allocation
+// runs; a task's while its task runs, except during the run that is being
+// stopped for an in-place restart (pauseServices), which ends when the
+// task's restart count moves on.
+func (ar *AllocRunner) ownerWanted(owner string) bool {
 	if owner == "" {
 		return true
 	}
-	for _, e := range ar.tasks {
-		if e.tr.Task().Name == owner {
-			return e.tr.State().State == structs.TaskStateRunning
+	running, restarts := ar.ownerState(owner)
+	if r, ok := ar.svc.restarting[owner]; ok {
+		if r == restarts {
+			return false
 		}
+		delete(ar.svc.restarting, owner) // the next run
 	}
-	return false
+	return running
 }
 
 // runServices keeps the servers' registrations of this allocation equal to
@@ -229,7 +246,7 @@ func (ar *AllocRunner) syncServices() (more, failed bool) {
 	var defs []serviceDef
 	if !ended {
 		for _, d := range nomadServices(a) {
-			if sl.gone[d.owner] || !ar.ownerRunning(d.owner) {
+			if sl.gone[d.owner] || !ar.ownerWanted(d.owner) {
 				continue
 			}
 			r := registration(a, ar.cfg.Node, ar.cfg.Region, d)
@@ -314,6 +331,28 @@ func (ar *AllocRunner) dropServices(owner string) {
 	ar.pokeServices() // stop the owner's checks
 }
 
+// pauseServices deregisters the services of task owner, which is about to
+// be stopped for an in-place restart, and keeps them unregistered until
+// its next run (Nomad's restart: services deregistered, task killed and
+// started again, services registered once it runs). It returns once the
+// servers answered, as dropServices does.
+func (ar *AllocRunner) pauseServices(owner string) {
+	sl := ar.svc
+	if sl == nil || owner == "" {
+		return
+	}
+	_, restarts := ar.ownerState(owner)
+	sl.mu.Lock()
+	sl.restarting[owner] = restarts
+	for id, r := range sl.registered {
+		if r.owner == owner {
+			ar.deregisterLocked(id)
+		}
+	}
+	sl.mu.Unlock()
+	ar.pokeServices() // stop the owner's checks until it runs again
+}
+
 func sameReg(a, b *structs.ServiceRegistration) bool {
 	if a.Address != b.Address || a.Port != b.Port || a.ServiceName != b.ServiceName || len(a.Tags) != len(b.Tags) {
 		return false
@@ -351,12 +390,15 @@ type serviceLoop struct {
 	mu         sync.Mutex
 	registered map[string]*registered // by registration ID
 	gone       map[string]bool        // owners whose services were dropped
-	failed     bool                   // the last pass must be retried
+	// restarting holds the tasks stopped for an in-place restart: the
+	// restart count of the run being stopped, whose services stay away.
+	restarting map[string]uint64
+	failed     bool // the last pass must be retried
 }
 
 func newServiceLoop() *serviceLoop {
 	return &serviceLoop{poke: make(chan struct{}, 1), done: make(chan struct{}),
-		registered: map[string]*registered{}, gone: map[string]bool{}}
+		registered: map[string]*registered{}, gone: map[string]bool{}, restarting: map[string]uint64{}}
 }
 
 // registered is a registration the servers hold, and the owner it goes

@@ -61,7 +61,7 @@ func TestManager_RealClusterLearnsAndFailsOver(t *testing.T) {
 	pool := droverrpc.NewPool(time.Second)
 	t.Cleanup(pool.Shutdown)
 	first := cluster[0]
-	m := servers.New(servers.Config{Servers: []string{first.RPCAddr()}, Call: pool.Call, IsServerError: droverrpc.IsServerError})
+	m := servers.New(servers.Config{Servers: []string{first.RPCAddr()}, Call: pool.Call, IsServerError: droverrpc.IsServerError, IsNotSent: droverrpc.IsConnectError})
 	t.Cleanup(m.Stop)
 
 	node := testNode()

@@ -12,7 +12,7 @@
 package servers
 
 import (
-	"errors"
+	"context"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -26,6 +26,10 @@ const (
 	DefaultHold       = 5 * time.Second
 	DefaultBackoffMin = 50 * time.Millisecond
 	DefaultBackoffMax = 2 * time.Second
+	// DefaultCallTimeout outlasts what a server may take to answer a call
+	// that does not block: its wait for a leader (5 s) and its own
+	// deadline for the call forwarded to the leader (30 s).
+	DefaultCallTimeout = 60 * time.Second
 )
 
 // ErrNoServers is returned when the list is empty.
@@ -44,11 +48,25 @@ type Config struct {
 	// IsServerError reports whether err is the endpoint's answer (returned
 	// to the caller as is) rather than a failure to reach the server.
 	IsServerError func(error) bool
+	// IsNotSent reports whether a transport failure proves the call was
+	// never sent (the connection could not be made): only then, or for a
+	// read, is the call sent to another server. A write that was sent and
+	// got no answer may have been applied, and sending it again could
+	// apply it twice. Nil: no failure proves it.
+	IsNotSent func(error) bool
 	// Hold bounds how long one Call keeps retrying while no server answers
 	// (0: DefaultHold). BackoffMin/Max shape the waits between rounds.
 	Hold       time.Duration
 	BackoffMin time.Duration
 	BackoffMax time.Duration
+	// CallContext, when set, makes the calls instead of Call, each with a
+	// deadline: CallTimeout (0: DefaultCallTimeout) plus the call's own
+	// wait on the server (a blocking query's), within the caller's context
+	// (a read's HTTP request). A server that took a call and hangs is
+	// then given up on: a read goes on to the next server, a write
+	// answers that its outcome is unknown.
+	CallContext func(ctx context.Context, addr, method string, args, reply any) error
+	CallTimeout time.Duration
 	// Sleep waits d or until stop closes (tests inject it); it returns false
 	// when stopped.
 	Sleep func(d time.Duration) bool
@@ -74,6 +92,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.BackoffMin <= 0 {
 		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.BackoffMax < cfg.BackoffMin {
 		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffMin)
@@ -138,6 +159,12 @@ func (m *Manager) NotifyFailed(addr string) {
 // tries them all again, until the hold time is spent. An endpoint's error
 // is returned at once, except "No cluster leader" (that server cannot reach
 // a leader, another may): the call then goes on to the next server once.
+// Only failures that prove a write never reached the log are retried:
+// "No cluster leader" and a connection that could not be made. A write
+// whose outcome is unknown ("leadership lost while committing log", a
+// connection lost after the call was sent) is answered with that error:
+// sending it again could register a job twice. Reads are retried on any
+// transport failure.
 func (m *Manager) Call(method string, args, reply any) error {
 	deadline := time.Now().Add(m.cfg.Hold)
 	backoff := m.cfg.BackoffMin
@@ -149,7 +176,7 @@ func (m *Manager) Call(method string, args, reply any) error {
 		var lastErr error
 		noLeader := false
 		for _, addr := range list {
-			err := m.cfg.Call(addr, method, args, reply)
+			err := m.call(addr, method, args, reply)
 			if err == nil {
 				return nil
 			}
@@ -161,8 +188,14 @@ func (m *Manager) Call(method string, args, reply any) error {
 				// again, only ask the others.
 				noLeader = true
 			}
+			if cerr := structs.RequestContext(args).Err(); cerr != nil {
+				return cerr // the caller went away (an HTTP client that disconnected)
+			}
 			m.NotifyFailed(addr)
 			lastErr = err
+			if !m.cfg.IsServerError(err) && !m.notSent(err) && !structs.IsReadRequest(args) {
+				return structs.NewErrOutcomeUnknown("%s: no answer from server %s after the call was sent (%v)", method, addr, err)
+			}
 		}
 		if noLeader {
 			return lastErr
@@ -176,6 +209,26 @@ func (m *Manager) Call(method string, args, reply any) error {
 		}
 		backoff = min(backoff*2, m.cfg.BackoffMax)
 	}
+}
+
+// call makes one call to addr, with its deadline when CallContext is set.
+func (m *Manager) call(addr, method string, args, reply any) error {
+	if m.cfg.CallContext == nil {
+		return m.cfg.Call(addr, method, args, reply)
+	}
+	timeout := m.cfg.CallTimeout
+	if w, ok := args.(structs.ServerWait); ok {
+		if d := w.ServerWait(); d > 0 {
+			timeout += d + d/16
+		}
+	}
+	ctx, cancel := context.WithTimeout(structs.RequestContext(args), timeout)
+	defer cancel()
+	return m.cfg.CallContext(ctx, addr, method, args, reply)
+}
+
+func (m *Manager) notSent(err error) bool {
+	return m.cfg.IsNotSent != nil && m.cfg.IsNotSent(err)
 }
 
 func (m *Manager) sleep(d time.Duration) bool {
@@ -203,9 +256,7 @@ func jitter(d time.Duration) time.Duration {
 	return d + rand.N(d/2+1)
 }
 
-func isNoLeader(err error) bool {
-	return errors.Is(err, structs.ErrNoLeader) || strings.Contains(err.Error(), structs.ErrNoLeader.Error())
-}
+func isNoLeader(err error) bool { return structs.IsNoLeader(err) }
 
 func dedupe(in []string) []string {
 	seen := make(map[string]bool, len(in))

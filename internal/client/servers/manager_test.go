@@ -1,10 +1,12 @@
 package servers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/rpc"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,13 +37,16 @@ func (f *fakeCluster) call(addr, method string, args, reply any) error {
 	return nil
 }
 
+// isNotSent: the fake's down servers refuse the connection.
+func isNotSent(err error) bool { return strings.Contains(err.Error(), "connecting to") }
+
 func isServerError(err error) bool {
 	var se rpc.ServerError
 	return errors.As(err, &se)
 }
 
 func newTest(f *fakeCluster, addrs ...string) *Manager {
-	return New(Config{Servers: addrs, Call: f.call, IsServerError: isServerError,
+	return New(Config{Servers: addrs, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: time.Second, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
 }
 
@@ -135,7 +140,7 @@ func TestManager_RetriesAllServersUntilOneAnswers(t *testing.T) {
 // time: it never hangs.
 func TestManager_GivesUpAfterHold(t *testing.T) {
 	f := &fakeCluster{down: map[string]bool{"a:4647": true, "b:4647": true}}
-	m := New(Config{Servers: []string{"a:4647", "b:4647"}, Call: f.call, IsServerError: isServerError,
+	m := New(Config{Servers: []string{"a:4647", "b:4647"}, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: 200 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	start := time.Now()
 	var got string
@@ -211,7 +216,7 @@ func TestManager_SetServers(t *testing.T) {
 // Stop ends a call waiting between rounds.
 func TestManager_StopEndsRetries(t *testing.T) {
 	f := &fakeCluster{down: map[string]bool{"a:4647": true}}
-	m := New(Config{Servers: []string{"a:4647"}, Call: f.call, IsServerError: isServerError,
+	m := New(Config{Servers: []string{"a:4647"}, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
 		Hold: time.Hour, BackoffMin: 50 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() {
@@ -226,5 +231,73 @@ func TestManager_StopEndsRetries(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stop did not end the retrying call")
+	}
+}
+
+// A call that was sent and got no answer (the connection broke after the
+// request went out) may have been applied: a write is answered with an
+// error saying its outcome is unknown instead of going to the next server,
+// which could apply it twice; a read goes on to the next server. A
+// connection that could not be made proves nothing was sent: the write
+// goes on too.
+func TestManager_WriteNotResentAfterSend(t *testing.T) {
+	f := &fakeCluster{fail: map[string]error{}}
+	m := newTest(f, three...)
+	cur := m.Current()
+	f.fail[cur] = errors.New("unexpected EOF") // sent, then the connection broke
+	var got string
+	err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got)
+	if err == nil || !structs.IsOutcomeUnknown(err) || len(f.calls) != 1 {
+		t.Fatalf("write whose connection broke after sending: %v after calls %v; want outcome unknown after 1 call", err, f.calls)
+	}
+	f.calls = nil
+	cur = m.Current()
+	f.fail[cur] = errors.New("unexpected EOF")
+	if err := m.Call("Job.GetJob", &structs.JobSpecificRequest{}, &got); err != nil || got == cur || len(f.calls) != 2 {
+		t.Fatalf("read whose connection broke: %q, %v after %v; want the next server's answer", got, err, f.calls)
+	}
+	f.calls = nil
+	cur = m.Current()
+	f.fail = map[string]error{}
+	f.down = map[string]bool{cur: true}
+	if err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got); err != nil || got == cur {
+		t.Fatalf("write to a server that refused the connection: %q, %v; want the next server's answer", got, err)
+	}
+}
+
+// A server that takes a call and never answers is given up on after the
+// call's deadline (CallTimeout, plus a blocking query's wait): a write
+// answers that its outcome is unknown, a read goes on to the next server,
+// a blocking read waits its wait before it is given up on.
+func TestManager_StalledServerHasADeadline(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	f := &fakeCluster{fail: map[string]error{}}
+	var stalled string
+	m := New(Config{Servers: three, Call: f.call, IsServerError: isServerError, IsNotSent: isNotSent,
+		Hold: time.Second, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond, CallTimeout: timeout,
+		CallContext: func(ctx context.Context, addr, method string, args, reply any) error {
+			if addr == stalled {
+				<-ctx.Done() // took the call, never answers
+				return fmt.Errorf("rpc: the server did not answer in time: %w", ctx.Err())
+			}
+			return f.call(addr, method, args, reply)
+		}})
+	stalled = m.Current()
+	var got string
+	start := time.Now()
+	err := m.Call("Job.Register", &structs.JobRegisterRequest{}, &got)
+	if err == nil || !structs.IsOutcomeUnknown(err) || time.Since(start) < timeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("write to a stalled server: %v after %s; want outcome unknown after %s", err, time.Since(start), timeout)
+	}
+	stalled = m.Current()
+	if err := m.Call("Job.GetJob", &structs.JobSpecificRequest{}, &got); err != nil || got == stalled {
+		t.Fatalf("read with a stalled server: %q, %v; want another server's answer", got, err)
+	}
+	stalled = m.Current()
+	const wait = 300 * time.Millisecond
+	start = time.Now()
+	q := &structs.JobSpecificRequest{QueryOptions: structs.QueryOptions{MinQueryIndex: 10, MaxQueryTime: wait}}
+	if err := m.Call("Job.GetJob", q, &got); err != nil || got == stalled || time.Since(start) < wait+timeout {
+		t.Fatalf("blocking read with a stalled server: %q, %v after %s; want another server's answer after %s", got, err, time.Since(start), wait+timeout)
 	}
 }

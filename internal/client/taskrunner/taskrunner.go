@@ -71,6 +71,13 @@ type Config struct {
 	// shutdown_delay and its kill signal (the allocation runner
 	// deregisters the task's services; shutdown_delay.go).
 	PreKill func()
+	// PreRestart, if set, runs when a running task is about to be stopped
+	// for an in-place restart (alloc restart, check_restart), before its
+	// kill signal: as Nomad does, the allocation runner deregisters the
+	// task's services, and registers them again once the task runs. No
+	// shutdown_delay is waited on a restart (Nomad waits it only on a
+	// kill).
+	PreRestart func()
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -528,6 +535,9 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 		}
 		res = <-waitCh
 	case <-tr.restartCh:
+		if tr.cfg.PreRestart != nil {
+			tr.cfg.PreRestart()
+		}
 		tr.stopForRestart()
 		res = <-waitCh
 	case <-tr.detachCh:

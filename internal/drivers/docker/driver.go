@@ -195,7 +195,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 			d.images.release(tc.Image)
 		}
 	}()
-	spec, err := buildCreateSpec(&d.cfg, cfg, tc, tc.Image)
+	spec, err := buildCreateSpec(&d.cfg, d.flavor, cfg, tc, tc.Image)
 	if err != nil {
 		return nil, err
 	}

@@ -88,3 +88,39 @@ func TestPauseELFBlocksUntilKilled(t *testing.T) {
 		t.Fatal("pause survived SIGKILL")
 	}
 }
+
+// A podman task of a bridge group joins the allocation's namespace by its
+// path (no pause container: podman's driver does not make the network),
+// publishes no ports through the engine, and may keep its hostname, DNS
+// settings and extra hosts, which podman applies in a path namespace.
+func TestTranslateBridgeGroupPodman(t *testing.T) {
+	cfg := baseTask()
+	cfg.NetNS = "/var/run/netns/a1"
+	tc, err := ParseTaskConfig(map[string]any{"image": "x", "ports": []any{"http"}, "hostname": "h",
+		"dns_servers": []any{"1.1.1.1"}, "extra_hosts": []any{"a:10.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := DefaultPluginConfig()
+	fl := Flavor{Name: "podman", Podman: true}
+	s, err := buildCreateSpec(&pc, fl, cfg, tc, tc.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(s.Host.NetworkMode); got != "ns:/var/run/netns/a1" {
+		t.Fatalf("network mode %q, want ns:/var/run/netns/a1", got)
+	}
+	if len(s.Host.PortBindings) != 0 || len(s.Config.ExposedPorts) != 0 {
+		t.Fatalf("ports published by the engine in a bridge group: %v", s.Host.PortBindings)
+	}
+	if s.Config.Hostname != "h" || len(s.Host.DNS) != 1 || len(s.Host.ExtraHosts) != 1 {
+		t.Fatalf("hostname %q, dns %v, extra hosts %v: want the task's", s.Config.Hostname, s.Host.DNS, s.Host.ExtraHosts)
+	}
+	tc.NetworkMode = "host"
+	if _, err := buildCreateSpec(&pc, fl, cfg, tc, tc.Image); err == nil || !strings.HasPrefix(err.Error(), "network_mode") {
+		t.Fatalf("network_mode in a bridge group: %v, want an error naming network_mode", err)
+	}
+	if New(Config{Flavor: fl}).CreatesNetwork() || !New(Config{}).CreatesNetwork() {
+		t.Fatal("only docker's flavor makes the allocation's namespace")
+	}
+}

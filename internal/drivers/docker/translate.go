@@ -42,8 +42,9 @@ type createSpec struct {
 }
 
 // buildCreateSpec translates a task into the engine's container
-// configuration. It is pure: no engine, no host access.
-func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, image string) (*createSpec, error) {
+// configuration for the driver's flavor. It is pure: no engine, no host
+// access.
+func buildCreateSpec(pc *PluginConfig, fl Flavor, cfg *drivers.TaskConfig, tc *TaskConfig, image string) (*createSpec, error) {
 	if tc.Privileged && !pc.AllowPrivileged {
 		return nil, fmt.Errorf(`privileged containers are disabled on this client: the agent's plugin %q config must set allow_privileged = true`, pc.pluginName())
 	}
@@ -125,25 +126,35 @@ func buildCreateSpec(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig, 
 		}
 	}
 	if cfg.NetNS != "" {
-		// A group in bridge mode: the task joins the allocation's pause
-		// container, whose namespace the client configured; its ports
-		// are mapped there, not by the engine.
+		// A group in bridge mode: the task joins the allocation's
+		// namespace, which the client configured; its ports are mapped
+		// there, not by the engine.
 		if tc.NetworkMode != "" {
 			return nil, fmt.Errorf("network_mode %q: the group network is in bridge mode; remove network_mode", tc.NetworkMode)
 		}
-		// The engine refuses these for a container joining another's
-		// network; say which key, as the task wrote it.
-		for _, k := range []struct {
-			key string
-			set bool
-		}{{"hostname", tc.Hostname != ""}, {"dns_servers", len(tc.DNSServers) > 0},
-			{"dns_search_domains", len(tc.DNSSearchDomains) > 0}, {"dns_options", len(tc.DNSOptions) > 0},
-			{"extra_hosts", len(tc.ExtraHosts) > 0}} {
-			if k.set {
-				return nil, fmt.Errorf("%s: cannot be set on a docker task whose group network is in bridge mode", k.key)
+		if fl.Podman {
+			// podman joins a namespace by its path (as `--network
+			// ns:<path>`, which its compatible API takes as the network
+			// mode) and keeps managing the container's hostname,
+			// resolv.conf and hosts file there.
+			h.NetworkMode = container.NetworkMode("ns:" + cfg.NetNS)
+		} else {
+			// Docker joins another container's namespace only: the
+			// allocation's pause container. The engine refuses these for
+			// a container joining another's network; say which key, as
+			// the task wrote it.
+			for _, k := range []struct {
+				key string
+				set bool
+			}{{"hostname", tc.Hostname != ""}, {"dns_servers", len(tc.DNSServers) > 0},
+				{"dns_search_domains", len(tc.DNSSearchDomains) > 0}, {"dns_options", len(tc.DNSOptions) > 0},
+				{"extra_hosts", len(tc.ExtraHosts) > 0}} {
+				if k.set {
+					return nil, fmt.Errorf("%s: cannot be set on a docker task whose group network is in bridge mode", k.key)
+				}
 			}
+			h.NetworkMode = container.NetworkMode("container:" + PauseName(cfg.AllocID))
 		}
-		h.NetworkMode = container.NetworkMode("container:" + PauseName(cfg.AllocID))
 	}
 	if h.NetworkMode == "" {
 		h.NetworkMode = "bridge"

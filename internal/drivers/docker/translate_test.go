@@ -31,7 +31,7 @@ func spec(t *testing.T, pc PluginConfig, cfg *drivers.TaskConfig, conf map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := buildCreateSpec(&pc, cfg, tc, tc.Image)
+	s, err := buildCreateSpec(&pc, Flavor{}, cfg, tc, tc.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func specErr(pc PluginConfig, cfg *drivers.TaskConfig, conf map[string]any) erro
 	if err != nil {
 		return err
 	}
-	_, err = buildCreateSpec(&pc, cfg, tc, tc.Image)
+	_, err = buildCreateSpec(&pc, Flavor{}, cfg, tc, tc.Image)
 	return err
 }
 

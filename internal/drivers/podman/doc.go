@@ -26,6 +26,16 @@
 // 137 is therefore checked against the kernel's log (/dev/kmsg), whose
 // oom-kill record names the container's memory cgroup (libpod-<id>).
 //
+// Bridge-mode groups: a podman task joins the allocation's network
+// namespace, which the client creates (internal/client/bridgenet), by its
+// path: network mode "ns:<path>" on the compatible API (podman's `--network
+// ns:<path>`; the upstream driver does the same). Not docker's pause
+// container: measured on podman 4.3, a container in "container:<pause>"
+// mode makes podman refuse to remove the pause container, even forced,
+// while the task's container exists ("has dependent containers"); the path
+// also needs no pause image or second conmon per allocation, and podman
+// still writes the task's hostname, resolv.conf and hosts file there.
+//
 // Root without CAP_SYS_RESOURCE (containers here) cannot give a container
 // podman's default rlimits (nofile 1048576): every start fails with
 // "error setting rlimit type 7". The host fix, documented in the README and

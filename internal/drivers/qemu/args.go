@@ -31,8 +31,17 @@ type forward struct {
 }
 
 // forwards resolves port_map against the allocation's ports: each label
-// must be one of the group's (or the task's) network ports.
+// must be one of the group's (or the task's) network ports. On the host's
+// network qemu listens on the port's host address and port. In a group in
+// bridge mode qemu runs inside the allocation's network namespace (the
+// supervisor starts it there, as a raw_exec task), where the client
+// forwards each group port from the host's address and port to the
+// allocation's address and the port's `to` (its host port when unset), so
+// that is where qemu listens.
 func forwards(cfg *drivers.TaskConfig, portMap map[string]int) ([]forward, error) {
+	if cfg.NetNS != "" {
+		return bridgeForwards(cfg, portMap)
+	}
 	labels := make([]string, 0, len(portMap))
 	for l := range portMap {
 		labels = append(labels, l)
@@ -55,6 +64,34 @@ func forwards(cfg *drivers.TaskConfig, portMap map[string]int) ([]forward, error
 			}
 		}
 		out = append(out, f)
+	}
+	return out, nil
+}
+
+// bridgeForwards resolves port_map in a bridge-mode group: from the
+// allocation's address (NOMAD_ALLOC_IP_<label>, which the client sets once
+// the namespace is configured) and the port's `to`.
+func bridgeForwards(cfg *drivers.TaskConfig, portMap map[string]int) ([]forward, error) {
+	labels := make([]string, 0, len(portMap))
+	for l := range portMap {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	var out []forward
+	for _, l := range labels {
+		p, ok := cfg.Ports.Get(l)
+		if !ok {
+			return nil, fmt.Errorf("config: port_map.%s: the allocation has no port labelled %q (add it to the group's network block)", l, l)
+		}
+		ip := net.ParseIP(cfg.Env["NOMAD_ALLOC_IP_"+l])
+		if ip == nil || ip.To4() == nil {
+			return nil, fmt.Errorf("config: port_map.%s: the allocation's IPv4 address in its bridge network is unknown (NOMAD_ALLOC_IP_%s = %q)", l, l, cfg.Env["NOMAD_ALLOC_IP_"+l])
+		}
+		port := p.To
+		if port <= 0 {
+			port = p.Value
+		}
+		out = append(out, forward{Label: l, HostIP: ip.String(), HostPort: port, Guest: portMap[l]})
 	}
 	return out, nil
 }

@@ -188,3 +188,40 @@ func TestCommandArgs(t *testing.T) {
 		t.Fatalf("task port: %+v, %v", fw, err)
 	}
 }
+
+// In a bridge-mode group qemu runs in the allocation's namespace and
+// listens on the allocation's address and each port's `to` (the host port
+// when unset), where the client forwards the host port.
+func TestForwardsInBridgeGroup(t *testing.T) {
+	cfg := &drivers.TaskConfig{
+		NetNS: "/var/run/netns/a1",
+		Env:   map[string]string{"NOMAD_ALLOC_IP_http": "172.26.64.7", "NOMAD_ALLOC_IP_ssh": "172.26.64.7"},
+		Ports: structs.AllocatedPorts{{Label: "http", Value: 23456, To: 8080, HostIP: "127.0.0.1"}, {Label: "ssh", Value: 23457, HostIP: "127.0.0.1"}},
+	}
+	fw, err := forwards(cfg, map[string]int{"http": 80, "ssh": 22})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := commandArgs(cfg, &TaskConfig{DriveInterface: "ide"}, vm{Image: "/i", Forwards: fw})
+	want := "user,id=user.0,hostfwd=tcp:172.26.64.7:8080-:80,hostfwd=udp:172.26.64.7:8080-:80," +
+		"hostfwd=tcp:172.26.64.7:23457-:22,hostfwd=udp:172.26.64.7:23457-:22"
+	if i := indexOf(got, "-netdev"); i < 0 || got[i+1] != want {
+		t.Fatalf("args %q, want -netdev %s", got, want)
+	}
+	delete(cfg.Env, "NOMAD_ALLOC_IP_ssh")
+	if _, err := forwards(cfg, map[string]int{"ssh": 22}); err == nil || !strings.Contains(err.Error(), "port_map.ssh: the allocation's IPv4 address in its bridge network is unknown") {
+		t.Fatalf("no allocation address: %v", err)
+	}
+	if _, err := forwards(cfg, map[string]int{"admin": 22}); err == nil || !strings.Contains(err.Error(), `no port labelled "admin"`) {
+		t.Fatalf("unknown label: %v", err)
+	}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

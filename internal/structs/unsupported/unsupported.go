@@ -189,9 +189,9 @@ var groupGaps = []gap[groupCtx]{
 }
 
 var taskGaps = []gap[taskCtx]{
-	{"bridge network driver", gapRefuse, "the task would not join the group's network namespace (only raw_exec, exec, java and docker tasks do yet)", func(c taskCtx) []string {
+	{"bridge network driver", gapRefuse, "the task would not join the group's network namespace (only raw_exec, exec, java, qemu, docker and podman tasks do)", func(c taskCtx) []string {
 		switch c.t.Driver {
-		case "raw_exec", "exec", "java", "docker":
+		case "raw_exec", "exec", "java", "qemu", "docker", "podman":
 			return nil
 		}
 		for _, n := range c.tg.Networks {

@@ -56,17 +56,23 @@ func TestCheck_BridgeRawExecHasNoGaps(t *testing.T) {
 	}
 }
 
-// A docker group in bridge mode is accepted: its tasks join the
-// allocation's pause container.
-func TestCheck_BridgeDockerHasNoGaps(t *testing.T) {
-	j := gapJob("service")
-	j.TaskGroups[0].Networks[0].Mode = "bridge"
-	j.TaskGroups[0].Networks[0].DynamicPorts[0].To = 8080
-	task := j.TaskGroups[0].Tasks[0]
-	task.Driver = "docker"
-	task.Config = map[string]any{"image": "busybox"}
-	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
-		t.Fatalf("want no gaps, got refused %q, warnings %q", g.Refused, g.Warnings)
+// Docker, podman and qemu groups in bridge mode are accepted: docker
+// tasks join the allocation's pause container, podman's its namespace by
+// path, qemu runs in it as raw_exec tasks do.
+func TestCheck_BridgeContainersAndVMsHaveNoGaps(t *testing.T) {
+	for driver, conf := range map[string]map[string]any{
+		"docker": {"image": "busybox"}, "podman": {"image": "busybox"},
+		"qemu": {"image_path": "local/disk.img", "port_map": map[string]any{"http": 80}},
+	} {
+		j := gapJob("service")
+		j.TaskGroups[0].Networks[0].Mode = "bridge"
+		j.TaskGroups[0].Networks[0].DynamicPorts[0].To = 8080
+		task := j.TaskGroups[0].Tasks[0]
+		task.Driver = driver
+		task.Config = conf
+		if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+			t.Fatalf("%s: want no gaps, got refused %q, warnings %q", driver, g.Refused, g.Warnings)
+		}
 	}
 }
 
@@ -104,11 +110,11 @@ func TestCheck_Decisions(t *testing.T) {
 		{"secret", func(j *api.Job) {
 			task(j).Secrets = []*api.Secret{{Name: "db", Provider: "nomad", Path: "db"}}
 		}, tp + `secret "db" is not supported`, ""},
-		{"qemu in bridge", func(j *api.Job) {
+		{"mock driver in bridge", func(j *api.Job) {
 			tg(j).Networks[0].Mode = "bridge"
-			task(j).Driver = "qemu"
-			task(j).Config = map[string]any{"image_path": "disk.img"}
-		}, tp + `driver "qemu" in a bridge network is not supported`, ""},
+			task(j).Driver = "mock_driver"
+			task(j).Config = map[string]any{}
+		}, tp + `driver "mock_driver" in a bridge network is not supported`, ""},
 		{"cni network", func(j *api.Job) { tg(j).Networks[0].Mode = "cni/mynet" }, gp + `network[0] mode "cni/mynet" is not supported`, ""},
 		{"no network", func(j *api.Job) { tg(j).Networks[0].Mode = "none" }, gp + `network[0] mode "none" is not supported`, ""},
 		{"host_network", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].HostNetwork = "private" },
