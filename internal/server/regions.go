@@ -46,14 +46,15 @@ func (s *Server) knownRegions() []string {
 }
 
 // forwardRegion sends a request for another region to one of its servers,
-// picked at random (the one that answers forwards it to its leader). With
-// no alive server of that region in the pool the answer is Nomad's 400
-// "No path to region".
+// picked at random (the one that answers forwards it to its leader), with
+// the deadline and cancellation of a forward to the leader (forwardCall).
+// With no alive server of that region in the pool the answer is Nomad's
+// 400 "No path to region".
 func (s *Server) forwardRegion(region, method string, args, reply any) error {
 	servers := s.regionServers()[region]
 	if len(servers) == 0 {
 		return structs.NewErrCoded(400, "No path to region %q", region)
 	}
 	p := servers[rnd(int64(len(servers)))]
-	return s.pool.Call(p.Addr, method, args, reply)
+	return s.forwardCall(structs.RequestContext(args), p.Addr, method, args, reply)
 }

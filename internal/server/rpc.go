@@ -17,7 +17,7 @@ import (
 const maxQueryTime = structs.MaxBlockingQueryTime
 
 // forward routes a call that this server must not answer itself: another
-// region (not supported yet), a consistent call while another server leads,
+// region (to one of its servers, regions.go), a consistent call while another server leads,
 // or a stale read before this server's state is restored (ready.go). It
 // returns handled=true when the call was answered remotely (or failed),
 // false when the caller should serve it locally. With no leader it retries
