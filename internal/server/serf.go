@@ -17,10 +17,11 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
-// Serf LAN gossip among the servers of a region: how servers find each
-// other (server_join, /v1/agent/join), how the leader learns which servers
-// to add to or remove from Raft (serf_reconcile.go), and how bootstrap_expect
-// decides when to bootstrap Raft (serf_bootstrap.go).
+// Serf gossip among the servers: how servers find each other (server_join,
+// /v1/agent/join), how the leader learns which servers of its region to add
+// to or remove from Raft (serf_reconcile.go), how bootstrap_expect decides
+// when to bootstrap Raft (serf_bootstrap.go), and which other regions'
+// servers answer for them (regions.go).
 
 // serfState is the server's gossip: the serf instance and what it learned.
 type serfState struct {
