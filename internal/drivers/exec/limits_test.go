@@ -282,4 +282,3 @@ func TestExecSharedCpusetUpdate(t *testing.T) {
 	}
 	on("0-1")
 }
-
