@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// cpusAllowedList is a process's Cpus_allowed_list ("" when gone).
+func cpusAllowedList(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// cpusetJob is a raw_exec task that writes its PID to local/pid and
+// sleeps; cores > 0 reserves that many cores.
+func cpusetJob(id string, cores int) *api.Job {
+	job := rawExecJob(id, "service", 1, `echo $$ > "$NOMAD_TASK_DIR/pid"; exec sleep 600`)
+	if cores > 0 {
+		job.TaskGroups[0].Tasks[0].Resources = &api.Resources{Cores: ptr(cores), MemoryMB: ptr(32)}
+	}
+	return job
+}
+
+// runningTaskPID registers job, waits for its allocation to run and
+// returns the task's PID (read through the alloc fs API).
+func runningTaskPID(t *testing.T, a *agent, job *api.Job) int {
+	t.Helper()
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 60*time.Second, *job.ID+" running", func() bool {
+		s := a.allocsOf(*job.ID)
+		if len(s) == 1 && s[0].ClientStatus == "failed" {
+			full, _, _ := a.client.Allocations().Info(s[0].ID, nil)
+			t.Fatalf("%s failed: %+v", *job.ID, full.TaskStates["t"])
+		}
+		if len(s) == 1 && s[0].ClientStatus == "running" {
+			allocID = s[0].ID
+		}
+		return allocID != ""
+	})
+	pid := 0
+	waitFor(t, 20*time.Second, *job.ID+" pid", func() bool {
+		resp, err := http.Get(a.url("/v1/client/fs/cat/" + allocID + "?path=t/local/pid"))
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return resp.StatusCode == 200 && pid > 0
+	})
+	return pid
+}
+
+// cpusetCheck polls until pid runs on want (Cpus_allowed_list).
+func cpusetCheck(t *testing.T, what string, pid int, want string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("%s (pid %d) on CPUs %s", what, pid, want), func() bool {
+		return cpusAllowedList(pid) == want
+	})
+}
+
+func requireTwoCPUs(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but not running as root: cannot test cpusets")
+		}
+		t.Skip("cpusets need root")
+	}
+	if runtime.NumCPU() != 2 {
+		t.Skipf("designed for a node with 2 CPUs; this one has %d", runtime.NumCPU())
+	}
+}
+
+// `resources { cores = 1 }` on a dev agent with 2 CPUs: the task reserving
+// a core runs on it alone, and a task without cores, already running, is
+// moved onto the other core (their processes' Cpus_allowed_list never
+// overlap); when the reserving job stops, the core comes back.
+func TestCpusetTasksWithoutCoresStayOffReservedCores(t *testing.T) {
+	requireTwoCPUs(t)
+	a := devAgent(t)
+	shared := runningTaskPID(t, a, cpusetJob("shared", 0))
+	cpusetCheck(t, "task without cores", shared, "0-1")
+
+	pinned := runningTaskPID(t, a, cpusetJob("pinned", 1))
+	core := cpusAllowedList(pinned)
+	if core != "0" && core != "1" {
+		t.Fatalf("the task reserving 1 core runs on %q", core)
+	}
+	other := map[string]string{"0": "1", "1": "0"}[core]
+	cpusetCheck(t, "task without cores", shared, other)
+	if got := cpusAllowedList(pinned); got != core {
+		t.Fatalf("the reserving task moved from %s to %q", core, got)
+	}
+
+	// A task without cores started now starts on the shared core.
+	late := runningTaskPID(t, a, cpusetJob("late", 0))
+	cpusetCheck(t, "task without cores started later", late, other)
+
+	if _, _, err := a.client.Jobs().Deregister("pinned", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the reserving task stopped", func() bool { return !pidAlive(pinned) })
+	cpusetCheck(t, "task without cores", shared, "0-1")
+	cpusetCheck(t, "task without cores started later", late, "0-1")
+}
