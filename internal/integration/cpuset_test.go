@@ -124,3 +124,51 @@ func TestCpusetTasksWithoutCoresStayOffReservedCores(t *testing.T) {
 	cpusetCheck(t, "task without cores", shared, "0-1")
 	cpusetCheck(t, "task without cores started later", late, "0-1")
 }
+
+// A client killed and restarted while a task reserves a core: the restored
+// allocations give the shared cpuset again, so the re-attached task without
+// cores stays off the reserved core, and it still follows the set: when the
+// reserving job stops, it gets the core back.
+func TestCpusetRestoredAfterClientRestart(t *testing.T) {
+	requireTwoCPUs(t)
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
+	})
+	srv.waitReady(false)
+	cli := startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"leave_on_interrupt": false, "log_level": "INFO",
+		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+	})
+	nodeReady := func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	}
+	waitFor(t, 20*time.Second, "client node ready", nodeReady)
+	shared := runningTaskPID(t, cli, cpusetJob("shared", 0))
+	pinned := runningTaskPID(t, cli, cpusetJob("pinned", 1))
+	t.Cleanup(func() {
+		_, _, _ = srv.client.Jobs().Deregister("shared", true, nil)
+		_, _, _ = srv.client.Jobs().Deregister("pinned", true, nil)
+	})
+	core := cpusAllowedList(pinned)
+	other := map[string]string{"0": "1", "1": "0"}[core]
+	if other == "" {
+		t.Fatalf("the task reserving 1 core runs on %q", core)
+	}
+	cpusetCheck(t, "task without cores", shared, other)
+
+	cli.kill()
+	cli.start()
+	waitFor(t, 60*time.Second, "client node ready again", nodeReady)
+	if !pidAlive(shared) || !pidAlive(pinned) {
+		t.Fatal("a task did not survive the client restart")
+	}
+	if got := cpusAllowedList(shared); got != other {
+		t.Fatalf("after the restart the task without cores runs on %q, want %s", got, other)
+	}
+	if _, _, err := srv.client.Jobs().Deregister("pinned", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the reserving task stopped", func() bool { return !pidAlive(pinned) })
+	cpusetCheck(t, "re-attached task without cores", shared, "0-1")
+}
