@@ -371,11 +371,18 @@ func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso
 	if iso == nil && cg != nil {
 		// The task's CPUs: its reserved cores, else the node's shared set
 		// (an isolated task's container has its own cpuset cgroup).
-		if cg.Cpuset, err = newCpuset(cg, cfg.CgroupParent, cgroupName(cfg.ID), cfg.Cpus()); err != nil {
+		cg.Cpuset, err = newCpuset(cg, cfg.CgroupParent, cgroupName(cfg.ID), cfg.Cpus())
+		switch {
+		case err != nil && cfg.ReservedCores() != "":
 			if cg.Owned {
 				_ = os.Remove(cg.Path)
 			}
-			return nil, err
+			return nil, fmt.Errorf("reserved cores %s: %w", cfg.ReservedCores(), err)
+		case err != nil:
+			// raw_exec does not isolate: a host whose cpuset this agent
+			// cannot write (rootless) still runs the task, on every CPU.
+			d.logger.Warn("task runs without a cpuset cgroup, on every CPU", "task", cfg.ID, "error", err)
+			cg.Cpuset = nil
 		}
 	}
 	spec := &shimSpec{
