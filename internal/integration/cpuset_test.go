@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
 )
 
 // cpusAllowedList is a process's Cpus_allowed_list ("" when gone).
@@ -171,4 +174,53 @@ func TestCpusetRestoredAfterClientRestart(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the reserving task stopped", func() bool { return !pidAlive(pinned) })
 	cpusetCheck(t, "re-attached task without cores", shared, "0-1")
+}
+
+// A docker container without cores, running on a 2-CPU dev agent, is
+// moved off the core a raw_exec task reserves (through the engine's
+// container update) and gets it back when that job stops.
+func TestCpusetDockerContainerFollowsSharedSet(t *testing.T) {
+	dcli := dockertest.Client(t) // the machine has an engine (or CI fails here)
+	img := dockertest.BuildBusybox(t, dcli)
+	requireTwoCPUs(t)
+	a := devAgent(t)
+	waitFor(t, 30*time.Second, "docker healthy", func() bool {
+		nodes, _, err := a.client.Nodes().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
+		if err != nil || len(nodes) != 1 {
+			return false
+		}
+		d := nodes[0].Drivers["docker"]
+		return d != nil && d.Healthy
+	})
+	if _, _, err := a.client.Jobs().Register(dockerJob("ctr", img), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = a.client.Jobs().Deregister("ctr", true, nil) })
+	pid := 0
+	waitFor(t, 60*time.Second, "the container running", func() bool {
+		s := a.allocsOf("ctr")
+		if len(s) != 1 || s[0].ClientStatus != "running" {
+			return false
+		}
+		cs := dockerContainers(t, dcli, s[0].ID)
+		if len(cs) != 1 {
+			return false
+		}
+		info, err := dcli.ContainerInspect(context.Background(), cs[0].ID)
+		if err == nil && info.State != nil {
+			pid = info.State.Pid
+		}
+		return pid > 0
+	})
+	cpusetCheck(t, "container without cores", pid, "0-1")
+	pinned := runningTaskPID(t, a, cpusetJob("pinned", 1))
+	other := map[string]string{"0": "1", "1": "0"}[cpusAllowedList(pinned)]
+	if other == "" {
+		t.Fatalf("the task reserving 1 core runs on %q", cpusAllowedList(pinned))
+	}
+	cpusetCheck(t, "container without cores", pid, other)
+	if _, _, err := a.client.Jobs().Deregister("pinned", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	cpusetCheck(t, "container without cores", pid, "0-1")
 }
