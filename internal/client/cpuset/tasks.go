@@ -1,6 +1,7 @@
 package cpuset
 
 import (
+	"sync"
 	"sync/atomic"
 )
 
@@ -70,10 +71,24 @@ func (m *Manager) sync() {
 	}
 	m.mu.Unlock()
 	m.logger.Debug("shared cpuset changed", "cpus", shared.String(), "tasks", len(members))
+	// Tasks are moved a few at a time (each may be an engine round trip);
+	// the round ends only when every one is done.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, applyParallel)
 	for _, mb := range members {
-		m.applyTo(mb, shared)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m.applyTo(mb, shared)
+		}()
 	}
+	wg.Wait()
 }
+
+// applyParallel is how many tasks one change moves at once.
+const applyParallel = 8
 
 // applyTo moves one task; called under applyMu. A failure leaves the task
 // marked on its old set, so the next change tries again.
