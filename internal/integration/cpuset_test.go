@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,8 +151,16 @@ func TestCpusetRestoredAfterClientRestart(t *testing.T) {
 	shared := runningTaskPID(t, cli, cpusetJob("shared", 0))
 	pinned := runningTaskPID(t, cli, cpusetJob("pinned", 1))
 	t.Cleanup(func() {
+		// The client leaves its tasks running when it stops: stop them
+		// while it runs (it removes their cgroups), kill what is left.
 		_, _, _ = srv.client.Jobs().Deregister("shared", true, nil)
 		_, _, _ = srv.client.Jobs().Deregister("pinned", true, nil)
+		deadline := time.Now().Add(20 * time.Second)
+		for (pidAlive(shared) || pidAlive(pinned)) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = syscall.Kill(shared, syscall.SIGKILL)
+		_ = syscall.Kill(pinned, syscall.SIGKILL)
 	})
 	core := cpusAllowedList(pinned)
 	other := map[string]string{"0": "1", "1": "0"}[core]
