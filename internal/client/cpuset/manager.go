@@ -2,6 +2,7 @@ package cpuset
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -23,6 +24,13 @@ type Manager struct {
 	// under it, so a slower round can never leave a task on an older set
 	// than a later one applied.
 	applyMu sync.Mutex
+
+	// A round in which a move failed is retried after retryDelay (from
+	// retryMin, doubling up to retryMax); retryPending: one is scheduled.
+	retryMu            sync.Mutex
+	retryMin, retryMax time.Duration
+	retryDelay         time.Duration
+	retryPending       bool
 }
 
 // NewManager returns a manager of the node's usable cores (the cores tasks
@@ -32,7 +40,8 @@ func NewManager(usable Set, logger hclog.Logger) *Manager {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Manager{usable: usable, logger: logger.Named("cpuset"), allocs: map[string]Set{}, tasks: map[string]*member{}}
+	return &Manager{usable: usable, logger: logger.Named("cpuset"), allocs: map[string]Set{}, tasks: map[string]*member{},
+		retryMin: 2 * time.Second, retryMax: time.Minute}
 }
 
 // Usable is the node's usable cores.

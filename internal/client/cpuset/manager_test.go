@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recompute is the shared set worked out from scratch: usable less the
@@ -71,6 +72,7 @@ func TestTrackMovesTaskStartedOnStaleSet(t *testing.T) {
 
 func TestFailedMoveIsRetriedOnNextChange(t *testing.T) {
 	m := NewManager(New(0, 1, 2), nil)
+	m.retryMin, m.retryMax = time.Hour, time.Hour // only the next change retries
 	fail := true
 	var got Set
 	m.Track("a/t", m.Shared(), func(s Set) error {
@@ -82,9 +84,42 @@ func TestFailedMoveIsRetriedOnNextChange(t *testing.T) {
 	})
 	m.AddAlloc("A", New(2))
 	fail = false
-	m.AddAlloc("B", New(2)) // same shared set, but the task is not on it yet
-	if got.String() != "0-1" {
-		t.Fatalf("task on %q after a failed move, want 0-1", got)
+	m.AddAlloc("B", New(1)) // the task was never moved off 2
+	if got.String() != "0" {
+		t.Fatalf("task on %q after a failed move, want 0", got)
+	}
+}
+
+// A failed move is retried on its own (the engine was briefly down), with
+// no further change of the shared set.
+func TestFailedMoveIsRetriedLater(t *testing.T) {
+	m := NewManager(New(0, 1), nil)
+	m.retryMin, m.retryMax = 10*time.Millisecond, 40*time.Millisecond
+	var mu sync.Mutex
+	failures, got := 3, Set{}
+	m.Track("a/t", m.Shared(), func(s Set) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return errors.New("engine down")
+		}
+		got = s
+		return nil
+	})
+	m.AddAlloc("A", New(1))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := got.String() == "0"
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task was never moved after its move failed")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

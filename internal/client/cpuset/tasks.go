@@ -3,6 +3,7 @@ package cpuset
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ApplyFunc moves one running task onto a set of CPUs (its driver's
@@ -13,8 +14,10 @@ type ApplyFunc func(Set) error
 type member struct {
 	id    string
 	apply ApplyFunc
-	// applied is the set the task was last put on; guarded by applyMu.
+	// applied is the set the task was last put on; warned the set a
+	// failure to move it was last logged for. Guarded by applyMu.
 	applied Set
+	warned  Set
 	gone    atomic.Bool
 }
 
@@ -38,7 +41,9 @@ func (m *Manager) Track(taskID string, startedWith Set, apply ApplyFunc) (untrac
 	m.tasks[taskID] = mb
 	shared := m.sharedLocked()
 	m.mu.Unlock()
-	m.applyTo(mb, shared)
+	if !m.applyTo(mb, shared) {
+		m.scheduleRetry()
+	}
 	return func() {
 		mb.gone.Store(true)
 		m.mu.Lock()
@@ -74,6 +79,7 @@ func (m *Manager) sync() {
 	// Tasks are moved a few at a time (each may be an engine round trip);
 	// the round ends only when every one is done.
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	sem := make(chan struct{}, applyParallel)
 	for _, mb := range members {
 		wg.Add(1)
@@ -81,26 +87,62 @@ func (m *Manager) sync() {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m.applyTo(mb, shared)
+			if !m.applyTo(mb, shared) {
+				failed.Store(true)
+			}
 		}()
 	}
 	wg.Wait()
+	if failed.Load() {
+		m.scheduleRetry()
+	} else {
+		m.retryMu.Lock()
+		m.retryDelay = 0
+		m.retryMu.Unlock()
+	}
+}
+
+// scheduleRetry runs another round later (backing off while moves keep
+// failing, e.g. the container engine is down): a task left on an older set
+// must not wait for the next change to be moved.
+func (m *Manager) scheduleRetry() {
+	m.retryMu.Lock()
+	defer m.retryMu.Unlock()
+	if m.retryPending {
+		return
+	}
+	d := max(m.retryDelay, m.retryMin)
+	m.retryDelay = min(2*d, m.retryMax)
+	m.retryPending = true
+	time.AfterFunc(d, func() {
+		m.retryMu.Lock()
+		m.retryPending = false
+		m.retryMu.Unlock()
+		m.sync()
+	})
 }
 
 // applyParallel is how many tasks one change moves at once.
 const applyParallel = 8
 
 // applyTo moves one task; called under applyMu. A failure leaves the task
-// marked on its old set, so the next change tries again.
-func (m *Manager) applyTo(mb *member, s Set) {
+// marked on its old set, so the next round tries again; false then.
+func (m *Manager) applyTo(mb *member, s Set) bool {
 	if mb.gone.Load() || mb.applied.Equal(s) {
-		return
+		return true
 	}
 	if err := mb.apply(s); err != nil {
-		if !mb.gone.Load() {
-			m.logger.Warn("failed to move task onto the shared cpuset", "task", mb.id, "cpus", s.String(), "error", err)
+		if mb.gone.Load() {
+			return true // it exited meanwhile
 		}
-		return
+		if mb.warned.Equal(s) {
+			m.logger.Debug("failed again to move task onto the shared cpuset", "task", mb.id, "cpus", s.String(), "error", err)
+		} else {
+			m.logger.Warn("failed to move task onto the shared cpuset; will retry", "task", mb.id, "cpus", s.String(), "error", err)
+			mb.warned = s
+		}
+		return false
 	}
 	mb.applied = s
+	return true
 }
