@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -156,4 +157,62 @@ func (c *cpusetCgroup) remove() error {
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// adoptCpuset gives a task recovered from an agent that ran it without a
+// cpuset cgroup (started before there was one) its cpuset cgroup, and
+// moves its processes into it, so it follows the shared set like every
+// other task.
+func (d *Driver) adoptCpuset(h *taskHandle) {
+	if h.cg == nil || h.cg.Cpuset != nil || h.exited() {
+		return
+	}
+	var spec shimSpec
+	if err := readJSON(filepath.Join(h.shimDir, shimSpecFile), &spec); err != nil || spec.Isolation != nil {
+		return // an isolated task's container has its own cpuset cgroup
+	}
+	cs, err := newCpuset(h.cg, h.cfg.CgroupParent, cgroupName(h.cfg.ID), h.cfg.Cpus())
+	if err != nil || cs == nil {
+		if err != nil {
+			d.logger.Warn("recovered task stays without a cpuset cgroup", "task", h.cfg.ID, "error", err)
+		}
+		return
+	}
+	if cs.V1 {
+		// Processes forked while we move them are born where their parent
+		// was: move until every process of the task is in.
+		for attempt := 0; attempt < 10; attempt++ {
+			pids, err := h.cg.pids()
+			if err != nil {
+				break
+			}
+			moved := 0
+			for _, pid := range pids {
+				if in, _ := inCgroup(cs.Path, pid); in {
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(cs.Path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err == nil {
+					moved++
+				}
+			}
+			if moved == 0 {
+				break
+			}
+		}
+	}
+	h.cg.Cpuset = cs
+}
+
+// inCgroup reports whether pid is in the v1 cgroup at dir.
+func inCgroup(dir string, pid int) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false, err
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if f == strconv.Itoa(pid) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

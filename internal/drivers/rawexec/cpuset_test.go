@@ -119,3 +119,57 @@ func TestSharedCpusetFollowsReservedCores(t *testing.T) {
 		})
 	}
 }
+
+// A task recovered from an agent that ran it without a cpuset cgroup (an
+// earlier version) gets one, with its processes moved in, and then follows
+// the shared set.
+func TestRecoveredTaskWithoutCpusetIsAdopted(t *testing.T) {
+	requireRoot(t, "cpuset cgroups")
+	if runtime.NumCPU() < 2 || fsMagic(cpusetMount) != cgroup1Magic {
+		t.Skip("needs 2 CPUs and the cgroup v1 cpuset hierarchy")
+	}
+	d := New(Config{Enabled: true})
+	cfg := newTask(t, "adopt", map[string]any{"command": "/bin/sh", "args": []any{"-c", "sleep 300 & exec sleep 301"}}, nil)
+	cfg.SharedCpuset = "0-1"
+	th, err := d.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(cfg.ID, true)
+	// Make it what an earlier agent left: processes in the root cpuset,
+	// no cpuset cgroup in the handle.
+	h, _ := d.get(cfg.ID)
+	dir := h.cg.Cpuset.Path
+	st, _ := d.InspectTask(cfg.ID)
+	for _, pid := range st.PIDs {
+		if err := os.WriteFile(cpusetMount+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	var ds driverState
+	if err := jsonUnmarshal(th.DriverState, &ds); err != nil {
+		t.Fatal(err)
+	}
+	ds.Cgroup.Cpuset = nil
+	th.DriverState, _ = jsonMarshal(ds)
+
+	d2 := New(Config{Enabled: true})
+	if err := d2.RecoverTask(th); err != nil {
+		t.Fatal(err)
+	}
+	defer d2.DestroyTask(cfg.ID, true)
+	if err := d2.UpdateCpuset(cfg.ID, "0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "every process of the adopted task on CPU 0", func() bool {
+		for _, pid := range st.PIDs {
+			if cpusAllowed(pid) != "0" {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -471,6 +471,9 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 		return fmt.Errorf("task process %d is no longer running and its exit status is unknown", ds.PID)
 	}
 	go h.watch(nil)
+	if !exitKnown {
+		d.adoptCpuset(h)
+	}
 	d.mu.Lock()
 	d.tasks[th.Config.ID] = h
 	d.mu.Unlock()
