@@ -207,11 +207,11 @@ func New(cfg Config) (*AllocRunner, error) {
 		}
 		e.tr = taskrunner.New(taskrunner.Config{
 			Alloc: cfg.Alloc, Task: t, Driver: drv, Node: cfg.Node, Region: cfg.Region,
-			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
+			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(), Cpusets: cfg.Cpusets,
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
-			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns, Cpusets: cfg.Cpusets,
+			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
 			PreKill: func() { ar.dropServices(name) },
 		})
 		ar.tasks = append(ar.tasks, e)
