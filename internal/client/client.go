@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/bridgenet"
+	"github.com/drover-project/drover/internal/client/cpuset"
 	"github.com/drover-project/drover/internal/client/fingerprint"
 	"github.com/drover-project/drover/internal/client/hoststats"
 	"github.com/drover-project/drover/internal/client/state"
@@ -80,6 +81,9 @@ type Client struct {
 	state *state.DB
 	// host samples the host for /v1/client/stats and the host gauges.
 	host *hoststats.Collector
+	// cpusets keeps the tasks without reserved cores off the cores other
+	// tasks reserved (package cpuset).
+	cpusets *cpuset.Manager
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -160,6 +164,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.node = c.buildNode(id, secret)
+	// Tasks without reserved cores share the usable cores: the reservable
+	// ones less the operator's reserved cores.
+	c.cpusets = cpuset.NewManager(cpuset.New(c.node.ReservableCores()...), c.logger)
 	if nr := c.node.NodeResources; nr != nil {
 		c.host.TotalCompute = float64(nr.Cpu.CpuShares)
 	}

@@ -8,6 +8,8 @@ package drivers
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -68,12 +70,44 @@ type TaskConfig struct {
 	// CPUTotalCompute is the node's total CPU in MHz (0: unknown), for
 	// drivers that turn a task's MHz into a CPU quota.
 	CPUTotalCompute int64
+	// SharedCpuset is the node's shared cpuset when the task starts, in
+	// the kernel's list format ("0,2-3"): the CPUs a task without reserved
+	// cores (Resources.Cpu.ReservedCores) runs on, so it stays off the
+	// cores other tasks reserved. Empty: every CPU. A task with reserved
+	// cores runs on those instead. Drivers that implement CpusetUpdater
+	// are told when it changes.
+	SharedCpuset string
 
 	// EmitEvent, when set, records a driver event on the task (Nomad's
 	// "Driver" task events, e.g. "Downloading image" with the image in
 	// details) while the driver works. It is never persisted: a recovered
 	// task's config has none.
 	EmitEvent func(message string, details map[string]string) `codec:"-" json:"-"`
+}
+
+// ReservedCores is the task's reserved cores in the kernel's list format
+// ("1,3"); "" when it reserves none.
+func (cfg *TaskConfig) ReservedCores() string {
+	if cfg == nil || cfg.Resources == nil || len(cfg.Resources.Cpu.ReservedCores) == 0 {
+		return ""
+	}
+	s := make([]string, len(cfg.Resources.Cpu.ReservedCores))
+	for i, c := range cfg.Resources.Cpu.ReservedCores {
+		s[i] = strconv.Itoa(int(c))
+	}
+	return strings.Join(s, ",")
+}
+
+// Cpus is the set of CPUs the task runs on: its reserved cores, else the
+// node's shared cpuset; "" means every CPU.
+func (cfg *TaskConfig) Cpus() string {
+	if r := cfg.ReservedCores(); r != "" {
+		return r
+	}
+	if cfg == nil {
+		return ""
+	}
+	return cfg.SharedCpuset
 }
 
 // Event records a driver event on cfg's task, if its client listens.

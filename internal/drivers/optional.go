@@ -67,3 +67,13 @@ type ExecDriver interface {
 	// returns its exit code.
 	ExecTask(ctx context.Context, taskID string, opts ExecOptions) (exitCode int, err error)
 }
+
+// CpusetUpdater moves a running task without reserved cores onto another
+// set of CPUs. The node's shared cpuset (TaskConfig.SharedCpuset) shrinks
+// when a task reserving cores starts on the node and grows back when it
+// stops; the client calls UpdateCpuset on every running task of a driver
+// that offers it. cpus is in the kernel's list format ("0,2-3"), never
+// empty. A task with reserved cores is never moved.
+type CpusetUpdater interface {
+	UpdateCpuset(taskID string, cpus string) error
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/cpuset"
 	"github.com/drover-project/drover/internal/client/taskrunner"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
@@ -70,6 +71,10 @@ type Config struct {
 	// nil when this node cannot (NetworkUnavailable says why).
 	Network            Network
 	NetworkUnavailable string
+	// Cpusets, if set, is the node's shared cpuset (cpuset.go): the
+	// allocation's reserved cores are held in it from New until Run ends,
+	// and its tasks without reserved cores run on it.
+	Cpusets *cpuset.Manager
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -204,7 +209,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		}
 		e.tr = taskrunner.New(taskrunner.Config{
 			Alloc: cfg.Alloc, Task: t, Driver: drv, Node: cfg.Node, Region: cfg.Region,
-			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(),
+			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(), Cpusets: cfg.Cpusets,
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
 			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Logger: ar.logger, Clock: cfg.Clock,
@@ -214,6 +219,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		})
 		ar.tasks = append(ar.tasks, e)
 	}
+	ar.holdCores()
 	return ar, nil
 }
 

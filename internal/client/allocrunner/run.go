@@ -7,6 +7,7 @@ import (
 // Run runs the allocation to the end. Prefer Start; Run blocks.
 func (ar *AllocRunner) Run() {
 	defer close(ar.waitCh)
+	defer ar.releaseCores()
 	ar.mu.Lock()
 	first := ar.alloc
 	ar.mu.Unlock()

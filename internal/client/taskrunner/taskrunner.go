@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/client/cpuset"
 	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
@@ -67,6 +68,9 @@ type Config struct {
 	StateDB StateDB
 	// NetNS is the allocation's network namespace ("": the host's).
 	NetNS string
+	// Cpusets, if set, is the node's shared cpuset: a task without
+	// reserved cores starts on it and follows its changes (cpuset.go).
+	Cpusets *cpuset.Manager
 	// PreKill, if set, runs when a running task is killed, before its
 	// shutdown_delay and its kill signal (the allocation runner
 	// deregisters the task's services; shutdown_delay.go).
@@ -475,8 +479,10 @@ func (tr *TaskRunner) jobType() string {
 // the runner was detached from the still running task.
 func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.ExitResult, error) {
 	tr.drainRestart()
+	startedOn := "" // re-attached: the set it runs on is not known
 	if !attached {
 		tc := tr.taskConfig(stdout, stderr)
+		startedOn = tc.SharedCpuset
 		tc.Logs = tr.logs
 		// Stored before the start: a client that dies before it stores
 		// the driver's handle still asks the driver to find the task.
@@ -502,6 +508,9 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 		}
 		tr.setHandle(nil)
 	}()
+	// Registered after the destroy above, so it is untracked before the
+	// task is destroyed.
+	defer tr.trackCpuset(startedOn)()
 	if !attached {
 		tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
 	}
@@ -601,7 +610,8 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 			ev.DriverMessage, ev.Details = msg, details
 			tr.EmitEvent(ev)
 		},
-		NetNS: tr.cfg.NetNS,
+		NetNS:        tr.cfg.NetNS,
+		SharedCpuset: tr.sharedCpuset(),
 	}
 	if alloc.Job != nil {
 		tc.JobName = alloc.Job.Name

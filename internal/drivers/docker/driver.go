@@ -51,7 +51,10 @@ type Driver struct {
 	detected bool // the engine answered at least once
 }
 
-var _ drivers.Driver = (*Driver)(nil)
+var (
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.CpusetUpdater = (*Driver)(nil)
+)
 
 // New returns a driver; it does not contact the engine until used.
 func New(cfg Config) *Driver {

@@ -250,6 +250,9 @@ func containerLabels(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig) 
 }
 
 func setResources(h *container.HostConfig, cfg *drivers.TaskConfig, tc *TaskConfig) error {
+	// Reserved cores, else the node's shared cpuset (kept off the cores
+	// other tasks reserved; UpdateCpuset follows its changes).
+	h.CpusetCpus = cfg.Cpus()
 	r := cfg.Resources
 	if r == nil {
 		return nil
@@ -292,13 +295,6 @@ func setResources(h *container.HostConfig, cfg *drivers.TaskConfig, tc *TaskConf
 			quota = 1000 // the kernel's minimum
 		}
 		h.CPUPeriod, h.CPUQuota = period, quota
-	}
-	if len(r.Cpu.ReservedCores) > 0 {
-		s := make([]string, len(r.Cpu.ReservedCores))
-		for i, c := range r.Cpu.ReservedCores {
-			s[i] = strconv.Itoa(int(c))
-		}
-		h.CpusetCpus = strings.Join(s, ",")
 	}
 	if tc.PidsLimit > 0 {
 		p := tc.PidsLimit

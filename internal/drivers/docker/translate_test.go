@@ -130,6 +130,17 @@ func TestTranslateResources(t *testing.T) {
 	if s.Host.CpusetCpus != "1,3" || s.Host.PidsLimit == nil || *s.Host.PidsLimit != 50 {
 		t.Fatalf("cpuset %q pids %v", s.Host.CpusetCpus, s.Host.PidsLimit)
 	}
+	// Reserved cores win over the node's shared cpuset; without them the
+	// container is created on the shared set.
+	cfg.SharedCpuset = "0,2"
+	if s = spec(t, DefaultPluginConfig(), cfg, map[string]any{"image": "x"}); s.Host.CpusetCpus != "1,3" {
+		t.Fatalf("reserved cores with a shared cpuset: cpuset %q", s.Host.CpusetCpus)
+	}
+	cfg = baseTask()
+	cfg.SharedCpuset = "0,2"
+	if s = spec(t, DefaultPluginConfig(), cfg, map[string]any{"image": "x"}); s.Host.CpusetCpus != "0,2" {
+		t.Fatalf("no reserved cores: cpuset %q, want the shared set", s.Host.CpusetCpus)
+	}
 }
 
 // Options the operator gates (privileged, capabilities, host volumes,

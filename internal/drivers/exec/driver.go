@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/isolate"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // Name is the driver's name in jobspecs.
@@ -59,10 +60,11 @@ type task struct {
 }
 
 var (
-	_ drivers.Driver      = (*Driver)(nil)
-	_ drivers.LogWriter   = (*Driver)(nil)
-	_ drivers.StatsDriver = (*Driver)(nil)
-	_ drivers.ExecDriver  = (*Driver)(nil)
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.LogWriter     = (*Driver)(nil)
+	_ drivers.StatsDriver   = (*Driver)(nil)
+	_ drivers.ExecDriver    = (*Driver)(nil)
+	_ drivers.CpusetUpdater = (*Driver)(nil)
 )
 
 // New returns a driver.
@@ -258,6 +260,15 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 		limits.MemoryMB, limits.MemoryMaxMB = r.Memory.MemoryMB, r.Memory.MemoryMaxMB
 		limits.CPUShares, limits.Cores = r.Cpu.CpuShares, r.Cpu.ReservedCores
 	}
+	if len(limits.Cores) == 0 && cfg.SharedCpuset != "" {
+		// No reserved cores: the node's shared cpuset, kept off the cores
+		// other tasks reserved (UpdateCpuset follows its changes).
+		shared, err := structs.ParseCores(cfg.SharedCpuset)
+		if err != nil {
+			return nil, nil, fmt.Errorf("shared cpuset: %w", err)
+		}
+		limits.Cores = shared
+	}
 	id := isolate.ContainerID(cfg.ID)
 	spec := &isolate.Spec{
 		ID: id, StateRoot: isolate.StateRootOf(cfg.TaskDir),
@@ -396,4 +407,23 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 // SIGKILL).
 func (d *Driver) SignalTask(taskID string, signal string) error {
 	return d.inner.SignalTask(taskID, signal)
+}
+
+// UpdateCpuset implements drivers.CpusetUpdater: the CPUs of the task's
+// container's cpuset cgroup (v1: its cpuset hierarchy; v2: its cgroup)
+// change, and the kernel moves every process in it. A task with reserved
+// cores keeps them.
+func (d *Driver) UpdateCpuset(taskID, cpus string) error {
+	t, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if t.cfg.ReservedCores() != "" {
+		return nil
+	}
+	p := filepath.Join(t.cg.Dir("cpuset"), "cpuset.cpus")
+	if err := os.WriteFile(p, []byte(cpus), 0); err != nil {
+		return fmt.Errorf("set %s to %q: %w", p, cpus, err)
+	}
+	return nil
 }

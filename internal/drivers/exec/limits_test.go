@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +244,41 @@ func TestExecHostPIDReapsOrphans(t *testing.T) {
 	if ppid <= 1 {
 		t.Fatalf("task's parent is %d, not its supervisor", ppid)
 	}
+}
+
+// A task without reserved cores starts on the node's shared cpuset and is
+// moved while it runs when the set changes (a task reserving a core
+// started or stopped on the node). 2 CPUs: 0-1, then 0, then 0-1.
+func TestExecSharedCpusetUpdate(t *testing.T) {
+	requireIsolation(t)
+	if n := runtime.NumCPU(); n < 2 {
+		t.Skipf("needs 2 CPUs, the machine has %d", n)
+	}
+	d := New(Config{})
+	tc := newTask(t, "shared", map[string]any{"command": "/bin/sleep", "args": []any{"600"}})
+	tc.SharedCpuset = "0-1"
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyTask(tc.ID, true)
+	pid, err := d.inner.MainPID(tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(want string) {
+		t.Helper()
+		waitFor(t, 10*time.Second, "the task on CPUs "+want, func() bool {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			return strings.Contains(string(b), "Cpus_allowed_list:\t"+want+"\n")
+		})
+	}
+	on("0-1")
+	if err := d.UpdateCpuset(tc.ID, "0"); err != nil {
+		t.Fatal(err)
+	}
+	on("0")
+	if err := d.UpdateCpuset(tc.ID, "0-1"); err != nil {
+		t.Fatal(err)
+	}
+	on("0-1")
 }

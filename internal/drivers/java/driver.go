@@ -51,6 +51,8 @@ var (
 	_ drivers.Driver      = (*Driver)(nil)
 	_ drivers.StatsDriver = (*Driver)(nil)
 	_ drivers.ExecDriver  = (*Driver)(nil)
+	// exec's: the JVM runs in its container's cpuset cgroup.
+	_ drivers.CpusetUpdater = (*Driver)(nil)
 )
 
 // New returns a driver.

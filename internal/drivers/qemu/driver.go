@@ -64,6 +64,8 @@ var (
 	_ drivers.Driver      = (*Driver)(nil)
 	_ drivers.LogWriter   = (*Driver)(nil)
 	_ drivers.StatsDriver = (*Driver)(nil)
+	// The qemu process runs in raw_exec's task cgroups, cpuset included.
+	_ drivers.CpusetUpdater = (*Driver)(nil)
 )
 
 // New returns a driver.
@@ -362,4 +364,11 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		return err
 	}
 	return d.inner.SignalTask(taskID, signal)
+}
+
+// UpdateCpuset implements drivers.CpusetUpdater: the VM's qemu process
+// (and its vCPU threads) runs in its supervisor's cpuset cgroup, which
+// takes the new CPUs. A VM with reserved cores keeps them.
+func (d *Driver) UpdateCpuset(taskID, cpus string) error {
+	return d.inner.UpdateCpuset(taskID, cpus)
 }

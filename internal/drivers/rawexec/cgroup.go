@@ -108,6 +108,8 @@ type taskCgroup struct {
 	Root  string `json:"root"` // the hierarchy's mount point
 	Path  string `json:"path"`
 	Owned bool   `json:"owned"` // we created it and remove it on cleanup
+	// Cpuset confines the task's CPUs (cpuset.go); nil: no cpuset cgroup.
+	Cpuset *cpusetCgroup `json:"cpuset,omitempty"`
 }
 
 // newTaskCgroup creates the cgroup for a task. override, when set, names an
@@ -139,58 +141,110 @@ func (t tracker) newTaskCgroup(parent, name, override string) (*taskCgroup, erro
 
 // start starts cmd inside the cgroup (cmd.SysProcAttr must be set).
 func (c *taskCgroup) start(cmd *exec.Cmd) error {
-	switch {
-	case c == nil:
+	if c == nil {
 		return cmd.Start()
-	case c.Kind == cgV2:
-		fd, err := syscall.Open(c.Path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("open task cgroup: %w", err)
-		}
-		defer syscall.Close(fd)
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = fd
-		return cmd.Start()
-	default:
-		// cgroup v1 has no clone-into-cgroup. Move one locked OS thread into
-		// the freezer cgroup (the per-thread "tasks" file), fork from it so
-		// the child is born in the cgroup before it runs any code, then move
-		// the thread back. Threads the runtime creates meanwhile come from
-		// its template thread, never from a locked one.
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			tid := []byte(strconv.Itoa(syscall.Gettid()))
-			home, err := threadFreezerCgroup(c.Root)
-			if err != nil {
-				runtime.UnlockOSThread()
-				errc <- err
-				return
-			}
-			if err := os.WriteFile(filepath.Join(c.Path, "tasks"), tid, 0); err != nil {
-				runtime.UnlockOSThread()
-				errc <- fmt.Errorf("join task cgroup: %w", err)
-				return
-			}
-			err = cmd.Start()
-			if berr := os.WriteFile(filepath.Join(home, "tasks"), tid, 0); berr == nil {
-				runtime.UnlockOSThread()
-			} else if err == nil {
-				// Stay locked: the runtime retires the thread when this
-				// goroutine returns (the main thread is parked for good).
-				err = fmt.Errorf("leave task cgroup: %w", berr)
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-			errc <- err
-		}()
-		return <-errc
 	}
+	if len(c.v1Dirs()) == 0 {
+		return c.startOnThread(cmd) // clone3 into the v2 cgroup: any thread will do
+	}
+	// cgroup v1 has no clone-into-cgroup. Move one locked OS thread into
+	// the task's v1 cgroups (the per-thread "tasks" files), fork from it so
+	// the child is born in them before it runs any code, then move the
+	// thread back. Threads the runtime creates meanwhile come from its
+	// template thread, never from a locked one.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		leave, err := c.enterThread()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		err = c.startOnThread(cmd)
+		if berr := leave(); berr == nil {
+			runtime.UnlockOSThread()
+		} else if err == nil {
+			// Stay locked: the runtime retires the thread when this
+			// goroutine returns (the main thread is parked for good).
+			err = fmt.Errorf("leave task cgroup: %w", berr)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		errc <- err
+	}()
+	return <-errc
 }
 
-// threadFreezerCgroup returns the directory of the calling thread's freezer
-// cgroup under the mount root.
-func threadFreezerCgroup(root string) (string, error) {
+// startOnThread starts cmd from the calling thread, which has joined the
+// task's v1 cgroups (enterThread) if it has any; a v2 task cgroup is
+// entered by clone3.
+func (c *taskCgroup) startOnThread(cmd *exec.Cmd) error {
+	if c == nil || c.Kind != cgV2 {
+		return cmd.Start()
+	}
+	fd, err := syscall.Open(c.Path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open task cgroup: %w", err)
+	}
+	defer syscall.Close(fd)
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = fd
+	return cmd.Start()
+}
+
+// v1Dir is a v1 cgroup a task's processes are forked into: its directory,
+// and the hierarchy's mount and controller (to find the thread's own).
+type v1Dir struct{ path, mount, controller string }
+
+// v1Dirs are the task's v1 cgroups: the freezer (v1 tracking) and the
+// cpuset (v1 cpuset hierarchy).
+func (c *taskCgroup) v1Dirs() []v1Dir {
+	var out []v1Dir
+	if c == nil {
+		return nil
+	}
+	if c.Kind == cgV1Freeze {
+		out = append(out, v1Dir{c.Path, c.Root, "freezer"})
+	}
+	if c.Cpuset != nil && c.Cpuset.V1 {
+		out = append(out, v1Dir{c.Cpuset.Path, cpusetMount, "cpuset"})
+	}
+	return out
+}
+
+// enterThread moves the calling (locked) OS thread into the task's v1
+// cgroups and returns how to move it back where it was.
+func (c *taskCgroup) enterThread() (leave func() error, err error) {
+	tid := []byte(strconv.Itoa(syscall.Gettid()))
+	var homes []string
+	leave = func() error {
+		var errs []error
+		for _, h := range homes {
+			if err := os.WriteFile(filepath.Join(h, "tasks"), tid, 0); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, d := range c.v1Dirs() {
+		home, err := threadCgroup(d.mount, d.controller)
+		if err != nil {
+			_ = leave()
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d.path, "tasks"), tid, 0); err != nil {
+			_ = leave()
+			return nil, fmt.Errorf("join task cgroup %s: %w", d.path, err)
+		}
+		homes = append(homes, home)
+	}
+	return leave, nil
+}
+
+// threadCgroup returns the directory of the calling thread's cgroup of
+// one v1 controller, under the hierarchy's mount.
+func threadCgroup(mount, controller string) (string, error) {
 	b, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
 		return "", err
@@ -201,12 +255,12 @@ func threadFreezerCgroup(root string) (string, error) {
 			continue
 		}
 		for _, ctrl := range strings.Split(parts[1], ",") {
-			if ctrl == "freezer" {
-				return filepath.Join(root, filepath.Clean("/"+parts[2])), nil
+			if ctrl == controller {
+				return filepath.Join(mount, filepath.Clean("/"+parts[2])), nil
 			}
 		}
 	}
-	return "", errors.New("calling thread has no freezer cgroup")
+	return "", fmt.Errorf("calling thread has no %s cgroup", controller)
 }
 
 // pids lists the processes in the cgroup.
@@ -298,7 +352,7 @@ func (c *taskCgroup) destroy() error {
 		return nil
 	}
 	if _, err := os.Stat(c.Path); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return c.Cpuset.remove()
 	}
 	deadline := time.Now().Add(cleanupTimeout)
 	for {
@@ -316,6 +370,9 @@ func (c *taskCgroup) destroy() error {
 			return err
 		}
 		time.Sleep(pollInterval)
+	}
+	if err := c.Cpuset.remove(); err != nil {
+		return err
 	}
 	if !c.Owned {
 		return nil

@@ -15,6 +15,13 @@
 //     cgroup, so the child is born inside it; killed by freeze/kill/thaw;
 //   - no cgroups: the process group only (reported in the fingerprint).
 //
+// A task with cgroups also gets a cpuset cgroup (the v1 cpuset hierarchy's
+// <mount>/drover/<alloc>.<task>, joined the same way as the v1 freezer; on
+// a pure v2 host with the cpuset controller, its own cgroup): its reserved
+// cores (`resources { cores }`), or else the node's shared cpuset, which
+// the client changes while the task runs (UpdateCpuset) so that it stays
+// off the cores other tasks reserved. Nomad's raw_exec does the same.
+//
 // Each task runs under a small supervisor, its shim: this same binary
 // re-executed with the hidden first argument ShimCommand (any binary that
 // links this package answers to it, from an init function). The shim runs
@@ -42,6 +49,6 @@
 // the exit status it records is the task's own.
 //
 // The driver must never talk to servers, touch allocation state, set
-// resource limits (raw_exec does not isolate), or leak the agent's own
+// resource limits beyond the cpuset (raw_exec does not isolate), or leak the agent's own
 // environment into a task: the task gets exactly TaskConfig.Env.
 package rawexec

@@ -54,8 +54,9 @@ type Driver struct {
 }
 
 var (
-	_ drivers.Driver    = (*Driver)(nil)
-	_ drivers.LogWriter = (*Driver)(nil)
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.LogWriter     = (*Driver)(nil)
+	_ drivers.CpusetUpdater = (*Driver)(nil)
 )
 
 // New returns a driver.
@@ -367,6 +368,23 @@ func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso
 			}
 		}
 	}
+	if iso == nil && cg != nil {
+		// The task's CPUs: its reserved cores, else the node's shared set
+		// (an isolated task's container has its own cpuset cgroup).
+		cg.Cpuset, err = newCpuset(cg, cfg.CgroupParent, cgroupName(cfg.ID), cfg.Cpus())
+		switch {
+		case err != nil && cfg.ReservedCores() != "":
+			if cg.Owned {
+				_ = os.Remove(cg.Path)
+			}
+			return nil, fmt.Errorf("reserved cores %s: %w", cfg.ReservedCores(), err)
+		case err != nil:
+			// raw_exec does not isolate: a host whose cpuset this agent
+			// cannot write (rootless) still runs the task, on every CPU.
+			d.logger.Warn("task runs without a cpuset cgroup, on every CPU", "task", cfg.ID, "error", err)
+			cg.Cpuset = nil
+		}
+	}
 	spec := &shimSpec{
 		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
 		Cgroup: cg, Task: cfg.Name, Logs: cfg.Logs, StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
@@ -378,8 +396,11 @@ func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso
 	dir := shimDirOf(cfg)
 	st, cmd, exited, err := startShim(dir, spec)
 	if err != nil {
-		if cg != nil && cg.Owned {
-			_ = os.Remove(cg.Path)
+		if cg != nil {
+			_ = cg.Cpuset.remove()
+			if cg.Owned {
+				_ = os.Remove(cg.Path)
+			}
 		}
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
@@ -450,6 +471,9 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 		return fmt.Errorf("task process %d is no longer running and its exit status is unknown", ds.PID)
 	}
 	go h.watch(nil)
+	if !exitKnown {
+		d.adoptCpuset(h)
+	}
 	d.mu.Lock()
 	d.tasks[th.Config.ID] = h
 	d.mu.Unlock()
@@ -566,4 +590,37 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		return fmt.Errorf("task %q has exited", taskID)
 	}
 	return syscall.Kill(h.pid, sig)
+}
+
+// UpdateCpuset implements drivers.CpusetUpdater: the task's cpuset cgroup
+// gets the new CPUs, which the kernel applies to every process in it at
+// once. A task with reserved cores keeps them.
+func (d *Driver) UpdateCpuset(taskID, cpus string) error {
+	h, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if h.cfg.ReservedCores() != "" {
+		return nil
+	}
+	if h.cg == nil || h.cg.Cpuset == nil {
+		return fmt.Errorf("task %q has no cpuset cgroup (%s)", taskID, d.tracker().desc)
+	}
+	if h.exited() {
+		return fmt.Errorf("task %q has exited", taskID)
+	}
+	return h.cg.Cpuset.set(cpus)
+}
+
+// TaskCpus is the CPUs a task's cpuset cgroup confines it to ("" with no
+// cpuset cgroup).
+func (d *Driver) TaskCpus(taskID string) (string, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return "", err
+	}
+	if h.cg == nil || h.cg.Cpuset == nil {
+		return "", nil
+	}
+	return h.cg.Cpuset.cpus()
 }

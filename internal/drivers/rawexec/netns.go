@@ -2,12 +2,8 @@ package rawexec
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,23 +32,15 @@ func (c *taskCgroup) startIn(cmd *exec.Cmd, netns string) error {
 			errc <- fmt.Errorf("join network namespace %s: %w", netns, err)
 			return
 		}
-		if c == nil || c.Kind == cgV2 {
-			errc <- c.start(cmd)
-			return
-		}
-		// cgroup v1: this thread joins the freezer cgroup too (see start).
-		home, err := threadFreezerCgroup(c.Root)
+		// cgroup v1: this thread joins the task's v1 cgroups too (see
+		// start), and leaves them before it is retired.
+		leave, err := c.enterThread()
 		if err != nil {
 			errc <- err
 			return
 		}
-		tid := []byte(strconv.Itoa(syscall.Gettid()))
-		if err := os.WriteFile(filepath.Join(c.Path, "tasks"), tid, 0); err != nil {
-			errc <- fmt.Errorf("join task cgroup: %w", err)
-			return
-		}
-		err = cmd.Start()
-		_ = os.WriteFile(filepath.Join(home, "tasks"), tid, 0)
+		err = c.startOnThread(cmd)
+		_ = leave()
 		errc <- err
 	}()
 	return <-errc
