@@ -64,6 +64,8 @@ func TestUnknownFlagNamed(t *testing.T) {
 		{[]string{"operator", "raft", "list-peers", "-bogus"}, "operator raft list-peers"},
 		{[]string{"node", "meta", "apply", "-bogus", "k=v"}, "node meta apply"},
 		{[]string{"eval", "delete", "-bogus", "e1"}, "eval delete"},
+		{[]string{"tls", "ca", "create", "-bogus"}, "tls ca create"},
+		{[]string{"tls", "cert", "create", "-bogus"}, "tls cert create"},
 	} {
 		out, errb, code := run(t, nil, tc.args...)
 		want := "flag provided but not defined: -bogus\nFor additional help try 'drover " + tc.verb + " -help'\n"

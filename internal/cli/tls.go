@@ -47,7 +47,12 @@ func (c *TLSCACreateCommand) Run(args []string) int {
 	var extra stringList
 	fs.Var(&extra, "additional-domain", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error(flagErrorOr(err, "This command takes no arguments; see -help"))
+		if err != nil {
+			c.Ui.Error(err.Error())
+			c.Ui.Error(commandErrorText(c))
+			return 1
+		}
+		c.Ui.Error("This command takes no arguments; see -help")
 		return 1
 	}
 	if *days <= 0 {
@@ -130,7 +135,12 @@ func (c *TLSCertCreateCommand) Run(args []string) int {
 	fs.Var(&dnsNames, "additional-dnsname", "")
 	fs.Var(&ips, "additional-ipaddress", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error(flagErrorOr(err, "Usage: tls cert create -server|-client|-cli [options]; see -help"))
+		if err != nil {
+			c.Ui.Error(err.Error())
+			c.Ui.Error(commandErrorText(c))
+			return 1
+		}
+		c.Ui.Error("Usage: tls cert create -server|-client|-cli [options]; see -help")
 		return 1
 	}
 	kinds := 0
