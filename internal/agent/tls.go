@@ -26,7 +26,7 @@ func (a *Agent) setupTLS() error {
 	}
 	a.tls = st
 	if c.TLS.EnableRPC {
-		a.rpcDialer = &droverrpc.Dialer{TLS: st.OutgoingRPC}
+		a.rpcDialer = &droverrpc.Dialer{TLS: st.OutgoingRPC, TLSRegion: st.OutgoingRPCRegion}
 		a.pool.SetDialer(a.rpcDialer)
 	}
 	if c.TLS.EnableHTTP {
@@ -40,7 +40,8 @@ func (a *Agent) setupTLS() error {
 // serverTLS sets the server's RPC port TLS: with tls.rpc every connection
 // must be TLS (unless rpc_upgrade_mode), peers present certificates signed
 // by the CA, and with verify_server_hostname only this region's servers
-// (Raft) and servers or clients (everything else) are served.
+// (Raft), and this region's clients or any region's servers (everything
+// else: other regions forward requests here) are served.
 func (a *Agent) serverTLS(sc *server.Config) {
 	if a.tls == nil || !a.config.TLS.EnableRPC {
 		return

@@ -44,7 +44,7 @@ func (c *MonitorCommand) Run(args []string) int {
 	fs.StringVar(&nodeID, "node-id", "", "")
 	fs.StringVar(&serverID, "server-id", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -63,7 +63,7 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <allocation>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <allocation>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -245,7 +245,7 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	fs.Int64Var(&bytes, "c", -1, "")
 	fs.StringVar(&task, "task", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Ui.Error("This command takes one or two arguments: <allocation> [task]")
+		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [task]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -43,7 +43,7 @@ func (c *AllocExecCommand) Run(args []string) int {
 	tty := ttyDefault
 	fs.BoolVar(&tty, "t", ttyDefault, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 2 {
-		c.Ui.Error("This command takes at least two arguments: <allocation> <command> [args...]")
+		c.Ui.Error(flagErrorOr(err, "This command takes at least two arguments: <allocation> <command> [args...]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -37,7 +37,7 @@ func (c *AllocFSCommand) Run(args []string) int {
 	fs.BoolVar(&machine, "H", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Ui.Error("This command takes one or two arguments: <allocation> [<path>]")
+		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [<path>]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -146,7 +146,7 @@ func (c *AllocStopCommand) Run(args []string) int {
 	fs.BoolVar(&noDelay, "no-shutdown-delay", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <allocation>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <allocation>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

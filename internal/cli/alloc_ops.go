@@ -63,7 +63,7 @@ func (c *AllocRestartCommand) Run(args []string) int {
 	fs.BoolVar(&all, "all-tasks", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Ui.Error("This command takes one or two arguments: <allocation> [<task>]")
+		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [<task>]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -128,7 +128,7 @@ func (c *AllocSignalCommand) Run(args []string) int {
 	fs.StringVar(&task, "task", "", "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Ui.Error("This command takes one or two arguments: <allocation> [<task>]")
+		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [<task>]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -185,7 +185,7 @@ func (c *AllocChecksCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <allocation>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <allocation>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

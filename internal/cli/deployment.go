@@ -57,7 +57,7 @@ func (c *DeploymentListCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -114,7 +114,7 @@ func (c *DeploymentStatusCommand) Run(args []string) int {
 	fs.DurationVar(&wait, "wait", 2*time.Second, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <deployment>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <deployment>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -183,7 +183,7 @@ func (w *deploymentWrite) parse(c helper, args []string, detachFlag bool) (*api.
 		fs.Func("group", "", func(s string) error { w.groups = append(w.groups, s); return nil })
 	}
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		w.Ui.Error("This command takes one argument: <deployment>")
+		w.Ui.Error(flagErrorOr(err, "This command takes one argument: <deployment>"))
 		w.Ui.Error(commandErrorText(c))
 		return nil, nil, false
 	}

@@ -43,7 +43,7 @@ func (c *EvalListCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -131,7 +131,7 @@ func (c *EvalStatusCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <evaluation>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <evaluation>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -229,7 +229,7 @@ func (c *AgentInfoCommand) Run(args []string) int {
 	fs := c.FlagSet("agent-info")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

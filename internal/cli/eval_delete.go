@@ -35,6 +35,7 @@ func (c *EvalDeleteCommand) Run(args []string) int {
 	fs.StringVar(&filter, "filter", "", "")
 	fs.BoolVar(&yes, "yes", false, "")
 	if err := fs.Parse(args); err != nil {
+		c.Ui.Error(err.Error())
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -37,7 +37,7 @@ func (c *JobDeploymentsCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -110,7 +110,7 @@ func (c *JobPromoteCommand) Run(args []string) int {
 	fs.BoolVar(&w.verbose, "verbose", false, "")
 	fs.Func("group", "", func(s string) error { w.groups = append(w.groups, s); return nil })
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

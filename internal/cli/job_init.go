@@ -33,7 +33,7 @@ func (c *JobInitCommand) Run(args []string) int {
 	fset := c.FlagSet("job init")
 	fset.BoolVar(&short, "short", false, "")
 	if err := fset.Parse(args); err != nil || fset.NArg() > 1 {
-		c.Ui.Error("This command takes no arguments or one: <filename>")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments or one: <filename>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -67,7 +67,7 @@ func (c *JobStopCommand) Run(args []string) int {
 	fs.BoolVar(&yes, "yes", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -125,7 +125,7 @@ func (c *JobValidateCommand) Run(args []string) int {
 	fs := c.FlagSet("job validate")
 	g.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <path>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <path>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -191,7 +191,7 @@ func (c *JobInspectCommand) Run(args []string) int {
 	fs.Int64Var(&version, "version", -1, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

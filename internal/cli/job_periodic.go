@@ -33,7 +33,7 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -116,7 +116,7 @@ func (c *JobDispatchCommand) Run(args []string) int {
 	fs.StringVar(&prefix, "id-prefix-template", "", "")
 	fs.IntVar(&priority, "priority", 0, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Ui.Error("This command takes one or two arguments: <parameterized job> [input source]")
+		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <parameterized job> [input source]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -43,7 +43,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	fs.BoolVar(&explain, "explain", false, "")
 	g.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <path>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <path>"))
 		c.Ui.Error(commandErrorText(c))
 		return 255
 	}

@@ -74,7 +74,7 @@ func (c *JobRestartCommand) Run(args []string) int {
 	fs.BoolVar(&yes, "yes", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -45,7 +45,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 	fs.BoolVar(&allAllocs, "all-allocs", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
-		c.Ui.Error("This command takes either no arguments or one: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes either no arguments or one: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

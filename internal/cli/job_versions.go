@@ -37,7 +37,7 @@ func (c *JobHistoryCommand) Run(args []string) int {
 	out.register(fs)
 	fs.Int64Var(&version, "version", -1, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -126,7 +126,7 @@ func (c *JobRevertCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		c.Ui.Error("This command takes two arguments: <job> <version|tag>")
+		c.Ui.Error(flagErrorOr(err, "This command takes two arguments: <job> <version|tag>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -192,7 +192,7 @@ func (c *JobScaleCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || fs.NArg() > 3 {
-		c.Ui.Error("This command takes two or three arguments: <job> [<group>] <count>")
+		c.Ui.Error(flagErrorOr(err, "This command takes two or three arguments: <job> [<group>] <count>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -198,7 +198,7 @@ func (c *NodeEligibilityCommand) Run(args []string) int {
 	fs.BoolVar(&disable, "disable", false, "")
 	fs.BoolVar(&self, "self", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 || (self && fs.NArg() > 0) || (!self && fs.NArg() != 1) {
-		c.Ui.Error("This command takes one argument: <node> (none with -self)")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <node> (none with -self)"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -42,7 +42,7 @@ func (c *NodeMetaReadCommand) Run(args []string) int {
 	fs.StringVar(&nodeID, "node-id", "", "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -132,6 +132,7 @@ func (c *NodeMetaApplyCommand) Run(args []string) int {
 	fs.StringVar(&nodeID, "node-id", "", "")
 	fs.StringVar(&unset, "unset", "", "")
 	if err := fs.Parse(args); err != nil {
+		c.Ui.Error(err.Error())
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -47,7 +47,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	fs.BoolVar(&stats, "stats", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 || (self && fs.NArg() > 0) {
-		c.Ui.Error("This command takes either no arguments or one: <node> (none with -self)")
+		c.Ui.Error(flagErrorOr(err, "This command takes either no arguments or one: <node> (none with -self)"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -218,7 +218,7 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	out := outputFormat{noTemplate: true}
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -298,7 +298,7 @@ func (c *StatusCommand) Run(args []string) int {
 	fs := c.FlagSet("status")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
-		c.Ui.Error("This command takes either no arguments or one: <identifier>")
+		c.Ui.Error(flagErrorOr(err, "This command takes either no arguments or one: <identifier>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -63,7 +63,7 @@ func (c *OperatorAPICommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.Var(&headers, "H", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <path>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <path>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

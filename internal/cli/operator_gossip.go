@@ -50,7 +50,7 @@ func (c *OperatorGossipKeyringCommand) Run(args []string) int {
 	fs.StringVar(&use, "use", "", "")
 	fs.StringVar(&remove, "remove", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -29,7 +29,7 @@ func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	out := outputFormat{noTemplate: true}
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -83,7 +83,7 @@ func (c *OperatorRaftRemovePeerCommand) Run(args []string) int {
 	fs.StringVar(&id, "peer-id", "", "")
 	fs.StringVar(&addr, "peer-address", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -43,7 +43,7 @@ func (c *OperatorSnapshotSaveCommand) Run(args []string) int {
 	var stale bool
 	fs.BoolVar(&stale, "stale", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <file>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <file>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -109,7 +109,7 @@ Usage: `+BinaryName+` operator snapshot restore [options] <file>
 func (c *OperatorSnapshotRestoreCommand) Run(args []string) int {
 	fs := c.FlagSet("operator snapshot restore")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <file>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <file>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -150,7 +150,7 @@ Usage: `+BinaryName+` operator snapshot inspect <file>
 func (c *OperatorSnapshotInspectCommand) Run(args []string) int {
 	fs := c.FlagSet("operator snapshot inspect")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <file>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <file>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -220,7 +220,7 @@ func (c *OperatorRaftTransferLeadershipCommand) Run(args []string) int {
 	fs.StringVar(&id, "peer-id", "", "")
 	fs.StringVar(&addr, "peer-address", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -43,7 +43,7 @@ func (c *ScalingPolicyListCommand) Run(args []string) int {
 	fs.StringVar(&typ, "type", "", "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -147,7 +147,7 @@ func (c *ScalingPolicyInfoCommand) Run(args []string) int {
 	fs := c.FlagSet("scaling policy info")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <policy_id>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <policy_id>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -254,7 +254,7 @@ func (c *JobScalingEventsCommand) Run(args []string) int {
 	fs := c.FlagSet("job scaling-events")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <job>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

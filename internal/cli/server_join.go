@@ -24,7 +24,7 @@ Usage: `+BinaryName+` server join [options] <addr> [<addr>...]
 func (c *ServerJoinCommand) Run(args []string) int {
 	fs := c.FlagSet("server join")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 {
-		c.Ui.Error("This command takes at least one argument: <addr> [<addr>...]")
+		c.Ui.Error(flagErrorOr(err, "This command takes at least one argument: <addr> [<addr>...]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -67,7 +67,7 @@ func (c *ServerForceLeaveCommand) Run(args []string) int {
 	fs := c.FlagSet("server force-leave")
 	fs.BoolVar(&prune, "prune", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <node>")
+		c.Ui.Error(flagErrorOr(err, "This command takes one argument: <node>"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -23,7 +23,7 @@ Usage: `+BinaryName+` system gc [options]
 func (c *SystemGCCommand) Run(args []string) int {
 	fs := c.FlagSet("system gc")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
@@ -57,7 +57,7 @@ Usage: `+BinaryName+` system reconcile summaries [options]
 func (c *SystemReconcileSummariesCommand) Run(args []string) int {
 	fs := c.FlagSet("system reconcile summaries")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

@@ -47,6 +47,11 @@ func (c *TLSCACreateCommand) Run(args []string) int {
 	var extra stringList
 	fs.Var(&extra, "additional-domain", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		if err != nil {
+			c.Ui.Error(err.Error())
+			c.Ui.Error(commandErrorText(c))
+			return 1
+		}
 		c.Ui.Error("This command takes no arguments; see -help")
 		return 1
 	}
@@ -130,6 +135,11 @@ func (c *TLSCertCreateCommand) Run(args []string) int {
 	fs.Var(&dnsNames, "additional-dnsname", "")
 	fs.Var(&ips, "additional-ipaddress", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		if err != nil {
+			c.Ui.Error(err.Error())
+			c.Ui.Error(commandErrorText(c))
+			return 1
+		}
 		c.Ui.Error("Usage: tls cert create -server|-client|-cli [options]; see -help")
 		return 1
 	}

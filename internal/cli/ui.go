@@ -41,7 +41,7 @@ func (c *UICommand) Run(args []string) int {
 	fs := c.FlagSet("ui")
 	fs.BoolVar(&showURL, "show-url", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
-		c.Ui.Error("This command takes zero or one argument: [<identifier>]")
+		c.Ui.Error(flagErrorOr(err, "This command takes zero or one argument: [<identifier>]"))
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}

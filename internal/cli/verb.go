@@ -12,13 +12,25 @@ import (
 // result printed as -json/-t ask or as text).
 
 // parseVerb parses args into fs and checks that exactly nargs arguments
-// remain. Otherwise it prints "This command takes <takes>" with the help
-// hint, as Nomad's verbs do (a flag error included), and reports false.
+// remain. Otherwise it prints what is wrong with the help hint, as Nomad's
+// verbs do: the flag error ("flag provided but not defined: -bogus") when
+// a flag does not parse, else "This command takes <takes>"; it reports
+// false.
 func (m *Meta) parseVerb(c helper, fs *flag.FlagSet, args []string, nargs int, takes string) bool {
 	if err := fs.Parse(args); err != nil || fs.NArg() != nargs {
-		return m.usageError(c, "This command takes "+takes)
+		return m.usageError(c, flagErrorOr(err, "This command takes "+takes))
 	}
 	return true
+}
+
+// flagErrorOr is what a verb prints when its arguments are wrong: the flag
+// package's error when the flags did not parse (Nomad prints it), else
+// msg, which says what arguments the verb takes.
+func flagErrorOr(err error, msg string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return msg
 }
 
 // parseSetFlags is parseVerb for the set-config verbs, which take no

@@ -27,15 +27,16 @@ var ErrCallTimeout = errors.New("rpc: the server did not answer in time")
 // CallContext invokes method on the server at addr and gives up when ctx
 // is done: it then answers ctx's error (ErrCallTimeout, wrapped, for a
 // deadline), and the server sees the call's stream close. A context that
-// can never be done makes it Call.
+// can never be done makes it Call. A new session to addr is dialled for
+// the region ctx names (WithRegion).
 func (p *Pool) CallContext(ctx context.Context, addr, method string, args, reply any) error {
 	if ctx.Done() == nil {
-		return p.Call(addr, method, args, reply)
+		return p.call(addr, regionOf(ctx), method, args, reply)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, err := p.get(addr)
+	c, err := p.get(addr, regionOf(ctx))
 	if err != nil {
 		return &ConnectError{Addr: addr, Err: err}
 	}

@@ -59,7 +59,9 @@ func NewPoolCodec(dialTimeout time.Duration, newCodec func(stream io.ReadWriteCl
 // ErrPoolClosed is returned after Shutdown.
 var ErrPoolClosed = errors.New("rpc pool is shut down")
 
-func (p *Pool) get(addr string) (*poolConn, error) {
+// get returns the session to addr, dialling one (for a server of region,
+// "" this agent's own: see WithRegion) when there is none.
+func (p *Pool) get(addr, region string) (*poolConn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -72,7 +74,7 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 	d := p.dialer
 	p.mu.Unlock()
 
-	conn, err := d.Dial(addr, p.timeout)
+	conn, err := d.dialRegion(addr, region, p.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,11 @@ func (p *Pool) get(addr string) (*poolConn, error) {
 
 // Call invokes method on the server at addr.
 func (p *Pool) Call(addr, method string, args, reply any) error {
-	c, err := p.get(addr)
+	return p.call(addr, "", method, args, reply)
+}
+
+func (p *Pool) call(addr, region, method string, args, reply any) error {
+	c, err := p.get(addr, region)
 	if err != nil {
 		return &ConnectError{Addr: addr, Err: err}
 	}

@@ -98,16 +98,41 @@ type Dialer struct {
 	// TLS returns the client config for a new connection (nil: plain);
 	// called per dial so reloaded certificates apply.
 	TLS func() *tls.Config
+	// TLSRegion, when set, returns the client config for a connection to
+	// a server of another region (whose certificate names that region);
+	// TLS serves this agent's own region and when it is nil.
+	TLSRegion func(region string) *tls.Config
+}
+
+type regionKey struct{}
+
+// WithRegion marks ctx as a call to a server of region: a Pool dials a new
+// session for it with the Dialer's TLSRegion config ("": this agent's own
+// region).
+func WithRegion(ctx context.Context, region string) context.Context {
+	return context.WithValue(ctx, regionKey{}, region)
+}
+
+func regionOf(ctx context.Context) string {
+	r, _ := ctx.Value(regionKey{}).(string)
+	return r
 }
 
 // Dial connects to addr within timeout.
 func (d *Dialer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return d.dialRegion(addr, "", timeout)
+}
+
+// dialRegion is Dial to a server of region ("": this agent's own).
+func (d *Dialer) dialRegion(addr, region string, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(WithRegion(context.Background(), region), timeout)
 	defer cancel()
 	return d.DialContext(ctx, addr)
 }
 
-// DialContext connects to addr; ctx bounds the connection and handshake.
+// DialContext connects to addr; ctx bounds the connection and handshake,
+// and names the region of the server dialled (WithRegion) when it is not
+// this agent's own.
 func (d *Dialer) DialContext(ctx context.Context, addr string) (net.Conn, error) {
 	nd := net.Dialer{KeepAlive: 30 * time.Second}
 	conn, err := nd.DialContext(ctx, "tcp", addr)
@@ -121,6 +146,9 @@ func (d *Dialer) DialContext(ctx context.Context, addr string) (net.Conn, error)
 		return conn, nil
 	}
 	cfg := d.TLS()
+	if r := regionOf(ctx); r != "" && d.TLSRegion != nil {
+		cfg = d.TLSRegion(r)
+	}
 	if cfg == nil {
 		return conn, nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 
+	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -47,7 +48,8 @@ func (s *Server) knownRegions() []string {
 
 // forwardRegion sends a request for another region to one of its servers,
 // picked at random (the one that answers forwards it to its leader), with
-// the deadline and cancellation of a forward to the leader (forwardCall).
+// the deadline and cancellation of a forward to the leader (forwardCall),
+// over a session that verifies the server's certificate for that region.
 // With no alive server of that region in the pool the answer is Nomad's
 // 400 "No path to region".
 func (s *Server) forwardRegion(region, method string, args, reply any) error {
@@ -56,5 +58,7 @@ func (s *Server) forwardRegion(region, method string, args, reply any) error {
 		return structs.NewErrCoded(400, "No path to region %q", region)
 	}
 	p := servers[rnd(int64(len(servers)))]
-	return s.forwardCall(structs.RequestContext(args), p.Addr, method, args, reply)
+	// With mTLS the server dialled must name server.<region>.nomad.
+	ctx := droverrpc.WithRegion(structs.RequestContext(args), region)
+	return s.forwardCall(ctx, p.Addr, method, args, reply)
 }

@@ -23,6 +23,12 @@ func gossipServer(t *testing.T, name, dir string, expect int) *Server {
 // gossipServerIn is gossipServer in a given region.
 func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *Server {
 	t.Helper()
+	return gossipServerWith(t, name, dir, expect, region, nil)
+}
+
+// gossipServerWith is gossipServerIn with mod applied to the config.
+func gossipServerWith(t *testing.T, name, dir string, expect int, region string, mod func(*Config)) *Server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +51,9 @@ func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *
 	cfg.SerfTuning = func(_ *serf.Config, mc *memberlist.Config) {
 		l := memberlist.DefaultLocalConfig()
 		mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval, mc.SuspicionMult = l.ProbeInterval, l.ProbeTimeout, l.GossipInterval, l.SuspicionMult
+	}
+	if mod != nil {
+		mod(cfg)
 	}
 	s, err := NewServer(cfg)
 	if err != nil {

@@ -200,11 +200,20 @@ func (s *Store) HTTPS() *tls.Config {
 // OutgoingRPC is the dialing side of the RPC port, with the material
 // current now: this agent's certificate, the server's chain checked
 // against the CA and, with verify_server_hostname, its name against
-// server.<region>.nomad.
-func (s *Store) OutgoingRPC() *tls.Config {
+// server.<region>.nomad of this agent's region.
+func (s *Store) OutgoingRPC() *tls.Config { return s.OutgoingRPCRegion("") }
+
+// OutgoingRPCRegion is OutgoingRPC for a connection to a server of region
+// ("" is this agent's own): with verify_server_hostname the server must
+// name server.<region>.nomad, as Nomad checks when a request is forwarded
+// to another region.
+func (s *Store) OutgoingRPCRegion(region string) *tls.Config {
 	m := s.material()
+	if region == "" {
+		region = m.cfg.Region
+	}
 	c := m.base()
-	c.ServerName = ServerName(m.cfg.Region)
+	c.ServerName = ServerName(region)
 	// The chain is verified below, and the name only when asked for,
 	// as Nomad does without verify_server_hostname.
 	c.InsecureSkipVerify = true
@@ -221,7 +230,7 @@ func (s *Store) OutgoingRPC() *tls.Config {
 			return fmt.Errorf("tls: server certificate: %w", err)
 		}
 		if m.cfg.VerifyServerHostname {
-			return CheckPeer(leaf, m.cfg.Region, false)
+			return CheckPeer(leaf, region, false)
 		}
 		return nil
 	}
@@ -229,8 +238,10 @@ func (s *Store) OutgoingRPC() *tls.Config {
 }
 
 // VerifyIncoming checks an RPC peer's certificate names with
-// verify_server_hostname: Raft only from servers, everything else from
-// servers or client agents of this region. Without it any certificate
+// verify_server_hostname: Raft (serverOnly) only from this region's
+// servers; everything else from this region's client agents or from
+// servers of any region (another region's servers forward requests for
+// this one, as Nomad's federation does). Without it any certificate
 // signed by the CA is accepted.
 func (s *Store) VerifyIncoming(cs tls.ConnectionState, serverOnly bool) error {
 	m := s.material()
@@ -240,5 +251,15 @@ func (s *Store) VerifyIncoming(cs tls.ConnectionState, serverOnly bool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("no client certificate presented")
 	}
-	return CheckPeer(cs.PeerCertificates[0], m.cfg.Region, !serverOnly)
+	leaf := cs.PeerCertificates[0]
+	if serverOnly {
+		return CheckPeer(leaf, m.cfg.Region, false)
+	}
+	if _, ok := ServerRegion(leaf); ok {
+		return nil
+	}
+	if err := CheckPeer(leaf, m.cfg.Region, true); err != nil {
+		return fmt.Errorf("%w, or server.<region>.nomad of another region", err)
+	}
+	return nil
 }

@@ -40,6 +40,29 @@ func CheckPeer(cert *x509.Certificate, region string, allowClient bool) error {
 		strings.Join(certNames(cert), ", "), region, strings.Join(want, " or "))
 }
 
+// ServerRegion reports the region whose server cert names
+// (server.<region>.nomad, or a wildcard covering it), whichever region
+// that is; ok is false when it names no server.
+func ServerRegion(cert *x509.Certificate) (region string, ok bool) {
+	for _, n := range certNames(cert) {
+		rest, found := strings.CutSuffix(n, "."+DefaultDomain)
+		if !found {
+			continue
+		}
+		if r, found := strings.CutPrefix(rest, "server."); found {
+			region = r
+		} else if r, found := strings.CutPrefix(rest, "*."); found {
+			region = r
+		} else {
+			continue
+		}
+		if region != "" && !strings.Contains(region, "*") && cert.VerifyHostname(ServerName(region)) == nil {
+			return region, true
+		}
+	}
+	return "", false
+}
+
 func certNames(cert *x509.Certificate) []string {
 	names := append([]string(nil), cert.DNSNames...)
 	if len(names) == 0 && cert.Subject.CommonName != "" {

@@ -3,6 +3,7 @@ package tlsutil
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,7 +62,8 @@ func TestReloadKeepsOldMaterialOnError(t *testing.T) {
 }
 
 // Without verify_server_hostname any certificate signed by the CA is
-// served; with it, only this region's server and client names.
+// served; with it, only this region's client names and any region's
+// server names (Raft: only this region's servers).
 func TestVerifyIncomingNames(t *testing.T) {
 	dir := t.TempDir()
 	caPEM, caKey, _ := GenerateCA(CAOptions{Domain: "nomad", Days: 1})
@@ -89,7 +91,9 @@ func TestVerifyIncomingNames(t *testing.T) {
 		{"client.global.nomad", false, true},
 		{"client.global.nomad", true, false},
 		{"client.other.nomad", false, false},
-		{"server.other.nomad", true, false},
+		{"client.other.nomad", true, false},
+		{"server.other.nomad", false, true}, // forwarded from another region
+		{"server.other.nomad", true, false}, // but never a Raft peer
 	} {
 		cs := peer(tc.name)
 		if err := lax.VerifyIncoming(cs, tc.serverOnly); err != nil {
@@ -107,4 +111,54 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A server dialling a server of another region with verify_server_hostname
+// checks the name of the region it dials (server.west.nomad), not its own;
+// the server it reaches accepts it, a server of another region.
+func TestOutgoingRPCRegionName(t *testing.T) {
+	dir := t.TempDir()
+	caPEM, caKey, _ := GenerateCA(CAOptions{Domain: "nomad", Days: 1})
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, caPEM, 0o600)
+	store := func(region string) *Store {
+		cf, kf := writePair(t, dir, region, caPEM, caKey, ServerName(region))
+		st, err := New(Config{CAFile: caFile, CertFile: cf, KeyFile: kf, Region: region, VerifyServerHostname: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	east, west := store("east"), store("west")
+	handshake := func(client *tls.Config) error {
+		a, b := net.Pipe()
+		defer a.Close()
+		defer b.Close()
+		srvErr := make(chan error, 1)
+		go func() {
+			srv := tls.Server(b, west.IncomingRPC())
+			err := srv.Handshake()
+			if err == nil {
+				err = west.VerifyIncoming(srv.ConnectionState(), false)
+			}
+			b.Close()
+			srvErr <- err
+		}()
+		err := tls.Client(a, client).Handshake()
+		a.Close()
+		if serr := <-srvErr; err == nil && serr != nil {
+			return fmt.Errorf("server side: %w", serr)
+		}
+		return err
+	}
+	if err := handshake(east.OutgoingRPCRegion("west")); err != nil {
+		t.Fatalf("east dialling west as server.west.nomad: %v", err)
+	}
+	err := handshake(east.OutgoingRPC())
+	if err == nil || !strings.Contains(err.Error(), "server.east.nomad") {
+		t.Fatalf("east dialling west expecting its own region's name: %v, want a refusal naming server.east.nomad", err)
+	}
+	if err := handshake(east.OutgoingRPCRegion("north")); err == nil {
+		t.Fatal("a dial for region north accepted west's certificate")
+	}
 }

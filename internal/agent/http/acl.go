@@ -60,6 +60,15 @@ func aclGet[R, O, A any](s *server, w http.ResponseWriter, r *http.Request, meth
 	return toAPI(o), nil
 }
 
+// errNoSuchName answers a path with segments after an ACL object's name
+// or ID. Nomad takes the whole rest of the path as the name, and a read
+// finds no object by it (names and IDs never hold a "/"): the kind's 404
+// (notFound). Drover knows that without asking and answers it for every
+// method, since no such object can be written or deleted either.
+func errNoSuchName(notFound string) error {
+	return structs.NewErrCoded(404, "%s", notFound)
+}
+
 // decodeACLObject decodes an upsert's api object from the body. When the
 // path names the object (key != ""), the body's own key (keyOf) must be
 // empty or the same (otherwise a 400 saying mismatch) and is set to it.
@@ -171,8 +180,11 @@ func (s *server) aclPolicyRequest(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) != 1 || parts[0] == "" {
+	if len(parts) == 0 || parts[0] == "" {
 		return nil, structs.NewErrCoded(400, "Missing policy name")
+	}
+	if len(parts) != 1 {
+		return nil, errNoSuchName("ACL policy not found")
 	}
 	name := parts[0]
 	if r.Method == http.MethodGet && name == "self" {
@@ -241,7 +253,7 @@ func (s *server) aclTokenRequest(w http.ResponseWriter, r *http.Request) (any, e
 	case len(parts) == 2 && parts[0] == "onetime" && parts[1] == "exchange":
 		return s.aclOneTimeExchangeRequest(w, r)
 	case len(parts) != 1:
-		return nil, errNotFound
+		return nil, errNoSuchName("ACL token not found")
 	}
 	id := parts[0]
 	if r.Method != http.MethodGet && id == "self" {
@@ -338,6 +350,9 @@ func (s *server) aclRoleRequest(w http.ResponseWriter, r *http.Request) (any, er
 	switch {
 	case len(parts) == 2 && parts[0] == "name" && parts[1] != "":
 		return get("GetRoleByName", parts[1])
+	case len(parts) > 2 || (len(parts) == 2 && parts[0] != "name"):
+		// Nomad splits a role path: only name/<name> has two segments.
+		return nil, structs.NewErrCoded(400, "invalid URI")
 	case len(parts) != 1 || parts[0] == "":
 		return nil, errNotFound
 	}
@@ -379,8 +394,11 @@ func (s *server) aclAuthMethodRequest(w http.ResponseWriter, r *http.Request) (a
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) != 1 || parts[0] == "" {
+	if len(parts) == 0 || parts[0] == "" {
 		return nil, errNotFound
+	}
+	if len(parts) != 1 {
+		return nil, errNoSuchName("ACL auth-method not found")
 	}
 	return s.aclObject(w, r, parts[0], "DeleteAuthMethods", func() (any, error) {
 		return aclGet(s, w, r, "GetAuthMethod", parts[0], "ACL auth-method not found",
@@ -426,8 +444,11 @@ func (s *server) aclBindingRuleRequest(w http.ResponseWriter, r *http.Request) (
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) != 1 || parts[0] == "" {
+	if len(parts) == 0 || parts[0] == "" {
 		return nil, errNotFound
+	}
+	if len(parts) != 1 {
+		return nil, errNoSuchName("ACL binding rule not found")
 	}
 	return s.aclObject(w, r, parts[0], "DeleteBindingRules", func() (any, error) {
 		return aclGet(s, w, r, "GetBindingRule", parts[0], "ACL binding rule not found",

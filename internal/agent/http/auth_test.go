@@ -57,6 +57,8 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/scaling/policy/p1", ""},
 	{"GET", "/v1/services", ""},
 	{"GET", "/v1/volumes?type=csi", ""},
+	{"GET", "/v1/plugins?type=csi", ""},
+	{"GET", "/v1/plugin/csi/ebs", ""},
 	{"GET", "/v1/service/api", ""},
 	{"DELETE", "/v1/service/api/_nomad-task-a1-web-api-http", ""},
 	{"GET", "/v1/job/web/services", ""},

@@ -87,6 +87,10 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 		return a.AllowOperatorRead()
 	case kindOperatorWrite:
 		return a.AllowOperatorWrite()
+	case kindPluginList:
+		return a.AllowPluginList()
+	case kindPluginRead:
+		return a.AllowPluginRead()
 	case kindNamespace:
 		ns := requestNamespace(r)
 		if need.jobBody && r.URL.Query().Get("namespace") == "" {

@@ -24,6 +24,8 @@ const (
 	kindOperatorWrite                 // operator { policy = write }
 	kindEventStream                   // per topic (allowEventTopics)
 	kindNodePool                      // caps on the node pool the path names (and node:read if nodeRead)
+	kindPluginList                    // plugin { policy = list } (or read)
+	kindPluginRead                    // plugin { policy = read }
 )
 
 // listFilter says how a list answer is filtered for non-management tokens.
@@ -116,6 +118,9 @@ var routeRules = []routeRule{
 	{"GET", "/v1/services", nsList(capRead)},
 	{"GET", "/v1/volumes", nsList(acl.NamespaceCapabilityCSIListVolume, acl.NamespaceCapabilityCSIReadVolume,
 		acl.NamespaceCapabilityCSIMountVolume, capList)},
+	// CSI plugins: plugin:list for the list, plugin:read for one.
+	{"GET", "/v1/plugins", need{kind: kindPluginList}},
+	{"GET", "/v1/plugin/*", need{kind: kindPluginRead}},
 	{"GET", "/v1/service/:name", ns(capRead)},
 	{"DELETE", "/v1/service/:name/:id", ns(capSubmit)},
 	{"GET", "/v1/job/:id/services", ns(capRead)},

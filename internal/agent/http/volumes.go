@@ -23,6 +23,13 @@ func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, er
 	default:
 		return nil, structs.NewErrCoded(400, "type: unsupported volume type %q (csi or host)", t)
 	}
+	return s.emptyList(w, r)
+}
+
+// emptyList answers a list that is always empty (index 1) for the kinds
+// Drover has none of (volumes, plugins). A blocking query (?index= at or
+// past 1) waits its full wait time, or until the caller goes away.
+func (s *server) emptyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var q structs.QueryOptions
 	if err := s.parseQuery(r, &q); err != nil {
 		return nil, err
