@@ -29,6 +29,13 @@ var jwtAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose
 // Login exchanges a JWT signed by one of a JWT auth method's keys for an
 // ACL token carrying what the method's binding rules select.
 func (a *ACL) Login(args *structs.ACLLoginRequest, reply *structs.ACLTokenResponse) error {
+	if a.srv.replicatesACLs() {
+		// A method that makes global tokens logs in where global tokens
+		// are made: the authoritative region.
+		if m, err := a.srv.State().ACLAuthMethodByName(nil, args.AuthMethodName); err == nil && m != nil && m.TokenLocality == api.ACLAuthMethodTokenLocalityGlobal {
+			a.toAuthoritative(&args.WriteRequest)
+		}
+	}
 	if done, err := a.write("Login", &args.WriteRequest, args, reply); done {
 		return err
 	}

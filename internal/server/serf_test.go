@@ -21,7 +21,7 @@ func gossipServer(t *testing.T, name, dir string, expect int) *Server {
 }
 
 // gossipServerIn is gossipServer in a given region.
-func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *Server {
+func gossipServerIn(t *testing.T, name, dir string, expect int, region string, mut ...func(*Config)) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,6 +45,9 @@ func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *
 	cfg.SerfTuning = func(_ *serf.Config, mc *memberlist.Config) {
 		l := memberlist.DefaultLocalConfig()
 		mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval, mc.SuspicionMult = l.ProbeInterval, l.ProbeTimeout, l.GossipInterval, l.SuspicionMult
+	}
+	for _, m := range mut {
+		m(cfg)
 	}
 	s, err := NewServer(cfg)
 	if err != nil {
