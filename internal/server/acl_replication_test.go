@@ -1,8 +1,11 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -145,5 +148,93 @@ func TestACLReplication(t *testing.T) {
 	})
 	if after, _ := west.State().ACLPolicyByName(nil, "readers"); after.ModifyIndex != before.ModifyIndex {
 		t.Errorf("an unchanged policy was rewritten: modify index %d -> %d", before.ModifyIndex, after.ModifyIndex)
+	}
+
+	// The loops are parked in blocking queries on east: the end of the
+	// leadership (here the shutdown) ends them at once, not when the
+	// queries time out.
+	start := time.Now()
+	west.Shutdown()
+	if d := time.Since(start); d > 5*time.Second || west.leaderTasks.Load() != 0 {
+		t.Fatalf("west's shutdown took %s with %d leader loops left", d, west.leaderTasks.Load())
+	}
+}
+
+// Roles, auth methods (with the OIDC client secret every read redacts) and
+// binding rules replicate too, and a global token that reaches its policy
+// through a role works in the other region.
+func TestACLReplicationRolesAuthMethodsBindingRules(t *testing.T) {
+	east, west, root := replicatedRegions(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := east.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "ops", Rules: `operator { policy = "read" }`},
+	}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var roles structs.ACLRoleUpsertResponse
+	if err := east.RPC("ACL.UpsertRoles", &structs.ACLRoleUpsertRequest{Roles: []*structs.ACLRole{
+		{Name: "operators", Policies: []*structs.ACLRolePolicyLink{{Name: "ops"}}},
+	}, WriteRequest: wr}, &roles); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.RPC("ACL.UpsertAuthMethods", &structs.ACLAuthMethodUpsertRequest{AuthMethods: []*structs.ACLAuthMethod{{
+		Name: "sso", Type: "OIDC", TokenLocality: "global", MaxTokenTTL: time.Hour,
+		Config: &api.ACLAuthMethodConfig{OIDCDiscoveryURL: "https://idp.example", OIDCClientID: "drover", OIDCClientSecret: "s3cret"},
+	}}, WriteRequest: wr}, &structs.ACLAuthMethodUpsertResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	var rules structs.ACLBindingRuleUpsertResponse
+	if err := east.RPC("ACL.UpsertBindingRules", &structs.ACLBindingRuleUpsertRequest{Rules: []*structs.ACLBindingRule{
+		{AuthMethod: "sso", BindType: "role", BindName: "operators", Selector: `"ops" in list.groups`},
+	}, WriteRequest: wr}, &rules); err != nil {
+		t.Fatal(err)
+	}
+	tok := upsertTokens(t, east, root, &structs.ACLToken{Name: "via-role", Type: structs.ACLClientToken, Global: true,
+		Roles: []*structs.ACLTokenRoleLink{{Name: "operators"}}})[0]
+
+	waitFor(t, 10*time.Second, "role, auth method, binding rule and token in west", func() bool {
+		st := west.State()
+		r, _ := st.ACLRoleByID(nil, roles.Roles[0].ID)
+		m, _ := st.ACLAuthMethodByName(nil, "sso")
+		b, _ := st.ACLBindingRuleByID(nil, rules.Rules[0].ID)
+		k, _ := st.ACLTokenByAccessorID(nil, tok.AccessorID)
+		return r != nil && m != nil && b != nil && k != nil
+	})
+	m, _ := west.State().ACLAuthMethodByName(nil, "sso")
+	if m.Config.OIDCClientSecret != "s3cret" || m.TokenLocality != "global" {
+		t.Fatalf("west's copy of the auth method: secret %q, locality %q", m.Config.OIDCClientSecret, m.TokenLocality)
+	}
+	if _, a, err := west.ResolveACL(tok.SecretID); err != nil || !a.AllowOperatorRead() || a.AllowOperatorWrite() {
+		t.Fatalf("a role-linked global token in west: %v", err)
+	}
+}
+
+// A replication token the authoritative region does not know: nothing is
+// mirrored, and the replication status says why.
+func TestACLReplicationBadTokenReported(t *testing.T) {
+	root := "5d2c1a8e-0f3b-4c6d-9e7a-2b1c0d9e8f7a"
+	east := gossipServerIn(t, "e1", t.TempDir(), 1, "east", func(c *Config) { c.ACLEnabled = true })
+	west := gossipServerIn(t, "w1", t.TempDir(), 1, "west", func(c *Config) {
+		c.ACLEnabled = true
+		c.AuthoritativeRegion = "east"
+		c.ReplicationToken = "0e0e0e0e-1111-4222-8333-444455556666"
+	})
+	waitFor(t, 10*time.Second, "both leaders", func() bool { return east.IsLeader() && west.IsLeader() })
+	if _, err := west.Join([]string{serfAddr(east)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{BootstrapSecret: root}, &structs.ACLTokenResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the refused token in the replication status", func() bool {
+		for _, st := range west.ACLReplication() {
+			if st.Kind == "policies" && strings.Contains(st.LastError, "ACL token not found") {
+				return true
+			}
+		}
+		return false
+	})
+	if tok, _ := west.State().ACLTokenBySecretID(nil, root); tok != nil {
+		t.Fatal("replicated with a token east does not know")
 	}
 }
