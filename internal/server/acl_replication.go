@@ -48,6 +48,14 @@ const (
 	replicationBackoffMax = 5 * time.Second
 )
 
+// AuthoritativeRegion is the region whose global ACL objects this server's
+// region uses (its own when it is the authoritative one).
+func (s *Server) AuthoritativeRegion() string { return s.authoritativeRegion() }
+
+// ReplicatesACLs reports whether this server's region mirrors the global
+// ACL objects of another region (ACLs on, not authoritative).
+func (s *Server) ReplicatesACLs() bool { return s.replicatesACLs() }
+
 // ACLReplicationStatus is what the replication of one kind last did.
 type ACLReplicationStatus struct {
 	Kind        string
