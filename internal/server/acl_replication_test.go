@@ -238,3 +238,43 @@ func TestACLReplicationBadTokenReported(t *testing.T) {
 		t.Fatal("replicated with a token east does not know")
 	}
 }
+
+// Expired global tokens are collected by the authoritative region only
+// (replication then removes the copies): a replicating region's collector
+// leaves them alone, or replication would write them back every round. Its
+// own local tokens it collects as before.
+func TestACLReplicationExpiredGlobalTokensLeftToAuthority(t *testing.T) {
+	east, west, root := replicatedRegions(t)
+	global := upsertTokens(t, east, root, &structs.ACLToken{Name: "g", Type: structs.ACLManagementToken, Global: true, ExpirationTTL: time.Hour})[0]
+	local := upsertTokens(t, west, bootstrapIn(t, west, root), &structs.ACLToken{Name: "l", Type: structs.ACLManagementToken, ExpirationTTL: time.Hour})[0]
+	waitFor(t, 10*time.Second, "the global token in west", func() bool {
+		tok, _ := west.State().ACLTokenByAccessorID(nil, global.AccessorID)
+		return tok != nil
+	})
+	if err := west.gcExpiredACL(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := west.State().ACLTokenByAccessorID(nil, local.AccessorID); tok != nil {
+		t.Fatal("west did not collect its own expired local token")
+	}
+	if tok, _ := west.State().ACLTokenByAccessorID(nil, global.AccessorID); tok == nil {
+		t.Fatal("west collected a global token (east's to collect)")
+	}
+	if err := east.gcExpiredACL(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the token east collected gone from west", func() bool {
+		tok, _ := west.State().ACLTokenByAccessorID(nil, global.AccessorID)
+		return tok == nil
+	})
+}
+
+// bootstrapIn waits until the bootstrap token has reached s and returns it.
+func bootstrapIn(t *testing.T, s *Server, root string) string {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the bootstrap token in "+s.Region(), func() bool {
+		tok, _ := s.State().ACLTokenBySecretID(nil, root)
+		return tok != nil
+	})
+	return root
+}
