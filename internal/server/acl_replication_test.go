@@ -1,10 +1,16 @@
 package server
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -277,4 +283,59 @@ func bootstrapIn(t *testing.T, s *Server, root string) string {
 		return tok != nil
 	})
 	return root
+}
+
+// A JWT login in the replicating region to a method that makes global
+// tokens makes the token in the authoritative region (from where it comes
+// back); to a local method, in the region logged in to.
+func TestACLReplicationLogin(t *testing.T) {
+	east, west, root := replicatedRegions(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	pubPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	var methods []*structs.ACLAuthMethod
+	for _, loc := range []string{"global", "local"} {
+		methods = append(methods, &structs.ACLAuthMethod{Name: "ci-" + loc, Type: "JWT", TokenLocality: loc, MaxTokenTTL: time.Hour,
+			Config: &api.ACLAuthMethodConfig{JWTValidationPubKeys: []string{pubPEM}, BoundAudiences: []string{"drover"}}})
+	}
+	if err := east.RPC("ACL.UpsertAuthMethods", &structs.ACLAuthMethodUpsertRequest{AuthMethods: methods, WriteRequest: wr}, &structs.ACLAuthMethodUpsertResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	var rules []*structs.ACLBindingRule
+	for _, m := range methods {
+		rules = append(rules, &structs.ACLBindingRule{AuthMethod: m.Name, BindType: "management"})
+	}
+	if err := east.RPC("ACL.UpsertBindingRules", &structs.ACLBindingRuleUpsertRequest{Rules: rules, WriteRequest: wr}, &structs.ACLBindingRuleUpsertResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "methods and rules in west", func() bool {
+		r, _ := west.State().ACLBindingRules(nil)
+		return len(r) == 2
+	})
+	now := time.Now()
+	claims := jwt.Claims{Audience: jwt.Audience{"drover"}, Expiry: jwt.NewNumericDate(now.Add(time.Minute)), IssuedAt: jwt.NewNumericDate(now)}
+	login := func(method string) *structs.ACLToken {
+		t.Helper()
+		var reply structs.ACLTokenResponse
+		if err := west.RPC("ACL.Login", &structs.ACLLoginRequest{AuthMethodName: method, LoginToken: signJWT(t, key, claims, nil)}, &reply); err != nil {
+			t.Fatalf("login to %s in west: %v", method, err)
+		}
+		return reply.Token
+	}
+	g := login("ci-global")
+	if tok, _ := east.State().ACLTokenByAccessorID(nil, g.AccessorID); tok == nil || !tok.Global {
+		t.Fatalf("the global login's token in east: %+v", tok)
+	}
+	l := login("ci-local")
+	if tok, _ := east.State().ACLTokenByAccessorID(nil, l.AccessorID); tok != nil {
+		t.Fatal("a local login's token was made in east")
+	}
+	waitFor(t, 10*time.Second, "the global login's token in west", func() bool {
+		tok, _ := west.State().ACLTokenByAccessorID(nil, g.AccessorID)
+		return tok != nil
+	})
+	if _, a, err := west.ResolveACL(l.SecretID); err != nil || !a.IsManagement() {
+		t.Fatalf("the local login's token in west: %v", err)
+	}
 }
