@@ -339,3 +339,33 @@ func TestACLReplicationLogin(t *testing.T) {
 		t.Fatalf("the local login's token in west: %v", err)
 	}
 }
+
+// The replication loop is one of the leadership's loops: it runs once per
+// term, only in the replicating region, and a restarted leadership (as
+// after a snapshot restore) ends the old loop before the new one starts,
+// which replicates again.
+func TestACLReplicationLoopPerTerm(t *testing.T) {
+	east, west, root := replicatedRegions(t)
+	bootstrapIn(t, west, root)
+	// east: the fixed loops and gossip's; west: one more.
+	waitFor(t, 5*time.Second, "leader loops counted", func() bool {
+		return east.leaderTasks.Load() == leaderLoopTasks+1 && west.leaderTasks.Load() == leaderLoopTasks+2
+	})
+	before := west.establishCount.Load()
+	west.reassertCh <- struct{}{}
+	waitFor(t, 10*time.Second, "west's leadership restarted", func() bool {
+		return west.establishCount.Load() == before+1 && west.IsLeader()
+	})
+	if n := west.leaderTasks.Load(); n != leaderLoopTasks+2 {
+		t.Fatalf("west runs %d leader loops after the restart, want %d", n, leaderLoopTasks+2)
+	}
+	if err := east.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "after-restart", Rules: `node { policy = "read" }`},
+	}, WriteRequest: structs.WriteRequest{AuthToken: root}}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the policy in west after the restart", func() bool {
+		p, _ := west.State().ACLPolicyByName(nil, "after-restart")
+		return p != nil
+	})
+}
