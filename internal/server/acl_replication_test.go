@@ -133,6 +133,23 @@ func TestACLReplication(t *testing.T) {
 		t.Fatalf("west's local token in west: %v", err)
 	}
 
+	// Deleting tokens through west: global ones in east (then here by
+	// replication), local ones here; not both in one request.
+	err = west.RPC("ACL.DeleteTokens", &structs.ACLNamesRequest{Names: []string{westGlobal.AccessorID, westLocal.AccessorID}, WriteRequest: wr}, &structs.WriteMeta{})
+	if code, _ := structs.ErrorCode(err); code != 400 {
+		t.Fatalf("deleting a global and a local token at once: %v, want a 400", err)
+	}
+	if err := west.RPC("ACL.DeleteTokens", &structs.ACLNamesRequest{Names: []string{westGlobal.AccessorID}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatalf("deleting a global token through west: %v", err)
+	}
+	if tok, _ := east.State().ACLTokenByAccessorID(nil, westGlobal.AccessorID); tok != nil {
+		t.Fatal("a global token deleted through west is still in east")
+	}
+	waitFor(t, 10*time.Second, "the deleted global token gone from west", func() bool {
+		tok, _ := west.State().ACLTokenByAccessorID(nil, westGlobal.AccessorID)
+		return tok == nil
+	})
+
 	// Nothing failed, and an unchanged object is not written again.
 	for _, st := range west.ACLReplication() {
 		if st.LastError != "" || st.LastSuccess.IsZero() {
