@@ -184,9 +184,13 @@ func serverConfig(c *config.Config) (*server.Config, error) {
 	sc.Version = version.Version
 	sc.DevMode = c.DevMode
 	sc.ACLEnabled = c.ACL != nil && c.ACL.Enabled
+	if c.ACL != nil {
+		sc.ReplicationToken = c.ACL.ReplicationToken
+	}
 	sc.RPCAddr = c.RPCAddr()
 	sc.RPCAdvertise = c.AdvertiseRPCAddr()
 	s := c.Server
+	sc.AuthoritativeRegion = s.AuthoritativeRegion
 	if s.BootstrapExpect > 0 {
 		sc.BootstrapExpect = s.BootstrapExpect
 	}

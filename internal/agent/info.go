@@ -4,7 +4,10 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"time"
 
+	"github.com/drover-project/drover/internal/agent/config"
+	"github.com/drover-project/drover/internal/server"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/drover-project/drover/internal/version"
 )
@@ -78,7 +81,7 @@ func (i *agentInfo) Self() map[string]any {
 		"Region": c.Region, "Datacenter": c.Datacenter, "NodeName": c.NodeName, "DataDir": c.DataDir,
 		"BindAddr": c.BindAddr, "Ports": map[string]int{"HTTP": c.Ports.HTTP, "RPC": c.Ports.RPC, "Serf": c.Ports.Serf},
 		"Version": map[string]string{"Version": version.Version, "VersionPrerelease": version.Prerelease},
-		"Server":  map[string]any{"Enabled": i.a.server != nil},
+		"Server":  map[string]any{"Enabled": i.a.server != nil, "AuthoritativeRegion": authoritativeRegion(c)},
 		"Client":  map[string]any{"Enabled": i.a.client != nil},
 		"DevMode": c.DevMode,
 	}
@@ -90,6 +93,9 @@ func (i *agentInfo) Self() map[string]any {
 		stats["nomad"] = map[string]string{"leader": strconv.FormatBool(i.a.server.IsLeader()),
 			"leader_addr": i.a.server.LeaderAddr(), "server": "true"}
 		stats["raft"] = i.a.server.Raft().Stats()
+		if i.a.server.ReplicatesACLs() {
+			stats["acl_replication"] = aclReplicationStats(i.a.server)
+		}
 	}
 	if i.a.client != nil {
 		stats["client"] = map[string]string{"node_id": i.a.client.NodeID()}
@@ -103,4 +109,31 @@ func (i *agentInfo) Self() map[string]any {
 		}
 	}
 	return out
+}
+
+// aclReplicationStats is the ACL replication's state for /v1/agent/self
+// (stats.acl_replication): the authoritative region and, per kind
+// (policies, roles, auth-methods, binding-rules, tokens), the
+// authoritative region's index last mirrored, when that succeeded and the
+// last round's error ("" when it succeeded). Only the leader replicates;
+// another server shows what it did when it last led.
+func aclReplicationStats(s *server.Server) map[string]string {
+	out := map[string]string{"authoritative_region": s.AuthoritativeRegion(), "running": strconv.FormatBool(s.IsLeader())}
+	for _, st := range s.ACLReplication() {
+		out[st.Kind+".remote_index"] = strconv.FormatUint(st.RemoteIndex, 10)
+		last := ""
+		if !st.LastSuccess.IsZero() {
+			last = st.LastSuccess.UTC().Format(time.RFC3339)
+		}
+		out[st.Kind+".last_success"] = last
+		out[st.Kind+".last_error"] = st.LastError
+	}
+	return out
+}
+
+func authoritativeRegion(c *config.Config) string {
+	if c.Server != nil {
+		return c.Server.AuthoritativeRegion
+	}
+	return ""
 }

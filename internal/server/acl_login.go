@@ -29,6 +29,7 @@ var jwtAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose
 // Login exchanges a JWT signed by one of a JWT auth method's keys for an
 // ACL token carrying what the method's binding rules select.
 func (a *ACL) Login(args *structs.ACLLoginRequest, reply *structs.ACLTokenResponse) error {
+	a.loginRegion(args.AuthMethodName, &args.WriteRequest)
 	if done, err := a.write("Login", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -54,6 +55,18 @@ func (a *ACL) Login(args *structs.ACLLoginRequest, reply *structs.ACLTokenRespon
 		return structs.NewErrCoded(403, "failed to validate login token: %v", err)
 	}
 	return a.loginWithClaims(method, claims, args.WriteRequest, reply)
+}
+
+// loginRegion sends a login to a method that makes global tokens to where
+// global tokens are made: the authoritative region (an OIDC login's two
+// steps both go there, so its pending state is found).
+func (a *ACL) loginRegion(method string, wr *structs.WriteRequest) {
+	if !a.srv.replicatesACLs() {
+		return
+	}
+	if m, err := a.srv.State().ACLAuthMethodByName(nil, method); err == nil && m != nil && m.TokenLocality == api.ACLAuthMethodTokenLocalityGlobal {
+		a.toAuthoritative(wr)
+	}
 }
 
 // loginWithClaims makes the token an auth method's binding rules select

@@ -97,6 +97,7 @@ func oauthConfig(m *structs.ACLAuthMethod, p *oidc.Provider, redirect string) *o
 // OIDCAuthURL starts an OIDC login: the provider's authorization URL with
 // a fresh state and nonce.
 func (a *ACL) OIDCAuthURL(args *structs.ACLOIDCAuthURLRequest, reply *structs.ACLOIDCAuthURLResponse) error {
+	a.loginRegion(args.AuthMethodName, &args.WriteRequest)
 	if done, err := a.write("OIDCAuthURL", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -129,6 +130,7 @@ func (a *ACL) OIDCAuthURL(args *structs.ACLOIDCAuthURLRequest, reply *structs.AC
 // (signature, issuer, client ID audience, nonce, bound audiences) and
 // makes the token the binding rules select for its claims.
 func (a *ACL) OIDCCompleteAuth(args *structs.ACLOIDCCompleteAuthRequest, reply *structs.ACLTokenResponse) error {
+	a.loginRegion(args.AuthMethodName, &args.WriteRequest)
 	if done, err := a.write("OIDCCompleteAuth", &args.WriteRequest, args, reply); done {
 		return err
 	}

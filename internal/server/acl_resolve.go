@@ -294,7 +294,9 @@ func (s *Server) gcExpiredACL(now time.Time) error {
 	}
 	var expired []string
 	for _, t := range toks {
-		if t.IsExpired(now) {
+		// A global token copied from the authoritative region is
+		// collected there; replication then deletes the copy.
+		if t.IsExpired(now) && !(t.Global && s.replicatesACLs()) {
 			expired = append(expired, t.AccessorID)
 		}
 	}

@@ -30,6 +30,14 @@ type Config struct {
 	// ACLEnabled turns ACL enforcement on (acl.enabled): the ACL endpoints
 	// answer and every RPC that checks tokens enforces them.
 	ACLEnabled bool
+	// AuthoritativeRegion owns the global ACL objects (policies, roles,
+	// auth methods, binding rules, global tokens); "" means this region.
+	// In any other region the leader mirrors them from there
+	// (acl_replication.go) and writes of them are forwarded there.
+	AuthoritativeRegion string
+	// ReplicationToken is the authoritative region's management token
+	// secret the replication loop reads with (acl.replication_token).
+	ReplicationToken string
 
 	DevMode bool   // in-memory Raft and state, single node
 	DataDir string // the server's own directory: raft/ holds the log and snapshots (non-dev)

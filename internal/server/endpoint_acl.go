@@ -52,10 +52,22 @@ func (a *ACL) write(method string, wr *structs.WriteRequest, args, reply any) (b
 	return false, nil
 }
 
+// toAuthoritative sends a write of global ACL objects (policies, roles,
+// auth methods, binding rules, global tokens, the bootstrap token) made in
+// a region that replicates them to the authoritative region, which owns
+// them; they come back here through replication (acl_replication.go). A
+// request already aimed at another region goes there as it is.
+func (a *ACL) toAuthoritative(wr *structs.WriteRequest) {
+	if a.srv.replicatesACLs() && (wr.Region == "" || wr.Region == a.srv.config.Region) {
+		wr.Region = a.srv.authoritativeRegion()
+	}
+}
+
 // Bootstrap creates the first management token. A second bootstrap is
 // refused unless the reset file in the server data directory holds the
 // index of the last one.
 func (a *ACL) Bootstrap(args *structs.ACLTokenBootstrapRequest, reply *structs.ACLTokenResponse) error {
+	a.toAuthoritative(&args.WriteRequest) // the bootstrap token is global
 	if done, err := a.write("Bootstrap", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -113,6 +125,7 @@ func (a *ACL) readResetIndex() uint64 {
 
 // UpsertPolicies validates and stores policies.
 func (a *ACL) UpsertPolicies(args *structs.ACLPolicyUpsertRequest, reply *structs.WriteMeta) error {
+	a.toAuthoritative(&args.WriteRequest)
 	if done, err := a.write("UpsertPolicies", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -150,7 +163,12 @@ func (a *ACL) DeletePolicies(args *structs.ACLNamesRequest, reply *structs.Write
 	}, "policy")
 }
 
+// deleteNamed deletes global objects (tokens: DeleteTokens decides where
+// they live before it calls this).
 func (a *ACL) deleteNamed(method string, t structs.MessageType, args *structs.ACLNamesRequest, reply *structs.WriteMeta, exists func(string) (bool, error), what string) error {
+	if t != structs.ACLTokenDeleteRequestType {
+		a.toAuthoritative(&args.WriteRequest)
+	}
 	if done, err := a.write(method, &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -316,6 +334,14 @@ func checkTokenTTL(t *structs.ACLToken, now time.Time) error {
 // UpsertTokens creates (no AccessorID, or an AccessorID not yet stored
 // together with a SecretID: an upload) or updates tokens.
 func (a *ACL) UpsertTokens(args *structs.ACLTokenUpsertRequest, reply *structs.ACLTokenUpsertResponse) error {
+	for _, t := range args.Tokens {
+		if t != nil && t.Global {
+			// Global tokens are made (and changed) in the authoritative
+			// region only.
+			a.toAuthoritative(&args.WriteRequest)
+			break
+		}
+	}
 	if done, err := a.write("UpsertTokens", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -448,6 +474,30 @@ func (a *ACL) resolveRoleLinks(links []*structs.ACLTokenRoleLink) ([]*structs.AC
 
 // DeleteTokens deletes tokens by accessor ID.
 func (a *ACL) DeleteTokens(args *structs.ACLNamesRequest, reply *structs.WriteMeta) error {
+	if a.srv.replicatesACLs() && (args.Region == "" || args.Region == a.srv.config.Region) {
+		// Global tokens are deleted in the authoritative region (and
+		// then here by replication); local ones here. One request
+		// cannot do both.
+		var global, local int
+		for _, n := range args.Names {
+			t, err := a.srv.State().ACLTokenByAccessorID(nil, n)
+			if err != nil {
+				return err
+			}
+			switch {
+			case t != nil && t.Global:
+				global++
+			case t != nil:
+				local++
+			}
+		}
+		if global > 0 && local > 0 {
+			return structs.NewErrCoded(400, "cannot delete global and local tokens in one request")
+		}
+		if global > 0 {
+			a.toAuthoritative(&args.WriteRequest)
+		}
+	}
 	return a.deleteNamed("DeleteTokens", structs.ACLTokenDeleteRequestType, args, reply, func(n string) (bool, error) {
 		t, err := a.srv.State().ACLTokenByAccessorID(nil, n)
 		return t != nil, err

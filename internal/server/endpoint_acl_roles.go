@@ -15,6 +15,7 @@ import (
 // UpsertRoles creates (no ID) or updates roles. Every policy a role links
 // must exist; names are unique.
 func (a *ACL) UpsertRoles(args *structs.ACLRoleUpsertRequest, reply *structs.ACLRoleUpsertResponse) error {
+	a.toAuthoritative(&args.WriteRequest)
 	if done, err := a.write("UpsertRoles", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -164,6 +165,7 @@ func (a *ACL) getRole(method string, args *structs.ACLGetRequest, reply *structs
 
 // UpsertAuthMethods validates and stores auth methods.
 func (a *ACL) UpsertAuthMethods(args *structs.ACLAuthMethodUpsertRequest, reply *structs.ACLAuthMethodUpsertResponse) error {
+	a.toAuthoritative(&args.WriteRequest)
 	if done, err := a.write("UpsertAuthMethods", &args.WriteRequest, args, reply); done {
 		return err
 	}
@@ -302,6 +304,7 @@ func (a *ACL) GetAuthMethod(args *structs.ACLGetRequest, reply *structs.ACLAuthM
 
 // UpsertBindingRules validates and stores binding rules.
 func (a *ACL) UpsertBindingRules(args *structs.ACLBindingRuleUpsertRequest, reply *structs.ACLBindingRuleUpsertResponse) error {
+	a.toAuthoritative(&args.WriteRequest)
 	if done, err := a.write("UpsertBindingRules", &args.WriteRequest, args, reply); done {
 		return err
 	}

@@ -140,6 +140,11 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 		// Raft membership follows gossip (one more loop on such servers).
 		s.goLeader(func() { s.serfReconcileLoop(stopCh) })
 	}
+	if s.replicatesACLs() {
+		// Outside the authoritative region the global ACL objects are
+		// mirrored from there (one more loop; acl_replication.go).
+		s.goLeader(func() { s.replicateACLs(stopCh) })
+	}
 	// One-shot: each ends once its work is done. Autopilot runs in its own
 	// goroutines; revokeLeadership stops it (autopilot.go).
 	go s.initializeKeyring(stopCh, gen)
@@ -151,7 +156,8 @@ func (s *Server) establishLeadership(stopCh chan struct{}) {
 }
 
 // leaderLoopTasks is how many goLeader loops a leadership starts on a
-// server without gossip (one more with it).
+// server without gossip (one more with it, one more in a region that
+// replicates ACLs from another).
 const leaderLoopTasks = 9
 
 // goLeader runs one of the leadership's loops, counted in leaderTasks and

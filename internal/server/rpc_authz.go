@@ -234,7 +234,7 @@ func init() {
 		"ACL.DeletePolicies", "ACL.DeleteRoles", "ACL.DeleteTokens", "ACL.ExchangeOneTimeToken",
 		"ACL.GetAuthMethod", "ACL.GetBindingRule", "ACL.GetPolicy", "ACL.GetRole", "ACL.GetRoleByName",
 		"ACL.GetToken", "ACL.ListAuthMethods", "ACL.ListBindingRules", "ACL.ListPolicies", "ACL.ListRoles",
-		"ACL.ListTokens", "ACL.ResolveToken", "ACL.UpsertAuthMethods", "ACL.UpsertBindingRules",
+		"ACL.ListTokens", "ACL.ReplicateAuthMethods", "ACL.ReplicateTokens", "ACL.ResolveToken", "ACL.UpsertAuthMethods", "ACL.UpsertBindingRules",
 		"ACL.UpsertOneTimeToken", "ACL.UpsertPolicies", "ACL.UpsertRoles", "ACL.UpsertTokens",
 		"Alloc.Stop",
 		"Deployment.Cancel", "Deployment.Fail", "Deployment.Pause", "Deployment.Promote", "Deployment.Run",

@@ -21,9 +21,13 @@ func gossipServer(t *testing.T, name, dir string, expect int) *Server {
 }
 
 // gossipServerIn is gossipServer in a given region.
-func gossipServerIn(t *testing.T, name, dir string, expect int, region string) *Server {
+func gossipServerIn(t *testing.T, name, dir string, expect int, region string, mut ...func(*Config)) *Server {
 	t.Helper()
-	return gossipServerWith(t, name, dir, expect, region, nil)
+	return gossipServerWith(t, name, dir, expect, region, func(cfg *Config) {
+		for _, m := range mut {
+			m(cfg)
+		}
+	})
 }
 
 // gossipServerWith is gossipServerIn with mod applied to the config.

@@ -124,6 +124,8 @@ type Server struct {
 	coreGCMu sync.Mutex
 	// acls caches token resolutions (acl_resolve.go).
 	acls aclCache
+	// aclRepl is the ACL replication's status (acl_replication.go).
+	aclRepl aclReplState
 	// oidc holds the OIDC logins started here (acl_oidc.go).
 	oidc oidcPending
 

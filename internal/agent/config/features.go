@@ -13,6 +13,8 @@ import "fmt"
 //	acl.enabled = true                       accepted: ACLs are enforced (internal/acl)
 //	acl.{token,policy,role}_ttl, ...         accepted; resolutions are cached until any
 //	                                         ACL table changes, so the TTLs are not needed
+//	acl.replication_token,                   accepted and honoured: ACL replication from the
+//	  server.authoritative_region            authoritative region (server/acl_replication.go)
 //	tls.* (http, rpc, files, verify_*, ...)  accepted and honoured (tls.go, internal/tlsutil)
 //	vault.enabled = true (any vault block)   REFUSED: Vault integration is not built
 //	vault.{address,role,namespace,...}       accepted (inert while enabled is not true)

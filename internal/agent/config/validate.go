@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/drover-project/drover/internal/drivers/catalog"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -75,6 +77,7 @@ func (c *Config) Validate() error {
 	if t := c.Telemetry; t != nil {
 		errs = append(errs, t.validate()...)
 	}
+	errs = append(errs, c.validateReplication()...)
 	errs = append(errs, c.checkPlugins()...)
 	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.checkFeatureGates()...)
@@ -325,6 +328,42 @@ func (c *Config) checkPlugins() []error {
 				errs = append(errs, &Error{Key: "plugin." + n, Msg: fmt.Sprintf("plugin %q %v", n, err)})
 			}
 		}
+	}
+	return errs
+}
+
+// validateReplication checks ACL replication (server.authoritative_region,
+// acl.replication_token): a server with ACLs on in a region other than the
+// authoritative one mirrors the global ACL objects from there and needs a
+// token to read them with; a token that is not a secret ID could never
+// work.
+func (c *Config) validateReplication() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	token := ""
+	if c.ACL != nil {
+		token = c.ACL.ReplicationToken
+	}
+	if token != "" {
+		if _, err := uuid.Parse(token); err != nil {
+			bad("acl.replication_token", "acl.replication_token must be the secret ID (a UUID) of a management token of the authoritative region")
+		}
+	}
+	s := c.Server
+	if s == nil || !s.Enabled || c.ACL == nil || !c.ACL.Enabled {
+		return errs
+	}
+	if strings.TrimSpace(s.AuthoritativeRegion) != s.AuthoritativeRegion {
+		bad("server.authoritative_region", "server.authoritative_region %q must not have surrounding spaces", s.AuthoritativeRegion)
+	}
+	region := c.Region
+	if region == "" {
+		region = "global"
+	}
+	if s.AuthoritativeRegion != "" && s.AuthoritativeRegion != region && token == "" {
+		bad("acl.replication_token", "acl.replication_token must be set: this server's region %q is not the authoritative region %q (server.authoritative_region), and it replicates the ACL policies and global tokens from there with that token (a management token of %q)", region, s.AuthoritativeRegion, s.AuthoritativeRegion)
 	}
 	return errs
 }
