@@ -4,6 +4,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-project/drover/internal/agent/config"
@@ -113,9 +114,11 @@ func (i *agentInfo) Self() map[string]any {
 
 // aclReplicationStats is the ACL replication's state for /v1/agent/self
 // (stats.acl_replication): the authoritative region and, per kind
-// (policies, roles, auth-methods, binding-rules, tokens), the
-// authoritative region's index last mirrored, when that succeeded and the
-// last round's error ("" when it succeeded). Only the leader replicates;
+// (policies, roles, auth-methods, binding-rules, tokens, namespaces,
+// node-pools), the authoritative region's index last mirrored, when that
+// succeeded, the last round's error ("" when it succeeded) and what is
+// kept here though deleted upstream because it is still in use ("name:
+// why", "; "-separated). Only the leader replicates;
 // another server shows what it did when it last led.
 func aclReplicationStats(s *server.Server) map[string]string {
 	out := map[string]string{"authoritative_region": s.AuthoritativeRegion(), "running": strconv.FormatBool(s.IsLeader())}
@@ -127,6 +130,7 @@ func aclReplicationStats(s *server.Server) map[string]string {
 		}
 		out[st.Kind+".last_success"] = last
 		out[st.Kind+".last_error"] = st.LastError
+		out[st.Kind+".kept"] = strings.Join(st.Kept, "; ")
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ const (
 	replicationMinGap     = 100 * time.Millisecond
 	replicationBackoffMin = 250 * time.Millisecond
 	replicationBackoffMax = 5 * time.Second
+	// replicationKeptRetry bounds the wait of a kind that keeps objects
+	// deleted upstream (in use here), so they go soon after they are free.
+	replicationKeptRetry = 5 * time.Second
 )
 
 // AuthoritativeRegion is the region whose global ACL objects this server's
@@ -62,6 +66,10 @@ type ACLReplicationStatus struct {
 	RemoteIndex uint64    // the authoritative region's index last mirrored
 	LastSuccess time.Time // zero: never
 	LastError   string    // the last round's error ("" when it succeeded)
+	// Kept names the objects deleted upstream that this region keeps
+	// because they are still in use here (a namespace or node pool with
+	// jobs), each with why, sorted; retried until they can go.
+	Kept []string
 }
 
 // aclReplState holds the replication status of each kind (for operators
@@ -107,6 +115,14 @@ type replicatedKind[T any] struct {
 	upsertType structs.MessageType
 	upsert     func([]*T) any
 	deleteType structs.MessageType
+	// deleteReq builds the delete entry (nil: an ACLNamesRequest).
+	deleteReq func(names []string) any
+	// builtin, when set, names objects every region has of its own:
+	// never replicated, never deleted.
+	builtin func(key string) bool
+	// deletable, when set, says why this region cannot delete one of its
+	// copies (still in use): it is kept and reported, not deleted.
+	deletable func(st *state.StateStore, key string) error
 }
 
 // replicateACLs runs the replication loops of every kind until stopCh
@@ -132,6 +148,10 @@ func (s *Server) replicateACLs(stopCh chan struct{}) {
 	run(func() { replicateKind(s, ctx, s.authMethodKind()) })
 	run(func() { replicateKind(s, ctx, s.bindingRuleKind()) })
 	run(func() { replicateKind(s, ctx, s.globalTokenKind()) })
+	// Namespaces and node pools follow the same loop (Nomad starts
+	// them with the ACL loops: only with ACLs on; tenancy_replication.go).
+	run(func() { replicateKind(s, ctx, s.namespaceKind()) })
+	run(func() { replicateKind(s, ctx, s.nodePoolKind()) })
 	wg.Wait()
 }
 
@@ -160,10 +180,16 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 			Region: s.authoritativeRegion(), AuthToken: s.config.ReplicationToken,
 			AllowStale: true, MinQueryIndex: remoteIndex, MaxQueryTime: maxQueryTime,
 		}
+		if len(status.Kept) > 0 {
+			// Something deleted upstream is kept here while in use:
+			// look again soon, not only when upstream changes.
+			q.MaxQueryTime = replicationKeptRetry
+		}
 		q.WithContext(ctx)
 		remote, index, err := k.fetch(q)
+		var kept []string
 		if err == nil && ctx.Err() == nil {
-			err = applyReplicated(s, k, remote)
+			kept, err = applyReplicated(s, k, remote)
 		}
 		if ctx.Err() != nil {
 			return
@@ -182,6 +208,10 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		backoff = replicationBackoffMin
 		remoteIndex = index
 		status.RemoteIndex, status.LastSuccess, status.LastError = index, time.Now(), ""
+		if !slices.Equal(kept, status.Kept) && len(kept) > 0 {
+			s.logger.Warn("replication keeps objects deleted upstream that are in use here", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "kept", kept)
+		}
+		status.Kept = kept
 		s.aclRepl.set(status)
 		if !wait(ctx, replicationMinGap) {
 			return
@@ -191,43 +221,66 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 
 // applyReplicated makes this region's copies of one kind equal remote:
 // one upsert entry for what is missing or differs, one delete entry for
-// what the authoritative region no longer has.
-func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) error {
-	local, err := k.local(s.State())
+// what the authoritative region no longer has. It returns what it kept
+// though deleted upstream (still in use here), each with why.
+func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) ([]string, error) {
+	st := s.State()
+	local, err := k.local(st)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	isBuiltin := func(key string) bool { return k.builtin != nil && k.builtin(key) }
 	have := make(map[string]*T, len(local))
 	for _, l := range local {
-		have[k.key(l)] = l
+		if key := k.key(l); !isBuiltin(key) {
+			have[key] = l
+		}
 	}
 	var upserts []*T
 	seen := make(map[string]bool, len(remote))
 	for _, r := range remote {
 		key := k.key(r)
+		if isBuiltin(key) {
+			continue
+		}
 		seen[key] = true
 		if l, ok := have[key]; !ok || !k.same(l, r) {
 			upserts = append(upserts, r)
 		}
 	}
-	var deletes []string
+	var deletes, kept []string
 	for key := range have {
-		if !seen[key] {
-			deletes = append(deletes, key)
+		if seen[key] {
+			continue
 		}
+		if k.deletable != nil {
+			if why := k.deletable(st, key); why != nil {
+				kept = append(kept, key+": "+why.Error())
+				continue
+			}
+		}
+		deletes = append(deletes, key)
 	}
 	sort.Strings(deletes)
-	if len(deletes) > 0 {
-		if _, _, err := s.raftApply(k.deleteType, &structs.ACLNamesRequest{Names: deletes}); err != nil {
-			return err
-		}
-	}
+	sort.Strings(kept)
+	// Upserts first: a namespace may name a new node pool as its default,
+	// and a pool deleted upstream may be the default of a namespace that
+	// the same round changes.
 	if len(upserts) > 0 {
 		if _, _, err := s.raftApply(k.upsertType, k.upsert(upserts)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	if len(deletes) > 0 {
+		var req any = &structs.ACLNamesRequest{Names: deletes}
+		if k.deleteReq != nil {
+			req = k.deleteReq(deletes)
+		}
+		if _, _, err := s.raftApply(k.deleteType, req); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }
 
 // sameIgnoringIndexes compares two objects with their CreateIndex and

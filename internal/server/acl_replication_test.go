@@ -156,8 +156,8 @@ func TestACLReplication(t *testing.T) {
 			t.Errorf("replication of %s: %+v", st.Kind, st)
 		}
 	}
-	if n := len(west.ACLReplication()); n != 5 {
-		t.Errorf("replication reports %d kinds, want 5", n)
+	if n := len(west.ACLReplication()); n != 7 {
+		t.Errorf("replication reports %d kinds, want 7", n)
 	}
 	before, _ := west.State().ACLPolicyByName(nil, "readers")
 	if err := east.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
@@ -246,15 +246,15 @@ func TestACLReplicationRolesAuthMethodsBindingRules(t *testing.T) {
 		}
 	}
 	p, _, err := west.policyKind().fetch(q)
-	check("policies", errOr(err, func() error { return applyReplicated(west, west.policyKind(), p) }))
+	check("policies", errOr(err, func() error { _, err := applyReplicated(west, west.policyKind(), p); return err }))
 	r, _, err := west.roleKind().fetch(q)
-	check("roles", errOr(err, func() error { return applyReplicated(west, west.roleKind(), r) }))
+	check("roles", errOr(err, func() error { _, err := applyReplicated(west, west.roleKind(), r); return err }))
 	m2, _, err := west.authMethodKind().fetch(q)
-	check("auth methods", errOr(err, func() error { return applyReplicated(west, west.authMethodKind(), m2) }))
+	check("auth methods", errOr(err, func() error { _, err := applyReplicated(west, west.authMethodKind(), m2); return err }))
 	b, _, err := west.bindingRuleKind().fetch(q)
-	check("binding rules", errOr(err, func() error { return applyReplicated(west, west.bindingRuleKind(), b) }))
+	check("binding rules", errOr(err, func() error { _, err := applyReplicated(west, west.bindingRuleKind(), b); return err }))
 	k, _, err := west.globalTokenKind().fetch(q)
-	check("tokens", errOr(err, func() error { return applyReplicated(west, west.globalTokenKind(), k) }))
+	check("tokens", errOr(err, func() error { _, err := applyReplicated(west, west.globalTokenKind(), k); return err }))
 }
 
 func errOr(err error, f func() error) error {

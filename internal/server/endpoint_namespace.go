@@ -8,8 +8,10 @@ import (
 
 // UpsertNamespaces creates or updates namespaces. Every namespace is
 // validated (Nomad's name and description rules), and a default node pool
-// it names must exist.
+// it names must exist. Made in a region that replicates namespaces, the
+// write goes to the authoritative region (tenancy_replication.go).
 func (n *Namespace) UpsertNamespaces(args *structs.NamespaceUpsertRequest, reply *structs.GenericResponse) error {
+	n.srv.tenancyToAuthoritative(&args.WriteRequest)
 	if done, err := n.srv.forward("Namespace.UpsertNamespaces", args.Region, false, args, reply); done {
 		return err
 	}
@@ -50,8 +52,11 @@ func (n *Namespace) UpsertNamespaces(args *structs.NamespaceUpsertRequest, reply
 }
 
 // DeleteNamespaces deletes namespaces. "default" can never be deleted; a
-// namespace that still holds jobs is refused (purge them first).
+// namespace that still holds jobs is refused (purge them first). Made in a
+// region that replicates namespaces, the delete goes to the authoritative
+// region.
 func (n *Namespace) DeleteNamespaces(args *structs.NamespaceDeleteRequest, reply *structs.GenericResponse) error {
+	n.srv.tenancyToAuthoritative(&args.WriteRequest)
 	if done, err := n.srv.forward("Namespace.DeleteNamespaces", args.Region, false, args, reply); done {
 		return err
 	}

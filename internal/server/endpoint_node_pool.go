@@ -66,8 +66,26 @@ func (p *NodePool) GetNodePool(args *structs.NodePoolSpecificRequest, reply *str
 }
 
 // UpsertNodePools creates or updates pools. "all" cannot be changed, and
-// of "default" only the description and meta.
+// of "default" only the description and meta. Made in a region that
+// replicates node pools, a write of other pools goes to the authoritative
+// region (tenancy_replication.go); the built-in pools are each region's own.
 func (p *NodePool) UpsertNodePools(args *structs.NodePoolUpsertRequest, reply *structs.GenericResponse) error {
+	var builtin, replicated int
+	for _, np := range args.NodePools {
+		switch {
+		case np == nil:
+		case structs.IsBuiltinNodePool(np.Name):
+			builtin++
+		default:
+			replicated++
+		}
+	}
+	if builtin > 0 && replicated > 0 && p.srv.replicatesACLs() {
+		return structs.NewErrCoded(400, "cannot write built-in and replicated node pools in one request")
+	}
+	if builtin == 0 {
+		p.srv.tenancyToAuthoritative(&args.WriteRequest)
+	}
 	if done, err := p.srv.forward("NodePool.UpsertNodePools", args.Region, false, args, reply); done {
 		return err
 	}
@@ -118,8 +136,10 @@ func (p *NodePool) UpsertNodePools(args *structs.NodePoolUpsertRequest, reply *s
 }
 
 // DeleteNodePools deletes pools. Built-in pools and pools that still have
-// nodes or jobs are refused.
+// nodes or jobs are refused. Made in a region that replicates node pools,
+// the delete goes to the authoritative region.
 func (p *NodePool) DeleteNodePools(args *structs.NodePoolDeleteRequest, reply *structs.GenericResponse) error {
+	p.srv.tenancyToAuthoritative(&args.WriteRequest)
 	if done, err := p.srv.forward("NodePool.DeleteNodePools", args.Region, false, args, reply); done {
 		return err
 	}
