@@ -353,8 +353,10 @@ func (s *server) aclRoleRequest(w http.ResponseWriter, r *http.Request) (any, er
 	case len(parts) > 2 || (len(parts) == 2 && parts[0] != "name"):
 		// Nomad splits a role path: only name/<name> has two segments.
 		return nil, structs.NewErrCoded(400, "invalid URI")
-	case len(parts) != 1 || parts[0] == "":
-		return nil, errNotFound
+	case len(parts) == 2:
+		return nil, structs.NewErrCoded(400, "missing ACL role name")
+	case len(parts) == 0 || parts[0] == "":
+		return nil, structs.NewErrCoded(400, "missing ACL role ID")
 	}
 	return s.aclObject(w, r, parts[0], "DeleteRoles", func() (any, error) { return get("GetRole", parts[0]) }, s.aclRoleUpsert)
 }
@@ -395,7 +397,7 @@ func (s *server) aclAuthMethodRequest(w http.ResponseWriter, r *http.Request) (a
 		return nil, err
 	}
 	if len(parts) == 0 || parts[0] == "" {
-		return nil, errNotFound
+		return nil, structs.NewErrCoded(400, "missing ACL auth-method name")
 	}
 	if len(parts) != 1 {
 		return nil, errNoSuchName("ACL auth-method not found")
@@ -445,7 +447,7 @@ func (s *server) aclBindingRuleRequest(w http.ResponseWriter, r *http.Request) (
 		return nil, err
 	}
 	if len(parts) == 0 || parts[0] == "" {
-		return nil, errNotFound
+		return nil, structs.NewErrCoded(400, "missing ACL binding rule ID")
 	}
 	if len(parts) != 1 {
 		return nil, errNoSuchName("ACL binding rule not found")
