@@ -13,8 +13,9 @@ import (
 // API: east is authoritative; west (server.authoritative_region = "east",
 // acl.replication_token = east's bootstrap secret) joins it over gossip.
 // A policy and a global token made in east work in west; a local one does
-// not; a policy written through west lands in east; /v1/agent/self shows
-// the replication's state.
+// not; a policy, a namespace and a node pool written through west land in
+// east (and the latter two come back); /v1/agent/self shows the
+// replication's state.
 func TestACLReplicationAcrossRegions(t *testing.T) {
 	root := "3f6d2b1a-8c4e-4d7f-a9b0-1e2d3c4b5a69"
 	east := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
@@ -68,12 +69,31 @@ func TestACLReplicationAcrossRegions(t *testing.T) {
 		t.Fatalf("the policy written through west in east: %v", err)
 	}
 
+	// A namespace and a node pool applied through west are east's, and
+	// come back to west by replication.
+	if _, err := west.client.NodePools().Register(&api.NodePool{Name: "gpu", Description: "from west"}, nil); err != nil {
+		t.Fatalf("node pool apply through west: %v", err)
+	}
+	if _, err := west.client.Namespaces().Register(&api.Namespace{Name: "team-a", Description: "from west",
+		NodePoolConfiguration: &api.NamespaceNodePoolConfiguration{Default: "gpu"}}, nil); err != nil {
+		t.Fatalf("namespace apply through west: %v", err)
+	}
+	if ns, _, err := east.client.Namespaces().Info("team-a", nil); err != nil || ns.Description != "from west" {
+		t.Fatalf("the namespace applied through west in east: %+v, %v", ns, err)
+	}
+	waitFor(t, 30*time.Second, "the namespace and node pool back in west", func() bool {
+		ns, _, err1 := west.client.Namespaces().Info("team-a", &api.QueryOptions{AllowStale: true})
+		p, _, err2 := west.client.NodePools().Info("gpu", &api.QueryOptions{AllowStale: true})
+		return err1 == nil && err2 == nil && ns != nil && p != nil && p.Description == "from west"
+	})
+
 	self, err := west.client.Agent().Self()
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := self.Stats["acl_replication"]
-	if st["authoritative_region"] != "east" || st["running"] != "true" || st["policies.last_success"] == "" || st["tokens.last_error"] != "" {
+	if st["authoritative_region"] != "east" || st["running"] != "true" || st["policies.last_success"] == "" || st["tokens.last_error"] != "" ||
+		st["namespaces.last_success"] == "" || st["node-pools.last_error"] != "" || st["namespaces.kept"] != "" {
 		t.Fatalf("west's stats.acl_replication: %v", st)
 	}
 }
