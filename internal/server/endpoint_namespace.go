@@ -52,9 +52,10 @@ func (n *Namespace) UpsertNamespaces(args *structs.NamespaceUpsertRequest, reply
 }
 
 // DeleteNamespaces deletes namespaces. "default" can never be deleted; a
-// namespace that still holds jobs is refused (purge them first). Made in a
-// region that replicates namespaces, the delete goes to the authoritative
-// region.
+// namespace that still holds jobs is refused (purge them first), and so,
+// in the authoritative region, is one with jobs not yet dead in a region
+// that replicates it. Made in a region that replicates namespaces, the
+// delete goes to the authoritative region.
 func (n *Namespace) DeleteNamespaces(args *structs.NamespaceDeleteRequest, reply *structs.GenericResponse) error {
 	n.srv.tenancyToAuthoritative(&args.WriteRequest)
 	if done, err := n.srv.forward("Namespace.DeleteNamespaces", args.Region, false, args, reply); done {
@@ -71,6 +72,9 @@ func (n *Namespace) DeleteNamespaces(args *structs.NamespaceDeleteRequest, reply
 		if err := st.NamespaceDeletable(name); err != nil {
 			return err
 		}
+	}
+	if err := n.srv.namespacesIdleInOtherRegions(args.Namespaces, args.AuthToken); err != nil {
+		return err
 	}
 	_, idx, err := n.srv.raftApply(structs.NamespaceDeleteRequestType, &structs.NamespaceDeleteRequest{Namespaces: args.Namespaces, WriteRequest: args.WriteRequest})
 	if err != nil {

@@ -93,3 +93,38 @@ func (s *Server) tenancyToAuthoritative(wr *structs.WriteRequest) {
 		wr.Region = s.authoritativeRegion()
 	}
 }
+
+// namespacesIdleInOtherRegions refuses, in an authoritative region with
+// ACLs on (whose namespaces other regions replicate), the delete of a
+// namespace in which another region still has a job that is not dead, as
+// Nomad does (asking each region with the caller's token). Dead jobs are
+// left to that region: replication keeps the namespace there until they
+// are purged (namespaceKind's deletable).
+func (s *Server) namespacesIdleInOtherRegions(names []string, token string) error {
+	if !s.config.ACLEnabled || s.replicatesACLs() {
+		return nil
+	}
+	for _, name := range names {
+		var busy []string
+		for _, region := range s.knownRegions() {
+			if region == s.config.Region {
+				continue
+			}
+			var reply structs.JobListResponse
+			req := &structs.JobListRequest{QueryOptions: structs.QueryOptions{Region: region, Namespace: name, AuthToken: token}}
+			if err := s.RPC("Job.List", req, &reply); err != nil {
+				return err
+			}
+			for _, j := range reply.Jobs {
+				if j.Status != structs.JobStatusDead {
+					busy = append(busy, region)
+					break
+				}
+			}
+		}
+		if len(busy) > 0 {
+			return structs.NewErrCoded(400, "namespace %q has non-terminal jobs in regions: %v", name, busy)
+		}
+	}
+	return nil
+}
