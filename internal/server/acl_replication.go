@@ -197,7 +197,7 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		if err != nil {
 			status.LastError = err.Error()
 			s.aclRepl.set(status)
-			s.logger.Warn("ACL replication failed", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "error", err, "retry_in", backoff)
+			s.logger.Warn("replication from the authoritative region failed", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "error", err, "retry_in", backoff)
 			remoteIndex = 0 // read everything again once it works
 			if !wait(ctx, backoff) {
 				return
