@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,37 +76,8 @@ func TestBridgeDocker(t *testing.T) {
 	dcli := dockertest.Client(t)
 	img := helloImage(t, dcli)
 	const br, subnet = "drvit5", "172.26.125.0/24"
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", br).Run()
-		for _, r := range [][]string{
-			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
-			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
-			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
-			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
-		} {
-			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
-		}
-	})
-
-	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
-		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
-	})
-	srv.waitReady(false)
-	clientDir := t.TempDir()
-	t.Cleanup(func() { killProcsUnder(clientDir) })
-	cli := startAgent(t, clientDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
-		"client":             map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},
-		"leave_on_interrupt": false,
-		"log_level":          "INFO",
-	})
-	waitFor(t, 30*time.Second, "client node ready with docker", func() bool {
-		nodes, _, err := srv.client.Nodes().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
-		if err != nil || len(nodes) != 1 || nodes[0].Status != "ready" {
-			return false
-		}
-		d := nodes[0].Drivers["docker"]
-		return d != nil && d.Detected && d.Healthy
-	})
+	cleanupBridge(t, br, subnet)
+	srv, cli := startBridgeCluster(t, br, subnet, "docker")
 
 	job := api.NewServiceJob("dbridge", "dbridge", "global", 50)
 	job.Datacenters = []string{"*"}
@@ -121,52 +91,12 @@ func TestBridgeDocker(t *testing.T) {
 	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
-	var allocs []*api.AllocationListStub
-	waitFor(t, 90*time.Second, "two allocations running", func() bool {
-		allocs = srv.allocsOf("dbridge")
-		n := 0
-		for _, a := range allocs {
-			if a.ClientStatus == "failed" {
-				full, _, _ := srv.client.Allocations().Info(a.ID, nil)
-				var msgs []string
-				for name, ts := range full.TaskStates {
-					for _, ev := range ts.Events {
-						msgs = append(msgs, name+": "+ev.Type+" "+ev.DisplayMessage)
-					}
-				}
-				t.Fatalf("allocation failed:\n%s", strings.Join(msgs, "\n"))
-			}
-			if a.ClientStatus == "running" {
-				n++
-			}
-		}
-		return n == 2 && len(allocs) == 2
-	})
+	allocs := waitAllocsRunning(t, srv, "dbridge", 2, 90*time.Second)
 
 	addrs, bodies := map[string]string{}, map[string]string{}
 	for _, a := range allocs {
-		addr := hostPort(t, srv.client, a.ID)
-		addrs[a.ID] = addr
-		var body string
-		var err error
-		waitFor(t, 20*time.Second, "alloc "+a.ID+" answering on "+addr, func() bool {
-			body, err = get(addr)
-			return err == nil
-		})
-		f := strings.Fields(body)
-		if len(f) != 3 || f[0] != a.ID {
-			t.Fatalf("%s answered %q, want its own allocation %s", addr, body, a.ID)
-		}
-		if !strings.HasPrefix(f[1], "172.26.125.") || f[2] != "lo,eth0" {
-			t.Fatalf("container sees address %q and interfaces %q, want an address of %s and lo,eth0", f[1], f[2], subnet)
-		}
-		full, _, err := srv.client.Allocations().Info(a.ID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if full.NetworkStatus == nil || full.NetworkStatus.Address != f[1] {
-			t.Fatalf("allocation's network status %+v, want %s", full.NetworkStatus, f[1])
-		}
+		h := checkHello(t, srv.client, a.ID, "172.26.125.", subnet)
+		addrs[a.ID] = h.addr
 		pid, ok := pauseOf(t, dcli, a.ID)
 		if !ok {
 			t.Fatalf("allocation %s has no pause container", a.ID)
@@ -188,10 +118,10 @@ func TestBridgeDocker(t *testing.T) {
 		if nsInode(t, taskNS) != netnsInode(t, a.ID) {
 			t.Fatalf("task container of %s is not in the allocation's namespace", a.ID)
 		}
-		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+f[1]+"/24 ") {
-			t.Fatalf("the task's eth0 has %q, want %s", out, f[1])
+		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+h.ip+"/24 ") {
+			t.Fatalf("the task's eth0 has %q, want %s", out, h.ip)
 		}
-		bodies[a.ID] = body
+		bodies[a.ID] = h.body
 	}
 	if bodies[allocs[0].ID] == bodies[allocs[1].ID] {
 		t.Fatalf("both allocations answered %q", bodies[allocs[0].ID])
@@ -205,21 +135,7 @@ func TestBridgeDocker(t *testing.T) {
 		inodes[a.ID] = netnsInode(t, a.ID)
 		pids[a.ID], _ = pauseOf(t, dcli, a.ID)
 	}
-	cli.kill()
-	cli.start()
-	waitFor(t, 30*time.Second, "client agent back", func() bool {
-		_, err := cli.client.Agent().Self()
-		return err == nil
-	})
-	waitFor(t, 30*time.Second, "allocations running after the restart", func() bool {
-		for _, a := range allocs {
-			full, _, err := cli.client.Allocations().Info(a.ID, nil)
-			if err != nil || full.ClientStatus != "running" {
-				return false
-			}
-		}
-		return true
-	})
+	restartClientAgent(t, cli, allocs, nil)
 	for _, a := range allocs {
 		if pid, ok := pauseOf(t, dcli, a.ID); !ok || pid != pids[a.ID] {
 			t.Fatalf("pause container of %s was replaced (pid %d, was %d)", a.ID, pid, pids[a.ID])
@@ -235,19 +151,9 @@ func TestBridgeDocker(t *testing.T) {
 	if _, _, err := srv.client.Jobs().Deregister("dbridge", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "task and pause containers and namespaces gone", func() bool {
-		for _, a := range allocs {
-			if _, err := os.Stat("/var/run/netns/" + a.ID); err == nil {
-				return false
-			}
-			if _, ok := pauseOf(t, dcli, a.ID); ok {
-				return false
-			}
-			if len(dockerContainers(t, dcli, a.ID)) != 0 {
-				return false
-			}
-		}
-		return !strings.Contains(cmdOut(t, "ip", "-o", "link", "show", "master", br), "dv")
+	waitBridgeGone(t, br, "task and pause containers and namespaces gone", 60*time.Second, allocs, func(allocID string) bool {
+		_, paused := pauseOf(t, dcli, allocID)
+		return !paused && len(dockerContainers(t, dcli, allocID)) == 0
 	})
 }
 
