@@ -132,11 +132,35 @@ func checkHello(t *testing.T, c *api.Client, allocID, prefix, subnet string) hel
 	return h
 }
 
+// registerBridgeJob registers service job id: one group of two
+// allocations in bridge mode, port "http" mapped to 8080, and one task "t"
+// of driver with config.
+func registerBridgeJob(t *testing.T, srv *agent, id, driver string, config map[string]any) {
+	t.Helper()
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"*"}
+	tg := api.NewTaskGroup("g", 2)
+	tg.Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
+	task := api.NewTask("t", driver)
+	task.Config = config
+	task.Resources = &api.Resources{CPU: ptr(50), MemoryMB: ptr(64)}
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // restartClientAgent SIGKILLs the client agent, runs whileDown (when not
 // nil) with the agent down, starts it again and waits until it answers
-// and reports every one of allocs running.
+// and reports every one of allocs running; each allocation must still
+// have the network namespace it had (same inode), not a new one.
 func restartClientAgent(t *testing.T, cli *agent, allocs []*api.AllocationListStub, whileDown func()) {
 	t.Helper()
+	inodes := map[string]uint64{}
+	for _, a := range allocs {
+		inodes[a.ID] = netnsInode(t, a.ID)
+	}
 	cli.kill()
 	if whileDown != nil {
 		whileDown()
@@ -156,6 +180,11 @@ func restartClientAgent(t *testing.T, cli *agent, allocs []*api.AllocationListSt
 		}
 		return true
 	})
+	for _, a := range allocs {
+		if got := netnsInode(t, a.ID); got != inodes[a.ID] {
+			t.Fatalf("namespace of %s was recreated (inode %d, was %d)", a.ID, got, inodes[a.ID])
+		}
+	}
 }
 
 // waitBridgeGone waits, after the job stopped, until no allocation of

@@ -13,7 +13,6 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
 )
@@ -79,18 +78,7 @@ func TestBridgeDocker(t *testing.T) {
 	cleanupBridge(t, br, subnet)
 	srv, cli := startBridgeCluster(t, br, subnet, "docker")
 
-	job := api.NewServiceJob("dbridge", "dbridge", "global", 50)
-	job.Datacenters = []string{"*"}
-	tg := api.NewTaskGroup("g", 2)
-	tg.Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
-	task := api.NewTask("t", "docker")
-	task.Config = map[string]any{"image": img}
-	task.Resources = &api.Resources{CPU: ptr(50), MemoryMB: ptr(64)}
-	tg.AddTask(task)
-	job.AddTaskGroup(tg)
-	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
-		t.Fatal(err)
-	}
+	registerBridgeJob(t, srv, "dbridge", "docker", map[string]any{"image": img})
 	allocs := waitAllocsRunning(t, srv, "dbridge", 2, 90*time.Second)
 
 	addrs, bodies := map[string]string{}, map[string]string{}
@@ -129,19 +117,14 @@ func TestBridgeDocker(t *testing.T) {
 
 	// SIGKILL the client agent and start it again: the same pause
 	// containers and namespaces, and the tasks answer.
-	inodes := map[string]uint64{}
 	pids := map[string]int{}
 	for _, a := range allocs {
-		inodes[a.ID] = netnsInode(t, a.ID)
 		pids[a.ID], _ = pauseOf(t, dcli, a.ID)
 	}
 	restartClientAgent(t, cli, allocs, nil)
 	for _, a := range allocs {
 		if pid, ok := pauseOf(t, dcli, a.ID); !ok || pid != pids[a.ID] {
 			t.Fatalf("pause container of %s was replaced (pid %d, was %d)", a.ID, pid, pids[a.ID])
-		}
-		if got := netnsInode(t, a.ID); got != inodes[a.ID] {
-			t.Fatalf("namespace of %s was recreated", a.ID)
 		}
 		if body, err := get(addrs[a.ID]); err != nil || body != bodies[a.ID] {
 			t.Fatalf("after the restart %s answered %q, %v; want %q", addrs[a.ID], body, err, bodies[a.ID])
