@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -149,6 +152,27 @@ func registerBridgeJob(t *testing.T, srv *agent, id, driver string, config map[s
 	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// taskContainer is the one task container of allocation allocID on the
+// engine cli answers for (docker, or podman's compatible API), checked to
+// run in the allocation's network namespace. It returns the container and
+// the path of its process's namespace.
+func taskContainer(t *testing.T, cli *client.Client, allocID string) (container.InspectResponse, string) {
+	t.Helper()
+	tasks := dockerContainers(t, cli, allocID)
+	if len(tasks) != 1 {
+		t.Fatalf("allocation %s has %d task containers, want 1", allocID, len(tasks))
+	}
+	info, err := cli.ContainerInspect(context.Background(), tasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskNS := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
+	if nsInode(t, taskNS) != netnsInode(t, allocID) {
+		t.Fatalf("task container of %s is not in the allocation's namespace", allocID)
+	}
+	return info, taskNS
 }
 
 // restartClientAgent SIGKILLs the client agent, runs whileDown (when not

@@ -94,18 +94,7 @@ func TestBridgeDocker(t *testing.T) {
 		}
 		// The task container itself is in that namespace, where eth0
 		// carries the allocation's bridge address.
-		tasks := dockerContainers(t, dcli, a.ID)
-		if len(tasks) != 1 {
-			t.Fatalf("allocation %s has %d task containers, want 1", a.ID, len(tasks))
-		}
-		info, err := dcli.ContainerInspect(context.Background(), tasks[0].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taskNS := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
-		if nsInode(t, taskNS) != netnsInode(t, a.ID) {
-			t.Fatalf("task container of %s is not in the allocation's namespace", a.ID)
-		}
+		_, taskNS := taskContainer(t, dcli, a.ID)
 		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+h.ip+"/24 ") {
 			t.Fatalf("the task's eth0 has %q, want %s", out, h.ip)
 		}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -35,22 +34,11 @@ func TestBridgePodman(t *testing.T) {
 		if _, err := pcli.ContainerInspect(context.Background(), "drover-pause-"+a.ID); err == nil {
 			t.Fatalf("allocation %s has a pause container; podman tasks join the namespace by path", a.ID)
 		}
-		cs := podmanContainers(t, pcli, a.ID)
-		if len(cs) != 1 {
-			t.Fatalf("allocation %s has %d containers, want 1", a.ID, len(cs))
-		}
-		info, err := pcli.ContainerInspect(context.Background(), cs[0].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		info, _ := taskContainer(t, pcli, a.ID)
 		if info.Config.Hostname != "pbridge-task" {
 			t.Fatalf("container hostname %q, want the task's", info.Config.Hostname)
 		}
 		pids[a.ID] = info.State.Pid
-		taskNS := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
-		if nsInode(t, taskNS) != netnsInode(t, a.ID) {
-			t.Fatalf("task container of %s is not in the allocation's namespace", a.ID)
-		}
 		bodies[a.ID] = h.body
 	}
 	if bodies[allocs[0].ID] == bodies[allocs[1].ID] {
