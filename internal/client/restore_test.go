@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/testutil"
-	"github.com/drover-project/drover/internal/drivers"
-	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -23,33 +21,9 @@ import (
 // reported with its real exit code, and an allocation the servers stopped
 // meanwhile is stopped. Leave then stops everything.
 func TestClient_RestoreReattachesAndReportsExits(t *testing.T) {
-	if fp := rawexec.New(rawexec.Config{Enabled: true}).Fingerprint(); fp.Health != drivers.HealthHealthy {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("raw_exec unhealthy in CI: %s", fp.HealthDescription)
-		}
-		t.Skipf("raw_exec not healthy here: %s", fp.HealthDescription)
-	}
-	dir := t.TempDir()
-	srv := newFakeServer()
-	start := func() *Client {
-		c, err := New(Config{
-			Name: "restore-node", DataDir: dir, RPC: srv, Version: "0.1.0", MaxKillTimeout: 2 * time.Second,
-			// Each client process has its own driver instance.
-			Drivers: []drivers.Driver{rawexec.New(rawexec.Config{Enabled: true})},
-			Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Start()
-		return c
-	}
-	c1 := start()
-	cur := c1
-	// Whatever a failed run left running is stopped.
-	t.Cleanup(func() { cur.Leave(); cur.Shutdown() })
-	tc := &testClient{Client: c1, srv: srv}
-	tc.waitReady(t)
+	tc := newRestartableClient(t, "restore-node", hclog.Warn)
+	dir, srv := tc.dir, tc.srv
+	c1 := tc.Client
 
 	task := func(name, script string) *structs.Task {
 		return &structs.Task{Name: name, Driver: "raw_exec", KillTimeout: time.Second, Config: map[string]any{
@@ -96,9 +70,7 @@ func TestClient_RestoreReattachesAndReportsExits(t *testing.T) {
 	})
 	srv.stopAlloc(stopped.ID)
 
-	c2 := start()
-	cur = c2
-	tc.Client = c2
+	c2 := tc.restart()
 	got := tc.waitServerStatus(t, exits.ID, structs.AllocClientStatusFailed)
 	var term *structs.TaskEvent
 	for _, ev := range got.TaskStates["exits"].Events {

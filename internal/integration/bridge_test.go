@@ -143,17 +143,7 @@ func TestBridgeRawExec(t *testing.T) {
 	requireBridge(t)
 	hello := buildHello(t)
 	const br, subnet = "drvit0", "172.26.120.0/24"
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", br).Run()
-		for _, r := range [][]string{
-			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
-			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
-			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
-			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
-		} {
-			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
-		}
-	})
+	cleanupBridge(t, br, subnet)
 
 	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
 		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
@@ -191,45 +181,16 @@ func TestBridgeRawExec(t *testing.T) {
 	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
-	var allocs []*api.AllocationListStub
-	waitFor(t, 60*time.Second, "two allocations running", func() bool {
-		allocs = srv.allocsOf("bridge")
-		n := 0
-		for _, a := range allocs {
-			if a.ClientStatus == "running" {
-				n++
-			}
-		}
-		return n == 2 && len(allocs) == 2
-	})
+	allocs := waitAllocsRunning(t, srv, "bridge", 2, 60*time.Second)
 
 	addrs := map[string]string{} // alloc ID -> host addr
 	ips := map[string]string{}   // alloc ID -> alloc IP
 	for _, a := range allocs {
-		addr := hostPort(t, srv.client, a.ID)
-		addrs[a.ID] = addr
-		var body string
-		waitFor(t, 20*time.Second, "alloc "+a.ID+" answering on "+addr, func() bool {
-			body, err = get(addr)
-			return err == nil
-		})
-		f := strings.Fields(body)
-		if len(f) != 3 || f[0] != a.ID {
-			t.Fatalf("%s answered %q, want its own allocation %s", addr, body, a.ID)
-		}
-		if !strings.HasPrefix(f[1], "172.26.120.") {
-			t.Fatalf("NOMAD_ALLOC_IP_http = %q, want an address of %s", f[1], subnet)
-		}
-		if f[2] != "lo,eth0" {
-			t.Fatalf("task sees interfaces %q, want lo,eth0 only", f[2])
-		}
-		ips[a.ID] = f[1]
-		full, _, err := srv.client.Allocations().Info(a.ID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if full.NetworkStatus == nil || full.NetworkStatus.Address != f[1] || full.NetworkStatus.InterfaceName != "eth0" {
-			t.Fatalf("allocation's network status %+v, want eth0 %s", full.NetworkStatus, f[1])
+		h := checkHello(t, srv.client, a.ID, "172.26.120.", subnet)
+		addrs[a.ID] = h.addr
+		ips[a.ID] = h.ip
+		if h.alloc.NetworkStatus.InterfaceName != "eth0" {
+			t.Fatalf("allocation's network status %+v, want eth0 %s", h.alloc.NetworkStatus, h.ip)
 		}
 	}
 	if ips[allocs[0].ID] == ips[allocs[1].ID] {
@@ -250,35 +211,14 @@ func TestBridgeRawExec(t *testing.T) {
 
 	// SIGKILL the client agent and start it again: same namespaces, and
 	// the tasks answer throughout.
-	inodes := map[string]uint64{}
-	for _, a := range allocs {
-		inodes[a.ID] = netnsInode(t, a.ID)
-	}
-	cli.kill()
-	for id, addr := range addrs {
-		if body, err := get(addr); err != nil || !strings.HasPrefix(body, id) {
-			t.Fatalf("with the agent down, %s answered %q, %v", addr, body, err)
-		}
-	}
-	cli.start()
-	waitFor(t, 30*time.Second, "client agent back", func() bool {
-		_, err := cli.client.Agent().Self()
-		return err == nil
-	})
-	// Give the restored runners time to set up (re-attach) and report.
-	waitFor(t, 30*time.Second, "allocations running after the restart", func() bool {
-		for _, a := range allocs {
-			full, _, err := cli.client.Allocations().Info(a.ID, nil)
-			if err != nil || full.ClientStatus != "running" {
-				return false
+	restartClientAgent(t, cli, allocs, func() {
+		for id, addr := range addrs {
+			if body, err := get(addr); err != nil || !strings.HasPrefix(body, id) {
+				t.Fatalf("with the agent down, %s answered %q, %v", addr, body, err)
 			}
 		}
-		return true
 	})
 	for _, a := range allocs {
-		if got := netnsInode(t, a.ID); got != inodes[a.ID] {
-			t.Fatalf("namespace of %s was recreated (inode %d, was %d)", a.ID, got, inodes[a.ID])
-		}
 		if body, err := get(addrs[a.ID]); err != nil || body != fmt.Sprintf("%s %s lo,eth0", a.ID, ips[a.ID]) {
 			t.Fatalf("after the restart %s answered %q, %v", addrs[a.ID], body, err)
 		}
@@ -291,16 +231,8 @@ func TestBridgeRawExec(t *testing.T) {
 	if _, _, err := srv.client.Jobs().Deregister("bridge", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "namespaces, veths and port mappings gone", func() bool {
-		for _, a := range allocs {
-			if _, err := os.Stat("/var/run/netns/" + a.ID); err == nil {
-				return false
-			}
-			if strings.Contains(cmdOut(t, "iptables", "-w", "-t", "nat", "-S"), a.ID) {
-				return false
-			}
-		}
-		return !strings.Contains(cmdOut(t, "ip", "-o", "link", "show", "master", br), "dv")
+	waitBridgeGone(t, br, "namespaces, veths and port mappings gone", 30*time.Second, allocs, func(allocID string) bool {
+		return !strings.Contains(cmdOut(t, "iptables", "-w", "-t", "nat", "-S"), allocID)
 	})
 	for addr := range addrs {
 		if _, err := get(addrs[addr]); err == nil {
@@ -315,17 +247,7 @@ func TestBridgeExec(t *testing.T) {
 	requireBridge(t)
 	hello := buildHello(t)
 	const br, subnet = "drvit1", "172.26.121.0/24"
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", br).Run()
-		for _, r := range [][]string{
-			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
-			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
-			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
-			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
-		} {
-			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
-		}
-	})
+	cleanupBridge(t, br, subnet)
 	a := startAgent(t, "", []string{"-dev"}, map[string]any{
 		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
 		"client": map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},

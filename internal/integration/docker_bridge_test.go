@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
 )
@@ -77,96 +75,16 @@ func TestBridgeDocker(t *testing.T) {
 	dcli := dockertest.Client(t)
 	img := helloImage(t, dcli)
 	const br, subnet = "drvit5", "172.26.125.0/24"
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", br).Run()
-		for _, r := range [][]string{
-			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
-			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
-			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
-			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
-		} {
-			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
-		}
-	})
+	cleanupBridge(t, br, subnet)
+	srv, cli := startBridgeCluster(t, br, subnet, "docker")
 
-	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
-		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
-	})
-	srv.waitReady(false)
-	clientDir := t.TempDir()
-	t.Cleanup(func() { killProcsUnder(clientDir) })
-	cli := startAgent(t, clientDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
-		"client":             map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},
-		"leave_on_interrupt": false,
-		"log_level":          "INFO",
-	})
-	waitFor(t, 30*time.Second, "client node ready with docker", func() bool {
-		nodes, _, err := srv.client.Nodes().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
-		if err != nil || len(nodes) != 1 || nodes[0].Status != "ready" {
-			return false
-		}
-		d := nodes[0].Drivers["docker"]
-		return d != nil && d.Detected && d.Healthy
-	})
-
-	job := api.NewServiceJob("dbridge", "dbridge", "global", 50)
-	job.Datacenters = []string{"*"}
-	tg := api.NewTaskGroup("g", 2)
-	tg.Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
-	task := api.NewTask("t", "docker")
-	task.Config = map[string]any{"image": img}
-	task.Resources = &api.Resources{CPU: ptr(50), MemoryMB: ptr(64)}
-	tg.AddTask(task)
-	job.AddTaskGroup(tg)
-	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
-		t.Fatal(err)
-	}
-	var allocs []*api.AllocationListStub
-	waitFor(t, 90*time.Second, "two allocations running", func() bool {
-		allocs = srv.allocsOf("dbridge")
-		n := 0
-		for _, a := range allocs {
-			if a.ClientStatus == "failed" {
-				full, _, _ := srv.client.Allocations().Info(a.ID, nil)
-				var msgs []string
-				for name, ts := range full.TaskStates {
-					for _, ev := range ts.Events {
-						msgs = append(msgs, name+": "+ev.Type+" "+ev.DisplayMessage)
-					}
-				}
-				t.Fatalf("allocation failed:\n%s", strings.Join(msgs, "\n"))
-			}
-			if a.ClientStatus == "running" {
-				n++
-			}
-		}
-		return n == 2 && len(allocs) == 2
-	})
+	registerBridgeJob(t, srv, "dbridge", "docker", map[string]any{"image": img})
+	allocs := waitAllocsRunning(t, srv, "dbridge", 2, 90*time.Second)
 
 	addrs, bodies := map[string]string{}, map[string]string{}
 	for _, a := range allocs {
-		addr := hostPort(t, srv.client, a.ID)
-		addrs[a.ID] = addr
-		var body string
-		var err error
-		waitFor(t, 20*time.Second, "alloc "+a.ID+" answering on "+addr, func() bool {
-			body, err = get(addr)
-			return err == nil
-		})
-		f := strings.Fields(body)
-		if len(f) != 3 || f[0] != a.ID {
-			t.Fatalf("%s answered %q, want its own allocation %s", addr, body, a.ID)
-		}
-		if !strings.HasPrefix(f[1], "172.26.125.") || f[2] != "lo,eth0" {
-			t.Fatalf("container sees address %q and interfaces %q, want an address of %s and lo,eth0", f[1], f[2], subnet)
-		}
-		full, _, err := srv.client.Allocations().Info(a.ID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if full.NetworkStatus == nil || full.NetworkStatus.Address != f[1] {
-			t.Fatalf("allocation's network status %+v, want %s", full.NetworkStatus, f[1])
-		}
+		h := checkHello(t, srv.client, a.ID, "172.26.125.", subnet)
+		addrs[a.ID] = h.addr
 		pid, ok := pauseOf(t, dcli, a.ID)
 		if !ok {
 			t.Fatalf("allocation %s has no pause container", a.ID)
@@ -176,22 +94,11 @@ func TestBridgeDocker(t *testing.T) {
 		}
 		// The task container itself is in that namespace, where eth0
 		// carries the allocation's bridge address.
-		tasks := dockerContainers(t, dcli, a.ID)
-		if len(tasks) != 1 {
-			t.Fatalf("allocation %s has %d task containers, want 1", a.ID, len(tasks))
+		_, taskNS := taskContainer(t, dcli, a.ID)
+		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+h.ip+"/24 ") {
+			t.Fatalf("the task's eth0 has %q, want %s", out, h.ip)
 		}
-		info, err := dcli.ContainerInspect(context.Background(), tasks[0].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taskNS := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
-		if nsInode(t, taskNS) != netnsInode(t, a.ID) {
-			t.Fatalf("task container of %s is not in the allocation's namespace", a.ID)
-		}
-		if out := cmdOut(t, "nsenter", "--net="+taskNS, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+f[1]+"/24 ") {
-			t.Fatalf("the task's eth0 has %q, want %s", out, f[1])
-		}
-		bodies[a.ID] = body
+		bodies[a.ID] = h.body
 	}
 	if bodies[allocs[0].ID] == bodies[allocs[1].ID] {
 		t.Fatalf("both allocations answered %q", bodies[allocs[0].ID])
@@ -199,33 +106,14 @@ func TestBridgeDocker(t *testing.T) {
 
 	// SIGKILL the client agent and start it again: the same pause
 	// containers and namespaces, and the tasks answer.
-	inodes := map[string]uint64{}
 	pids := map[string]int{}
 	for _, a := range allocs {
-		inodes[a.ID] = netnsInode(t, a.ID)
 		pids[a.ID], _ = pauseOf(t, dcli, a.ID)
 	}
-	cli.kill()
-	cli.start()
-	waitFor(t, 30*time.Second, "client agent back", func() bool {
-		_, err := cli.client.Agent().Self()
-		return err == nil
-	})
-	waitFor(t, 30*time.Second, "allocations running after the restart", func() bool {
-		for _, a := range allocs {
-			full, _, err := cli.client.Allocations().Info(a.ID, nil)
-			if err != nil || full.ClientStatus != "running" {
-				return false
-			}
-		}
-		return true
-	})
+	restartClientAgent(t, cli, allocs, nil)
 	for _, a := range allocs {
 		if pid, ok := pauseOf(t, dcli, a.ID); !ok || pid != pids[a.ID] {
 			t.Fatalf("pause container of %s was replaced (pid %d, was %d)", a.ID, pid, pids[a.ID])
-		}
-		if got := netnsInode(t, a.ID); got != inodes[a.ID] {
-			t.Fatalf("namespace of %s was recreated", a.ID)
 		}
 		if body, err := get(addrs[a.ID]); err != nil || body != bodies[a.ID] {
 			t.Fatalf("after the restart %s answered %q, %v; want %q", addrs[a.ID], body, err, bodies[a.ID])
@@ -235,19 +123,9 @@ func TestBridgeDocker(t *testing.T) {
 	if _, _, err := srv.client.Jobs().Deregister("dbridge", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "task and pause containers and namespaces gone", func() bool {
-		for _, a := range allocs {
-			if _, err := os.Stat("/var/run/netns/" + a.ID); err == nil {
-				return false
-			}
-			if _, ok := pauseOf(t, dcli, a.ID); ok {
-				return false
-			}
-			if len(dockerContainers(t, dcli, a.ID)) != 0 {
-				return false
-			}
-		}
-		return !strings.Contains(cmdOut(t, "ip", "-o", "link", "show", "master", br), "dv")
+	waitBridgeGone(t, br, "task and pause containers and namespaces gone", 60*time.Second, allocs, func(allocID string) bool {
+		_, paused := pauseOf(t, dcli, allocID)
+		return !paused && len(dockerContainers(t, dcli, allocID)) == 0
 	})
 }
 

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,17 +60,7 @@ func TestBridgeQemu(t *testing.T) {
 	qemutest.Binary(t)
 	img := qemutest.Image(t)
 	const br, subnet = "drvit7", "172.26.127.0/24"
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", br).Run()
-		for _, r := range [][]string{
-			{"filter", "FORWARD", "-i", br, "-j", "ACCEPT"},
-			{"filter", "FORWARD", "-o", br, "-j", "ACCEPT"},
-			{"nat", "POSTROUTING", "-s", subnet, "!", "-o", br, "-j", "MASQUERADE"},
-			{"nat", "POSTROUTING", "-s", "127.0.0.0/8", "-o", br, "-j", "MASQUERADE"},
-		} {
-			exec.Command("iptables", append([]string{"-w", "-t", r[0], "-D", r[1]}, r[2:]...)...).Run()
-		}
-	})
+	cleanupBridge(t, br, subnet)
 	a := startAgent(t, "", []string{"-dev"}, map[string]any{
 		"client": map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},
 		"plugin": map[string]any{"qemu": map[string]any{"config": map[string]any{
@@ -81,26 +70,7 @@ func TestBridgeQemu(t *testing.T) {
 	a.waitReady(true)
 	requireExecDriver(t, a, "qemu")
 
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "vm.nomad.hcl"), []byte(fmt.Sprintf(qemuBridgeJob, img, qemutest.GuestHTTPPort)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, code := a.cli(dir, "job", "run", "-detach", "vm.nomad.hcl"); code != 0 {
-		t.Fatalf("job run: exit %d\n%s", code, out)
-	}
-	var allocID string
-	waitFor(t, 60*time.Second, "the VM's allocation running", func() bool {
-		for _, s := range a.allocsOf("vmbridge") {
-			if s.ClientStatus == "failed" {
-				al, _, _ := a.client.Allocations().Info(s.ID, nil)
-				t.Fatalf("allocation failed: %+v", al.TaskStates["vm"])
-			}
-			if s.ClientStatus == "running" {
-				allocID = s.ID
-			}
-		}
-		return allocID != ""
-	})
+	dir, allocID := runVMJob(t, a, "vmbridge", fmt.Sprintf(qemuBridgeJob, img, qemutest.GuestHTTPPort))
 	t.Cleanup(func() {
 		for _, pid := range qemuPIDs(allocID) {
 			syscall.Kill(pid, syscall.SIGKILL)

@@ -125,26 +125,7 @@ func TestQemuJobBootsReattachesAndStopsGracefully(t *testing.T) {
 		t.Fatalf("node attributes: driver.qemu=%q driver.qemu.version=%q", node.Attributes["driver.qemu"], v)
 	}
 
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "vm.nomad.hcl"), []byte(fmt.Sprintf(qemuJob, img, qemutest.GuestHTTPPort)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, code := srv.cli(dir, "job", "run", "-detach", "vm.nomad.hcl"); code != 0 {
-		t.Fatalf("job run: exit %d\n%s", code, out)
-	}
-	var allocID string
-	waitFor(t, 60*time.Second, "the VM's allocation running", func() bool {
-		for _, s := range srv.allocsOf("vm") {
-			if s.ClientStatus == "failed" {
-				al, _, _ := srv.client.Allocations().Info(s.ID, nil)
-				t.Fatalf("allocation failed: %+v", al.TaskStates["vm"])
-			}
-			if s.ClientStatus == "running" {
-				allocID = s.ID
-			}
-		}
-		return allocID != ""
-	})
+	dir, allocID := runVMJob(t, srv, "vm", fmt.Sprintf(qemuJob, img, qemutest.GuestHTTPPort))
 	var pids []int
 	t.Cleanup(func() {
 		// A failed run must not leave the VM behind (the client agent
