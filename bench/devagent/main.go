@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-project/drover/internal/testport"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -171,12 +171,9 @@ func median(rs []result) result {
 	return m
 }
 
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port from testport: outside the kernel's ephemeral
+// range, so nothing else takes it before the agent binds it.
+func freePort() int { return testport.MustTake() }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func ptr[T any](v T) *T          { return &v }

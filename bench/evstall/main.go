@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-project/drover/internal/testport"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -225,11 +226,6 @@ func summarize(stalled bool, lat []time.Duration) round {
 	return round{Stalled: stalled, Jobs: len(lat), P50Ms: ms(pct(0.5)), P99Ms: ms(pct(0.99)), MaxMs: ms(lat[len(lat)-1])}
 }
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port from testport: outside the kernel's ephemeral
+// range, so nothing else takes it before the agent binds it.
+func freePort() int { return testport.MustTake() }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-project/drover/internal/testport"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -127,14 +127,9 @@ func newAPIClient(addr string) (*api.Client, error) {
 	return api.NewClient(conf)
 }
 
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port from testport: outside the kernel's ephemeral
+// range, so nothing else takes it before the agent binds it.
+func freePort() int { return testport.MustTake() }
 
 // procCPU returns user+system CPU seconds of a process from /proc/<pid>/stat.
 func procCPU(pid int) (float64, error) {

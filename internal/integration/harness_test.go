@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/testport"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -37,31 +37,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// givenPorts are the ports freePort has handed out in this process: the
-// kernel may offer a just-released port again, and an agent given the same
-// port for RPC and serf cannot start.
-var givenPorts = struct {
-	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
-
+// freePort is a port for an agent or a task to bind, from testport (outside
+// the kernel's ephemeral range, never handed to two tests).
 func freePort(t *testing.T) int {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		givenPorts.Lock()
-		dup := givenPorts.m[port]
-		givenPorts.m[port] = true
-		givenPorts.Unlock()
-		if !dup {
-			return port
-		}
+	p, err := testport.Take()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return p
 }
 
 // agent is a drover agent process.

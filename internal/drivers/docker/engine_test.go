@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // These tests run containers on the local engine (skipped without one,
@@ -97,12 +97,11 @@ func readFileEventually(t *testing.T, path, want string) string {
 }
 
 func freeTCPPort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testport.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // A container serves HTTP on the allocation's host port (published to its

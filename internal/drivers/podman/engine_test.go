@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers/docker"
 	"github.com/drover-project/drover/internal/drivers/podman/podmantest"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // These tests run containers on the local podman API service (skipped
@@ -110,12 +110,10 @@ func fileHas(path, want string) func() bool {
 // service samples its use, and stop then destroy remove it.
 func TestPodmanServeLogsExecStatsStop(t *testing.T) {
 	d, cli, img := engineDriver(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testport.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	cfg := engineTask(t, "web", map[string]any{
 		"image":   img,
 		"command": "/bin/sh",

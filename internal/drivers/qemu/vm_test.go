@@ -3,7 +3,6 @@ package qemu
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/qemu/qemutest"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // These tests boot real virtual machines from the image qemutest builds
@@ -33,12 +33,11 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testport.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // vmTask lays out an allocation directory with the image in the task's
