@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/rpc"
-
-	"github.com/hashicorp/yamux"
 )
 
 // A call with a context runs on a stream of its own (taken from a few
@@ -64,10 +62,10 @@ func (p *Pool) CallContext(ctx context.Context, addr, method string, args, reply
 			client.Close()
 			continue
 		}
-		if err != nil && errors.Is(err, yamux.ErrSessionShutdown) {
+		if err != nil && unsent(err) {
 			client.Close()
 			p.drop(addr, c)
-			return &ConnectError{Addr: addr, Err: err} // never written, as in Call
+			return &ConnectError{Addr: addr, Err: err} // never whole at the server, as in Call
 		}
 		if err != nil && isTransport(err) {
 			client.Close()

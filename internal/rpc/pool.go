@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/rpc"
 	"sync"
 	"time"
@@ -119,11 +120,7 @@ func (p *Pool) call(addr, region, method string, args, reply any) error {
 		return &ConnectError{Addr: addr, Err: err}
 	}
 	err = c.client.Call(method, args, reply)
-	if err != nil && errors.Is(err, yamux.ErrSessionShutdown) {
-		// yamux answers this only from the write side (a stream's read
-		// swallows it): the session was gone before the request was
-		// written, so the call was never sent and is safe to send
-		// elsewhere, as a failed dial is.
+	if err != nil && unsent(err) {
 		p.drop(addr, c)
 		return &ConnectError{Addr: addr, Err: err}
 	}
@@ -131,6 +128,25 @@ func (p *Pool) call(addr, region, method string, args, reply any) error {
 		p.drop(addr, c)
 	}
 	return err
+}
+
+// unsent reports whether err is the transport failing while the request
+// was written, so that the server cannot have run the call and it is safe
+// to send elsewhere, as after a failed dial. Two such errors reach a call:
+// yamux's ErrSessionShutdown, which it answers only on the write side (a
+// stream's read swallows it), when the session was gone before the request
+// was written; and the socket's own write error (say "writev: broken
+// pipe": the peer had already reset the connection), which yamux hands
+// only to the writer of the frame that failed. Either way the server never
+// read the whole request (its last bytes did not leave this host, or
+// reached a closed socket), and a call runs only once its request is
+// whole.
+func unsent(err error) bool {
+	if errors.Is(err, yamux.ErrSessionShutdown) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && (oe.Op == "write" || oe.Op == "writev")
 }
 
 func isTransport(err error) bool {
