@@ -142,7 +142,20 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 	if err := follower.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { follower.Process.Kill(); follower.Wait() })
+	followerExit := make(chan error, 1)
+	go func() { followerExit <- follower.Wait() }()
+	t.Cleanup(func() { follower.Process.Kill(); <-followerExit })
+	// A follower that stops while the task runs (it took a restart for
+	// the end of the log) is the failure, named as such.
+	followerRunning := func(when string) {
+		select {
+		case err := <-followerExit:
+			followerExit <- err
+			t.Fatalf("alloc logs -f exited (%v) %s, though the task runs on: %d lines followed; its stderr: %q",
+				err, when, strings.Count(followed.String(), "\n"), followErr.String())
+		default:
+		}
+	}
 	waitFor(t, 20*time.Second, "alloc logs -f streaming", func() bool { return strings.Count(followed.String(), "\n") > 0 })
 
 	type phase struct {
@@ -283,6 +296,7 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		if samePID != r5Tasks {
 			t.Errorf("%s: %d of %d tasks kept their process", ph.name, samePID, r5Tasks)
 		}
+		followerRunning("across the " + ph.name + " restart")
 	}
 
 	// The logs are served across the restart: the API shows lines written
@@ -297,6 +311,7 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 
 	// The follower saw exactly the log, through both restarts.
 	for deadline := time.Now().Add(20 * time.Second); ; {
+		followerRunning("after the restarts")
 		b, _ := os.ReadFile(logPath(allocs[0].ID))
 		f := followed.String()
 		if len(f) > 0 && strings.Count(f, "\n") >= strings.Count(string(b), "\n")-20 {
