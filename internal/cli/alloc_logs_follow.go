@@ -32,7 +32,7 @@ type logFollower struct {
 // The follower's timings (tests shorten them).
 var (
 	followRetryMin    = 250 * time.Millisecond
-	followRetryMax    = 5 * time.Second
+	followRetryMax    = 2 * time.Second
 	followGiveUpAfter = 10 * time.Minute
 	followSettle      = 2 * time.Second
 )
@@ -58,16 +58,23 @@ func (lf *logFollower) follow(origin string, offset int64, cancel <-chan struct{
 		var lostAt time.Time
 		delay := lf.retryMin
 		for {
+			var res streamResult
+			var err error
+			var frames <-chan *api.StreamFrame
+			openedAt := time.Now()
 			if st.replay {
 				origin, offset = "start", 0
 			} else if st.pos.known {
-				origin, offset = "start", lf.resumeOffset(st.pos)
+				origin = "start"
+				offset, err = lf.resumeOffset(st.pos)
 			}
-			inner := make(chan struct{})
-			openedAt := time.Now()
-			frames, errCh := lf.client.AllocFS().Logs(lf.alloc, true, lf.task, lf.logType, origin, offset, inner, nil)
-			res, err := st.copy(frames, errCh)
-			close(inner)
+			if err == nil {
+				inner := make(chan struct{})
+				var errCh <-chan error
+				frames, errCh = lf.client.AllocFS().Logs(lf.alloc, true, lf.task, lf.logType, origin, offset, inner, nil)
+				res, err = st.copy(frames, errCh)
+				close(inner)
+			}
 			// The outage is over once data flows again, or the stream (of a
 			// quiet task) stayed open for a while: frames is nil when the
 			// request itself failed.
@@ -245,12 +252,17 @@ func (lf *logFollower) finished() bool {
 
 // resumeOffset is pos as an offset into the task's concatenated log files
 // (what the logs endpoint takes): the sizes of the files before pos's one,
-// plus pos's offset in it. When the files cannot be listed it is 0: the
-// stream starts over and what was printed is skipped.
-func (lf *logFollower) resumeOffset(pos logPosition) int64 {
+// plus pos's offset in it. An error is the agent still away; when it
+// refuses the listing (a token that may read logs but not the alloc
+// directory) the offset is 0: the stream starts over and what was printed
+// is skipped.
+func (lf *logFollower) resumeOffset(pos logPosition) (int64, error) {
 	files, _, err := lf.client.AllocFS().List(lf.alloc, "/alloc/logs", nil)
 	if err != nil {
-		return 0
+		if retryable(err) {
+			return 0, err
+		}
+		return 0, nil
 	}
 	prefix := lf.task + "." + lf.logType + "."
 	var sum int64
@@ -262,7 +274,7 @@ func (lf *logFollower) resumeOffset(pos logPosition) int64 {
 			sum += f.Size
 		}
 	}
-	return sum + pos.offset
+	return sum + pos.offset, nil
 }
 
 // logPosition is how far a follow has got: the rotated file (its index)

@@ -18,12 +18,14 @@ import (
 // every way an agent restart loses it; each connection to the logs endpoint
 // runs the next step of script.
 type restartingAgent struct {
-	mu      sync.Mutex
-	files   [2]string // t.stdout.0 (complete), t.stdout.1 (growing)
-	lines   int
-	dead    bool
-	offsets []string // "origin offset" of each logs request
-	script  []func(w http.ResponseWriter, offset int64)
+	mu    sync.Mutex
+	files [2]string // t.stdout.0 (complete), t.stdout.1 (growing)
+	lines int
+	dead  bool
+	// lsForbidden: the token may read logs, not list the alloc dir.
+	lsForbidden bool
+	offsets     []string // "origin offset" of each logs request
+	script      []func(w http.ResponseWriter, offset int64)
 }
 
 func (a *restartingAgent) grow(n int) {
@@ -86,6 +88,8 @@ func (a *restartingAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		json.NewEncoder(w).Encode(&api.Allocation{ID: allocID, TaskGroup: "g", ClientStatus: "running",
 			TaskStates: map[string]*api.TaskState{"t": {State: state}}})
+	case r.URL.Path == "/v1/client/fs/ls/"+allocID && a.lsForbidden:
+		http.Error(w, "Permission denied", http.StatusForbidden)
 	case r.URL.Path == "/v1/client/fs/ls/"+allocID && r.URL.Query().Get("path") == "/alloc/logs":
 		json.NewEncoder(w).Encode([]*api.AllocFileInfo{
 			{Name: ".t.stdout.fifo"}, {Name: "t.stderr.0", Size: 5},
@@ -233,5 +237,37 @@ func TestAllocLogsFollowEnds(t *testing.T) {
 				t.Fatalf("gave up after %s (limit %s)", time.Since(start), followGiveUpAfter)
 			}
 		})
+	}
+}
+
+// A token that may read logs but not list the alloc dir: the follower
+// cannot compute where to resume, so it starts over and skips exactly what
+// it printed.
+func TestAllocLogsFollowResumesWithoutListing(t *testing.T) {
+	defer func(a, b, c, d time.Duration) {
+		followRetryMin, followRetryMax, followGiveUpAfter, followSettle = a, b, c, d
+	}(followRetryMin, followRetryMax, followGiveUpAfter, followSettle)
+	followRetryMin, followRetryMax, followGiveUpAfter, followSettle = 5*time.Millisecond, 20*time.Millisecond, 20*time.Second, 200*time.Millisecond
+
+	a := &restartingAgent{lsForbidden: true}
+	a.grow(4)
+	a.script = []func(http.ResponseWriter, int64){
+		func(w http.ResponseWriter, off int64) {
+			a.serve(w, a.frames(off, 22), false) // two lines and a half
+			w.Write([]byte(`{"Fi`))
+		},
+		func(w http.ResponseWriter, off int64) {
+			a.grow(3)
+			a.serve(w, a.frames(off, -1), false)
+			a.dead = true
+		},
+	}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	out, errb, code := run(t, srv, "alloc", "logs", "-f", allocID, "t")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if code != 0 || out != a.all() || strings.Join(a.offsets, ",") != "start 0,start 0" {
+		t.Fatalf("exit %d, requests %q; printed %q, want %q (stderr %q)", code, a.offsets, out, a.all(), errb)
 	}
 }
