@@ -226,7 +226,8 @@ Usage: `+BinaryName+` alloc logs [options] <allocation> [task]
 Logs Options:
 
   -stderr       Show stderr instead of stdout.
-  -f            Follow the log.
+  -f            Follow the log until the task ends; across a restart of its
+                agent it reconnects and resumes where it stopped.
   -tail         Show the end of the log.
   -n=<lines>    With -tail, the number of lines (default 10).
   -c=<bytes>    With -tail, the number of bytes.
@@ -290,9 +291,9 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	var errCh <-chan error
 	if follow {
 		// Resumed across a restart of the agent (its tasks keep running).
-		frames, errCh = followLogs(client, alloc, task, logType, origin, offset, cancel, func(err error) {
-			c.Ui.Error(fmt.Sprintf("Lost the log stream (%s); reconnecting", err))
-		})
+		frames, errCh = newLogFollower(client, alloc, task, logType, func(err error) {
+			c.Ui.Error(fmt.Sprintf("Lost the log stream (%s); reconnecting", streamErrText(err)))
+		}).follow(origin, offset, cancel)
 	} else {
 		frames, errCh = client.AllocFS().Logs(alloc, false, task, logType, origin, offset, cancel, nil)
 	}
@@ -323,7 +324,7 @@ func (c *AllocLogsCommand) Run(args []string) int {
 			w.Write(f.Data)
 		case err := <-errCh:
 			if err != nil {
-				c.Ui.Error(fmt.Sprintf("Error reading logs: %s", err))
+				c.Ui.Error(fmt.Sprintf("Error reading logs: %s", streamErrText(err)))
 				return 1
 			}
 		}

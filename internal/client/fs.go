@@ -358,6 +358,13 @@ func (c *Client) FSLogs(ctx context.Context, allocID, task, logType, origin stri
 		if progressed {
 			continue
 		}
+		if follow && c.shuttingDown() {
+			// The agent stops (outside dev mode its tasks keep running, and
+			// detaching them makes them look finished): an error, so that a
+			// follower resumes when the agent is back instead of taking
+			// this for the end of the log.
+			return errStreamShutdown
+		}
 		if !follow || finishedBefore {
 			return nil
 		}
@@ -366,6 +373,9 @@ func (c *Client) FSLogs(ctx context.Context, allocID, task, logType, origin stri
 		}
 	}
 }
+
+// errStreamShutdown ends a followed log when the client agent stops.
+var errStreamShutdown = structs.NewErrCoded(503, "client agent shutting down: the task's log was not finished; follow it again when the agent is back")
 
 // nextFile returns the file after cur in the ordered list (the first one
 // when cur is ""), or "".

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,17 +132,12 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 	shims, rssKB := shimsUnder(clientDir)
 	t.Logf("R5: %d task supervisors, %d KiB proportional set size (PSS) each on average", shims, rssKB/max(shims, 1))
 
-	// `alloc logs -f` against the client agent, across both restarts.
-	follower := exec.Command(droverBin, "alloc", "logs", "-f", allocs[0].ID, "t")
-	follower.Env = append(os.Environ(), fmt.Sprintf("NOMAD_ADDR=http://127.0.0.1:%d", cli.http))
-	followed := &syncBuffer{}
-	followErr := &syncBuffer{}
-	follower.Stdout, follower.Stderr = followed, followErr
-	if err := follower.Start(); err != nil {
-		t.Fatal(err)
+	// `alloc logs -f` against the client agent, and through the server
+	// (which answers 503 while the agent is away), across both restarts.
+	followers := []*logFollow{
+		startLogFollow(t, "at the client agent", cli.http, allocs[0].ID, "t"),
+		startLogFollow(t, "through the server", srv.http, allocs[0].ID, "t"),
 	}
-	t.Cleanup(func() { follower.Process.Kill(); follower.Wait() })
-	waitFor(t, 20*time.Second, "alloc logs -f streaming", func() bool { return strings.Count(followed.String(), "\n") > 0 })
 
 	type phase struct {
 		name   string
@@ -283,6 +277,9 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		if samePID != r5Tasks {
 			t.Errorf("%s: %d of %d tasks kept their process", ph.name, samePID, r5Tasks)
 		}
+		for _, f := range followers {
+			f.running(t, "across the "+ph.name+" restart")
+		}
 	}
 
 	// The logs are served across the restart: the API shows lines written
@@ -295,23 +292,10 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		t.Fatalf("logs through the API after the restarts: %.200q", resp)
 	}
 
-	// The follower saw exactly the log, through both restarts.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		b, _ := os.ReadFile(logPath(allocs[0].ID))
-		f := followed.String()
-		if len(f) > 0 && strings.Count(f, "\n") >= strings.Count(string(b), "\n")-20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alloc logs -f did not catch up: %d lines followed, %d in the log; its stderr: %q", strings.Count(f, "\n"), strings.Count(string(b), "\n"), followErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The followers saw exactly the log, through both restarts.
+	for _, f := range followers {
+		f.caughtUp(t, logPath(allocs[0].ID))
 	}
-	b, _ := os.ReadFile(logPath(allocs[0].ID))
-	if f := followed.String(); !strings.HasPrefix(string(b), f) {
-		t.Fatalf("alloc logs -f output is not the log: %d bytes followed, %d in the log (stderr %q)", len(f), len(b), followErr.String())
-	}
-	t.Logf("alloc logs -f followed %d lines across both restarts; it said: %q", strings.Count(followed.String(), "\n"), strings.TrimSpace(followErr.String()))
 
 	// Stop everything before the agents go.
 	if _, _, err := srv.client.Jobs().Deregister("r5", false, nil); err != nil {

@@ -287,6 +287,7 @@ func (s *server) streamFrames(w http.ResponseWriter, r *http.Request, follow, pl
 			}
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("stream ended with an error", "path", r.URL.Path, "error", err)
+				brokenStream(w, rc, plain, err)
 			}
 			start()
 			_ = rc.Flush()
@@ -301,4 +302,18 @@ func (s *server) streamFrames(w http.ResponseWriter, r *http.Request, follow, pl
 			return nil
 		}
 	}
+}
+
+// brokenStream ends a stream whose producer failed after the status was
+// sent, so that no reader mistakes it for a complete one (a follower would
+// stop following): JSON frames are followed by the error's text, which no
+// frame decoder accepts (what Nomad does: the api client reports "failed to
+// decode log endpoint response as JSON: <text>"); raw data cannot carry
+// it, so the connection is cut before the end of the chunked body.
+func brokenStream(w http.ResponseWriter, rc *http.ResponseController, plain bool, err error) {
+	if plain {
+		panic(http.ErrAbortHandler)
+	}
+	_, _ = io.WriteString(w, err.Error())
+	_ = rc.Flush()
 }

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// brokenFS streams one frame, then fails (a client agent shutting down) or,
+// with hold, keeps the stream open until its caller goes away.
+type brokenFS struct {
+	fakeFS
+	hold bool
+	sent chan struct{}
+}
+
+func (b *brokenFS) FSLogs(ctx context.Context, allocID, task, logType, origin string, offset int64, follow bool, out chan<- *api.StreamFrame) error {
+	out <- &api.StreamFrame{File: "alloc/logs/web.stdout.0", Offset: 4, Data: []byte("one\n")}
+	if b.sent != nil {
+		close(b.sent)
+	}
+	if b.hold {
+		<-ctx.Done()
+		return nil
+	}
+	return structs.NewErrCoded(503, "client agent shutting down")
+}
+
+// followOnce reads a followed log through the api client until it ends: the
+// data, and the error (nil: the stream ended as a complete log).
+func followOnce(t *testing.T, c *api.Client, during func()) (string, error) {
+	t.Helper()
+	cancel := make(chan struct{})
+	defer close(cancel)
+	frames, errCh := c.AllocFS().Logs(&api.Allocation{ID: "a1", NodeID: "node-b"}, true, "web", "stdout", "start", 0, cancel, nil)
+	var got strings.Builder
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return got.String(), nil
+			}
+			got.Write(f.Data)
+			if during != nil {
+				during()
+				during = nil
+			}
+		case err := <-errCh:
+			return got.String(), err
+		case <-timeout:
+			t.Fatalf("the stream neither ended nor failed; got %q", got.String())
+		}
+	}
+}
+
+// A followed log whose producer fails after the first frame is not a
+// complete log: its reader gets an error naming the cause (JSON frames), or
+// a cut connection (plain), never a clean end.
+func TestFSLogsErrorAfterFramesIsNotACleanEnd(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.FS = &brokenFS{} })
+	got, err := followOnce(t, env.client, nil)
+	if got != "one\n" {
+		t.Fatalf("frames %q", got)
+	}
+	if err == nil {
+		t.Fatal("the stream ended cleanly after its producer failed: a follower takes it for a finished log")
+	}
+	if !strings.Contains(err.Error(), "client agent shutting down") {
+		t.Fatalf("error %q does not name the cause", err)
+	}
+
+	resp, err := http.Get(env.srv.URL + "/v1/client/fs/logs/a1?task=web&type=stdout&follow=true&plain=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "one\n" {
+		t.Fatalf("plain: %d %q", resp.StatusCode, b)
+	}
+	if err == nil {
+		t.Fatal("plain stream ended cleanly after its producer failed")
+	}
+}
+
+// A server relaying a node's followed log whose node connection drops
+// mid-stream (the client agent is killed) cuts its own answer: the reader
+// gets an error, not a complete (or empty) log.
+func TestRelayedLogCutWhenNodeConnectionDrops(t *testing.T) {
+	fs := &brokenFS{hold: true, sent: make(chan struct{})}
+	node := httptest.NewServer(NewHandler(Config{FS: fs, Stats: fakeStats{id: "node-b"}, Allocs: allocSet{"a1": true}}))
+	defer node.Close()
+	dialer := &tcpDialer{nodes: map[string]string{"node-b": node.Listener.Addr().String()}}
+	env := newEnv(t, func(c *Config) { c.FS = nil; c.Reach = dialer })
+	env.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{Alloc: &structs.Allocation{ID: "a1", NodeID: "node-b"}})
+
+	got, err := followOnce(t, env.client, func() { <-fs.sent; node.CloseClientConnections() })
+	if got != "one\n" {
+		t.Fatalf("frames %q", got)
+	}
+	if err == nil {
+		t.Fatal("the relayed stream ended cleanly when the node's connection dropped")
+	}
+
+	// With the node gone, a new request is a clear 5xx, not an empty 200.
+	delete(dialer.nodes, "node-b")
+	_, err = followOnce(t, env.client, nil)
+	if code, _ := structs.ErrorCode(err); err == nil || !strings.Contains(err.Error(), "no path to node node-b") {
+		t.Fatalf("node gone: %v (code %d)", err, code)
+	}
+}
