@@ -28,10 +28,14 @@ func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, er
 
 // emptyList answers a list that is always empty (index 1) for the kinds
 // Drover has none of (volumes, plugins). A blocking query (?index= at or
-// past 1) waits its full wait time, or until the caller goes away.
+// past 1) waits its full wait time, or until the caller goes away. Every
+// region answers the same, but a region no server knows is refused.
 func (s *server) emptyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var q structs.QueryOptions
 	if err := s.parseQuery(r, &q); err != nil {
+		return nil, err
+	}
+	if _, err := s.otherRegion(r); err != nil {
 		return nil, err
 	}
 	const index = 1

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// The event stream of another region (/v1/event/stream?region=, polled
+// with Event.Poll) is that region's, asked of one of its servers; a region
+// nobody gossips for is "No path to region" (it was this region's stream).
+func TestEventPollOtherRegion(t *testing.T) {
+	east := gossipServerIn(t, "e1", t.TempDir(), 1, "east")
+	west := gossipServerIn(t, "w1", t.TempDir(), 1, "west")
+	waitFor(t, 10*time.Second, "both leaders", func() bool { return east.IsLeader() && west.IsLeader() })
+	if _, err := west.Join([]string{serfAddr(east)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "west known to east", func() bool { return len(east.regionServers()["west"]) > 0 })
+	job := testJob("only-in-west", 1)
+	job.Region = "west"
+	if err := west.RPC("Job.Register", &structs.JobRegisterRequest{Job: job,
+		WriteRequest: structs.WriteRequest{Region: "west", Namespace: "default"}}, &structs.JobRegisterResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(region string) (string, error) {
+		req := events.Request{Index: 1, Topics: map[string][]string{events.TopicJob: {"*"}}, Namespace: "default", Region: region}
+		var reply events.PollResponse
+		err := east.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 200 * time.Millisecond}, &reply)
+		var b strings.Builder
+		for _, f := range reply.Frames {
+			b.Write(f)
+		}
+		return b.String(), err
+	}
+	if got, err := poll("west"); err != nil || !strings.Contains(got, "only-in-west") {
+		t.Fatalf("west's stream through east: %q, %v; want west's job event", got, err)
+	}
+	if got, err := poll(""); err != nil || strings.Contains(got, "only-in-west") {
+		t.Fatalf("east's own stream: %q, %v; want no west job", got, err)
+	}
+	if _, err := poll("nope"); errCode(err) != 400 || !strings.Contains(err.Error(), `No path to region "nope"`) {
+		t.Fatalf("an unknown region's stream: %v, want 400 No path to region", err)
+	}
+}
