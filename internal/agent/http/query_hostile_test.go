@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drover-project/drover/internal/structs"
+)
+
+// The common query parameters of every read (blocking queries, stale
+// reads, pages): garbage is a 400 naming the parameter, and what is
+// accepted reaches the RPC bounded (an enormous wait is the longest one).
+func TestQueryParamsHostile(t *testing.T) {
+	env := newEnv(t, nil)
+	for _, c := range []struct {
+		query string
+		want  string
+	}{
+		{"index=-1", `Invalid index "-1"`},
+		{"index=abc", `Invalid index "abc"`},
+		{"index=18446744073709551616", `Invalid index "18446744073709551616"`},
+		{"index=1e3", `Invalid index "1e3"`},
+		{"wait=abc", `Invalid wait time "abc"`},
+		{"wait=-5s", `Invalid wait time "-5s"`},
+		{"wait=1", `Invalid wait time "1"`},
+		{"wait=9999999999999999h", `Invalid wait time`},
+		{"stale=maybe", `"stale"`},
+		{"stale=2", `"stale"`},
+		{"per_page=-1", `Invalid per_page "-1"`},
+		{"per_page=99999999999", `Invalid per_page`},
+		{"reverse=maybe", `"reverse"`},
+	} {
+		code, _, body := env.raw(t, "GET", "/v1/jobs?"+c.query, "")
+		if code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("GET /v1/jobs?%s: %d %q, want 400 %q", c.query, code, body, c.want)
+		}
+	}
+	for _, c := range []struct {
+		query string
+		check func(q structs.QueryOptions) bool
+	}{
+		{"index=18446744073709551615&wait=100000h", func(q structs.QueryOptions) bool {
+			return q.MinQueryIndex == 1<<64-1 && q.MaxQueryTime == maxQueryTime
+		}},
+		{"stale", func(q structs.QueryOptions) bool { return q.AllowStale }},
+		{"stale=", func(q structs.QueryOptions) bool { return q.AllowStale }},
+		{"stale=true", func(q structs.QueryOptions) bool { return q.AllowStale }},
+		{"stale=false", func(q structs.QueryOptions) bool { return !q.AllowStale }},
+		{"wait=0s", func(q structs.QueryOptions) bool { return q.MaxQueryTime == 0 }},
+	} {
+		code, _, body := env.raw(t, "GET", "/v1/jobs?"+c.query, "")
+		if code != 200 {
+			t.Errorf("GET /v1/jobs?%s: %d %q, want 200", c.query, code, body)
+			continue
+		}
+		if q := env.rpc.last(t, "Job.List").(*structs.JobListRequest).QueryOptions; !c.check(q) {
+			t.Errorf("GET /v1/jobs?%s reached the RPC as %+v", c.query, q)
+		}
+	}
+}
