@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -187,6 +188,9 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		}
 		q.WithContext(ctx)
 		remote, index, err := k.fetch(q)
+		if err == nil && ctx.Err() == nil {
+			err = s.replicationTokenIsManagement(ctx)
+		}
 		var kept []string
 		if err == nil && ctx.Err() == nil {
 			kept, err = applyReplicated(s, k, remote)
@@ -217,6 +221,24 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 			return
 		}
 	}
+}
+
+// replicationTokenIsManagement checks, before a round applies what it
+// read, that the replication token is a management token in the
+// authoritative region: the list queries of policies, roles, namespaces
+// and node pools answer a lesser token only what it may read, and the
+// round would delete the rest here as deleted upstream.
+func (s *Server) replicationTokenIsManagement(ctx context.Context) error {
+	q := structs.QueryOptions{Region: s.authoritativeRegion(), AuthToken: s.config.ReplicationToken, AllowStale: true}
+	q.WithContext(ctx)
+	var r structs.ACLResolveResponse
+	if err := s.RPC("ACL.ResolveToken", &structs.ACLGetRequest{Name: s.config.ReplicationToken, QueryOptions: q}, &r); err != nil {
+		return err
+	}
+	if r.Token == nil || r.Token.Type != structs.ACLManagementToken {
+		return fmt.Errorf("acl.replication_token is not a management token in region %q: replication needs one to read every object, and nothing is replicated meanwhile", s.authoritativeRegion())
+	}
+	return nil
 }
 
 // applyReplicated makes this region's copies of one kind equal remote:
