@@ -97,3 +97,30 @@ func getWithin(t *testing.T, env *testEnv, path string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// The always-empty lists (volumes, plugins) check their query as every
+// list does: a malformed filter or blocking-query parameter is a 400
+// naming it, not an empty answer.
+func TestEmptyListsHostile(t *testing.T) {
+	env := newEnv(t, nil)
+	for _, base := range []string{"/v1/volumes", "/v1/plugins"} {
+		for _, c := range []struct{ query, want string }{
+			{"filter=((", "failed to read filter expression"},
+			{"filter=" + strings.Repeat("(", 5000), "failed to read filter expression"},
+			{"index=abc", `Invalid index "abc"`},
+			{"wait=-1s", `Invalid wait time "-1s"`},
+			{"stale=maybe", `"stale"`},
+			{"type=bogus", `unsupported`},
+		} {
+			code, body := getWithin(t, env, base+"?"+c.query)
+			if code != 400 || !strings.Contains(body, c.want) {
+				t.Errorf("GET %s?%s: %d %q, want 400 %q", base, c.query, code, body, c.want)
+			}
+		}
+		for _, q := range []string{"namespace=*", "prefix=%ff", "filter=ID+%3D%3D+%22x%22", "per_page=1&next_token=zzz"} {
+			if code, body := getWithin(t, env, base+"?"+q); code != 200 || strings.TrimSpace(body) != "[]" {
+				t.Errorf("GET %s?%s: %d %q, want 200 []", base, q, code, body)
+			}
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hashicorp/go-bexpr"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -37,6 +39,13 @@ func (s *server) emptyList(w http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	if _, err := s.otherRegion(r); err != nil {
 		return nil, err
+	}
+	// A malformed ?filter= is refused as by every list, though nothing
+	// would be filtered.
+	if q.Filter != "" {
+		if _, err := bexpr.CreateEvaluator(q.Filter, bexpr.WithMaxExpressions(500000)); err != nil {
+			return nil, structs.NewErrCoded(http.StatusBadRequest, "failed to read filter expression: %v", err)
+		}
 	}
 	const index = 1
 	if q.MinQueryIndex >= index {
