@@ -46,3 +46,46 @@ func TestEventPollOtherRegion(t *testing.T) {
 		t.Fatalf("an unknown region's stream: %v, want 400 No path to region", err)
 	}
 }
+
+// A server of another region that went away (not yet noticed by the
+// gossip pool) is skipped: requests for its region go to another of its
+// servers; once none can be reached, the answer is "No path to region"
+// naming why, not a 500 transport error.
+func TestForwardRegionServerGone(t *testing.T) {
+	east := gossipServerIn(t, "e1", t.TempDir(), 1, "east")
+	w1 := gossipServerIn(t, "w1", t.TempDir(), 2, "west")
+	w2 := gossipServerIn(t, "w2", t.TempDir(), 2, "west")
+	if _, err := w2.Join([]string{serfAddr(w1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w1.Join([]string{serfAddr(east)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "west's leader and both west servers known to east", func() bool {
+		return (w1.IsLeader() || w2.IsLeader()) && len(east.regionServers()["west"]) == 2
+	})
+	follower := w1
+	if w1.IsLeader() {
+		follower = w2
+	}
+	// The follower goes away without leaving the pool (as when killed).
+	follower.Shutdown()
+	list := func() error {
+		return east.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{Region: "west", Namespace: "default", AllowStale: true}}, &structs.JobListResponse{})
+	}
+	for i := 0; i < 20 && len(east.regionServers()["west"]) == 2; i++ {
+		if err := list(); err != nil {
+			t.Fatalf("request %d for west with one of its servers gone: %v", i, err)
+		}
+	}
+	leader := w1
+	if follower == w1 {
+		leader = w2
+	}
+	// Both gone: whether or not the pool noticed yet, the same answer.
+	leader.Shutdown()
+	err := list()
+	if errCode(err) != 400 || !strings.Contains(err.Error(), `No path to region "west"`) {
+		t.Fatalf("a request for west with all its servers gone: %v, want 400 No path to region", err)
+	}
+}
