@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -66,7 +67,7 @@ func (s *Server) forwardRegion(region, method string, args, reply any) error {
 	var unreachable []string
 	for i := range servers {
 		p := servers[(first+i)%len(servers)]
-		err := s.forwardCall(ctx, p.Addr, method, args, reply)
+		err := s.forwardCallTo(ctx, fmt.Sprintf("region %q's server", region), p.Addr, method, args, reply)
 		if err == nil || !droverrpc.IsConnectError(err) || ctx.Err() != nil {
 			return err
 		}

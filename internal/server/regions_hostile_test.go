@@ -89,3 +89,49 @@ func TestForwardRegionServerGone(t *testing.T) {
 		t.Fatalf("a request for west with all its servers gone: %v, want 400 No path to region", err)
 	}
 }
+
+// A server of another region that takes a forwarded call and hangs (a
+// SIGSTOPed process) holds the caller no longer than the forwarding
+// deadline (plus a blocking query's own wait), and the error names that
+// region's server (it said "the leader", which it is not).
+func TestForwardRegionStalledServer(t *testing.T) {
+	const fwd = 500 * time.Millisecond
+	east := gossipServerIn(t, "e1", t.TempDir(), 1, "east", func(c *Config) { c.RPCForwardTimeout = fwd })
+	var stall *stallListener
+	west := gossipServerIn(t, "w1", t.TempDir(), 1, "west", func(c *Config) {
+		stall = &stallListener{Listener: c.RPCListener}
+		c.RPCListener = stall
+	})
+	waitFor(t, 10*time.Second, "both leaders", func() bool { return east.IsLeader() && west.IsLeader() })
+	if _, err := west.Join([]string{serfAddr(east)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "west known to east", func() bool { return len(east.regionServers()["west"]) > 0 })
+	list := func(q structs.QueryOptions) (error, time.Duration) {
+		q.Region, q.Namespace = "west", "default"
+		start := time.Now()
+		err := east.RPC("Job.List", &structs.JobListRequest{QueryOptions: q}, &structs.JobListResponse{})
+		return err, time.Since(start)
+	}
+	if err, _ := list(structs.QueryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stall.stall(true)
+	defer stall.stall(false)
+	const wait = 300 * time.Millisecond
+	for _, q := range []structs.QueryOptions{{}, {MinQueryIndex: 1 << 40, MaxQueryTime: wait}} {
+		err, took := list(q)
+		if err == nil || !strings.Contains(err.Error(), `region "west"'s server`) || !strings.Contains(err.Error(), "did not answer Job.List") {
+			t.Fatalf("a read from west's stalled server: %v; want the deadline naming west's server", err)
+		}
+		if max := fwd + q.MaxQueryTime*2 + 3*time.Second; took > max {
+			t.Fatalf("a read from west's stalled server answered after %s, over %s", took, max)
+		}
+	}
+	job := testJob("to-stalled-west", 0)
+	job.Region = "west"
+	err := east.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{Region: "west", Namespace: "default"}}, &structs.JobRegisterResponse{})
+	if err == nil || !structs.IsOutcomeUnknown(err) || !strings.Contains(err.Error(), `region "west"'s server`) {
+		t.Fatalf("a write to west's stalled server: %v; want its outcome unknown, naming west's server", err)
+	}
+}
