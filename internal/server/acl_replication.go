@@ -69,7 +69,9 @@ type ACLReplicationStatus struct {
 	LastError   string    // the last round's error ("" when it succeeded)
 	// Kept names the objects deleted upstream that this region keeps
 	// because they are still in use here (a namespace or node pool with
-	// jobs), each with why, sorted; retried until they can go.
+	// jobs), and the upstream ones left out because they conflict with
+	// this region's own (a global token with a local token's ID), each
+	// with why, sorted; retried until they can go.
 	Kept []string
 }
 
@@ -124,6 +126,10 @@ type replicatedKind[T any] struct {
 	// deletable, when set, says why this region cannot delete one of its
 	// copies (still in use): it is kept and reported, not deleted.
 	deletable func(st *state.StateStore, key string) error
+	// conflict, when set, says why an upstream object cannot be written
+	// here (it would overwrite one of this region's own): it is left out
+	// and reported with what is kept.
+	conflict func(st *state.StateStore, remote *T) error
 }
 
 // replicateACLs runs the replication loops of every kind until stopCh
@@ -213,7 +219,7 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		remoteIndex = index
 		status.RemoteIndex, status.LastSuccess, status.LastError = index, time.Now(), ""
 		if !slices.Equal(kept, status.Kept) && len(kept) > 0 {
-			s.logger.Warn("replication keeps objects deleted upstream that are in use here", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "kept", kept)
+			s.logger.Warn("replication keeps objects deleted upstream that are in use here, or leaves out upstream ones that conflict with this region's own", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "kept", kept)
 		}
 		status.Kept = kept
 		s.aclRepl.set(status)
@@ -259,6 +265,7 @@ func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) ([]stri
 		}
 	}
 	var upserts []*T
+	var conflicts []string
 	seen := make(map[string]bool, len(remote))
 	for _, r := range remote {
 		key := k.key(r)
@@ -267,10 +274,16 @@ func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) ([]stri
 		}
 		seen[key] = true
 		if l, ok := have[key]; !ok || !k.same(l, r) {
+			if k.conflict != nil {
+				if why := k.conflict(st, r); why != nil {
+					conflicts = append(conflicts, key+": "+why.Error())
+					continue
+				}
+			}
 			upserts = append(upserts, r)
 		}
 	}
-	var deletes, kept []string
+	deletes, kept := []string(nil), conflicts
 	for key := range have {
 		if seen[key] {
 			continue
@@ -431,6 +444,18 @@ func (s *Server) globalTokenKind() replicatedKind[structs.ACLToken] {
 		upsertType: structs.ACLTokenUpsertRequestType,
 		upsert:     func(ts []*structs.ACLToken) any { return &structs.ACLTokenUpsertRequest{Tokens: ts} },
 		deleteType: structs.ACLTokenDeleteRequestType,
+		// A global token whose accessor or secret ID is one of this
+		// region's local tokens' (IDs chosen by an upload) would replace
+		// that token or share its secret: it is not written here.
+		conflict: func(st *state.StateStore, t *structs.ACLToken) error {
+			if l, _ := st.ACLTokenByAccessorID(nil, t.AccessorID); l != nil && !l.Global {
+				return fmt.Errorf("its accessor ID is a local token's of this region (%q)", l.Name)
+			}
+			if l, _ := st.ACLTokenBySecretID(nil, t.SecretID); l != nil && !l.Global && l.AccessorID != t.AccessorID {
+				return fmt.Errorf("its secret ID is a local token's of this region (%q)", l.Name)
+			}
+			return nil
+		},
 	}
 }
 

@@ -68,3 +68,42 @@ func TestACLReplicationLesserTokenDeletesNothing(t *testing.T) {
 		t.Fatal("west deleted the namespace its replication token cannot read")
 	}
 }
+
+// A global token uploaded in the authoritative region with the accessor
+// (or secret) ID of a token local to the replicating region does not
+// replace that local token there (it did: the local token was lost); it is
+// left out and reported in the tokens' status.
+func TestACLReplicationGlobalTokenIDCollision(t *testing.T) {
+	east, west, root := replicatedRegions(t)
+	const accessor, secret = "2a2a2a2a-1111-4222-8333-444455556666", "3b3b3b3b-1111-4222-8333-444455556666"
+	if err := east.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "readers", Rules: `node { policy = "read" }`}},
+		WriteRequest: structs.WriteRequest{AuthToken: root}}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the policy in west", func() bool { p, _ := west.State().ACLPolicyByName(nil, "readers"); return p != nil })
+	upsertTokens(t, west, root, &structs.ACLToken{AccessorID: accessor, SecretID: secret, Name: "west-local", Type: structs.ACLClientToken, Policies: []string{"readers"}})
+	upsertTokens(t, east, root,
+		&structs.ACLToken{AccessorID: accessor, SecretID: "4c4c4c4c-1111-4222-8333-444455556666", Name: "same-accessor", Type: structs.ACLClientToken, Policies: []string{"readers"}, Global: true},
+		&structs.ACLToken{AccessorID: "5d5d5d5d-1111-4222-8333-444455556666", SecretID: secret, Name: "same-secret", Type: structs.ACLClientToken, Policies: []string{"readers"}, Global: true},
+		&structs.ACLToken{AccessorID: "6e6e6e6e-1111-4222-8333-444455556666", SecretID: "7f7f7f7f-1111-4222-8333-444455556666", Name: "fine", Type: structs.ACLClientToken, Policies: []string{"readers"}, Global: true})
+	waitFor(t, 10*time.Second, "the global token without a collision in west", func() bool {
+		tok, _ := west.State().ACLTokenByAccessorID(nil, "6e6e6e6e-1111-4222-8333-444455556666")
+		return tok != nil
+	})
+	if tok, _ := west.State().ACLTokenByAccessorID(nil, accessor); tok == nil || tok.Global || tok.Name != "west-local" || tok.SecretID != secret {
+		t.Fatalf("west's local token after replication: %+v", tok)
+	}
+	if tok, _ := west.State().ACLTokenBySecretID(nil, secret); tok == nil || tok.Name != "west-local" {
+		t.Fatalf("west's local secret resolves to %+v", tok)
+	}
+	var kept []string
+	waitFor(t, 10*time.Second, "both collisions in the tokens' status", func() bool {
+		for _, st := range west.ACLReplication() {
+			if st.Kind == "tokens" {
+				kept = st.Kept
+			}
+		}
+		all := strings.Join(kept, "|")
+		return len(kept) == 2 && strings.Contains(all, "accessor ID is a local token's") && strings.Contains(all, "secret ID is a local token's")
+	})
+}
