@@ -306,9 +306,21 @@ func decodeBody(r *http.Request, out any, optional bool) error {
 		}
 		return structs.NewErrCoded(400, "Request body is empty")
 	}
-	err := json.NewDecoder(&depthLimitReader{r: r.Body, max: MaxJSONDepth}).Decode(out)
+	// The body is read whole first: a literal null is no body (several
+	// of the api types' UnmarshalJSON dereference nil on it: a panic).
+	var raw json.RawMessage
+	err := json.NewDecoder(&depthLimitReader{r: r.Body, max: MaxJSONDepth}).Decode(&raw)
 	if berr := bodyError(err); berr != nil {
 		return berr
+	}
+	if err == nil && bytes.Equal(raw, []byte("null")) {
+		if optional {
+			return nil
+		}
+		return structs.NewErrCoded(400, "Request body is null")
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, out)
 	}
 	switch {
 	case err == nil:

@@ -58,3 +58,20 @@ func TestQueryParamsHostile(t *testing.T) {
 		}
 	}
 }
+
+// A JSON null body on the write routes whose api types unmarshal
+// themselves (tokens, auth methods, node pools, autopilot) is a 400, not a
+// panic that drops the connection; nested nulls and garbage too.
+func TestNullBodiesHostile(t *testing.T) {
+	env := newEnv(t, nil)
+	for _, path := range []string{"/v1/acl/token", "/v1/acl/token/x", "/v1/acl/auth-method", "/v1/acl/auth-method/x",
+		"/v1/node/pools", "/v1/node/pool/x", "/v1/operator/autopilot/configuration", "/v1/namespace", "/v1/acl/policy/x",
+		"/v1/acl/role", "/v1/acl/binding-rule", "/v1/acl/login", "/v1/acl/oidc/auth-url", "/v1/acl/oidc/complete-auth"} {
+		for _, body := range []string{"null", " null\n", "[null]", "nul", `"x"`, "1"} {
+			code, _, got := env.raw(t, "PUT", path, body)
+			if code != 400 {
+				t.Errorf("PUT %s %q: %d %q, want 400", path, body, code, got)
+			}
+		}
+	}
+}
