@@ -75,3 +75,26 @@ func TestNullBodiesHostile(t *testing.T) {
 		}
 	}
 }
+
+// A job body with a null element in a list or map of objects (a task
+// group, task, service, network, constraint, volume) is a 400 naming it
+// on register, plan and validate; it panicked in the api's Canonicalize
+// and dropped the connection.
+func TestJobNullElementsHostile(t *testing.T) {
+	env := newEnv(t, nil)
+	for _, c := range []struct{ job, want string }{
+		{`{"ID":"x","TaskGroups":[null]}`, "Job.TaskGroups[0] is null"},
+		{`{"ID":"x","TaskGroups":[{"Name":"g","Tasks":[null]}]}`, "Job.TaskGroups[0].Tasks[0] is null"},
+		{`{"ID":"x","Constraints":[null]}`, "Job.Constraints[0] is null"},
+		{`{"ID":"x","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"raw_exec","Services":[null]}]}]}`, "Job.TaskGroups[0].Tasks[0].Services[0] is null"},
+		{`{"ID":"x","TaskGroups":[{"Name":"g","Networks":[null]}]}`, "Job.TaskGroups[0].Networks[0] is null"},
+		{`{"ID":"x","TaskGroups":[{"Name":"g","Volumes":{"v":null}}]}`, "Job.TaskGroups[0].Volumes[v] is null"},
+	} {
+		for _, path := range []string{"/v1/jobs", "/v1/job/x", "/v1/job/x/plan", "/v1/validate/job"} {
+			code, _, got := env.raw(t, "PUT", path, `{"Job":`+c.job+`}`)
+			if code != 400 || !strings.Contains(got, c.want) {
+				t.Errorf("PUT %s %s: %d %q, want 400 %q", path, c.job, code, got, c.want)
+			}
+		}
+	}
+}
