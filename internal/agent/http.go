@@ -45,7 +45,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 	}
 	switch {
 	case a.server != nil && a.server.Events() != nil:
-		cfg.Events = serverEvents{a.server.Events()}
+		cfg.Events = serverEvents{a, a.server.Events()}
 	case a.server == nil && a.servers != nil && len(a.servers.Servers()) > 0:
 		cfg.Events = forwardedEvents{a}
 	}
@@ -87,10 +87,18 @@ func (a *Agent) startHTTP(prom http.Handler) {
 }
 
 // serverEvents serves /v1/event/stream from this server's own broker: each
-// server applies every entry, so no request is forwarded.
-type serverEvents struct{ b *events.Broker }
+// server applies every entry, so no request for this region is forwarded.
+// Another region's stream (req.Region) is polled from one of its servers,
+// as a client-only agent polls its own region's.
+type serverEvents struct {
+	a *Agent
+	b *events.Broker
+}
 
 func (e serverEvents) SubscribeEvents(req *events.Request) (httpapi.EventSubscription, error) {
+	if req.Region != "" {
+		return forwardedEvents{e.a}.SubscribeEvents(req)
+	}
 	return e.b.Subscribe(req), nil
 }
 

@@ -20,6 +20,9 @@ type Request struct {
 	// AuthToken is the reader's ACL token: a client agent forwarding a
 	// stream passes it on, and the server checks it (Event.Poll).
 	AuthToken string
+	// Region, when set, is another region whose stream is asked for: the
+	// polls are forwarded to one of its servers (Event.Poll).
+	Region string
 }
 
 // ParseQuery reads Nomad's query of /v1/event/stream: index=<n>,

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -86,6 +87,33 @@ func TestACLReplicationAcrossRegions(t *testing.T) {
 		p, _, err2 := west.client.NodePools().Info("gpu", &api.QueryOptions{AllowStale: true})
 		return err1 == nil && err2 == nil && ns != nil && p != nil && p.Description == "from west"
 	})
+
+	// West's event stream asked of east is west's (east polls it from
+	// west): it holds the creation of a token local to west.
+	west.client.SetSecretID(root)
+	westOnly, _, err := west.client.ACLTokens().Create(&api.ACLToken{Name: "west-only", Type: "client", Policies: []string{"node-read"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	east.client.SetSecretID(root)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ch, err := east.client.EventStream().Stream(ctx, map[api.Topic][]string{"ACLToken": {westOnly.AccessorID}}, 1, &api.QueryOptions{Region: "west"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case evs := <-ch:
+		if evs.Err != nil || len(evs.Events) == 0 || evs.Events[0].Key != westOnly.AccessorID {
+			t.Fatalf("west's stream through east: %+v", evs)
+		}
+	case <-ctx.Done():
+		t.Fatal("west's stream through east has no event of west's local token after 20 s")
+	}
+	cancel()
+	if _, err := east.client.EventStream().Stream(context.Background(), nil, 0, &api.QueryOptions{Region: "nope"}); err == nil || !strings.Contains(err.Error(), "No path to region") {
+		t.Fatalf("the stream of an unknown region: %v, want No path to region", err)
+	}
 
 	self, err := west.client.Agent().Self()
 	if err != nil {

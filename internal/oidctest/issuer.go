@@ -150,6 +150,21 @@ func (is *Issuer) Authorize(authURL string) (*url.URL, error) {
 	return url.Parse(resp.Header.Get("Location"))
 }
 
+// SignJWT signs claims with the issuer's key (the one its JWKS serves), as
+// a CI system signs the JWT a JWT auth method login presents.
+func (is *Issuer) SignJWT(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: is.key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 func (is *Issuer) discovery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"issuer": is.URL, "authorization_endpoint": is.URL + "/authorize",
 		"token_endpoint": is.URL + "/token", "jwks_uri": is.URL + "/jwks", "response_types_supported": []string{"code"},

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
@@ -215,7 +217,9 @@ func verifyJWT(cfg *api.ACLAuthMethodConfig, raw string, now time.Time) (map[str
 	return claims, nil
 }
 
-// methodKeys are the static PEM public keys, else the keys of the JWKS URL.
+// methodKeys are the static PEM public keys, else the keys of the JWKS URL
+// (trusting JWKSCACert), else those of the JWKS the OIDC discovery document
+// names (trusting DiscoveryCaPem).
 func methodKeys(cfg *api.ACLAuthMethodConfig) ([]any, error) {
 	var keys []any
 	for _, p := range cfg.JWTValidationPubKeys {
@@ -229,28 +233,103 @@ func methodKeys(cfg *api.ACLAuthMethodConfig) ([]any, error) {
 		}
 		keys = append(keys, k.(crypto.PublicKey))
 	}
-	if len(keys) > 0 || cfg.JWKSURL == "" {
+	if len(keys) > 0 {
 		return keys, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.JWKSURL, nil)
+	switch {
+	case cfg.JWKSURL != "":
+		client, err := caClient("JWKSCACert", []string{cfg.JWKSCACert})
+		if err != nil {
+			return nil, err
+		}
+		return fetchJWKS(ctx, client, cfg.JWKSURL)
+	case cfg.OIDCDiscoveryURL != "":
+		client, err := caClient("DiscoveryCaPem", cfg.DiscoveryCaPem)
+		if err != nil {
+			return nil, err
+		}
+		p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), cfg.OIDCDiscoveryURL)
+		if err != nil {
+			return nil, fmt.Errorf("OIDC discovery at %s: %v", cfg.OIDCDiscoveryURL, err)
+		}
+		var doc struct {
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := p.Claims(&doc); err != nil || doc.JWKSURI == "" {
+			return nil, fmt.Errorf("the OIDC discovery document of %s names no jwks_uri", cfg.OIDCDiscoveryURL)
+		}
+		return fetchJWKS(ctx, client, doc.JWKSURI)
+	}
+	return nil, nil
+}
+
+// methodPEMs checks the PEM a method's config holds (keys and CA
+// certificates), so a method that could never verify a login is refused
+// when written, naming the field.
+func methodPEMs(cfg *api.ACLAuthMethodConfig) error {
+	for _, p := range cfg.JWTValidationPubKeys {
+		block, _ := pem.Decode([]byte(p))
+		if block == nil {
+			return fmt.Errorf("JWTValidationPubKeys holds a key that is not PEM")
+		}
+		if _, err := x509.ParsePKIXPublicKey(block.Bytes); err != nil {
+			return fmt.Errorf("parsing a JWTValidationPubKeys key: %v", err)
+		}
+	}
+	if _, err := caClient("JWKSCACert", []string{cfg.JWKSCACert}); err != nil {
+		return err
+	}
+	_, err := caClient("DiscoveryCaPem", cfg.DiscoveryCaPem)
+	return err
+}
+
+// caClient is an HTTP client trusting the PEM certificates of field (the
+// system's roots when there are none).
+func caClient(field string, pems []string) (*http.Client, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	var pool *x509.CertPool
+	for _, p := range pems {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		if pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(p)) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", field)
+		}
+	}
+	if pool != nil {
+		c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	}
+	return c, nil
+}
+
+// fetchJWKS reads the keys of a JWKS URL (at most 1 MiB of it).
+func fetchJWKS(ctx context.Context, client *http.Client, url string) ([]any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching JWKS: %v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching JWKS from %s: %s", url, resp.Status)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return nil, err
 	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, fmt.Errorf("decoding JWKS from %s: %v", cfg.JWKSURL, err)
+		return nil, fmt.Errorf("decoding JWKS from %s: %v", url, err)
 	}
+	var keys []any
 	for _, k := range set.Keys {
 		keys = append(keys, k.Key)
 	}

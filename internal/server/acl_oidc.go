@@ -20,6 +20,15 @@ import (
 // oidcPendingTTL is how long a started OIDC login may take to complete.
 const oidcPendingTTL = 10 * time.Minute
 
+// Bounds on what anyone (no token is needed) can make a server hold for
+// logins started and not completed: at most oidcMaxPending at once, each
+// with a client nonce of at most oidcMaxNonce bytes (Nomad's CLI sends 20
+// characters, its UI a UUID).
+const (
+	oidcMaxPending = 10000
+	oidcMaxNonce   = 512
+)
+
 // oidcPending are the logins started on this server (the leader: both
 // calls are forwarded to it), by state. They are not replicated: a login
 // in flight when leadership moves is started again.
@@ -33,7 +42,8 @@ type oidcLogin struct {
 	expires                                           time.Time
 }
 
-func (p *oidcPending) put(state string, l oidcLogin) {
+// put holds a started login, refusing one more than oidcMaxPending.
+func (p *oidcPending) put(state string, l oidcLogin) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
@@ -45,7 +55,27 @@ func (p *oidcPending) put(state string, l oidcLogin) {
 			delete(p.m, k)
 		}
 	}
+	if len(p.m) >= oidcMaxPending {
+		return structs.NewErrCoded(http.StatusTooManyRequests, "too many OIDC logins in progress (%d started in the last %s and not completed); try again later", len(p.m), oidcPendingTTL)
+	}
 	p.m[state] = l
+	return nil
+}
+
+// validOIDCRequest checks the fields both steps of an OIDC login need,
+// naming the first one missing or too long.
+func validOIDCRequest(method, clientNonce, redirectURI string) error {
+	switch {
+	case method == "":
+		return structs.NewErrCoded(400, "missing auth method name")
+	case clientNonce == "":
+		return structs.NewErrCoded(400, "missing client nonce")
+	case len(clientNonce) > oidcMaxNonce:
+		return structs.NewErrCoded(400, "client nonce is too long: %d bytes, at most %d", len(clientNonce), oidcMaxNonce)
+	case redirectURI == "":
+		return structs.NewErrCoded(400, "missing redirect URI")
+	}
+	return nil
 }
 
 func (p *oidcPending) take(state string) (oidcLogin, bool) {
@@ -98,11 +128,11 @@ func oauthConfig(m *structs.ACLAuthMethod, p *oidc.Provider, redirect string) *o
 // a fresh state and nonce.
 func (a *ACL) OIDCAuthURL(args *structs.ACLOIDCAuthURLRequest, reply *structs.ACLOIDCAuthURLResponse) error {
 	a.loginRegion(args.AuthMethodName, &args.WriteRequest)
-	if done, err := a.write("OIDCAuthURL", &args.WriteRequest, args, reply); done {
+	if err := validOIDCRequest(args.AuthMethodName, args.ClientNonce, args.RedirectURI); err != nil {
 		return err
 	}
-	if args.ClientNonce == "" {
-		return structs.NewErrCoded(400, "missing client nonce")
+	if done, err := a.write("OIDCAuthURL", &args.WriteRequest, args, reply); done {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -121,7 +151,9 @@ func (a *ACL) OIDCAuthURL(args *structs.ACLOIDCAuthURLRequest, reply *structs.AC
 		opts = append(opts, oauth2.S256ChallengeOption(l.verifier))
 	}
 	state := uuid.NewString()
-	a.srv.oidc.put(state, l)
+	if err := a.srv.oidc.put(state, l); err != nil {
+		return err
+	}
 	reply.AuthURL = oauthConfig(m, p, args.RedirectURI).AuthCodeURL(state, opts...)
 	return nil
 }
@@ -131,15 +163,23 @@ func (a *ACL) OIDCAuthURL(args *structs.ACLOIDCAuthURLRequest, reply *structs.AC
 // makes the token the binding rules select for its claims.
 func (a *ACL) OIDCCompleteAuth(args *structs.ACLOIDCCompleteAuthRequest, reply *structs.ACLTokenResponse) error {
 	a.loginRegion(args.AuthMethodName, &args.WriteRequest)
+	// A request missing a field is refused before its state is looked
+	// up, so it does not use up a login in progress.
+	if err := validOIDCRequest(args.AuthMethodName, args.ClientNonce, args.RedirectURI); err != nil {
+		return err
+	}
+	if args.State == "" {
+		return structs.NewErrCoded(400, "missing state")
+	}
+	if args.Code == "" {
+		return structs.NewErrCoded(400, "missing code")
+	}
 	if done, err := a.write("OIDCCompleteAuth", &args.WriteRequest, args, reply); done {
 		return err
 	}
 	l, ok := a.srv.oidc.take(args.State)
 	if !ok || l.method != args.AuthMethodName || l.clientNonce != args.ClientNonce || l.redirectURI != args.RedirectURI {
 		return structs.NewErrCoded(400, "unknown or expired OIDC login state; start again from the auth URL")
-	}
-	if args.Code == "" {
-		return structs.NewErrCoded(400, "missing code")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

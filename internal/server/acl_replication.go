@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -68,7 +69,9 @@ type ACLReplicationStatus struct {
 	LastError   string    // the last round's error ("" when it succeeded)
 	// Kept names the objects deleted upstream that this region keeps
 	// because they are still in use here (a namespace or node pool with
-	// jobs), each with why, sorted; retried until they can go.
+	// jobs), and the upstream ones left out because they conflict with
+	// this region's own (a global token with a local token's ID), each
+	// with why, sorted; retried until they can go.
 	Kept []string
 }
 
@@ -123,6 +126,10 @@ type replicatedKind[T any] struct {
 	// deletable, when set, says why this region cannot delete one of its
 	// copies (still in use): it is kept and reported, not deleted.
 	deletable func(st *state.StateStore, key string) error
+	// conflict, when set, says why an upstream object cannot be written
+	// here (it would overwrite one of this region's own): it is left out
+	// and reported with what is kept.
+	conflict func(st *state.StateStore, remote *T) error
 }
 
 // replicateACLs runs the replication loops of every kind until stopCh
@@ -187,6 +194,9 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		}
 		q.WithContext(ctx)
 		remote, index, err := k.fetch(q)
+		if err == nil && ctx.Err() == nil {
+			err = s.replicationTokenIsManagement(ctx)
+		}
 		var kept []string
 		if err == nil && ctx.Err() == nil {
 			kept, err = applyReplicated(s, k, remote)
@@ -209,7 +219,7 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 		remoteIndex = index
 		status.RemoteIndex, status.LastSuccess, status.LastError = index, time.Now(), ""
 		if !slices.Equal(kept, status.Kept) && len(kept) > 0 {
-			s.logger.Warn("replication keeps objects deleted upstream that are in use here", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "kept", kept)
+			s.logger.Warn("replication keeps objects deleted upstream that are in use here, or leaves out upstream ones that conflict with this region's own", "kind", k.name, "authoritative_region", s.authoritativeRegion(), "kept", kept)
 		}
 		status.Kept = kept
 		s.aclRepl.set(status)
@@ -217,6 +227,24 @@ func replicateKind[T any](s *Server, ctx context.Context, k replicatedKind[T]) {
 			return
 		}
 	}
+}
+
+// replicationTokenIsManagement checks, before a round applies what it
+// read, that the replication token is a management token in the
+// authoritative region: the list queries of policies, roles, namespaces
+// and node pools answer a lesser token only what it may read, and the
+// round would delete the rest here as deleted upstream.
+func (s *Server) replicationTokenIsManagement(ctx context.Context) error {
+	q := structs.QueryOptions{Region: s.authoritativeRegion(), AuthToken: s.config.ReplicationToken, AllowStale: true}
+	q.WithContext(ctx)
+	var r structs.ACLResolveResponse
+	if err := s.RPC("ACL.ResolveToken", &structs.ACLGetRequest{Name: s.config.ReplicationToken, QueryOptions: q}, &r); err != nil {
+		return err
+	}
+	if r.Token == nil || r.Token.Type != structs.ACLManagementToken {
+		return fmt.Errorf("acl.replication_token is not a management token in region %q: replication needs one to read every object, and nothing is replicated meanwhile", s.authoritativeRegion())
+	}
+	return nil
 }
 
 // applyReplicated makes this region's copies of one kind equal remote:
@@ -237,6 +265,7 @@ func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) ([]stri
 		}
 	}
 	var upserts []*T
+	var conflicts []string
 	seen := make(map[string]bool, len(remote))
 	for _, r := range remote {
 		key := k.key(r)
@@ -245,10 +274,16 @@ func applyReplicated[T any](s *Server, k replicatedKind[T], remote []*T) ([]stri
 		}
 		seen[key] = true
 		if l, ok := have[key]; !ok || !k.same(l, r) {
+			if k.conflict != nil {
+				if why := k.conflict(st, r); why != nil {
+					conflicts = append(conflicts, key+": "+why.Error())
+					continue
+				}
+			}
 			upserts = append(upserts, r)
 		}
 	}
-	var deletes, kept []string
+	deletes, kept := []string(nil), conflicts
 	for key := range have {
 		if seen[key] {
 			continue
@@ -409,6 +444,18 @@ func (s *Server) globalTokenKind() replicatedKind[structs.ACLToken] {
 		upsertType: structs.ACLTokenUpsertRequestType,
 		upsert:     func(ts []*structs.ACLToken) any { return &structs.ACLTokenUpsertRequest{Tokens: ts} },
 		deleteType: structs.ACLTokenDeleteRequestType,
+		// A global token whose accessor or secret ID is one of this
+		// region's local tokens' (IDs chosen by an upload) would replace
+		// that token or share its secret: it is not written here.
+		conflict: func(st *state.StateStore, t *structs.ACLToken) error {
+			if l, _ := st.ACLTokenByAccessorID(nil, t.AccessorID); l != nil && !l.Global {
+				return fmt.Errorf("its accessor ID is a local token's of this region (%q)", l.Name)
+			}
+			if l, _ := st.ACLTokenBySecretID(nil, t.SecretID); l != nil && !l.Global && l.AccessorID != t.AccessorID {
+				return fmt.Errorf("its secret ID is a local token's of this region (%q)", l.Name)
+			}
+			return nil
+		},
 	}
 }
 

@@ -204,6 +204,9 @@ func (a *ACL) UpsertAuthMethods(args *structs.ACLAuthMethodUpsertRequest, reply 
 		if m.Type == "JWT" && len(m.Config.JWTValidationPubKeys) == 0 && m.Config.JWKSURL == "" && m.Config.OIDCDiscoveryURL == "" {
 			return structs.NewErrCoded(400, "JWT auth method %s needs JWTValidationPubKeys, JWKSURL or OIDCDiscoveryURL", m.Name)
 		}
+		if err := methodPEMs(m.Config); err != nil {
+			return structs.NewErrCoded(400, "auth method %s: %v", m.Name, err)
+		}
 		ex, err := st.ACLAuthMethodByName(nil, m.Name)
 		if err != nil {
 			return err

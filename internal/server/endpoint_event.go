@@ -9,12 +9,16 @@ import (
 )
 
 // Event serves this server's own event stream to agents without one
-// (client-only agents forwarding /v1/event/stream). Never forwarded: every
-// server applies every entry, so each has the whole stream.
+// (client-only agents forwarding /v1/event/stream). Never forwarded within
+// a region: every server applies every entry, so each has the whole
+// stream. A poll of another region's stream goes to one of its servers.
 type Event struct{ srv *Server }
 
 // Poll answers one bounded long poll of the stream (events.Broker.Poll).
 func (e *Event) Poll(args *events.PollRequest, reply *events.PollResponse) error {
+	if r := args.Req.Region; r != "" && r != e.srv.config.Region {
+		return e.srv.forwardRegion(r, "Event.Poll", args, reply)
+	}
 	if e.srv.events == nil {
 		return structs.NewErrCoded(http.StatusNotImplemented, "the event stream is disabled on this server (server.enable_event_broker = false)")
 	}

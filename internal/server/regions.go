@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/serf/serf"
 
@@ -50,15 +52,26 @@ func (s *Server) knownRegions() []string {
 // picked at random (the one that answers forwards it to its leader), with
 // the deadline and cancellation of a forward to the leader (forwardCall),
 // over a session that verifies the server's certificate for that region.
-// With no alive server of that region in the pool the answer is Nomad's
-// 400 "No path to region".
+// A server that cannot be reached (it went away and the pool has not yet
+// noticed) never got the request, so the next one is tried. With no alive
+// server of that region in the pool, or none reachable, the answer is
+// Nomad's 400 "No path to region".
 func (s *Server) forwardRegion(region, method string, args, reply any) error {
 	servers := s.regionServers()[region]
 	if len(servers) == 0 {
 		return structs.NewErrCoded(400, "No path to region %q", region)
 	}
-	p := servers[rnd(int64(len(servers)))]
 	// With mTLS the server dialled must name server.<region>.nomad.
 	ctx := droverrpc.WithRegion(structs.RequestContext(args), region)
-	return s.forwardCall(ctx, p.Addr, method, args, reply)
+	first := int(rnd(int64(len(servers))))
+	var unreachable []string
+	for i := range servers {
+		p := servers[(first+i)%len(servers)]
+		err := s.forwardCallTo(ctx, fmt.Sprintf("region %q's server", region), p.Addr, method, args, reply)
+		if err == nil || !droverrpc.IsConnectError(err) || ctx.Err() != nil {
+			return err
+		}
+		unreachable = append(unreachable, err.Error())
+	}
+	return structs.NewErrCoded(400, "No path to region %q: no server of it could be reached (%s)", region, strings.Join(unreachable, "; "))
 }

@@ -75,6 +75,12 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 // the leader did not answer in time may still be applied there: its
 // outcome is unknown.
 func (s *Server) forwardCall(ctx context.Context, addr, method string, args, reply any) error {
+	return s.forwardCallTo(ctx, "the leader", addr, method, args, reply)
+}
+
+// forwardCallTo is forwardCall to a server that is not this region's
+// leader; who names it in the errors ("region \"west\"'s server").
+func (s *Server) forwardCallTo(ctx context.Context, who, addr, method string, args, reply any) error {
 	timeout := s.config.RPCForwardTimeout
 	if w, ok := args.(structs.ServerWait); ok {
 		if wait := w.ServerWait(); wait > 0 {
@@ -89,13 +95,13 @@ func (s *Server) forwardCall(ctx context.Context, addr, method string, args, rep
 		if structs.IsReadRequest(args) {
 			return structs.ErrNoLeader
 		}
-		return structs.NewErrOutcomeUnknown("server shut down while the leader %s was answering %s", addr, method)
+		return structs.NewErrOutcomeUnknown("server shut down while %s %s was answering %s", who, addr, method)
 	}
 	if errors.Is(err, droverrpc.ErrCallTimeout) && ctx.Err() == nil {
 		if structs.IsReadRequest(args) {
-			return fmt.Errorf("the leader %s did not answer %s within %s", addr, method, timeout)
+			return fmt.Errorf("%s %s did not answer %s within %s", who, addr, method, timeout)
 		}
-		return structs.NewErrOutcomeUnknown("the leader %s did not answer %s within %s", addr, method, timeout)
+		return structs.NewErrOutcomeUnknown("%s %s did not answer %s within %s", who, addr, method, timeout)
 	}
 	return err
 }

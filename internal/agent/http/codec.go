@@ -208,8 +208,11 @@ func (s *server) parseQuery(r *http.Request, q *structs.QueryOptions) error {
 	q.Region = s.requestRegion(r)
 	q.Namespace = requestNamespace(r)
 	q.AuthToken = requestToken(r)
-	if vals, ok := v["stale"]; ok {
-		q.AllowStale = len(vals) == 0 || vals[0] != "false"
+	var err error
+	// ?stale (no value) and stale=true allow a stale read; anything but
+	// a boolean is refused, as Nomad does, not read as true.
+	if q.AllowStale, err = boolParam(r, "stale", false); err != nil {
+		return err
 	}
 	q.Prefix = v.Get("prefix")
 	q.Filter = v.Get("filter")
@@ -235,7 +238,6 @@ func (s *server) parseQuery(r *http.Request, q *structs.QueryOptions) error {
 		}
 		q.PerPage = int32(n)
 	}
-	var err error
 	if q.Reverse, err = boolParam(r, "reverse", false); err != nil {
 		return err
 	}
@@ -304,9 +306,21 @@ func decodeBody(r *http.Request, out any, optional bool) error {
 		}
 		return structs.NewErrCoded(400, "Request body is empty")
 	}
-	err := json.NewDecoder(&depthLimitReader{r: r.Body, max: MaxJSONDepth}).Decode(out)
+	// The body is read whole first: a literal null is no body (several
+	// of the api types' UnmarshalJSON dereference nil on it: a panic).
+	var raw json.RawMessage
+	err := json.NewDecoder(&depthLimitReader{r: r.Body, max: MaxJSONDepth}).Decode(&raw)
 	if berr := bodyError(err); berr != nil {
 		return berr
+	}
+	if err == nil && bytes.Equal(raw, []byte("null")) {
+		if optional {
+			return nil
+		}
+		return structs.NewErrCoded(400, "Request body is null")
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, out)
 	}
 	switch {
 	case err == nil:

@@ -34,7 +34,7 @@ const (
 	eventWriteTimeout = 10 * time.Second
 )
 
-// /v1/event/stream?index=&topic=&namespace=: the server's events as
+// /v1/event/stream?index=&topic=&namespace=&region=: the server's events as
 // newline-delimited JSON, one {"Index","Events"} line per Raft entry,
 // {} every 10 s while idle. A reader that falls behind the
 // server's buffer gets a last {"Error": ...} line naming the index to
@@ -49,6 +49,11 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 	}
 	if err != nil {
 		return nil, structs.NewErrCoded(http.StatusBadRequest, "%s", err.Error())
+	}
+	// Another region's stream is polled from its servers; one no server
+	// knows is refused before the stream starts.
+	if req.Region, err = s.otherRegion(r); err != nil {
+		return nil, err
 	}
 	if s.cfg.Events == nil {
 		if s.cfg.Agent != nil && !s.cfg.Agent.IsServer() {

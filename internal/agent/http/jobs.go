@@ -75,6 +75,9 @@ func (s *server) validateJobRequest(w http.ResponseWriter, r *http.Request) (any
 	}
 	args := structs.JobValidateRequest{}
 	s.parseWrite(r, &args.WriteRequest)
+	if err := nullElement(body.Job, "Job"); err != nil {
+		return nil, err
+	}
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)
 	args.Job = apiconv.ApiJobToStructJob(body.Job)
 	var reply structs.JobValidateResponse
@@ -315,6 +318,9 @@ func (s *server) jobRegister(w http.ResponseWriter, r *http.Request, pathID stri
 		EvalPriority:      body.EvalPriority,
 	}
 	s.parseWrite(r, &args.WriteRequest)
+	if err := nullElement(body.Job, "Job"); err != nil {
+		return nil, err
+	}
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)
 	args.Job = apiconv.ApiJobToStructJob(body.Job)
 	if sub := body.Submission; sub != nil {
@@ -408,6 +414,9 @@ func (s *server) jobPlan(w http.ResponseWriter, r *http.Request, id string) (any
 		return nil, err
 	}
 	s.parseWrite(r, &args.WriteRequest)
+	if err := nullElement(body.Job, "Job"); err != nil {
+		return nil, err
+	}
 	s.defaultJobPlacement(body.Job, &args.WriteRequest)
 	args.Job = apiconv.ApiJobToStructJob(body.Job)
 	var reply structs.JobPlanResponse

@@ -39,5 +39,8 @@ func (s *server) pluginSpecificRequest(w http.ResponseWriter, r *http.Request) (
 	if err := s.parseQuery(r, &q); err != nil {
 		return nil, err
 	}
+	if _, err := s.otherRegion(r); err != nil {
+		return nil, err
+	}
 	return nil, structs.NewErrCoded(404, "plugin not found")
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hashicorp/go-bexpr"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -28,11 +30,22 @@ func (s *server) volumesRequest(w http.ResponseWriter, r *http.Request) (any, er
 
 // emptyList answers a list that is always empty (index 1) for the kinds
 // Drover has none of (volumes, plugins). A blocking query (?index= at or
-// past 1) waits its full wait time, or until the caller goes away.
+// past 1) waits its full wait time, or until the caller goes away. Every
+// region answers the same, but a region no server knows is refused.
 func (s *server) emptyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var q structs.QueryOptions
 	if err := s.parseQuery(r, &q); err != nil {
 		return nil, err
+	}
+	if _, err := s.otherRegion(r); err != nil {
+		return nil, err
+	}
+	// A malformed ?filter= is refused as by every list, though nothing
+	// would be filtered.
+	if q.Filter != "" {
+		if _, err := bexpr.CreateEvaluator(q.Filter, bexpr.WithMaxExpressions(500000)); err != nil {
+			return nil, structs.NewErrCoded(http.StatusBadRequest, "failed to read filter expression: %v", err)
+		}
 	}
 	const index = 1
 	if q.MinQueryIndex >= index {
