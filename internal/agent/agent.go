@@ -307,6 +307,15 @@ func (a *Agent) Leave() {
 	}
 }
 
+// Hurry makes a shutdown in progress quick (the agent was told twice):
+// the client abandons its drain on shutdown and waits no shutdown_delay;
+// its tasks are still stopped as the shutdown says.
+func (a *Agent) Hurry() {
+	if a.client != nil {
+		a.client.Hurry()
+	}
+}
+
 // drainSelf drains the client's node first when client.drain_on_shutdown
 // is set (once; the servers must still be reachable).
 func (a *Agent) drainSelf() {

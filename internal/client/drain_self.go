@@ -40,7 +40,7 @@ const (
 // log; the shutdown goes on in any case.
 func (c *Client) DrainSelf() error {
 	spec := c.cfg.DrainOnShutdown
-	if spec == nil || c.shuttingDown() {
+	if spec == nil || c.shuttingDown() || c.hurried() {
 		return nil
 	}
 	select {
@@ -57,7 +57,7 @@ func (c *Client) DrainSelf() error {
 		ds.Deadline = -1
 	}
 	start := time.Now()
-	until := start.Add(deadline + selfDrainGrace)
+	until := start.Add(deadline).Add(selfDrainGrace) // no Duration overflow near its max
 	if spec.Force {
 		until = start.Add(c.cfg.MaxKillTimeout + selfDrainGrace + selfDrainFlush)
 	}
@@ -84,7 +84,11 @@ func (c *Client) DrainSelf() error {
 		if time.Now().After(until) {
 			return fmt.Errorf("drain on shutdown: not complete after %s; shutting down anyway", time.Since(start).Round(time.Second))
 		}
-		time.Sleep(selfDrainPoll)
+		select {
+		case <-time.After(selfDrainPoll):
+		case <-c.hurryCh:
+			return fmt.Errorf("drain on shutdown: abandoned after %s (told again to shut down)", time.Since(start).Round(time.Second))
+		}
 	}
 }
 
@@ -129,6 +133,8 @@ func (c *Client) rpcBefore(until time.Time, method string, args, reply any) erro
 		return err
 	case <-t.C:
 		return fmt.Errorf("%s: no answer before the drain's deadline", method)
+	case <-c.hurryCh:
+		return fmt.Errorf("%s: abandoned (told again to shut down)", method)
 	}
 }
 

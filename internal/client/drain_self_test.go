@@ -1,6 +1,7 @@
 package client
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,48 @@ func TestDrainSelf_ForceAndOff(t *testing.T) {
 	}
 	if len(off.srv.drains) != 0 {
 		t.Fatalf("a client without drain_on_shutdown asked for a drain")
+	}
+}
+
+// The agent told a second time to shut down (Hurry) while it drains
+// itself: the drain is abandoned at once and the shutdown_delay the
+// drained allocation waits is cut, so the shutdown that follows stops the
+// task within its kill_timeout. Before, a second signal was ignored and
+// the agent waited out the drain deadline and the delay (here hours).
+func TestDrainSelf_HurryAbandonsDrainAndDelays(t *testing.T) {
+	tc := newTestClient(t, func(c *Config) { c.DrainOnShutdown = &DrainOnShutdown{Deadline: 10 * time.Hour} })
+	tc.waitReady(t)
+	task := testutil.MockTask("web", map[string]any{"run_for": "-1s"})
+	task.ShutdownDelay = 10 * time.Hour
+	svc := tc.place(structs.JobTypeService, task)
+	tc.waitServerStatus(t, svc.ID, structs.AllocClientStatusRunning)
+
+	done := make(chan error, 1)
+	go func() { done <- tc.DrainSelf() }()
+	ar, err := tc.getAllocRunner(svc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		for _, e := range ar.TaskState("web").Events {
+			if e.Type == structs.TaskWaitingShuttingDownDelay {
+				return nil
+			}
+		}
+		return testutil.Errorf("the drained task is not waiting its shutdown_delay yet")
+	})
+	tc.Hurry()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "abandoned") {
+			t.Fatalf("DrainSelf after Hurry: %v, want an abandoned drain", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("DrainSelf still waits its 10h deadline after Hurry")
+	}
+	select {
+	case <-ar.WaitCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drained task still waits its 10h shutdown_delay after Hurry")
 	}
 }
