@@ -156,7 +156,7 @@ func New(cfg Config) *TaskRunner {
 		detachCh: make(chan struct{}),
 
 		skipDelayCh: make(chan struct{}),
-		restartCh: make(chan struct{}, 1),
+		restartCh:   make(chan struct{}, 1),
 	}
 	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
 	return tr
