@@ -144,10 +144,13 @@ func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
 	})
 	srv.waitReady(false)
 	dataDir := t.TempDir()
-	c := startAgent(t, dataDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
-		"leave_on_interrupt": false, "leave_on_terminate": false,
-		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
-		"client": map[string]any{"drain_on_shutdown": map[string]any{"deadline": "1m"}}})
+	clientCfg := func(leave bool) map[string]any {
+		return map[string]any{"leave_on_interrupt": leave, "leave_on_terminate": false,
+			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+			"client": map[string]any{"drain_on_shutdown": map[string]any{"deadline": "1m"}}}
+	}
+	clientArgs := []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}
+	c := startAgent(t, dataDir, clientArgs, clientCfg(false))
 	var nodeID string
 	waitFor(t, 30*time.Second, "a ready node", func() bool {
 		nodes, _, err := srv.client.Nodes().List(nil)
@@ -180,7 +183,6 @@ func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return pid > 0
 	})
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // the task outlives its agent
 
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -201,5 +203,20 @@ func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
 	a, _, err := srv.client.Allocations().Info(allocID, nil)
 	if err != nil || a.DesiredStatus != "run" || !pidAlive(pid) {
 		t.Fatalf("allocation after SIGTERM: %+v (err %v), task alive %v; want it left running", a, err, pidAlive(pid))
+	}
+	// The next agent on the data dir takes the task over; stopped with
+	// SIGINT and leave_on_interrupt it drains, and leaves nothing behind.
+	next := startAgent(t, dataDir, clientArgs, clientCfg(true))
+	waitFor(t, 30*time.Second, "the next agent running the allocation", func() bool {
+		_, err := next.client.Allocations().Stats(&api.Allocation{ID: allocID, NodeID: nodeID}, nil)
+		return err == nil && strings.Contains(next.out.String(), "node registered")
+	})
+	next.stop()
+	if pidAlive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the task outlived the leaving agent:\n%s", tail(next.out.String(), 80))
+	}
+	if n, _, err := srv.client.Nodes().Info(nodeID, nil); err != nil || n.LastDrain == nil {
+		t.Fatalf("node after SIGINT with leave_on_interrupt: last drain %+v (err %v); want drained:\n%s", n.LastDrain, err, tail(next.out.String(), 60))
 	}
 }
