@@ -43,10 +43,17 @@ func (c *Client) DrainSelf() error {
 	if spec == nil || c.shuttingDown() || c.hurried() {
 		return nil
 	}
+	// A client stopped right after it started (a restart, its node and
+	// allocations known to the servers) may not have registered yet: it
+	// is given selfDrainAsk to do so rather than skip the drain.
+	wait := time.NewTimer(selfDrainAsk)
+	defer wait.Stop()
 	select {
 	case <-c.registered:
-	default:
-		return fmt.Errorf("drain on shutdown: the node never registered; nothing to drain")
+	case <-wait.C:
+		return fmt.Errorf("drain on shutdown: the node did not register within %s; nothing drained", selfDrainAsk)
+	case <-c.hurryCh:
+		return fmt.Errorf("drain on shutdown: abandoned before the node registered (told again to shut down)")
 	}
 	deadline := spec.Deadline
 	if deadline <= 0 {

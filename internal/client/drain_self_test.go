@@ -119,3 +119,26 @@ func TestDrainSelf_HurryAbandonsDrainAndDelays(t *testing.T) {
 		t.Fatal("the drained task still waits its 10h shutdown_delay after Hurry")
 	}
 }
+
+// A client told to shut down before its node has registered (an agent
+// restarted and stopped again at once, or its servers slow to answer)
+// still drains once the registration goes through, instead of skipping the
+// drain because the node "never registered".
+func TestDrainSelf_WaitsForRegistration(t *testing.T) {
+	srv := newFakeServer()
+	srv.failNext["Node.Register"] = 2
+	tc := newTestClient(t, func(c *Config) {
+		c.RPC = srv
+		c.DrainOnShutdown = &DrainOnShutdown{Deadline: time.Minute}
+	})
+	tc.srv = srv
+	if err := tc.DrainSelf(); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	drains := len(srv.drains)
+	srv.mu.Unlock()
+	if drains != 1 {
+		t.Fatalf("%d drain requests, want 1", drains)
+	}
+}
