@@ -23,16 +23,17 @@ type DrainOnShutdown struct {
 	IgnoreSystemJobs bool
 }
 
+// selfDrainGrace is the time past the deadline given to the stops the
+// deadline forced (a variable for tests).
+var selfDrainGrace = 5 * time.Second
+
 // Defaults and pacing of the self-drain.
 const (
 	defaultSelfDrainDeadline = time.Hour
-	// selfDrainGrace is the time past the deadline given to the stops the
-	// deadline forced.
-	selfDrainGrace   = 5 * time.Second
-	selfDrainPoll    = 250 * time.Millisecond
-	selfDrainAsk     = 30 * time.Second
-	selfDrainFlush   = 5 * time.Second
-	selfDrainMessage = "shutting down"
+	selfDrainPoll            = 250 * time.Millisecond
+	selfDrainAsk             = 30 * time.Second
+	selfDrainFlush           = 5 * time.Second
+	selfDrainMessage         = "shutting down"
 )
 
 // DrainSelf drains the client's node if drain_on_shutdown is configured
@@ -89,12 +90,26 @@ func (c *Client) DrainSelf() error {
 			return nil
 		}
 		if time.Now().After(until) {
+			// The deadline bounds the shutdown: the allocations the drain
+			// stopped wait no more of their shutdown_delay.
+			c.skipStoppedDelays()
 			return fmt.Errorf("drain on shutdown: not complete after %s; shutting down anyway", time.Since(start).Round(time.Second))
 		}
 		select {
 		case <-time.After(selfDrainPoll):
 		case <-c.hurryCh:
 			return fmt.Errorf("drain on shutdown: abandoned after %s (told again to shut down)", time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+// skipStoppedDelays cuts the shutdown_delay of every allocation the
+// servers stopped (those the drain moved): once the drain's deadline has
+// passed, a delay of hours would hold the shutdown that follows.
+func (c *Client) skipStoppedDelays() {
+	for _, ar := range c.runners() {
+		if ar.Alloc().ServerTerminalStatus() {
+			ar.SkipShutdownDelay()
 		}
 	}
 }

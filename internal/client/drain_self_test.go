@@ -96,6 +96,7 @@ func TestDrainSelf_HurryAbandonsDrainAndDelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(ar.SkipShutdownDelay) // a failing run does not wait 10h in Shutdown
 	testutil.WaitFor(t, 10*time.Second, func() error {
 		for _, e := range ar.TaskState("web").Events {
 			if e.Type == structs.TaskWaitingShuttingDownDelay {
@@ -140,5 +141,37 @@ func TestDrainSelf_WaitsForRegistration(t *testing.T) {
 	srv.mu.Unlock()
 	if drains != 1 {
 		t.Fatalf("%d drain requests, want 1", drains)
+	}
+}
+
+// The drain's deadline bounds the shutdown: when it passes while a drained
+// allocation still waits its shutdown_delay, the delay is cut (the task is
+// then stopped with its kill signal), so the leave that follows does not
+// wait hours.
+func TestDrainSelf_DeadlineCutsDrainedDelays(t *testing.T) {
+	old := selfDrainGrace
+	selfDrainGrace = 100 * time.Millisecond
+	t.Cleanup(func() { selfDrainGrace = old })
+	tc := newTestClient(t, func(c *Config) {
+		c.DrainOnShutdown = &DrainOnShutdown{Deadline: 300 * time.Millisecond, IgnoreSystemJobs: true}
+	})
+	tc.waitReady(t)
+	task := testutil.MockTask("web", map[string]any{"run_for": "-1s"})
+	task.ShutdownDelay = 10 * time.Hour
+	svc := tc.place(structs.JobTypeService, task)
+	tc.waitServerStatus(t, svc.ID, structs.AllocClientStatusRunning)
+	ar, err := tc.getAllocRunner(svc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ar.SkipShutdownDelay) // a failing run does not wait 10h in Shutdown
+	err = tc.DrainSelf()
+	if err == nil || !strings.Contains(err.Error(), "not complete") {
+		t.Fatalf("DrainSelf: %v, want the deadline passed", err)
+	}
+	select {
+	case <-ar.WaitCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drained task still waits its 10h shutdown_delay after the drain's deadline")
 	}
 }
