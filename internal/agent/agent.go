@@ -61,8 +61,8 @@ type Agent struct {
 	// heapFloor paces the GC of a server process (nil when off).
 	heapFloor *heapfloor.Tuner
 	shutdown  sync.Once
-	// drainOnce runs the client's drain_on_shutdown once, before Leave or
-	// Shutdown stop anything.
+	// drainOnce runs the client's drain_on_shutdown once, when it leaves,
+	// before Leave stops anything.
 	drainOnce sync.Once
 }
 
@@ -307,8 +307,17 @@ func (a *Agent) Leave() {
 	}
 }
 
+// Hurry makes a shutdown in progress quick (the agent was told twice):
+// the client abandons its drain on shutdown and waits no shutdown_delay;
+// its tasks are still stopped as the shutdown says.
+func (a *Agent) Hurry() {
+	if a.client != nil {
+		a.client.Hurry()
+	}
+}
+
 // drainSelf drains the client's node first when client.drain_on_shutdown
-// is set (once; the servers must still be reachable).
+// is set (once, when leaving; the servers must still be reachable).
 func (a *Agent) drainSelf() {
 	a.drainOnce.Do(func() {
 		if a.client == nil {
@@ -321,11 +330,12 @@ func (a *Agent) drainSelf() {
 }
 
 // Shutdown stops the client (its tasks keep running outside dev mode), the
-// HTTP API and the server, in that order; a client with drain_on_shutdown
-// drains its node before anything stops.
+// HTTP API and the server, in that order. It drains nothing: as Nomad, a
+// client with drain_on_shutdown drains its node only when it leaves
+// (Leave: leave_on_interrupt, leave_on_terminate), so that a restart with
+// the signal that does not leave keeps the node's tasks and eligibility.
 func (a *Agent) Shutdown() error {
 	var err error
-	a.drainSelf()
 	a.shutdown.Do(func() {
 		if a.nodeSession != nil {
 			a.nodeSession.Close()

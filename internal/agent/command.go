@@ -102,6 +102,8 @@ wait:
 			break wait
 		}
 	}
+	stopWatch := watchShutdownSignals(sigs, a.Hurry, os.Exit, logger)
+	defer stopWatch()
 	if leaves(cfg, caught) {
 		a.Leave()
 	}
@@ -147,4 +149,40 @@ func leaves(cfg *config.Config, sig os.Signal) bool {
 		return cfg.LeaveOnTerminate
 	}
 	return false
+}
+
+// watchShutdownSignals handles the signals that arrive while the agent
+// shuts down (before, a second SIGINT or SIGTERM was swallowed and the
+// agent could only be SIGKILLed while it waited out a drain deadline or a
+// shutdown_delay of hours). The second one hurries the shutdown: the
+// drain on shutdown is abandoned and no shutdown_delay is waited, but the
+// tasks the shutdown stops are still stopped (kill signal, kill_timeout).
+// The third one exits at once with status 1, as Nomad exits on a second
+// signal, leaving whatever still runs. The returned func stops watching.
+func watchShutdownSignals(sigs <-chan os.Signal, hurry func(), exit func(int), logger hclog.Logger) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					continue
+				}
+				n++
+				if n == 1 {
+					logger.Warn("caught a second signal while shutting down: the drain and shutdown delays are skipped; tasks are still stopped (a third signal exits at once)",
+						"signal", sig.String())
+					hurry()
+					continue
+				}
+				logger.Error("caught a third signal while shutting down: exiting now", "signal", sig.String())
+				exit(1)
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -87,8 +87,11 @@ type Client struct {
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
-	wg           sync.WaitGroup
-	startOnce    sync.Once
+	// hurryCh is closed by Hurry (hurry.go).
+	hurryCh   chan struct{}
+	hurryOnce sync.Once
+	wg        sync.WaitGroup
+	startOnce sync.Once
 }
 
 // New fingerprints the node and prepares the client; Start runs it.
@@ -143,6 +146,7 @@ func New(cfg Config) (*Client, error) {
 		allocs:           map[string]*allocrunner.AllocRunner{},
 		allocIndex:       map[string]uint64{},
 		shutdownCh:       make(chan struct{}),
+		hurryCh:          make(chan struct{}),
 	}
 	c.sync = newAllocSync(c)
 	if err := c.setupBridge(); err != nil {

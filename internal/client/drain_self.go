@@ -23,16 +23,17 @@ type DrainOnShutdown struct {
 	IgnoreSystemJobs bool
 }
 
+// selfDrainGrace is the time past the deadline given to the stops the
+// deadline forced (a variable for tests).
+var selfDrainGrace = 5 * time.Second
+
 // Defaults and pacing of the self-drain.
 const (
 	defaultSelfDrainDeadline = time.Hour
-	// selfDrainGrace is the time past the deadline given to the stops the
-	// deadline forced.
-	selfDrainGrace   = 5 * time.Second
-	selfDrainPoll    = 250 * time.Millisecond
-	selfDrainAsk     = 30 * time.Second
-	selfDrainFlush   = 5 * time.Second
-	selfDrainMessage = "shutting down"
+	selfDrainPoll            = 250 * time.Millisecond
+	selfDrainAsk             = 30 * time.Second
+	selfDrainFlush           = 5 * time.Second
+	selfDrainMessage         = "shutting down"
 )
 
 // DrainSelf drains the client's node if drain_on_shutdown is configured
@@ -40,13 +41,20 @@ const (
 // log; the shutdown goes on in any case.
 func (c *Client) DrainSelf() error {
 	spec := c.cfg.DrainOnShutdown
-	if spec == nil || c.shuttingDown() {
+	if spec == nil || c.shuttingDown() || c.hurried() {
 		return nil
 	}
+	// A client stopped right after it started (a restart, its node and
+	// allocations known to the servers) may not have registered yet: it
+	// is given selfDrainAsk to do so rather than skip the drain.
+	wait := time.NewTimer(selfDrainAsk)
+	defer wait.Stop()
 	select {
 	case <-c.registered:
-	default:
-		return fmt.Errorf("drain on shutdown: the node never registered; nothing to drain")
+	case <-wait.C:
+		return fmt.Errorf("drain on shutdown: the node did not register within %s; nothing drained", selfDrainAsk)
+	case <-c.hurryCh:
+		return fmt.Errorf("drain on shutdown: abandoned before the node registered (told again to shut down)")
 	}
 	deadline := spec.Deadline
 	if deadline <= 0 {
@@ -57,7 +65,7 @@ func (c *Client) DrainSelf() error {
 		ds.Deadline = -1
 	}
 	start := time.Now()
-	until := start.Add(deadline + selfDrainGrace)
+	until := start.Add(deadline).Add(selfDrainGrace) // no Duration overflow near its max
 	if spec.Force {
 		until = start.Add(c.cfg.MaxKillTimeout + selfDrainGrace + selfDrainFlush)
 	}
@@ -82,9 +90,27 @@ func (c *Client) DrainSelf() error {
 			return nil
 		}
 		if time.Now().After(until) {
+			// The deadline bounds the shutdown: the allocations the drain
+			// stopped wait no more of their shutdown_delay.
+			c.skipStoppedDelays()
 			return fmt.Errorf("drain on shutdown: not complete after %s; shutting down anyway", time.Since(start).Round(time.Second))
 		}
-		time.Sleep(selfDrainPoll)
+		select {
+		case <-time.After(selfDrainPoll):
+		case <-c.hurryCh:
+			return fmt.Errorf("drain on shutdown: abandoned after %s (told again to shut down)", time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+// skipStoppedDelays cuts the shutdown_delay of every allocation the
+// servers stopped (those the drain moved): once the drain's deadline has
+// passed, a delay of hours would hold the shutdown that follows.
+func (c *Client) skipStoppedDelays() {
+	for _, ar := range c.runners() {
+		if ar.Alloc().ServerTerminalStatus() {
+			ar.SkipShutdownDelay()
+		}
 	}
 }
 
@@ -129,6 +155,8 @@ func (c *Client) rpcBefore(until time.Time, method string, args, reply any) erro
 		return err
 	case <-t.C:
 		return fmt.Errorf("%s: no answer before the drain's deadline", method)
+	case <-c.hurryCh:
+		return fmt.Errorf("%s: abandoned (told again to shut down)", method)
 	}
 }
 

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -33,7 +34,13 @@ func openState(cfg Config) (*state.DB, error) {
 // never started again.
 func (c *Client) restoreState() {
 	recs, err := c.state.Allocs()
-	if err != nil {
+	var damaged *state.DamagedError
+	switch {
+	case errors.As(err, &damaged):
+		for _, p := range damaged.Problems {
+			c.logger.Warn("client state: a damaged record was dropped", "error", p)
+		}
+	case err != nil:
 		c.logger.Error("failed to load client state; starting without it", "error", err)
 		return
 	}

@@ -114,7 +114,8 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 	}
 	if req.NoShutdownDelay {
 		// `job stop -no-shutdown-delay`: the clients skip the shutdown_delay
-		// of every allocation this stop ends.
+		// of every allocation this stop ends, and cut it short on those an
+		// earlier stop left waiting it (desired stop, still running).
 		allocs, err := st.AllocsByJob(nil, ns, req.JobID, true)
 		if err != nil {
 			return err
@@ -122,7 +123,7 @@ func (f *FSM) applyJobDeregister(buf []byte, index uint64) error {
 		yes := true
 		ts := map[string]*structs.DesiredTransition{}
 		for _, a := range allocs {
-			if !a.TerminalStatus() {
+			if !a.ClientTerminalStatus() {
 				ts[a.ID] = &structs.DesiredTransition{NoShutdownDelay: &yes}
 			}
 		}

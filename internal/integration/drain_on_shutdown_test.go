@@ -2,6 +2,10 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,7 +15,7 @@ import (
 
 // One server and two client agents as processes, a job of count 2 with one
 // allocation on each: SIGTERM to the client configured with
-// drain_on_shutdown drains its node before the agent stops: by the time the
+// drain_on_shutdown and leave_on_terminate drains its node before the agent stops: by the time the
 // process exits its allocation was migrated (stopped and reported
 // complete, a replacement placed on the other node, which then runs), the
 // node is ineligible with its drain complete, and the agent exited within
@@ -29,7 +33,8 @@ func TestDrainOnShutdown(t *testing.T) {
 		}
 		return startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, cfg)
 	}
-	draining := client(map[string]any{"client": map[string]any{
+	// As Nomad, the drain runs when the agent leaves on its signal.
+	draining := client(map[string]any{"leave_on_terminate": true, "client": map[string]any{
 		"drain_on_shutdown": map[string]any{"deadline": deadline.String(), "force": false, "ignore_system_jobs": false}}})
 	client(nil)
 	var nodes []*api.NodeListStub
@@ -124,4 +129,94 @@ func TestDrainOnShutdown(t *testing.T) {
 		a, _, err := srv.client.Allocations().Info(replacement, nil)
 		return err == nil && a.ClientStatus == "running"
 	})
+}
+
+// drain_on_shutdown drains only an agent that leaves on its signal, as
+// Nomad's (its maintainers: restart with the signal that does not leave to
+// keep the node and its tasks): SIGTERM without leave_on_terminate stops
+// the agent at once, the node keeps its eligibility with no drain, and the
+// allocation keeps running for the next agent. Before, every graceful
+// stop drained: a plain restart migrated the node's whole workload away
+// and left the node ineligible.
+func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1},
+	})
+	srv.waitReady(false)
+	dataDir := t.TempDir()
+	clientCfg := func(leave bool) map[string]any {
+		return map[string]any{"leave_on_interrupt": leave, "leave_on_terminate": false,
+			"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
+			"client": map[string]any{"drain_on_shutdown": map[string]any{"deadline": "1m"}}}
+	}
+	clientArgs := []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}
+	c := startAgent(t, dataDir, clientArgs, clientCfg(false))
+	var nodeID string
+	waitFor(t, 30*time.Second, "a ready node", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		if err != nil || len(nodes) != 1 || nodes[0].Status != "ready" {
+			return false
+		}
+		nodeID = nodes[0].ID
+		return true
+	})
+	job := rawExecJob("web", "service", 1, `echo $$ > "$NOMAD_ALLOC_DIR/pid"; exec sleep 600`)
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	waitFor(t, 30*time.Second, "the allocation running", func() bool {
+		for _, a := range srv.allocsOf("web") {
+			if a.ClientStatus == "running" {
+				allocID = a.ID
+				return true
+			}
+		}
+		return false
+	})
+	var pid int
+	waitFor(t, 10*time.Second, "the task's pid file", func() bool {
+		b, err := os.ReadFile(filepath.Join(dataDir, "client", "alloc", allocID, "alloc", "pid"))
+		if err != nil {
+			return false
+		}
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not exit promptly on SIGTERM (it drained?)")
+	}
+	node, _, err := srv.client.Nodes().Info(nodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.SchedulingEligibility != "eligible" || node.DrainStrategy != nil || node.LastDrain != nil {
+		t.Fatalf("node after SIGTERM without leave_on_terminate: eligibility %s, drain %+v, last drain %+v; want eligible and never drained",
+			node.SchedulingEligibility, node.DrainStrategy, node.LastDrain)
+	}
+	a, _, err := srv.client.Allocations().Info(allocID, nil)
+	if err != nil || a.DesiredStatus != "run" || !pidAlive(pid) {
+		t.Fatalf("allocation after SIGTERM: %+v (err %v), task alive %v; want it left running", a, err, pidAlive(pid))
+	}
+	// The next agent on the data dir takes the task over; stopped with
+	// SIGINT and leave_on_interrupt it drains, and leaves nothing behind.
+	next := startAgent(t, dataDir, clientArgs, clientCfg(true))
+	waitFor(t, 30*time.Second, "the next agent running the allocation", func() bool {
+		_, err := next.client.Allocations().Stats(&api.Allocation{ID: allocID, NodeID: nodeID}, nil)
+		return err == nil && strings.Contains(next.out.String(), "node registered")
+	})
+	next.stop()
+	if pidAlive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the task outlived the leaving agent:\n%s", tail(next.out.String(), 80))
+	}
+	if n, _, err := srv.client.Nodes().Info(nodeID, nil); err != nil || n.LastDrain == nil {
+		t.Fatalf("node after SIGINT with leave_on_interrupt: last drain %+v (err %v); want drained:\n%s", n.LastDrain, err, tail(next.out.String(), 60))
+	}
 }

@@ -181,6 +181,9 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		v.add("%s: Tasks: missing tasks for task group", prefix)
 	}
 	tg.validateScaling(prefix, v)
+	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
+		v.add("%s: ShutdownDelay must not be negative (got %s)", prefix, *tg.ShutdownDelay)
+	}
 	if tg.EphemeralDisk != nil && tg.EphemeralDisk.SizeMB < 0 {
 		v.add("%s: EphemeralDisk.SizeMB must not be negative", prefix)
 	}
@@ -254,6 +257,9 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		}
 		if t.KillTimeout < 0 {
 			v.add("%s: KillTimeout must not be negative", tp)
+		}
+		if t.ShutdownDelay < 0 {
+			v.add("%s: ShutdownDelay must not be negative (got %s)", tp, t.ShutdownDelay)
 		}
 		if r := t.Resources; r != nil {
 			if r.CPU < 1 && r.Cores == 0 {

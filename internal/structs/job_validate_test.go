@@ -27,6 +27,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"space in id", func(j *Job) { j.ID = "a b" }, "Job.ID"},
 		{"dup group", func(j *Job) { j.TaskGroups = append(j.TaskGroups, j.TaskGroups[0]) }, "defined twice"},
 		{"tiny memory", func(j *Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 1 }, "Resources.MemoryMB must be at least 10"},
+		{"negative task shutdown_delay", func(j *Job) { j.TaskGroups[0].Tasks[0].ShutdownDelay = -3 * time.Second },
+			`Task group "g", task "t": ShutdownDelay must not be negative (got -3s)`},
+		{"negative group shutdown_delay", func(j *Job) { d := -5 * time.Second; j.TaskGroups[0].ShutdownDelay = &d },
+			`Task group "g": ShutdownDelay must not be negative (got -5s)`},
 		{"dup static port", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "a", Value: 80}, {Label: "b", Value: 80}}}}
 		}, "static port 80 is used by both"},

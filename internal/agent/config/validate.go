@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -223,6 +225,16 @@ func (c *ClientConfig) validate() []error {
 			bad("client.host_volume."+name, "client.host_volume %q needs a path", name)
 		} else if !filepath.IsAbs(hv.Path) {
 			bad("client.host_volume."+name, "client.host_volume %q: path must be absolute, got %q", name, hv.Path)
+		}
+	}
+	// chroot_env: a relative host path would be read from wherever the
+	// agent was started, an empty one silently skipped.
+	for _, host := range slices.Sorted(maps.Keys(c.ChrootEnv)) {
+		dst := c.ChrootEnv[host]
+		if !filepath.IsAbs(host) {
+			bad("client.chroot_env", "client.chroot_env: host path %q must be absolute", host)
+		} else if !filepath.IsAbs(dst) {
+			bad("client.chroot_env", "client.chroot_env: %q is mounted at %q in the task, which must be an absolute path", host, dst)
 		}
 	}
 	for name, hn := range c.HostNetworks {

@@ -143,6 +143,11 @@ type AllocRunner struct {
 	detachOnce sync.Once
 	detachCh   chan struct{}
 
+	// skipDelayCh is closed when no shutdown_delay may be waited any
+	// more (kill.go).
+	skipDelayOnce sync.Once
+	skipDelayCh   chan struct{}
+
 	// netns is the path of the allocation's network namespace ("" for
 	// host networking).
 	netns string
@@ -175,6 +180,8 @@ func New(cfg Config) (*AllocRunner, error) {
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
 		detachCh: make(chan struct{}),
+
+		skipDelayCh: make(chan struct{}),
 	}
 	if rr := cfg.Alloc.RestartRequest; rr != nil {
 		ar.restartIndex = rr.Index // asked before this runner existed: not for it
@@ -349,6 +356,9 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 	}
 	ar.alloc = alloc
 	ar.mu.Unlock()
+	if alloc.DesiredTransition.ShouldIgnoreShutdownDelay() {
+		ar.SkipShutdownDelay()
+	}
 	for _, e := range ar.tasks {
 		e.tr.Update(alloc)
 	}

@@ -75,8 +75,43 @@ func checkID(allocID string, d serviceDef, c *structs.ServiceCheck) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// sync runs exactly the checks of defs (the running services).
+// sync runs exactly the checks of defs (the running services). A restored
+// result whose check the allocation's job no longer defines (removed by
+// an update while the client was down) is dropped: it would never run
+// again to replace it.
 func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
+	want := cr.checkStates(a, defs)
+	defined := cr.checkStates(a, nomadServices(a))
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	for id := range cr.restored {
+		if _, ok := defined[id]; !ok {
+			delete(cr.restored, id)
+		}
+	}
+	for id, st := range cr.checks {
+		if w, ok := want[id]; !ok || w.address != st.address {
+			close(st.stop)
+			delete(cr.checks, id)
+		}
+	}
+	for id, st := range want {
+		if _, ok := cr.checks[id]; ok {
+			continue
+		}
+		st.stop = make(chan struct{})
+		cr.takeRestoredLocked(st)
+		cr.checks[id] = st
+		go cr.run(st)
+	}
+	if len(defs) > 0 {
+		cr.restored = nil // the checks that run again took theirs
+	}
+	cr.updatePassingLocked()
+}
+
+// checkStates are the checks of defs by check ID, pending.
+func (cr *checkRunner) checkStates(a *structs.Allocation, defs []serviceDef) map[string]*checkState {
 	want := map[string]*checkState{}
 	for _, d := range defs {
 		svcName := registration(a, cr.ar.cfg.Node, cr.ar.cfg.Region, d).ServiceName
@@ -114,27 +149,7 @@ func (cr *checkRunner) sync(a *structs.Allocation, defs []serviceDef) {
 			want[id] = st
 		}
 	}
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	for id, st := range cr.checks {
-		if w, ok := want[id]; !ok || w.address != st.address {
-			close(st.stop)
-			delete(cr.checks, id)
-		}
-	}
-	for id, st := range want {
-		if _, ok := cr.checks[id]; ok {
-			continue
-		}
-		st.stop = make(chan struct{})
-		cr.takeRestoredLocked(st)
-		cr.checks[id] = st
-		go cr.run(st)
-	}
-	if len(defs) > 0 {
-		cr.restored = nil // the checks that run again took theirs
-	}
-	cr.updatePassingLocked()
+	return want
 }
 
 func (cr *checkRunner) stopAll() {

@@ -119,3 +119,62 @@ func mustOK(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A check removed from the job while the client was down (the update
+// that removed the group's only service reaches the restarted client) no
+// longer answers with its stored result: before, a restored result stood
+// until its check ran again, which a removed check never does, so
+// `alloc checks` showed it for the allocation's whole life.
+func TestChecks_RemovedCheckForgetsRestoredResult(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("fine")) }))
+	t.Cleanup(srv.Close)
+	host, portS, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portS)
+	a := serviceAlloc(host, port, structs.ServiceCheck{Name: "alive", Type: "http", Path: "/health",
+		Interval: 200 * time.Millisecond, Timeout: time.Second})
+	db, err := state.Open(filepath.Join(t.TempDir(), state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	allocRoot := t.TempDir()
+	d := mock.New()
+	newRunner := func() *AllocRunner {
+		ar, err := New(Config{Alloc: a, AllocRoot: allocRoot, Node: &structs.Node{ID: "node1", Name: "n1", Datacenter: "dc1"},
+			Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: (&recorder{}).update, MaxKillTimeout: 2 * time.Second,
+			Services: &fakeRegistrar{regs: map[string]*structs.ServiceRegistration{}}, StateDB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ar
+	}
+	mustOK(t, db.PutAlloc(a))
+	ar1 := newRunner()
+	ar1.Start()
+	waitCheck(t, ar1, CheckSuccess)
+	ar1.Detach()
+
+	recs, err := db.Allocs()
+	if err != nil || len(recs) != 1 || len(recs[0].Checks) != 1 {
+		t.Fatalf("stored: %+v %v", recs, err)
+	}
+	ar2 := newRunner()
+	ar2.Restore(recs[0])
+	ar2.Start()
+	t.Cleanup(ar2.Shutdown)
+	// The job update: the group's service and its check are gone.
+	up := *a
+	job := *a.Job
+	tg := *job.TaskGroups[0]
+	tg.Services = nil
+	job.TaskGroups = []*structs.TaskGroup{&tg}
+	up.Job = &job
+	up.AllocModifyIndex++
+	ar2.Update(&up)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := ar2.CheckStatuses(); len(got) != 0 {
+			return fmt.Errorf("a removed check still answers: %+v", got)
+		}
+		return nil
+	})
+}

@@ -58,19 +58,31 @@ func (ar *AllocRunner) killInOrder(reason string) {
 	}
 }
 
+// SkipShutdownDelay ends the group's and every task's shutdown_delay now
+// if it is being waited, and skips it if it is yet to come: a stop with
+// no_shutdown_delay arrived while the allocation was already stopping, or
+// the agent was told again to shut down. Idempotent.
+func (ar *AllocRunner) SkipShutdownDelay() {
+	ar.skipDelayOnce.Do(func() { close(ar.skipDelayCh) })
+	for _, e := range ar.tasks {
+		e.tr.SkipShutdownDelay()
+	}
+}
+
 // groupPreKill is the allocation's pre-kill step when it is stopped (once;
 // concurrent callers wait for it): the group's services are deregistered,
 // then the group's shutdown_delay runs before any task is told to stop,
-// unless the stop asked for none. The client shutting down (detach) ends
-// the wait.
+// unless the stop asked for none. The client shutting down (detach) or
+// SkipShutdownDelay ends the wait.
 func (ar *AllocRunner) groupPreKill() {
 	ar.preKillOnce.Do(func() {
-		ar.dropServices("")
 		ar.mu.Lock()
 		a := ar.alloc
 		ar.mu.Unlock()
+		ar.dropServices("")
 		tg := a.Job.LookupTaskGroup(a.TaskGroup)
-		if tg == nil || tg.ShutdownDelay == nil || *tg.ShutdownDelay <= 0 || a.DesiredTransition.ShouldIgnoreShutdownDelay() {
+		if tg == nil || tg.ShutdownDelay == nil || *tg.ShutdownDelay <= 0 || a.DesiredTransition.ShouldIgnoreShutdownDelay() ||
+			isClosed(ar.skipDelayCh) {
 			return
 		}
 		if !ar.anyTaskRunning() {
@@ -82,6 +94,8 @@ func (ar *AllocRunner) groupPreKill() {
 		select {
 		case <-timer.C:
 		case <-ar.detachCh:
+		case <-ar.skipDelayCh:
+			ar.logger.Debug("the rest of the group's shutdown_delay is skipped")
 		}
 	})
 }

@@ -192,3 +192,78 @@ func TestShutdownDelay_NotWaitedWhenNothingRan(t *testing.T) {
 		t.Fatal("an allocation that never ran waited for its shutdown_delay")
 	}
 }
+
+// A stop with no_shutdown_delay that arrives while the allocation already
+// waits its shutdown_delay (a second `job stop -no-shutdown-delay` or
+// `alloc stop -no-shutdown-delay` after a plain stop) ends the wait: with
+// a delay of hours, the operator had no other way to stop the task than
+// killing the agent. Both the group's and the task's delay are cut.
+func TestShutdownDelay_LaterNoShutdownDelayEndsTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		group, task       time.Duration
+		waitingTasksDelay bool
+	}{
+		{"group delay", 10 * time.Hour, 0, false},
+		{"task delay", 0, 10 * time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := delayAlloc(tc.group, tc.task)
+			ar, drv, reg, _ := runDelayAlloc(t, a)
+			t.Cleanup(ar.Detach) // a failing run ends its wait here
+			cp := *a
+			stop := &cp
+			stop.DesiredStatus = structs.AllocDesiredStatusStop
+			ar.Update(stop)
+			// The group's services go once its delay is decided on.
+			gID := structs.ServiceRegistrationID(a.ID, "web", "gsvc", "")
+			testutil.WaitFor(t, 10*time.Second, func() error {
+				if _, ok := reg.deletedAt(gID); !ok {
+					return fmt.Errorf("group service not yet deregistered")
+				}
+				return nil
+			})
+			if tc.waitingTasksDelay {
+				testutil.WaitFor(t, 10*time.Second, func() error {
+					if !hasEvent(ar.TaskState("t"), structs.TaskWaitingShuttingDownDelay) {
+						return fmt.Errorf("task not yet waiting its shutdown_delay")
+					}
+					return nil
+				})
+			}
+			if _, ok := drv.stopped(a.ID + "/t"); ok {
+				t.Fatal("task signalled before its shutdown_delay")
+			}
+			again := *stop
+			yes := true
+			again.DesiredTransition.NoShutdownDelay = &yes
+			ar.Update(&again)
+			select {
+			case <-ar.WaitCh():
+			case <-time.After(15 * time.Second):
+				t.Fatal("allocation still waiting its shutdown_delay after a stop with no_shutdown_delay")
+			}
+			if _, ok := drv.stopped(a.ID + "/t"); !ok {
+				t.Fatal("task never signalled")
+			}
+			if tc.waitingTasksDelay && !hasEvent(ar.TaskState("t"), structs.TaskSkippingShutdownDelay) {
+				t.Fatalf("events %+v, want %q", ar.TaskState("t").Events, structs.TaskSkippingShutdownDelay)
+			}
+		})
+	}
+}
+
+// SkipShutdownDelay (the agent told a second time to shut down) ends a
+// running group delay the same way.
+func TestShutdownDelay_SkipEndsTheWait(t *testing.T) {
+	a := delayAlloc(10*time.Hour, 10*time.Hour)
+	ar, _, _, _ := runDelayAlloc(t, a)
+	t.Cleanup(ar.Detach) // a failing run ends its wait here
+	ar.Kill("client shutting down")
+	time.AfterFunc(200*time.Millisecond, ar.SkipShutdownDelay)
+	select {
+	case <-ar.WaitCh():
+	case <-time.After(15 * time.Second):
+		t.Fatal("allocation still waiting its shutdown_delay after SkipShutdownDelay")
+	}
+}

@@ -136,11 +136,15 @@ func ensureRule(table, chain string, insert bool, rule ...string) error {
 	return err
 }
 
-// ensureBridge creates the bridge, its address and the shared rules once.
+// ensureBridge creates the bridge, its address and the shared rules, and
+// makes them again when the bridge was since deleted, set down or lost its
+// address (an operator's `ip link set nomad down`): as CNI's bridge plugin
+// on every setup, or the allocation would run with no way in or out.
 func (m *Manager) ensureBridge() error {
-	if m.bridge {
+	if m.bridge && m.bridgeIntact() {
 		return nil
 	}
+	m.bridge = false
 	br := m.cfg.BridgeName
 	if _, err := run("ip", "link", "show", "dev", br); err != nil {
 		if _, err := run("ip", "link", "add", br, "type", "bridge"); err != nil {
@@ -191,6 +195,25 @@ func (m *Manager) ensureBridge() error {
 	}
 	m.bridge = true
 	return nil
+}
+
+// bridgeIntact reports whether the bridge exists, is up and holds the
+// gateway address (read from the kernel without running a command).
+func (m *Manager) bridgeIntact() bool {
+	ifc, err := net.InterfaceByName(m.cfg.BridgeName)
+	if err != nil || ifc.Flags&net.FlagUp == 0 {
+		return false
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(m.gw) {
+			return true
+		}
+	}
+	return false
 }
 
 // Setup gives the allocation its namespace, address and port mappings, or

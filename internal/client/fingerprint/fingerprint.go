@@ -112,6 +112,10 @@ func Node(cfg Config, n *structs.Node) {
 		nr.MaxDynamicPort = structs.DefaultMaxDynamicPort
 	}
 	reservedCores, _ := structs.ParseCores(cfg.Reserved.Cores) // checked with the agent configuration
+	if total := int(nr.Cpu.TotalCpuCores); total > 0 && len(reservedCores) > 0 && int(reservedCores[len(reservedCores)-1]) >= total {
+		cfg.Logger.Warn("client.reserved.cores names cores this host does not have; they reserve nothing",
+			"reserved_cores", cfg.Reserved.Cores, "host_cores", total)
+	}
 	n.ReservedResources = &structs.NodeReservedResources{
 		Cpu:      structs.NodeReservedCpuResources{CpuShares: uint64(cfg.Reserved.CPU), ReservedCpuCores: reservedCores},
 		Memory:   structs.NodeReservedMemoryResources{MemoryMB: uint64(cfg.Reserved.MemoryMB)},
@@ -245,11 +249,19 @@ func fpCPU(cfg *Config, n *structs.Node) error {
 	if cfg.ReservableCores != "" {
 		// Only cores the host has (the agent configuration was checked).
 		ids, _ := structs.ParseCores(cfg.ReservableCores)
-		var keep []uint16
+		var keep, lacked []uint16
 		for _, c := range ids {
 			if int(c) < cores {
 				keep = append(keep, c)
+			} else {
+				lacked = append(lacked, c)
 			}
+		}
+		if len(lacked) > 0 {
+			// Said once at start: with none kept, no task can reserve a
+			// core here and every `cores` job stays blocked.
+			cfg.Logger.Warn("client.reservable_cores names cores this host does not have; they are ignored",
+				"reservable_cores", cfg.ReservableCores, "host_cores", cores, "usable", len(keep))
 		}
 		n.NodeResources.Cpu.ReservableCpuCores = keep
 	}

@@ -1,11 +1,15 @@
 package fingerprint
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/mock"
@@ -84,5 +88,28 @@ func TestDrivers(t *testing.T) {
 	}
 	if d := n.Drivers["gone"]; d == nil || d.Detected || n.Attributes["driver.gone"] != "" {
 		t.Fatalf("undetected driver %+v", d)
+	}
+}
+
+// Cores named in client.reservable_cores or client.reserved.cores that the
+// host does not have are ignored with a warning naming the key (before,
+// silently: reservable_cores = "5-7" on a 2-core node left it with no
+// reservable core and every `cores` job blocked with no hint why).
+func TestNode_WarnsOfCoresTheHostLacks(t *testing.T) {
+	var buf bytes.Buffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})
+	n := &structs.Node{}
+	Node(Config{AllocDir: t.TempDir(), DevMode: true, Logger: logger,
+		Reserved: Reserved{Cores: "1000"}, ReservableCores: "0,1001"}, n)
+	out := buf.String()
+	for _, want := range []string{"client.reservable_cores names cores this host does not have", "client.reserved.cores names cores this host does not have"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log %q lacks %q", out, want)
+		}
+	}
+	buf.Reset()
+	Node(Config{AllocDir: t.TempDir(), DevMode: true, Logger: logger, Reserved: Reserved{Cores: "0"}, ReservableCores: "0"}, &structs.Node{})
+	if buf.Len() != 0 {
+		t.Errorf("cores the host has were warned about: %s", buf.String())
 	}
 }

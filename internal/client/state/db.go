@@ -252,7 +252,9 @@ func (d *DB) DeleteAlloc(allocID string) error {
 }
 
 // Allocs loads every stored allocation. Records left without an allocation
-// (a task's late write after the allocation was deleted) are removed.
+// (a task's late write after the allocation was deleted) are removed. A
+// record that cannot be decoded is dropped and named in a *DamagedError
+// returned with everything else that could be read.
 func (d *DB) Allocs() ([]*AllocRecord, error) {
 	if d == nil {
 		return nil, nil
@@ -264,6 +266,11 @@ func (d *DB) Allocs() ([]*AllocRecord, error) {
 	}
 	var out []*AllocRecord
 	var orphans [][]byte
+	// problems are the records that could not be read: a bad allocation
+	// is left out, a bad deployment status, check results or task record
+	// is dropped from its allocation. One damaged value must not make the
+	// client forget every allocation (their tasks would run twice).
+	var problems []error
 	err := d.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(allocsBucket).ForEachBucket(func(id []byte) error {
 			ab := tx.Bucket(allocsBucket).Bucket(id)
@@ -273,20 +280,24 @@ func (d *DB) Allocs() ([]*AllocRecord, error) {
 				return nil
 			}
 			rec := &AllocRecord{Tasks: map[string]*TaskRecord{}}
-			if err := decode(raw, &rec.Alloc); err != nil {
-				return fmt.Errorf("allocation %s: %w", id, err)
+			if err := decode(raw, &rec.Alloc); err != nil || rec.Alloc == nil {
+				problems = append(problems, fmt.Errorf("allocation %s left out: %v", id, orNil(err)))
+				return nil
 			}
 			if v := ab.Get(deployStatusKey); v != nil {
 				if err := decode(v, &rec.DeploymentStatus); err != nil {
-					return fmt.Errorf("allocation %s deployment status: %w", id, err)
+					rec.DeploymentStatus = nil
+					problems = append(problems, fmt.Errorf("allocation %s deployment status dropped: %w", id, err))
 				}
 			}
 			if v := ab.Get(checksKey); v != nil {
 				if err := decode(v, &rec.Checks); err != nil {
-					return fmt.Errorf("allocation %s check results: %w", id, err)
+					rec.Checks = nil
+					problems = append(problems, fmt.Errorf("allocation %s check results dropped: %w", id, err))
 				}
 			}
-			err := ab.ForEachBucket(func(name []byte) error {
+			defer func() { out = append(out, rec) }()
+			return ab.ForEachBucket(func(name []byte) error {
 				if !strings.HasPrefix(string(name), taskPrefix) {
 					return nil
 				}
@@ -294,22 +305,19 @@ func (d *DB) Allocs() ([]*AllocRecord, error) {
 				tr := &TaskRecord{}
 				if v := tb.Get(taskStateKey); v != nil {
 					if err := decode(v, &tr.State); err != nil {
-						return fmt.Errorf("allocation %s %s state: %w", id, name, err)
+						tr.State = nil
+						problems = append(problems, fmt.Errorf("allocation %s %s state dropped: %w", id, name, err))
 					}
 				}
 				if v := tb.Get(localStateKey); v != nil {
 					if err := decode(v, &tr.Local); err != nil {
-						return fmt.Errorf("allocation %s %s local state: %w", id, name, err)
+						tr.Local = nil
+						problems = append(problems, fmt.Errorf("allocation %s %s local state dropped: %w", id, name, err))
 					}
 				}
 				rec.Tasks[strings.TrimPrefix(string(name), taskPrefix)] = tr
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			out = append(out, rec)
-			return nil
 		})
 	})
 	if err != nil {
@@ -323,5 +331,23 @@ func (d *DB) Allocs() ([]*AllocRecord, error) {
 			return nil
 		})
 	}
+	if len(problems) > 0 {
+		return out, &DamagedError{Problems: problems}
+	}
 	return out, nil
+}
+
+// DamagedError lists the stored records Allocs could not read; the
+// records it returned with it are usable.
+type DamagedError struct{ Problems []error }
+
+func (e *DamagedError) Error() string {
+	return "client state: damaged records: " + errors.Join(e.Problems...).Error()
+}
+
+func orNil(err error) any {
+	if err == nil {
+		return "no allocation"
+	}
+	return err
 }

@@ -1,13 +1,16 @@
 package state
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/nomad/api"
+	bolt "go.etcd.io/bbolt"
 )
 
 // What a client stored survives closing and reopening the database: the
@@ -102,4 +105,46 @@ func mustOK(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A damaged value (here an allocation's check results, then another's
+// allocation record) costs only itself: Allocs still returns every other
+// allocation, the first one without its check results, and a
+// *DamagedError naming what was dropped. Before, one bad value made
+// Allocs fail and the client forgot every allocation, so a restarted
+// agent started their tasks a second time beside the running ones.
+func TestStateDamagedRecordCostsOnlyItself(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, db.PutAlloc(&structs.Allocation{ID: "a1", JobID: "web"}))
+	mustOK(t, db.PutTaskState("a1", "t", &structs.TaskState{State: structs.TaskStateRunning}))
+	mustOK(t, db.PutCheckResults("a1", map[string]*CheckResult{"c1": {Successes: 1}}))
+	mustOK(t, db.PutAlloc(&structs.Allocation{ID: "a2", JobID: "web"}))
+	mustOK(t, db.PutAlloc(&structs.Allocation{ID: "a3", JobID: "web"}))
+	mustOK(t, db.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(allocsBucket).Bucket([]byte("a1")).Put(checksKey, []byte{0xc1, 0xff, 0x00}); err != nil {
+			return err
+		}
+		return tx.Bucket(allocsBucket).Bucket([]byte("a2")).Put(allocKey, []byte{0xc1})
+	}))
+	recs, err := db.Allocs()
+	var damaged *DamagedError
+	if !errors.As(err, &damaged) || len(damaged.Problems) != 2 ||
+		!strings.Contains(err.Error(), "a1 check results dropped") || !strings.Contains(err.Error(), "a2 left out") {
+		t.Fatalf("error %v, want a DamagedError naming a1's check results and a2", err)
+	}
+	got := map[string]*AllocRecord{}
+	for _, r := range recs {
+		got[r.Alloc.ID] = r
+	}
+	if len(got) != 2 || got["a1"] == nil || got["a3"] == nil {
+		t.Fatalf("allocations back: %v, want a1 and a3", got)
+	}
+	if got["a1"].Checks != nil || got["a1"].Tasks["t"] == nil || got["a1"].Tasks["t"].State.State != structs.TaskStateRunning {
+		t.Fatalf("a1 = checks %v tasks %+v, want its task state and no checks", got["a1"].Checks, got["a1"].Tasks)
+	}
+	mustOK(t, db.Close())
 }

@@ -13,8 +13,16 @@ import (
 // shutdown_delay so that callers stop sending it traffic, and only then
 // the kill signal. A stop that asked for no shutdown delay
 // (DesiredTransition.NoShutdownDelay, `-no-shutdown-delay`) skips the wait
-// and says so in an event. A task that exits during the delay is not
-// signalled.
+// and says so in an event; such a stop arriving while the delay runs (a
+// second `job stop -no-shutdown-delay`, or the agent told twice to shut
+// down) ends it at once (SkipShutdownDelay). A task that exits during the
+// delay is not signalled.
+
+// SkipShutdownDelay ends the task's shutdown_delay if it is being waited
+// and skips it if it is yet to come. Idempotent.
+func (tr *TaskRunner) SkipShutdownDelay() {
+	tr.skipDelayOnce.Do(func() { close(tr.skipDelayCh) })
+}
 
 // preKill runs the pre-kill step and waits out the shutdown delay. It
 // returns the task's exit when the task ended during the wait, nil when the
@@ -30,7 +38,7 @@ func (tr *TaskRunner) preKill(waitCh <-chan *drivers.ExitResult) (*drivers.ExitR
 	tr.mu.Lock()
 	skip := tr.alloc != nil && tr.alloc.DesiredTransition.ShouldIgnoreShutdownDelay()
 	tr.mu.Unlock()
-	if skip {
+	if skip || isDone(tr.skipDelayCh) {
 		tr.EmitEvent(tr.newEvent(structs.TaskSkippingShutdownDelay,
 			fmt.Sprintf("Skipping shutdown_delay of %s before killing the task.", delay)))
 		return nil, false
@@ -44,6 +52,10 @@ func (tr *TaskRunner) preKill(waitCh <-chan *drivers.ExitResult) (*drivers.ExitR
 		return nil, false
 	case res := <-waitCh:
 		return res, true
+	case <-tr.skipDelayCh:
+		tr.EmitEvent(tr.newEvent(structs.TaskSkippingShutdownDelay,
+			"Skipping the rest of the shutdown_delay before killing the task."))
+		return nil, false
 	case <-tr.detachCh:
 		// The client shuts down leaving its tasks running: the next
 		// client finds the stop again and starts over.

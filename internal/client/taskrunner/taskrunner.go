@@ -126,6 +126,11 @@ type TaskRunner struct {
 
 	detachOnce sync.Once
 	detachCh   chan struct{}
+
+	// skipDelayCh is closed when the shutdown_delay must no longer be
+	// waited (shutdown_delay.go).
+	skipDelayOnce sync.Once
+	skipDelayCh   chan struct{}
 }
 
 // New returns a runner for cfg.Task and records the Received event.
@@ -150,7 +155,8 @@ func New(cfg Config) *TaskRunner {
 		waitCh:   make(chan struct{}),
 		detachCh: make(chan struct{}),
 
-		restartCh: make(chan struct{}, 1),
+		skipDelayCh: make(chan struct{}),
+		restartCh:   make(chan struct{}, 1),
 	}
 	tr.appendEvent(tr.newEvent(structs.TaskReceived, "Task received by client"))
 	return tr
@@ -188,6 +194,9 @@ func (tr *TaskRunner) Update(alloc *structs.Allocation) {
 	tr.mu.Lock()
 	tr.alloc = alloc
 	tr.mu.Unlock()
+	if alloc.DesiredTransition.ShouldIgnoreShutdownDelay() {
+		tr.SkipShutdownDelay()
+	}
 }
 
 // EmitEvent appends an event (e.g. Sibling Task Failed, Reconnected).

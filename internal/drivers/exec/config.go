@@ -204,6 +204,10 @@ func asString(k string, v any) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("config: %s must be a string, got %T", k, v)
 	}
+	if strings.ContainsRune(s, 0) {
+		// exec(2) cannot pass it: the task would fail at every start.
+		return "", fmt.Errorf("config: %s contains a NUL byte", k)
+	}
 	return s, nil
 }
 
@@ -246,6 +250,11 @@ func asStrings(k string, v any) ([]string, error) {
 	case nil:
 		return nil, nil
 	case []string:
+		for i, e := range a {
+			if strings.ContainsRune(e, 0) {
+				return nil, fmt.Errorf("config: %s[%d] contains a NUL byte", k, i)
+			}
+		}
 		return append([]string(nil), a...), nil
 	case []any:
 		out := make([]string, 0, len(a))
@@ -253,6 +262,9 @@ func asStrings(k string, v any) ([]string, error) {
 			s, ok := e.(string)
 			if !ok {
 				return nil, fmt.Errorf("config: %s[%d] must be a string, got %T", k, i, e)
+			}
+			if strings.ContainsRune(s, 0) {
+				return nil, fmt.Errorf("config: %s[%d] contains a NUL byte", k, i)
 			}
 			out = append(out, s)
 		}

@@ -46,6 +46,11 @@ func TestParseTaskConfig(t *testing.T) {
 		`unknown key "image"`:               {"command": "x", "image": "redis"},
 		"pids_limit must be a whole number": {"command": "x", "pids_limit": 1.5},
 		"args[0] must be a string":          {"command": "x", "args": []any{1}},
+		// A NUL byte cannot reach exec(2): refused at registration, not
+		// a task failing at every start with "invalid argument".
+		"args[1] contains a NUL byte":  {"command": "x", "args": []any{"ok", "a\x00b"}},
+		"command contains a NUL byte":  {"command": "x\x00"},
+		"work_dir contains a NUL byte": {"command": "x", "work_dir": "/a\x00"},
 	} {
 		if _, err := ParseTaskConfig(m); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: want %q, got %v", m, want, err)

@@ -191,6 +191,9 @@ func ParseTaskConfig(m map[string]any) (*TaskConfig, error) {
 		if !ok {
 			return "", fmt.Errorf("config: %s must be a string, got %T", k, v)
 		}
+		if strings.ContainsRune(s, 0) {
+			return "", fmt.Errorf("config: %s contains a NUL byte", k) // exec(2) cannot pass it
+		}
 		return s, nil
 	}
 	list := func(k string, v any) ([]string, error) {
@@ -198,13 +201,22 @@ func ParseTaskConfig(m map[string]any) (*TaskConfig, error) {
 		case nil:
 			return nil, nil
 		case []string:
-			return append([]string(nil), a...), nil
+			a = append([]string(nil), a...)
+			for i, e := range a {
+				if strings.ContainsRune(e, 0) {
+					return nil, fmt.Errorf("config: %s[%d] contains a NUL byte", k, i)
+				}
+			}
+			return a, nil
 		case []any:
 			var out []string
 			for i, e := range a {
 				s, ok := e.(string)
 				if !ok {
 					return nil, fmt.Errorf("config: %s[%d] must be a string, got %T", k, i, e)
+				}
+				if strings.ContainsRune(s, 0) {
+					return nil, fmt.Errorf("config: %s[%d] contains a NUL byte", k, i)
 				}
 				out = append(out, s)
 			}

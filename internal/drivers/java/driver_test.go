@@ -40,10 +40,12 @@ func TestParseTaskConfig(t *testing.T) {
 		t.Errorf("argv %q", got)
 	}
 	for cfg, want := range map[string]map[string]any{
-		`"jar_path" or "class" is required`: {"args": []any{"x"}},
-		`unknown key "jar"`:                 {"jar": "x.jar"},
-		"jvm_options must be a list":        {"jar_path": "a.jar", "jvm_options": "-Xmx1g"},
-		`pid_mode must be`:                  {"jar_path": "a.jar", "pid_mode": "shared"},
+		`"jar_path" or "class" is required`:  {"args": []any{"x"}},
+		`unknown key "jar"`:                  {"jar": "x.jar"},
+		"jvm_options must be a list":         {"jar_path": "a.jar", "jvm_options": "-Xmx1g"},
+		`pid_mode must be`:                   {"jar_path": "a.jar", "pid_mode": "shared"},
+		"jvm_options[0] contains a NUL byte": {"jar_path": "a.jar", "jvm_options": []any{"-X\x00"}},
+		"jar_path contains a NUL byte":       {"jar_path": "a\x00.jar"},
 	} {
 		if _, err := ParseTaskConfig(want); err == nil || !strings.Contains(err.Error(), cfg) {
 			t.Errorf("%v: want %q, got %v", want, cfg, err)

@@ -208,6 +208,15 @@ func parseTaskConfig(m map[string]any) (*taskConfig, error) {
 	if strings.TrimSpace(tc.Command) == "" {
 		return nil, errors.New(`config: "command" is required`)
 	}
+	// exec(2) cannot pass a NUL byte: the task would fail at every start.
+	if strings.ContainsRune(tc.Command, 0) {
+		return nil, errors.New("config: command contains a NUL byte")
+	}
+	for i, a := range tc.Args {
+		if strings.ContainsRune(a, 0) {
+			return nil, fmt.Errorf("config: args[%d] contains a NUL byte", i)
+		}
+	}
 	return tc, nil
 }
 

@@ -297,6 +297,15 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+	// A NUL byte cannot reach exec(2): refused when the job is registered.
+	for want, cfg := range map[string]map[string]any{
+		"args[1] contains a NUL byte": {"command": "sh", "args": []any{"-c", "a\x00"}},
+		"command contains a NUL byte": {"command": "s\x00h"},
+	} {
+		if err := ValidateTaskConfig(cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want %q, got %v", cfg, want, err)
+		}
+	}
 	if _, err := New(Config{}).StartTask(newTask(t, "off", map[string]any{"command": "sh"}, nil)); err == nil {
 		t.Error("disabled driver started a task")
 	}
