@@ -146,6 +146,7 @@ func TestJobStatusDetail(t *testing.T) {
 		"GET /v1/job/example/summary": &api.JobSummary{JobID: "example", Summary: map[string]api.TaskGroupSummary{
 			"cache": {Running: 1, Failed: 2},
 		}},
+		"GET /v1/job/example/evaluations": []*api.Evaluation{{ID: evalID, Priority: 50, TriggeredBy: "job-register", Status: "complete", CreateIndex: 5}},
 		"GET /v1/job/example/allocations": []*api.AllocationListStub{{
 			ID: allocID, NodeID: nodeID, TaskGroup: "cache", JobVersion: 0, DesiredStatus: "run", ClientStatus: "running",
 			CreateTime: t0.Add(-5 * time.Minute).UnixNano(), ModifyTime: t0.Add(-90 * time.Second).UnixNano(),

@@ -43,7 +43,7 @@ var commandFlags = map[string]complete.Flags{
 		complete.Flags{"-check-index": complete.PredictAnything}),
 	"job plan":     mergeFlags(jobspecFlags, boolFlags("diff", "verbose", "policy-override", "explain")),
 	"job validate": jobspecFlags,
-	"job status":   mergeFlags(outputFlags, boolFlags("short", "verbose", "all-allocs"), complete.Flags{"-filter": complete.PredictAnything}),
+	"job status":   mergeFlags(outputFlags, boolFlags("short", "verbose", "all-allocs", "evals"), complete.Flags{"-filter": complete.PredictAnything}),
 	"job inspect":  mergeFlags(outputFlags, complete.Flags{"-version": complete.PredictAnything}),
 	"job history":  mergeFlags(outputFlags, boolFlags("p"), complete.Flags{"-version": complete.PredictAnything}),
 	"job stop":     boolFlags("purge", "detach", "no-shutdown-delay", "yes", "verbose"),

@@ -282,6 +282,7 @@ func TestJobStatusShowsLatestDeployment(t *testing.T) {
 		"GET /v1/job/example/summary": &api.JobSummary{JobID: "example", Summary: map[string]api.TaskGroupSummary{
 			"cache": {Running: 2, Starting: 1},
 		}},
+		"GET /v1/job/example/evaluations": []*api.Evaluation{{ID: evalID, Priority: 50, TriggeredBy: "job-register", Status: "complete", CreateIndex: 5}},
 		"GET /v1/job/example/deployment":  deployment("running", "Deployment is running", 3, 2, 0),
 		"GET /v1/job/example/allocations": []*api.AllocationListStub{},
 	}}

@@ -197,7 +197,7 @@ func formatEvalStatus(e *api.Evaluation, verbose bool) string {
 	}
 	out := formatKV(rows)
 	if len(e.FailedTGAllocs) > 0 {
-		out += "\n\n==> Failed Placements\n" + formatFailedTGs(e.FailedTGAllocs, "")
+		out += "\n\n==> Failed Placements\n" + placementFailureBlock(e.FailedTGAllocs)
 		if e.BlockedEval != "" {
 			out += fmt.Sprintf("\n\nEvaluation %q waiting for additional capacity to place remainder", shortID(e.BlockedEval, verbose))
 		}

@@ -103,7 +103,7 @@ func formatPlan(resp *api.JobPlanResponse, path string, verbose bool) string {
 		b.WriteString("- All tasks successfully allocated.\n")
 	} else {
 		b.WriteString("- WARNING: Failed to place all allocations.\n")
-		b.WriteString(formatFailedTGs(resp.FailedTGAllocs, "  "))
+		b.WriteString(formatFailedTGs(resp.FailedTGAllocs, "  ", "      "))
 		b.WriteString("\n")
 	}
 	if !resp.NextPeriodicLaunch.IsZero() {

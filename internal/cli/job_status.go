@@ -27,6 +27,9 @@ Status Options:
              language of the API's ?filter=, evaluated on the server
              against each job, e.g. 'Meta.team == "web"'). Lists only.
   -all-allocs  Include allocations of older job versions.
+  -evals     List the job's evaluations. Whether or not it is given, the
+             reasons allocations are still waiting to be placed are shown
+             under "Placement Failure".
   -verbose   Full IDs and absolute times.
   -json      Output the job(s) as JSON: a list of {Summary, Allocations,
              LatestDeployment, Job}, also for a single job.
@@ -35,7 +38,7 @@ Status Options:
 }
 
 func (c *JobStatusCommand) Run(args []string) int {
-	var short, verbose, allAllocs bool
+	var short, verbose, allAllocs, showEvals bool
 	var filter string
 	var out outputFormat
 	fs := c.FlagSet("job status")
@@ -43,6 +46,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 	fs.StringVar(&filter, "filter", "", "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.BoolVar(&allAllocs, "all-allocs", false, "")
+	fs.BoolVar(&showEvals, "evals", false, "")
 	out.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		c.Ui.Error(flagErrorOr(err, "This command takes either no arguments or one: <job>"))
@@ -71,7 +75,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 	if out.enabled() {
 		return c.emitJobs(client, out, allAllocs, "", job)
 	}
-	text, err := jobStatus(client, job, short, verbose, allAllocs)
+	text, err := jobStatus(client, job, jobStatusOpts{short: short, verbose: verbose, allAllocs: allAllocs, evals: showEvals})
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
@@ -165,7 +169,13 @@ func jobStubStatus(j *api.JobListStub) string {
 	return j.Status
 }
 
-func jobStatus(client *api.Client, job *api.Job, short, verbose, allAllocs bool) (string, error) {
+// jobStatusOpts are job status's flags that shape a single job's view.
+type jobStatusOpts struct {
+	short, verbose, allAllocs, evals bool
+}
+
+func jobStatus(client *api.Client, job *api.Job, o jobStatusOpts) (string, error) {
+	verbose := o.verbose
 	id := deref(job.ID)
 	status := deref(job.Status)
 	if deref(job.Stop) && status != "dead" {
@@ -191,7 +201,7 @@ func jobStatus(client *api.Client, job *api.Job, short, verbose, allAllocs bool)
 	}
 	var b strings.Builder
 	b.WriteString(formatKV(rows))
-	if short {
+	if o.short {
 		return b.String(), nil
 	}
 
@@ -217,9 +227,15 @@ func jobStatus(client *api.Client, job *api.Job, short, verbose, allAllocs bool)
 		return b.String(), nil
 	}
 
+	evals, _, err := client.Jobs().Evaluations(id, nil)
+	if err != nil {
+		return "", fmt.Errorf("Error querying job evaluations: %w", err)
+	}
+	b.WriteString(jobEvalSections(evals, o.evals, verbose))
+
 	b.WriteString(latestDeploymentSection(client, job, verbose))
 
-	allocs, _, err := client.Jobs().Allocations(id, allAllocs, nil)
+	allocs, _, err := client.Jobs().Allocations(id, o.allAllocs, nil)
 	if err != nil {
 		return "", fmt.Errorf("Error querying job allocations: %w", err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	mcli "github.com/hashicorp/cli"
@@ -149,64 +148,11 @@ func (m *monitor) finish(eval *api.Evaluation) int {
 		return 2
 	}
 	m.ui.Info(fmt.Sprintf("==> %s: Evaluation %q finished with status %q but failed to place all allocations:", ts(), id, eval.Status))
-	m.ui.Output(formatFailedTGs(eval.FailedTGAllocs, "    "+ts()+": "))
+	m.ui.Output(formatFailedTGs(eval.FailedTGAllocs, "    "+ts()+": ", "      "))
 	if eval.BlockedEval != "" {
 		m.ui.Output(fmt.Sprintf("    %s: Evaluation %q waiting for additional capacity to place remainder", ts(), shortID(eval.BlockedEval, m.verbose)))
 	}
 	return 2
-}
-
-// formatFailedTGs explains, per task group, why allocations were not placed.
-func formatFailedTGs(failed map[string]*api.AllocationMetric, prefix string) string {
-	names := make([]string, 0, len(failed))
-	for n := range failed {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var lines []string
-	for _, n := range names {
-		metric := failed[n]
-		plural := "s"
-		if metric.CoalescedFailures == 0 {
-			plural = ""
-		}
-		lines = append(lines, fmt.Sprintf("%sTask Group %q (failed to place %d allocation%s):", prefix, n, metric.CoalescedFailures+1, plural))
-		for _, l := range formatAllocMetric(metric) {
-			lines = append(lines, "      * "+l)
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-func formatAllocMetric(m *api.AllocationMetric) []string {
-	var out []string
-	if m.NodesEvaluated == 0 {
-		out = append(out, "No nodes were eligible for evaluation")
-	}
-	for _, dc := range sortedKeys(m.NodesAvailable) {
-		if m.NodesAvailable[dc] == 0 {
-			out = append(out, fmt.Sprintf("No nodes are available in datacenter %q", dc))
-		}
-	}
-	for _, k := range sortedKeys(m.ClassFiltered) {
-		out = append(out, fmt.Sprintf("Class %q: %d nodes excluded by filter", k, m.ClassFiltered[k]))
-	}
-	for _, k := range sortedKeys(m.ConstraintFiltered) {
-		out = append(out, fmt.Sprintf("Constraint %q: %d nodes excluded by filter", k, m.ConstraintFiltered[k]))
-	}
-	if m.NodesExhausted > 0 {
-		out = append(out, fmt.Sprintf("Resources exhausted on %d nodes", m.NodesExhausted))
-	}
-	for _, k := range sortedKeys(m.ClassExhausted) {
-		out = append(out, fmt.Sprintf("Class %q exhausted on %d nodes", k, m.ClassExhausted[k]))
-	}
-	for _, k := range sortedKeys(m.DimensionExhausted) {
-		out = append(out, fmt.Sprintf("Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
-	}
-	for _, q := range m.QuotaExhausted {
-		out = append(out, fmt.Sprintf("Quota limit hit %q", q))
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
