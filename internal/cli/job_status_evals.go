@@ -43,7 +43,7 @@ func formatJobEvalList(evals []*api.Evaluation, verbose bool) string {
 	rows := []string{"ID|Priority|Triggered By|Status|Placement Failures"}
 	for _, e := range evals {
 		failures := fmt.Sprintf("%t", len(e.FailedTGAllocs) > 0)
-		if e.Status == "blocked" {
+		if e.Status == api.EvalStatusBlocked {
 			failures = "N/A - In Progress"
 		}
 		rows = append(rows, fmt.Sprintf("%s|%d|%s|%s|%s", shortID(e.ID, verbose), e.Priority, e.TriggeredBy, e.Status, failures))
@@ -61,10 +61,10 @@ func outstandingPlacementFailure(evals []*api.Evaluation) *api.Evaluation {
 	blocked, newest := false, true
 	var latest *api.Evaluation
 	for _, e := range evals {
-		if e.Status == "cancelled" { // superseded: its failures are no one's
+		if e.Status == api.EvalStatusCancelled { // superseded: its failures are no one's
 			continue
 		}
-		blocked = blocked || e.Status == "blocked"
+		blocked = blocked || e.Status == api.EvalStatusBlocked
 		if latest == nil && len(e.FailedTGAllocs) > 0 {
 			if newest {
 				return e

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/nomad/api/contexts"
 )
 
 const blockedID = "0f0e0d0c-0000-4000-8000-000000000009"
@@ -106,6 +107,19 @@ func TestEvalStatusBlockedSameBlockAsJobStatus(t *testing.T) {
 	}
 }
 
+// `status <prefix>` of the blocked evaluation is its eval status, failed
+// placements included.
+func TestStatusPrefixOfBlockedEvalShowsFailedPlacements(t *testing.T) {
+	f := placementFailureFake()
+	f.routes["PUT /v1/search"] = &api.SearchResponse{Matches: map[contexts.Context][]string{contexts.Evals: {blockedID}}}
+	srv := f.server(t)
+	want, _, _ := run(t, srv, "eval", "status", blockedID)
+	out, errb, code := run(t, srv, "status", "0f0e")
+	if code != 0 || out != want || !strings.Contains(out, "\n==> Failed Placements\nTask Group \"cache\"") {
+		t.Fatalf("code %d: %s\n%s\nwant:\n%s", code, errb, out, want)
+	}
+}
+
 // When job status shows placement failures: only while allocations still
 // wait to be placed.
 func TestJobStatusPlacementFailureOnlyWhileOutstanding(t *testing.T) {
@@ -133,7 +147,7 @@ func TestJobStatusPlacementFailureOnlyWhileOutstanding(t *testing.T) {
 		{"capacity came from a node update",
 			[]*api.Evaluation{ev("reg", "complete", 5, fail), ev("node", "complete", 9, nil)}, ""},
 		{"job stopped: blocked eval cancelled",
-			[]*api.Evaluation{ev("reg", "complete", 5, fail), ev("blk", "cancelled", 6, fail), ev("dereg", "complete", 8, nil)}, ""},
+			[]*api.Evaluation{ev("reg", "complete", 5, fail), ev("blk", api.EvalStatusCancelled, 6, fail), ev("dereg", "complete", 8, nil)}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := jobEvalSections(c.evals, false, true)

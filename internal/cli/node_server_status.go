@@ -365,24 +365,7 @@ func (c *StatusCommand) Run(args []string) int {
 	case contexts.Nodes:
 		return (&NodeStatusCommand{Meta: c.Meta}).Run(sub)
 	case contexts.Evals:
-		eval, _, err := client.Evaluations().Info(match, nil)
-		if err != nil {
-			c.Ui.Error(fmt.Sprintf("Error querying evaluation: %s", err))
-			return 1
-		}
-		c.Ui.Output(formatKV([]string{
-			"ID|" + shortID(eval.ID, verbose),
-			"Create Time|" + timeColumn(eval.CreateTime, verbose),
-			"Modify Time|" + timeColumn(eval.ModifyTime, verbose),
-			"Status|" + eval.Status,
-			"Status Description|" + orNone(eval.StatusDescription),
-			"Type|" + eval.Type,
-			"TriggeredBy|" + eval.TriggeredBy,
-			"Job ID|" + eval.JobID,
-			fmt.Sprintf("Priority|%d", eval.Priority),
-			fmt.Sprintf("Placement Failures|%v", len(eval.FailedTGAllocs) > 0),
-		}))
-		return 0
+		return (&EvalStatusCommand{Meta: c.Meta}).Run(sub)
 	}
 	return 1
 }

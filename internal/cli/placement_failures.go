@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -21,13 +20,8 @@ func placementFailureBlock(failed map[string]*api.AllocationMetric) string {
 // one placement-failure formatter of the CLI: job run and plan, job status
 // and eval status all print it.
 func formatFailedTGs(failed map[string]*api.AllocationMetric, prefix, indent string) string {
-	names := make([]string, 0, len(failed))
-	for n := range failed {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var lines []string
-	for _, n := range names {
+	for _, n := range sortedKeys(failed) {
 		metric := failed[n]
 		count := 1
 		if metric != nil {
