@@ -64,7 +64,7 @@ func TestCommandsCompleteTheirFlags(t *testing.T) {
 	for name, want := range map[string][]string{
 		"job run":        {"-detach", "-var-file", "-check-index", "-address"},
 		"run":            {"-detach", "-var"},
-		"job status":     {"-json", "-t", "-all-allocs", "-namespace"},
+		"job status":     {"-json", "-t", "-all-allocs", "-evals", "-namespace"},
 		"alloc logs":     {"-f", "-stderr", "-tail", "-n"},
 		"eval list":      {"-status", "-json", "-t"},
 		"server members": {"-json"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/nomad/api"
@@ -16,12 +17,7 @@ const maxStatusFailedTGs = 5
 // the reasons the scheduler could not place allocations that are still
 // waiting to be placed.
 func jobEvalSections(evals []*api.Evaluation, showEvals, verbose bool) string {
-	sort.SliceStable(evals, func(i, j int) bool {
-		if evals[i].CreateIndex != evals[j].CreateIndex {
-			return evals[i].CreateIndex > evals[j].CreateIndex
-		}
-		return evals[i].ID < evals[j].ID
-	})
+	evals = newestFirst(evals)
 	out := ""
 	if showEvals {
 		out += "\n\nEvaluations\n"
@@ -35,6 +31,19 @@ func jobEvalSections(evals []*api.Evaluation, showEvals, verbose bool) string {
 		out += "\n\nPlacement Failure\n" + statusFailedTGs(failed, verbose)
 	}
 	return out
+}
+
+// newestFirst is a copy of evals, newest first, without the nulls a server
+// might send.
+func newestFirst(evals []*api.Evaluation) []*api.Evaluation {
+	evals = slices.DeleteFunc(slices.Clone(evals), func(e *api.Evaluation) bool { return e == nil })
+	sort.SliceStable(evals, func(i, j int) bool {
+		if evals[i].CreateIndex != evals[j].CreateIndex {
+			return evals[i].CreateIndex > evals[j].CreateIndex
+		}
+		return evals[i].ID < evals[j].ID
+	})
+	return evals
 }
 
 // formatJobEvalList is the -evals table, newest first. A blocked evaluation
@@ -51,8 +60,8 @@ func formatJobEvalList(evals []*api.Evaluation, verbose bool) string {
 	return formatList(rows)
 }
 
-// outstandingPlacementFailure is the newest evaluation (evals sorted newest
-// first) that failed to place allocations, when those allocations are still
+// outstandingPlacementFailure is the newest evaluation (evals as newestFirst
+// orders them) that failed to place allocations, when those allocations are still
 // unplaced: a blocked evaluation waits for capacity, or nothing was
 // evaluated for the job since (an unblocked evaluation being retried).
 // Cancelled evaluations do not count. Once the blocked evaluation places

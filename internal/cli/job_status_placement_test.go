@@ -133,6 +133,8 @@ func TestJobStatusPlacementFailureOnlyWhileOutstanding(t *testing.T) {
 		want  string // eval whose failures are shown, "" for none
 	}{
 		{"no evaluations", nil, ""},
+		{"a null in the server's list is skipped",
+			[]*api.Evaluation{nil, ev("blk", "blocked", 6, fail), nil}, "blk"},
 		{"all placed", []*api.Evaluation{ev("a", "complete", 5, nil)}, ""},
 		{"blocked, failures on the blocked eval",
 			[]*api.Evaluation{ev("reg", "complete", 5, fail), ev("blk", "blocked", 6, fail)}, "blk"},
@@ -161,7 +163,7 @@ func TestJobStatusPlacementFailureOnlyWhileOutstanding(t *testing.T) {
 			if got != want {
 				t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 			}
-			if e := outstandingPlacementFailure(c.evals); e == nil || e.ID != c.want {
+			if e := outstandingPlacementFailure(newestFirst(c.evals)); e == nil || e.ID != c.want {
 				t.Fatalf("shown eval %+v, want %s", e, c.want)
 			}
 		})
