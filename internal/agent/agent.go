@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -350,12 +351,23 @@ func (a *Agent) Shutdown() error {
 				err = cerr
 			}
 		}
+		streamed := false
 		if a.server != nil && a.server.Events() != nil && a.httpAPI != nil {
 			// Event streams end with a last line, not a cut connection.
 			a.server.Events().Close()
-			a.httpAPI.DrainEventStreams(time.Second)
+			open, _ := a.httpAPI.DrainEventStreams(time.Second)
+			streamed = open > 0
 		}
 		if a.httpSrv != nil {
+			if streamed {
+				// The streams' handlers have returned; let net/http
+				// write the end of their responses (their connections
+				// then go idle) before connections are closed. Other
+				// requests still running hold this up to its timeout.
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				_ = a.httpSrv.Shutdown(ctx)
+				cancel()
+			}
 			a.httpSrv.Close()
 		} else if a.httpLn != nil {
 			a.httpLn.Close()

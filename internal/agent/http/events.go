@@ -62,7 +62,11 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		return nil, structs.NewErrCoded(http.StatusNotImplemented, "the event stream is disabled on this server (server.enable_event_broker = false)")
 	}
 	s.streams.Add(1)
-	defer s.streams.Done()
+	s.streamsOpen.Add(1)
+	defer func() {
+		s.streamsOpen.Add(-1)
+		s.streams.Done()
+	}()
 	sub, err := s.cfg.Events.SubscribeEvents(req)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -139,8 +140,10 @@ type server struct {
 	cfg Config
 	log hclog.Logger
 
-	// streams counts the event streams being served (DrainEventStreams).
-	streams sync.WaitGroup
+	// streams and streamsOpen count the event streams being served
+	// (DrainEventStreams).
+	streams     sync.WaitGroup
+	streamsOpen atomic.Int32
 }
 
 // Handler is the HTTP API handler.
@@ -151,15 +154,20 @@ type Handler struct {
 
 // DrainEventStreams waits up to d for the event streams being served to
 // end (the agent closes the event broker first, so each ends with a last
-// line instead of a cut connection); it reports whether all did.
-func (h *Handler) DrainEventStreams(d time.Duration) bool {
+// line instead of a cut connection). It reports how many were being served
+// when it was called and whether all of them ended. A stream's handler
+// having returned does not mean its response is complete: net/http writes
+// the end of the chunked body after that, so the caller lets connections
+// go idle (http.Server.Shutdown) before it closes them.
+func (h *Handler) DrainEventStreams(d time.Duration) (open int, ended bool) {
+	open = int(h.s.streamsOpen.Load())
 	done := make(chan struct{})
 	go func() { h.s.streams.Wait(); close(done) }()
 	select {
 	case <-done:
-		return true
+		return open, true
 	case <-time.After(d):
-		return false
+		return open, false
 	}
 }
 
