@@ -62,6 +62,11 @@ var expectClass = map[string]string{
 	"PUT /v1/job/web/periodic/force": "nsWrite", "PUT /v1/job/web/dispatch": "nsWrite",
 	"PUT /v1/job/web/dispatch/payload": "nsWrite", "PUT /v1/job/web/promote": "nsWrite",
 	"GET /v1/status/leader": "public", "GET /v1/status/peers": "public", "GET /v1/regions": "public",
+	"GET /v1/volume/csi/vol1": "nsRead", "PUT /v1/volume/csi/vol1": "nsWrite", "DELETE /v1/volume/csi/vol1": "nsWrite",
+	// host-volume-delete is in no namespace policy shorthand (write has
+	// host-volume-create only): the matrix's tokens other than management
+	// lack it.
+	"GET /v1/volume/host/hv1": "nsRead", "DELETE /v1/volume/host/hv1": "mgmt",
 	"GET /v1/volumes": "nsRead", "GET /v1/plugins": "plugin", "GET /v1/plugin/csi/ebs": "plugin",
 	"GET /v1/scaling/policies": "nsRead", "GET /v1/scaling/policy/p1": "nsRead",
 	"GET /v1/namespaces": "any", "GET /v1/namespace/default": "nsRead",
