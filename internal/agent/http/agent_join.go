@@ -81,6 +81,9 @@ func (s *server) agentForceLeaveRequest(w http.ResponseWriter, r *http.Request) 
 // /v1/agent/servers: GET lists the servers this agent's client uses; PUT
 // ?address=... replaces them.
 func (s *server) agentServersRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet && !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
 	if s.cfg.Membership == nil {
 		return nil, errNoMembership
 	}
@@ -105,9 +108,6 @@ func (s *server) agentServersRequest(w http.ResponseWriter, r *http.Request) (an
 // /v1/agent/keyring/{list,install,use,remove}: the gossip encryption keys
 // of every server (list: GET; the others: PUT/POST {"Key": "<base64>"}).
 func (s *server) agentKeyringRequest(w http.ResponseWriter, r *http.Request) (any, error) {
-	if s.cfg.Membership == nil {
-		return nil, errNoMembership
-	}
 	op := strings.TrimPrefix(r.URL.Path, "/v1/agent/keyring/")
 	var key string
 	switch op {
@@ -126,6 +126,9 @@ func (s *server) agentKeyringRequest(w http.ResponseWriter, r *http.Request) (an
 		key = body.Key
 	default:
 		return nil, structs.NewErrCoded(404, "unknown keyring operation %q: list, install, use or remove", op)
+	}
+	if s.cfg.Membership == nil {
+		return nil, errNoMembership
 	}
 	return s.cfg.Membership.Keyring(op, key)
 }

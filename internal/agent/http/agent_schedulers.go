@@ -48,6 +48,9 @@ func (s *server) agentSchedulersRequest(w http.ResponseWriter, r *http.Request) 
 // Nomad. A bad value answers Nomad's bare 400 "Invalid request", the reason
 // in the X-Drover-Error-Detail header.
 func (s *server) agentSchedulersConfigRequest(w http.ResponseWriter, r *http.Request) (any, error) {
+	if r.Method != http.MethodGet && !isWrite(r.Method) {
+		return nil, errInvalidMethod
+	}
 	if s.cfg.Schedulers == nil {
 		return nil, errServerOnly
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/drover-project/drover/internal/acl"
@@ -97,7 +98,10 @@ const (
 )
 
 // routeRule maps a method and a path pattern to what it needs. Methods:
-// "GET", "WRITE" (PUT or POST), "DELETE", "*" (any). Pattern segments: a
+// "GET", "WRITE" (PUT or POST), "DELETE", "*" (any), or several joined by
+// "|". The methods of the rules matching a path are all it serves: any
+// other is a 405 (methodNotAllowed), so list every method a handler
+// serves. Pattern segments: a
 // literal, ":x" (any one segment) or a final "*" (the rest, possibly empty).
 type routeRule struct {
 	method  string
@@ -118,6 +122,15 @@ var routeRules = []routeRule{
 	{"GET", "/v1/services", nsList(capRead)},
 	{"GET", "/v1/volumes", nsList(acl.NamespaceCapabilityCSIListVolume, acl.NamespaceCapabilityCSIReadVolume,
 		acl.NamespaceCapabilityCSIMountVolume, capList)},
+	// One volume, in the request's namespace. Nomad's policy parser adds
+	// host-volume-read to host-volume-create, -register and -write, and
+	// host-volume-delete to host-volume-write; ours does not, so those
+	// grant here too.
+	{"GET", "/v1/volume/csi/:id", ns(acl.NamespaceCapabilityCSIReadVolume, acl.NamespaceCapabilityCSIMountVolume, capRead)},
+	{"PUT|DELETE", "/v1/volume/csi/:id", ns(acl.NamespaceCapabilityCSIWriteVolume)},
+	{"GET", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeRead, acl.NamespaceCapabilityHostVolumeCreate,
+		acl.NamespaceCapabilityHostVolumeRegister, acl.NamespaceCapabilityHostVolumeWrite)},
+	{"DELETE", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeDelete, acl.NamespaceCapabilityHostVolumeWrite)},
 	// CSI plugins: plugin:list for the list, plugin:read for one.
 	{"GET", "/v1/plugins", need{kind: kindPluginList}},
 	{"GET", "/v1/plugin/*", need{kind: kindPluginRead}},
@@ -146,9 +159,10 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/job/:id/scale", ns(capScale, capSubmit)},
 	{"WRITE", "/v1/job/:id/periodic/force", ns(capDispatch, capSubmit)},
 	{"WRITE", "/v1/job/:id/dispatch", ns(capDispatch)},
-	{"GET", "/v1/job/:id/dispatch/payload", ns(capRead)},
-	{"*", "/v1/job/:id/restart/*", ns(capLifecycle)},
-	{"*", "/v1/job/:id/restart", ns(capLifecycle)},
+	// Dispatch with the raw body as payload (jobs_periodic.go).
+	{"WRITE", "/v1/job/:id/dispatch/payload", ns(capDispatch)},
+	{"WRITE", "/v1/job/:id/restart/resume", ns(capLifecycle)},
+	{"GET|WRITE|DELETE", "/v1/job/:id/restart", ns(capLifecycle)},
 
 	// Allocations, evaluations, deployments.
 	{"GET", "/v1/allocations", nsList(capRead)},
@@ -206,8 +220,8 @@ var routeRules = []routeRule{
 	// namespace needs a capability in it; writes are management.
 	{"GET", "/v1/namespaces", need{kind: kindAnyToken, filter: filterNamespaces}},
 	{"GET", "/v1/namespace/:name", need{kind: kindNamespaceAny}},
-	{"*", "/v1/namespace/*", needManagement},
-	{"*", "/v1/namespace", needManagement},
+	{"WRITE|DELETE", "/v1/namespace/:name", needManagement},
+	{"WRITE", "/v1/namespace", needManagement},
 
 	// Agent, metrics, system.
 	{"GET", "/v1/agent/self", needAgentRead},
@@ -215,19 +229,19 @@ var routeRules = []routeRule{
 	{"GET", "/v1/agent/health", needPublic},
 	{"GET", "/v1/agent/monitor", needAgentRead},
 	{"GET", "/v1/agent/schedulers", needAgentRead},
-	{"*", "/v1/agent/schedulers/config", needAgentWrite},
+	{"GET|WRITE", "/v1/agent/schedulers/config", needAgentWrite},
 	{"GET", "/v1/agent/pprof/:profile", needAgentWrite},
 	// Routes other branches add (rules ready for their merge).
 	{"WRITE", "/v1/agent/force-leave", needAgentWrite},
 	{"WRITE", "/v1/agent/join", needAgentWrite},
 	{"GET", "/v1/agent/servers", needAgentRead},
 	{"WRITE", "/v1/agent/servers", needAgentWrite},
-	{"*", "/v1/agent/keyring/*", needAgentWrite},
+	{"GET|WRITE", "/v1/agent/keyring/*", needAgentWrite},
 	{"GET", "/v1/operator/autopilot/configuration", needOperRead},
 	{"WRITE", "/v1/operator/autopilot/configuration", needOperWrite},
 	{"GET", "/v1/operator/autopilot/health", needOperRead},
 	{"WRITE", "/v1/operator/raft/transfer-leadership", needOperWrite},
-	{"*", "/v1/operator/snapshot", needManagement},
+	{"GET|WRITE", "/v1/operator/snapshot", needManagement},
 	{"GET", "/v1/metrics", needPublic},
 	{"WRITE", "/v1/system/gc", needManagement},
 	{"WRITE", "/v1/system/reconcile/summaries", needManagement},
@@ -238,7 +252,7 @@ var routeRules = []routeRule{
 	// Variables: any valid token reaches the endpoint, which checks the
 	// token's variable path rules per path (list answers are filtered).
 	{"GET", "/v1/vars", needAnyToken},
-	{"*", "/v1/var/*", needAnyToken},
+	{"GET|WRITE|DELETE", "/v1/var/*", needAnyToken},
 
 	// Keyring: management only, as Nomad's.
 	{"GET", "/v1/operator/keyring/keys", needManagement},
@@ -251,8 +265,8 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/client/metadata", needNodeWrite},
 	{"GET", "/v1/client/identity", needNodeRead},
 	{"WRITE", "/v1/client/identity/renew", needNodeWrite},
-	{"WRITE", "/v1/client/gc", needNodeWrite},
-	{"*", "/v1/client/allocation/:id/gc", nsObj("alloc", capLifecycle)},
+	{"GET|WRITE", "/v1/client/gc", needNodeWrite},
+	{"GET|WRITE", "/v1/client/allocation/:id/gc", nsObj("alloc", capLifecycle)},
 	{"GET", "/v1/client/allocation/:id/stats", nsObj("alloc", capRead)},
 	{"WRITE", "/v1/client/allocation/:id/restart", nsObj("alloc", capLifecycle)},
 	{"WRITE", "/v1/client/allocation/:id/signal", nsObj("alloc", capLifecycle)},
@@ -270,25 +284,25 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/acl/bootstrap", needPublic},
 	{"GET", "/v1/acl/policies", needAnyToken},
 	{"GET", "/v1/acl/policy/:name", needAnyToken},
-	{"*", "/v1/acl/policy/:name", needManagement},
+	{"WRITE|DELETE", "/v1/acl/policy/:name", needManagement},
 	{"GET", "/v1/acl/tokens", needManagement},
 	{"WRITE", "/v1/acl/token", needManagement},
 	{"GET", "/v1/acl/token/self", needAnyToken},
 	{"WRITE", "/v1/acl/token/onetime", needAnyToken},
 	{"WRITE", "/v1/acl/token/onetime/exchange", needPublic},
 	{"GET", "/v1/acl/token/:id", needAnyToken},
-	{"*", "/v1/acl/token/:id", needManagement},
+	{"WRITE|DELETE", "/v1/acl/token/:id", needManagement},
 	{"GET", "/v1/acl/roles", needAnyToken},
 	{"WRITE", "/v1/acl/role", needManagement},
 	{"GET", "/v1/acl/role/name/:name", needAnyToken},
 	{"GET", "/v1/acl/role/:id", needAnyToken},
-	{"*", "/v1/acl/role/:id", needManagement},
+	{"WRITE|DELETE", "/v1/acl/role/:id", needManagement},
 	{"GET", "/v1/acl/auth-methods", needPublic},
 	{"WRITE", "/v1/acl/auth-method", needManagement},
-	{"*", "/v1/acl/auth-method/:name", needManagement},
+	{"GET|WRITE|DELETE", "/v1/acl/auth-method/:name", needManagement},
 	{"GET", "/v1/acl/binding-rules", needManagement},
 	{"WRITE", "/v1/acl/binding-rule", needManagement},
-	{"*", "/v1/acl/binding-rule/:id", needManagement},
+	{"GET|WRITE|DELETE", "/v1/acl/binding-rule/:id", needManagement},
 	{"WRITE", "/v1/acl/login", needPublic},
 	{"WRITE", "/v1/acl/oidc/auth-url", needPublic},
 	{"WRITE", "/v1/acl/oidc/complete-auth", needPublic},
@@ -312,13 +326,63 @@ func matchRoute(method, path string) *routeRule {
 }
 
 func methodMatches(rule, m string) bool {
-	switch rule {
-	case "*":
-		return true
-	case "WRITE":
-		return m == http.MethodPut || m == http.MethodPost
+	for _, one := range strings.Split(rule, "|") {
+		switch one {
+		case "*":
+			return true
+		case "WRITE":
+			if m == http.MethodPut || m == http.MethodPost {
+				return true
+			}
+		default:
+			if one == m {
+				return true
+			}
+		}
 	}
-	return rule == m
+	return false
+}
+
+// allowOrder is the order of the methods in an Allow header.
+var allowOrder = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete}
+
+// methodNotAllowed reports whether method is one no rule serves on the
+// escaped path while others are served there (a known route, a wrong
+// method: Nomad's 405), with the Allow header listing those. A path no rule
+// matches, or one a rule serves for any method, is never reported: the
+// authorizer and the handler answer it.
+func methodNotAllowed(method, path string) (allow string, bad bool) {
+	if strings.HasSuffix(path, "/") || strings.Contains(path, "//") {
+		// Rules see "/v1/acl/token/" as "/v1/acl/token", but the mux
+		// routes them to different handlers: leave such paths to them.
+		return "", false
+	}
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	var served []string
+	for i := range routeRules {
+		rr := &routeRules[i]
+		if !patternMatches(rr.pattern, segs) {
+			continue
+		}
+		if methodMatches(rr.method, method) || rr.method == "*" {
+			return "", false
+		}
+		for _, m := range allowOrder {
+			if methodMatches(rr.method, m) && !slices.Contains(served, m) {
+				served = append(served, m)
+			}
+		}
+	}
+	if len(served) == 0 {
+		return "", false
+	}
+	sorted := make([]string, 0, len(served))
+	for _, m := range allowOrder {
+		if slices.Contains(served, m) {
+			sorted = append(sorted, m)
+		}
+	}
+	return strings.Join(sorted, ", "), true
 }
 
 func patternMatches(pattern string, segs []string) bool {

@@ -59,8 +59,14 @@ var expectClass = map[string]string{
 	"GET /v1/deployment/allocations/d1": "nsRead", "PUT /v1/deployment/fail/d1": "nsWrite",
 	"PUT /v1/deployment/pause/d1": "nsWrite", "PUT /v1/deployment/promote/d1": "nsWrite",
 	"PUT /v1/deployment/allocation-health/d1": "nsWrite", "PUT /v1/deployment/unblock/d1": "nsWrite",
-	"PUT /v1/job/web/promote": "nsWrite", "GET /v1/status/leader": "public",
-	"GET /v1/status/peers": "public", "GET /v1/regions": "public",
+	"PUT /v1/job/web/periodic/force": "nsWrite", "PUT /v1/job/web/dispatch": "nsWrite",
+	"PUT /v1/job/web/dispatch/payload": "nsWrite", "PUT /v1/job/web/promote": "nsWrite",
+	"GET /v1/status/leader": "public", "GET /v1/status/peers": "public", "GET /v1/regions": "public",
+	"GET /v1/volume/csi/vol1": "nsRead", "PUT /v1/volume/csi/vol1": "nsWrite", "DELETE /v1/volume/csi/vol1": "nsWrite",
+	// host-volume-delete is in no namespace policy shorthand (write has
+	// host-volume-create only): the matrix's tokens other than management
+	// lack it.
+	"GET /v1/volume/host/hv1": "nsRead", "DELETE /v1/volume/host/hv1": "mgmt",
 	"GET /v1/volumes": "nsRead", "GET /v1/plugins": "plugin", "GET /v1/plugin/csi/ebs": "plugin",
 	"GET /v1/scaling/policies": "nsRead", "GET /v1/scaling/policy/p1": "nsRead",
 	"GET /v1/namespaces": "any", "GET /v1/namespace/default": "nsRead",
@@ -81,6 +87,8 @@ var expectClass = map[string]string{
 	"GET /v1/event/stream": "nsRead", "GET /v1/evaluations/count": "nsRead",
 	"PUT /v1/system/gc": "mgmt", "PUT /v1/system/reconcile/summaries": "mgmt",
 	"PUT /v1/client/gc": "node", "PUT /v1/client/allocation/a1/gc": "nsWrite",
+	// The official client's Nodes().GC and GcAlloc use GET.
+	"GET /v1/client/gc": "node", "GET /v1/client/allocation/a1/gc": "nsWrite",
 	"PUT /v1/acl/bootstrap": "public", "GET /v1/acl/policies": "any", "GET /v1/acl/policy/p1": "any",
 	"PUT /v1/acl/policy/p1": "mgmt", "DELETE /v1/acl/policy/p1": "mgmt", "GET /v1/acl/tokens": "mgmt",
 	"PUT /v1/acl/token": "mgmt", "GET /v1/acl/token/self": "any", "GET /v1/acl/token/t1": "any",

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
+
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -179,6 +181,10 @@ func (s *server) relayToNode(w http.ResponseWriter, r *http.Request, nodeID stri
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			relayErr = err
 		},
+		// What the proxy logs itself (a node stream that dropped in the
+		// middle of its body) goes through the agent's logger and its
+		// level, not the standard library's logger on stderr.
+		ErrorLog: s.log.Named("relay").With("node", nodeID).StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 	}
 	rp.ServeHTTP(w, r)
 	if used.CompareAndSwap(false, true) {

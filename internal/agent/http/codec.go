@@ -87,6 +87,14 @@ func (s *server) wrap(h apiHandler) http.Handler {
 			s.writeError(tw, r, err)
 			return
 		}
+		if allow, bad := methodNotAllowed(r.Method, r.URL.EscapedPath()); bad {
+			// A known route, a method it does not serve: 405 for any
+			// token, before the authorizer (which would refuse a method
+			// it has no rule for) and the handler.
+			tw.Header().Set("Allow", allow)
+			s.writeError(tw, r, errInvalidMethod)
+			return
+		}
 		if isHandshakeExec(r) {
 			// The token comes in the first message (exec_handshake.go).
 			s.handshakeExec(tw, r)

@@ -1,14 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/structs"
@@ -116,5 +121,61 @@ func TestRelayedLogCutWhenNodeConnectionDrops(t *testing.T) {
 	_, err = followOnce(t, env.client, nil)
 	if code, _ := structs.ErrorCode(err); err == nil || !strings.Contains(err.Error(), "no path to node node-b") {
 		t.Fatalf("node gone: %v (code %d)", err, code)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The relay's complaint about a node stream that dropped goes to the
+// agent's logger, at warn, named for the node: never straight to stderr
+// past the log level (it printed "httputil: ReverseProxy read error during
+// body copy" there through the standard library's default logger).
+func TestRelayDropLoggedThroughAgentLogger(t *testing.T) {
+	var stderr syncBuffer
+	log.SetOutput(&stderr)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+
+	for _, level := range []hclog.Level{hclog.Debug, hclog.Error} {
+		var agentLog syncBuffer
+		logger := hclog.New(&hclog.LoggerOptions{Output: &agentLog, Level: level})
+		fs := &brokenFS{hold: true, sent: make(chan struct{})}
+		node := httptest.NewServer(NewHandler(Config{FS: fs, Stats: fakeStats{id: "node-b"}, Allocs: allocSet{"a1": true}}))
+		dialer := &tcpDialer{nodes: map[string]string{"node-b": node.Listener.Addr().String()}}
+		env := newEnv(t, func(c *Config) { c.FS = nil; c.Reach = dialer; c.Logger = logger })
+		env.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{Alloc: &structs.Allocation{ID: "a1", NodeID: "node-b"}})
+
+		if _, err := followOnce(t, env.client, func() { <-fs.sent; node.CloseClientConnections() }); err == nil {
+			t.Fatal("the relayed stream ended cleanly when the node's connection dropped")
+		}
+		node.Close()
+		env.srv.Close() // waits for the relaying handler to return
+		got := agentLog.String()
+		if level == hclog.Debug {
+			if !strings.Contains(got, "[WARN]") || !strings.Contains(got, "ReverseProxy read error during body copy") ||
+				!strings.Contains(got, "node=node-b") {
+				t.Errorf("agent log at %s lacks the relay's warning naming the node:\n%s", level, got)
+			}
+		} else if strings.Contains(got, "ReverseProxy") {
+			t.Errorf("agent log at %s shows a warning:\n%s", level, got)
+		}
+	}
+	if s := stderr.String(); strings.Contains(s, "ReverseProxy") {
+		t.Errorf("the relay wrote past the agent logger:\n%s", s)
 	}
 }

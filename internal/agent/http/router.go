@@ -215,6 +215,7 @@ func (s *server) routes() []route {
 		{"/v1/scaling/policy/", s.scalingPolicyRequest},
 		{"/v1/services", s.servicesRequest},
 		{"/v1/volumes", s.volumesRequest},
+		{"/v1/volume/", s.volumeSpecificRequest},
 		{"/v1/plugins", s.pluginsRequest},
 		{"/v1/plugin/", s.pluginSpecificRequest},
 		{"/v1/service/", s.serviceRequest},
