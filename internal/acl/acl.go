@@ -65,7 +65,7 @@ func NewACL(management bool, policies []*Policy) *ACL {
 		}
 		for _, ns := range p.Namespaces {
 			caps := append(expandNamespacePolicy(ns.Policy), ns.Capabilities...)
-			add(a.namespaces, ns.Name, caps)
+			add(a.namespaces, ns.Name, expandImpliedCapabilities(caps))
 			vm := a.variables[ns.Name]
 			if vm == nil {
 				vm = map[string]capSet{}

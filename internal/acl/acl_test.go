@@ -132,3 +132,38 @@ host_volume "*" { policy = "read" }`)
 		t.Fatal("host volume rules wrong")
 	}
 }
+
+// Nomad's host volume capabilities imply the weaker ones: write implies
+// register, create, delete and read; register implies create and read;
+// create implies read. Nothing implies write.
+func TestHostVolumeCapabilitiesImplied(t *testing.T) {
+	a := mustACL(t, `
+namespace "w" { capabilities = ["host-volume-write"] }
+namespace "r" { capabilities = ["host-volume-register"] }
+namespace "c" { capabilities = ["host-volume-create"] }
+namespace "d" { capabilities = ["host-volume-delete"] }
+namespace "g-*" { capabilities = ["host-volume-register"] }
+`)
+	all := []string{NamespaceCapabilityHostVolumeWrite, NamespaceCapabilityHostVolumeRegister,
+		NamespaceCapabilityHostVolumeCreate, NamespaceCapabilityHostVolumeDelete, NamespaceCapabilityHostVolumeRead}
+	for _, tc := range []struct {
+		ns   string
+		want []string
+	}{
+		{"w", all},
+		{"r", []string{NamespaceCapabilityHostVolumeRegister, NamespaceCapabilityHostVolumeCreate, NamespaceCapabilityHostVolumeRead}},
+		{"g-1", []string{NamespaceCapabilityHostVolumeRegister, NamespaceCapabilityHostVolumeCreate, NamespaceCapabilityHostVolumeRead}},
+		{"c", []string{NamespaceCapabilityHostVolumeCreate, NamespaceCapabilityHostVolumeRead}},
+		{"d", []string{NamespaceCapabilityHostVolumeDelete}},
+	} {
+		for _, op := range all {
+			want := false
+			for _, w := range tc.want {
+				want = want || w == op
+			}
+			if got := a.AllowNamespaceOperation(tc.ns, op); got != want {
+				t.Errorf("%s/%s = %v, want %v", tc.ns, op, got, want)
+			}
+		}
+	}
+}

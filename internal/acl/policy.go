@@ -242,6 +242,31 @@ func expandNamespacePolicy(policy string) []string {
 	return nil
 }
 
+// impliedCapabilities lists, as Nomad's policy parser does, the namespace
+// capabilities one capability grants besides itself. Each list is already
+// closed (host-volume-write's includes what -register and -create imply),
+// so one pass over a block's capabilities expands them fully.
+var impliedCapabilities = map[string][]string{
+	NamespaceCapabilityHostVolumeWrite: {
+		NamespaceCapabilityHostVolumeRegister, NamespaceCapabilityHostVolumeCreate,
+		NamespaceCapabilityHostVolumeDelete, NamespaceCapabilityHostVolumeRead,
+	},
+	NamespaceCapabilityHostVolumeRegister: {
+		NamespaceCapabilityHostVolumeCreate, NamespaceCapabilityHostVolumeRead,
+	},
+	NamespaceCapabilityHostVolumeCreate: {NamespaceCapabilityHostVolumeRead},
+}
+
+// expandImpliedCapabilities returns caps with the capabilities they imply
+// appended.
+func expandImpliedCapabilities(caps []string) []string {
+	out := caps
+	for _, c := range caps {
+		out = append(out, impliedCapabilities[c]...)
+	}
+	return out
+}
+
 func expandNodePoolPolicy(policy string) []string {
 	switch policy {
 	case PolicyDeny:

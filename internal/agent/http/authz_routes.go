@@ -122,15 +122,12 @@ var routeRules = []routeRule{
 	{"GET", "/v1/services", nsList(capRead)},
 	{"GET", "/v1/volumes", nsList(acl.NamespaceCapabilityCSIListVolume, acl.NamespaceCapabilityCSIReadVolume,
 		acl.NamespaceCapabilityCSIMountVolume, capList)},
-	// One volume, in the request's namespace. Nomad's policy parser adds
-	// host-volume-read to host-volume-create, -register and -write, and
-	// host-volume-delete to host-volume-write; ours does not, so those
-	// grant here too.
+	// One volume, in the request's namespace. The stronger host volume
+	// capabilities imply the weaker (internal/acl expands them).
 	{"GET", "/v1/volume/csi/:id", ns(acl.NamespaceCapabilityCSIReadVolume, acl.NamespaceCapabilityCSIMountVolume, capRead)},
 	{"PUT|DELETE", "/v1/volume/csi/:id", ns(acl.NamespaceCapabilityCSIWriteVolume)},
-	{"GET", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeRead, acl.NamespaceCapabilityHostVolumeCreate,
-		acl.NamespaceCapabilityHostVolumeRegister, acl.NamespaceCapabilityHostVolumeWrite)},
-	{"DELETE", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeDelete, acl.NamespaceCapabilityHostVolumeWrite)},
+	{"GET", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeRead)},
+	{"DELETE", "/v1/volume/host/:id", ns(acl.NamespaceCapabilityHostVolumeDelete)},
 	// CSI plugins: plugin:list for the list, plugin:read for one.
 	{"GET", "/v1/plugins", need{kind: kindPluginList}},
 	{"GET", "/v1/plugin/*", need{kind: kindPluginRead}},

@@ -126,6 +126,7 @@ func TestVolumeSpecificACL(t *testing.T) {
 		"csi-write": caps("csi-write-volume"),
 		"hv-read":   caps("host-volume-read"),
 		"hv-create": caps("host-volume-create"),
+		"hv-reg":    caps("host-volume-register"),
 		"hv-write":  caps("host-volume-write"),
 		"hv-delete": caps("host-volume-delete"),
 		"other-ns":  compileRules(t, `namespace "other" { policy = "write" }`),
@@ -136,7 +137,7 @@ func TestVolumeSpecificACL(t *testing.T) {
 		"GET /v1/volume/csi/vol1":    {"csi-read", "csi-mount", "read-job"},
 		"PUT /v1/volume/csi/vol1":    {"csi-write"},
 		"DELETE /v1/volume/csi/vol1": {"csi-write"},
-		"GET /v1/volume/host/hv1":    {"hv-read", "hv-create", "hv-write"},
+		"GET /v1/volume/host/hv1":    {"hv-read", "hv-create", "hv-reg", "hv-write"},
 		"DELETE /v1/volume/host/hv1": {"hv-delete", "hv-write"},
 	}
 	for key, ok := range allowed {
