@@ -99,17 +99,20 @@ const (
 
 // routeRule maps a method and a path pattern to what it needs. Methods:
 // "GET", "WRITE" (PUT or POST), "DELETE", "*" (any), or several joined by
-// "|". The methods of the rules matching a path are all it serves: any
-// other is a 405 (methodNotAllowed), so list every method a handler
-// serves. Pattern segments: a
-// literal, ":x" (any one segment) or a final "*" (the rest, possibly empty).
+// "|". A path belongs to the most specific pattern matching it (ownPattern:
+// "/v1/acl/token/self" over "/v1/acl/token/:id"); the methods of that
+// pattern's rules are all it serves: any other is a 405
+// (methodNotAllowed), so list every method a handler serves. Pattern
+// segments: a literal, ":x" (any one segment) or a final "*" (the rest,
+// possibly empty).
 type routeRule struct {
 	method  string
 	pattern string
 	need    need
 }
 
-// routeRules is Nomad's authorization of every route, first match wins.
+// routeRules is Nomad's authorization of every route; among the rules of a
+// path's own pattern, the first matching the method wins.
 var routeRules = []routeRule{
 	// Jobs.
 	{"GET", "/v1/jobs", nsList(capList)},
@@ -307,19 +310,59 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/acl/identity/client-introduction-token", need{kind: kindNodePool, caps: []string{"write"}, poolField: "NodePool"}},
 }
 
-// matchRoute finds the first rule matching method and the escaped path.
+// matchRoute finds the first rule matching method and the escaped path
+// among the rules of the path's most specific pattern (ownPattern).
 func matchRoute(method, path string) *routeRule {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
+	own := ownPattern(segs)
 	for i := range routeRules {
 		rr := &routeRules[i]
-		if !methodMatches(rr.method, method) {
+		if rr.pattern != own || !methodMatches(rr.method, method) {
 			continue
 		}
-		if patternMatches(rr.pattern, segs) {
-			return rr
-		}
+		return rr
 	}
 	return nil
+}
+
+// ownPattern is the most specific pattern matching segs, "" if none: a
+// literal segment beats ":x", which beats a final "*", compared from the
+// first segment on. So "/v1/acl/token/self" alone owns that path, as
+// Nomad's mux gives it its own handler, and "/v1/acl/token/:id"'s methods
+// neither authorize nor serve it.
+func ownPattern(segs []string) string {
+	best := ""
+	for i := range routeRules {
+		p := routeRules[i].pattern
+		if p == best || !patternMatches(p, segs) {
+			continue
+		}
+		if best == "" || moreSpecific(p, best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// moreSpecific reports whether pattern a ranks above b (see ownPattern).
+func moreSpecific(a, b string) bool {
+	rank := func(seg string) int {
+		switch {
+		case seg == "*":
+			return 0
+		case strings.HasPrefix(seg, ":"):
+			return 1
+		}
+		return 2
+	}
+	as := strings.Split(strings.Trim(a, "/"), "/")
+	bs := strings.Split(strings.Trim(b, "/"), "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if ra, rb := rank(as[i]), rank(bs[i]); ra != rb {
+			return ra > rb
+		}
+	}
+	return len(as) > len(bs)
 }
 
 func methodMatches(rule, m string) bool {
@@ -355,10 +398,11 @@ func methodNotAllowed(method, path string) (allow string, bad bool) {
 		return "", false
 	}
 	segs := strings.Split(strings.Trim(path, "/"), "/")
+	own := ownPattern(segs)
 	var served []string
 	for i := range routeRules {
 		rr := &routeRules[i]
-		if !patternMatches(rr.pattern, segs) {
+		if rr.pattern != own {
 			continue
 		}
 		if methodMatches(rr.method, method) || rr.method == "*" {

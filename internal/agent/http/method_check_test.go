@@ -73,6 +73,13 @@ func wrongMethodCases() []wrongMethodCase {
 		wrongMethodCase{"PUT", "/v1/job/web/summary", "GET"},
 		wrongMethodCase{"GET", "/v1/job/web/restart/resume", "PUT, POST"},
 		wrongMethodCase{"DELETE", "/v1/node/pools", "GET, PUT, POST"},
+		// A literal segment owns its path over a ":id" pattern of the
+		// same length, as Nomad's mux routes "self" and "onetime" to
+		// their own handlers.
+		wrongMethodCase{"DELETE", "/v1/acl/token/self", "GET"},
+		wrongMethodCase{"PUT", "/v1/acl/token/self", "GET"},
+		wrongMethodCase{"GET", "/v1/acl/token/onetime", "PUT, POST"},
+		wrongMethodCase{"DELETE", "/v1/acl/token/onetime", "PUT, POST"},
 	)
 }
 
