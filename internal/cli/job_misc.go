@@ -7,7 +7,9 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// resolveJob finds a job by exact ID, else by unique prefix.
+// resolveJob finds a job by exact ID, else by unique prefix, in the CLI's
+// namespace (with "*", in any). The job found may be in another namespace
+// than the CLI's: follow-up calls about it must use jobQuery/jobWrite.
 func resolveJob(client *api.Client, id string) (*api.Job, error) {
 	job, _, err := client.Jobs().Info(id, nil)
 	if err == nil {
@@ -17,24 +19,40 @@ func resolveJob(client *api.Client, id string) (*api.Job, error) {
 	if lerr != nil {
 		return nil, fmt.Errorf("Error querying job: %w", err)
 	}
+	info := func(s *api.JobListStub) (*api.Job, error) {
+		job, _, err := client.Jobs().Info(s.ID, &api.QueryOptions{Namespace: s.Namespace})
+		return job, err
+	}
 	switch len(stubs) {
 	case 0:
 		return nil, fmt.Errorf("No job(s) with prefix or ID %q found", id)
 	case 1:
-		job, _, err := client.Jobs().Info(stubs[0].ID, nil)
-		return job, err
+		return info(stubs[0])
 	}
+	var exact []*api.JobListStub
 	for _, s := range stubs {
 		if s.ID == id {
-			job, _, err := client.Jobs().Info(s.ID, nil)
-			return job, err
+			exact = append(exact, s)
 		}
+	}
+	if len(exact) == 1 {
+		return info(exact[0])
 	}
 	rows := []string{"ID|Type|Priority|Status|Submit Date"}
 	for _, s := range stubs {
 		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", s.ID, s.Type, s.Priority, s.Status, formatUnixNano(s.SubmitTime)))
 	}
 	return nil, fmt.Errorf("Prefix matched multiple jobs\n\n%s", formatList(rows))
+}
+
+// jobQuery reads in the job's own namespace, which may not be the CLI's.
+func jobQuery(job *api.Job) *api.QueryOptions {
+	return &api.QueryOptions{Namespace: deref(job.Namespace)}
+}
+
+// jobWrite writes in the job's own namespace, which may not be the CLI's.
+func jobWrite(job *api.Job) *api.WriteOptions {
+	return &api.WriteOptions{Namespace: deref(job.Namespace)}
 }
 
 // JobStopCommand is `job stop`.
@@ -88,7 +106,7 @@ func (c *JobStopCommand) Run(args []string) int {
 			return 0
 		}
 	}
-	evalID, _, err := client.Jobs().DeregisterOpts(id, &api.DeregisterOptions{Purge: purge, NoShutdownDelay: noDelay}, nil)
+	evalID, _, err := client.Jobs().DeregisterOpts(id, &api.DeregisterOptions{Purge: purge, NoShutdownDelay: noDelay}, jobWrite(job))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error deregistering job: %s", err))
 		return 1
@@ -209,7 +227,7 @@ func (c *JobInspectCommand) Run(args []string) int {
 		return 1
 	}
 	if version >= 0 {
-		versions, _, _, err := client.Jobs().Versions(deref(job.ID), false, nil)
+		versions, _, _, err := client.Jobs().Versions(deref(job.ID), false, jobQuery(job))
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error retrieving job versions: %s", err))
 			return 1

@@ -50,7 +50,7 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Job %q is not periodic", deref(job.ID)))
 		return 1
 	}
-	evalID, _, err := client.Jobs().PeriodicForce(deref(job.ID), nil)
+	evalID, _, err := client.Jobs().PeriodicForce(deref(job.ID), jobWrite(job))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error forcing periodic job %q: %s", deref(job.ID), err))
 		return 1

@@ -109,7 +109,7 @@ func (c *JobRestartCommand) Run(args []string) int {
 	}
 	path := "/v1/job/" + url.PathEscape(id) + "/restart"
 	var r structs.JobRestart
-	if _, err := client.Raw().Write(path, body, &r, nil); err != nil {
+	if _, err := client.Raw().Write(path, body, &r, jobWrite(job)); err != nil {
 		c.Ui.Error(fmt.Sprintf("Error starting the restart: %s", err))
 		return 1
 	}
@@ -119,11 +119,11 @@ func (c *JobRestartCommand) Run(args []string) int {
 	}
 	c.Ui.Output(fmt.Sprintf("==> %s: %s %d allocations in batches of %d (restart %s)",
 		formatTime(time.Now()), what, len(r.Allocs), r.BatchSize, shortID(r.ID, verbose)))
-	return c.follow(client, path, &r, verbose)
+	return c.follow(client, job, path, &r, verbose)
 }
 
 // follow prints the restart's progress until it ends, answering its pauses.
-func (c *JobRestartCommand) follow(client *api.Client, path string, r *structs.JobRestart, verbose bool) int {
+func (c *JobRestartCommand) follow(client *api.Client, job *api.Job, path string, r *structs.JobRestart, verbose bool) int {
 	seen := map[string]string{}
 	lastDesc := ""
 	index := r.ModifyIndex
@@ -173,9 +173,9 @@ func (c *JobRestartCommand) follow(client *api.Client, path string, r *structs.J
 			target := path
 			if err == nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y") {
 				target += "/resume"
-				_, err = client.Raw().Write(target, nil, r, nil)
+				_, err = client.Raw().Write(target, nil, r, jobWrite(job))
 			} else {
-				_, err = client.Raw().Delete(target, r, nil)
+				_, err = client.Raw().Delete(target, r, jobWrite(job))
 			}
 			if err != nil {
 				c.Ui.Error(fmt.Sprintf("Error answering the paused restart: %s", err))
@@ -185,7 +185,7 @@ func (c *JobRestartCommand) follow(client *api.Client, path string, r *structs.J
 			continue
 		}
 		var next structs.JobRestart
-		qm, err := client.Raw().Query(path, &next, &api.QueryOptions{WaitIndex: index, WaitTime: 30 * time.Second})
+		qm, err := client.Raw().Query(path, &next, &api.QueryOptions{Namespace: deref(job.Namespace), WaitIndex: index, WaitTime: 30 * time.Second})
 		if err != nil {
 			c.Ui.Error(fmt.Sprintf("Error reading the restart's progress: %s", err))
 			return 1

@@ -194,7 +194,7 @@ func jobStatus(client *api.Client, job *api.Job, o jobStatusOpts) (string, error
 		fmt.Sprintf("Periodic|%v", job.IsPeriodic()),
 		fmt.Sprintf("Parameterized|%v", job.IsParameterized()),
 	}
-	if job.Periodic != nil && deref(job.Periodic.Enabled) {
+	if job.Periodic != nil && deref(job.Periodic.Enabled) && job.Periodic.SpecType != nil { // Next dereferences SpecType
 		if next, err := job.Periodic.Next(now()); err == nil && !next.IsZero() {
 			rows = append(rows, fmt.Sprintf("Next Periodic Launch|%s (%s)", formatTime(next), strings.TrimSuffix(prettyTimeDiff(next), " from now")+" from now"))
 		}
@@ -205,7 +205,7 @@ func jobStatus(client *api.Client, job *api.Job, o jobStatusOpts) (string, error
 		return b.String(), nil
 	}
 
-	summary, _, err := client.Jobs().Summary(id, nil)
+	summary, _, err := client.Jobs().Summary(id, jobQuery(job))
 	if err != nil {
 		return "", fmt.Errorf("Error querying job summary: %w", err)
 	}
@@ -227,7 +227,7 @@ func jobStatus(client *api.Client, job *api.Job, o jobStatusOpts) (string, error
 		return b.String(), nil
 	}
 
-	evals, _, err := client.Jobs().Evaluations(id, nil)
+	evals, _, err := client.Jobs().Evaluations(id, jobQuery(job))
 	if err != nil {
 		return "", fmt.Errorf("Error querying job evaluations: %w", err)
 	}
@@ -235,7 +235,7 @@ func jobStatus(client *api.Client, job *api.Job, o jobStatusOpts) (string, error
 
 	b.WriteString(latestDeploymentSection(client, job, verbose))
 
-	allocs, _, err := client.Jobs().Allocations(id, o.allAllocs, nil)
+	allocs, _, err := client.Jobs().Allocations(id, o.allAllocs, jobQuery(job))
 	if err != nil {
 		return "", fmt.Errorf("Error querying job allocations: %w", err)
 	}

@@ -54,7 +54,7 @@ func (c *JobHistoryCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	versions, diffs, _, err := client.Jobs().Versions(deref(job.ID), diff, nil)
+	versions, diffs, _, err := client.Jobs().Versions(deref(job.ID), diff, jobQuery(job))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error retrieving job versions: %s", err))
 		return 1
@@ -142,14 +142,14 @@ func (c *JobRevertCommand) Run(args []string) int {
 	id := deref(job.ID)
 	version, err := strconv.ParseUint(fs.Arg(1), 10, 64)
 	if err != nil {
-		v, _, terr := client.Jobs().VersionByTag(id, fs.Arg(1), nil)
+		v, _, terr := client.Jobs().VersionByTag(id, fs.Arg(1), jobQuery(job))
 		if terr != nil {
 			c.Ui.Error(fmt.Sprintf("Error: %q is neither a version number nor a version tag of job %q", fs.Arg(1), id))
 			return 1
 		}
 		version = deref(v.Version)
 	}
-	resp, _, err := client.Jobs().Revert(id, version, nil, nil, "", "")
+	resp, _, err := client.Jobs().Revert(id, version, nil, jobWrite(job), "", "")
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error retrieving job version: %s", err))
 		return 1
@@ -222,7 +222,7 @@ func (c *JobScaleCommand) Run(args []string) int {
 		group = deref(job.TaskGroups[0].Name)
 	}
 	msg := fmt.Sprintf("submitted using the %s CLI", BinaryName)
-	resp, _, err := client.Jobs().Scale(deref(job.ID), group, &count, msg, false, nil, nil)
+	resp, _, err := client.Jobs().Scale(deref(job.ID), group, &count, msg, false, nil, jobWrite(job))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error submitting scaling request: %s", err))
 		return 1
