@@ -17,6 +17,7 @@ const blockedID = "0f0e0d0c-0000-4000-8000-000000000009"
 func cacheFailure() *api.AllocationMetric {
 	return &api.AllocationMetric{
 		NodesEvaluated: 2, NodesFiltered: 1, NodesExhausted: 1, CoalescedFailures: 1,
+		NodePool: "default", NodesInPool: 2,
 		NodesAvailable:     map[string]int{"dc1": 2},
 		ClassFiltered:      map[string]int{"small": 1},
 		ConstraintFiltered: map[string]int{"${attr.kernel.name} = windows": 1},
@@ -30,7 +31,7 @@ func cacheFailure() *api.AllocationMetric {
 func placementFailureEvals() []*api.Evaluation {
 	failed := map[string]*api.AllocationMetric{
 		"cache": cacheFailure(),
-		"web":   {NodesAvailable: map[string]int{"dc2": 0}},
+		"web":   {NodePool: "gpu", NodesAvailable: map[string]int{"dc2": 0}},
 	}
 	return []*api.Evaluation{
 		{ID: "1a2b3c4d-0000-4000-8000-000000000010", Priority: 50, TriggeredBy: "node-update", Status: "complete", CreateIndex: 2},
@@ -197,5 +198,25 @@ func TestPlacementFailureNullMetric(t *testing.T) {
 	out, errb, code := run(t, f.server(t), "eval", "status", blockedID)
 	if code != 0 || !strings.HasSuffix(out, "==> Failed Placements\nTask Group \"cache\" (failed to place 1 allocation):\n") {
 		t.Fatalf("code %d: %s\n%s", code, errb, out)
+	}
+}
+
+// A group whose node pool has no node (ready, in the job's datacenters)
+// says so, naming the pool; a metric without a pool (an older server) or
+// with nodes in it does not.
+func TestPlacementFailureNamesEmptyNodePool(t *testing.T) {
+	const line = `No nodes are available in node pool "gpu"`
+	for _, tc := range []struct {
+		m    *api.AllocationMetric
+		want bool
+	}{
+		{&api.AllocationMetric{NodePool: "gpu"}, true},
+		{&api.AllocationMetric{NodePool: "gpu", NodesInPool: 3, NodesEvaluated: 3, NodesExhausted: 3}, false},
+		{&api.AllocationMetric{}, false},
+	} {
+		got := strings.Join(formatAllocMetric(tc.m), "\n")
+		if strings.Contains(got, line) != tc.want {
+			t.Errorf("%+v:\n%s\nwant the pool line: %v", tc.m, got, tc.want)
+		}
 	}
 }

@@ -49,6 +49,11 @@ func formatAllocMetric(m *api.AllocationMetric) []string {
 	if m.NodesEvaluated == 0 {
 		out = append(out, "No nodes were eligible for evaluation")
 	}
+	// NodesInPool counts the pool's ready nodes in the job's datacenters;
+	// a server that does not report the pool leaves NodePool empty.
+	if m.NodePool != "" && m.NodesInPool == 0 {
+		out = append(out, fmt.Sprintf("No nodes are available in node pool %q", m.NodePool))
+	}
 	for _, dc := range sortedKeys(m.NodesAvailable) {
 		if m.NodesAvailable[dc] == 0 {
 			out = append(out, fmt.Sprintf("No nodes are available in datacenter %q", dc))
