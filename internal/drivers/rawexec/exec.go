@@ -92,10 +92,17 @@ func (d *Driver) execTTY(ctx context.Context, cmd *exec.Cmd, cg *taskCgroup, net
 	if err != nil {
 		return -1, fmt.Errorf("exec: start %s: %w", cmd.Path, err)
 	}
+	// The resizer reads the terminal's descriptor (Fd), which races with
+	// its Close: it has ended before the deferred Close runs.
+	stopResize, resized := make(chan struct{}), make(chan struct{})
+	defer func() { close(stopResize); <-resized }()
 	go func() {
+		defer close(resized)
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-stopResize:
 				return
 			case sz, ok := <-opts.Resize:
 				if !ok {
