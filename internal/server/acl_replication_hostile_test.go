@@ -81,6 +81,9 @@ func TestACLReplicationGlobalTokenIDCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the policy in west", func() bool { p, _ := west.State().ACLPolicyByName(nil, "readers"); return p != nil })
+	// The management token authorizing the write through west is a global
+	// token replicated on its own; the policy may arrive first.
+	waitFor(t, 10*time.Second, "the management token in west", func() bool { tok, _ := west.State().ACLTokenBySecretID(nil, root); return tok != nil })
 	upsertTokens(t, west, root, &structs.ACLToken{AccessorID: accessor, SecretID: secret, Name: "west-local", Type: structs.ACLClientToken, Policies: []string{"readers"}})
 	upsertTokens(t, east, root,
 		&structs.ACLToken{AccessorID: accessor, SecretID: "4c4c4c4c-1111-4222-8333-444455556666", Name: "same-accessor", Type: structs.ACLClientToken, Policies: []string{"readers"}, Global: true},
