@@ -41,17 +41,22 @@ func findNull(v reflect.Value, path string) string {
 			}
 		}
 	case reflect.Slice, reflect.Array:
+		if !mayHoldNull(v.Type().Elem()) {
+			return "" // strings, numbers, a payload's bytes: nothing to find
+		}
 		for i := 0; i < v.Len(); i++ {
 			e := v.Index(i)
-			p := fmt.Sprintf("%s[%d]", path, i)
 			if e.Kind() == reflect.Pointer && e.IsNil() {
-				return p
+				return fmt.Sprintf("%s[%d]", path, i)
 			}
-			if q := findNull(e, p); q != "" {
+			if q := findNull(e, fmt.Sprintf("%s[%d]", path, i)); q != "" {
 				return q
 			}
 		}
 	case reflect.Map:
+		if !mayHoldNull(v.Type().Elem()) {
+			return ""
+		}
 		keys := v.MapKeys()
 		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
 		for _, k := range keys {
@@ -66,4 +71,14 @@ func findNull(v reflect.Value, path string) string {
 		}
 	}
 	return ""
+}
+
+// mayHoldNull reports whether a value of type t can be or contain a null
+// object; scalar element types are not walked at all.
+func mayHoldNull(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Struct, reflect.Slice, reflect.Array, reflect.Map:
+		return true
+	}
+	return false
 }
