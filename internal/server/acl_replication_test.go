@@ -359,8 +359,11 @@ func TestACLReplicationLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "methods and rules in west", func() bool {
+		// Methods and rules replicate in separate rounds: either may
+		// arrive first.
 		r, _ := west.State().ACLBindingRules(nil)
-		return len(r) == 2
+		m, _ := west.State().ACLAuthMethods(nil)
+		return len(r) == 2 && len(m) == 2
 	})
 	now := time.Now()
 	claims := jwt.Claims{Audience: jwt.Audience{"drover"}, Expiry: jwt.NewNumericDate(now.Add(time.Minute)), IssuedAt: jwt.NewNumericDate(now)}
