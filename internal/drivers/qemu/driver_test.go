@@ -143,8 +143,8 @@ func TestStopWithoutMonitorFallsBackToSignal(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "qemu-system-x86_64")
 	script := `#!/bin/sh
 if [ "$1" = --version ]; then echo 'QEMU emulator version 7.2.22'; exit 0; fi
-echo "args: $*"
 trap 'echo got-term; exit 3' TERM
+echo "args: $*"
 while :; do sleep 0.1; done
 `
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
