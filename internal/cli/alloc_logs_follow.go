@@ -61,7 +61,7 @@ func (lf *logFollower) follow(origin string, offset int64, cancel <-chan struct{
 			var res streamResult
 			var err error
 			var frames <-chan *api.StreamFrame
-			openedAt := time.Now()
+			var openedAt time.Time
 			if st.replay {
 				origin, offset = "start", 0
 			} else if st.pos.known {
@@ -72,12 +72,15 @@ func (lf *logFollower) follow(origin string, offset int64, cancel <-chan struct{
 				inner := make(chan struct{})
 				var errCh <-chan error
 				frames, errCh = lf.client.AllocFS().Logs(lf.alloc, true, lf.task, lf.logType, origin, offset, inner, nil)
+				openedAt = time.Now() // the answer's headers are in: the stream is open
 				res, err = st.copy(frames, errCh)
 				close(inner)
 			}
 			// The outage is over once data flows again, or the stream (of a
 			// quiet task) stayed open for a while: frames is nil when the
-			// request itself failed.
+			// request itself failed. Open is counted from the answer, not
+			// from the resume listing before it: a slow listing followed by
+			// an empty answer is the same outage, not a new one.
 			if st.progressed || (frames != nil && time.Since(openedAt) > lf.retryMax) {
 				st.progressed = false
 				lostAt, delay = time.Time{}, lf.retryMin

@@ -24,7 +24,8 @@ type restartingAgent struct {
 	dead  bool
 	// lsForbidden: the token may read logs, not list the alloc dir.
 	lsForbidden bool
-	offsets     []string // "origin offset" of each logs request
+	lsDelay     time.Duration // how long a listing takes (an agent half up)
+	offsets     []string      // "origin offset" of each logs request
 	script      []func(w http.ResponseWriter, offset int64)
 }
 
@@ -91,6 +92,7 @@ func (a *restartingAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/client/fs/ls/"+allocID && a.lsForbidden:
 		http.Error(w, "Permission denied", http.StatusForbidden)
 	case r.URL.Path == "/v1/client/fs/ls/"+allocID && r.URL.Query().Get("path") == "/alloc/logs":
+		time.Sleep(a.lsDelay) // the agent's own slowness, not synchronisation
 		json.NewEncoder(w).Encode([]*api.AllocFileInfo{
 			{Name: ".t.stdout.fifo"}, {Name: "t.stderr.0", Size: 5},
 			{Name: "t.stdout.0", Size: int64(len(a.files[0]))}, {Name: "t.stdout.1", Size: int64(len(a.files[1]))}})
@@ -115,7 +117,11 @@ func TestAllocLogsFollowResumesAcrossAgentRestart(t *testing.T) {
 	defer func(a, b, c, d time.Duration) {
 		followRetryMin, followRetryMax, followGiveUpAfter, followSettle = a, b, c, d
 	}(followRetryMin, followRetryMax, followGiveUpAfter, followSettle)
-	followRetryMin, followRetryMax, followGiveUpAfter, followSettle = 5*time.Millisecond, 20*time.Millisecond, 20*time.Second, 200*time.Millisecond
+	// retryMax is also how long a quiet stream must stay open to end an
+	// outage: far above what the empty answer below takes on a loaded
+	// machine (at 20 ms, a slow moment made it a second outage). The
+	// backoff never reaches it here (5, 10, 20 ms).
+	followRetryMin, followRetryMax, followGiveUpAfter, followSettle = 5*time.Millisecond, 2*time.Second, 20*time.Second, 200*time.Millisecond
 
 	a := &restartingAgent{}
 	a.grow(10)
@@ -269,5 +275,44 @@ func TestAllocLogsFollowResumesWithoutListing(t *testing.T) {
 	defer a.mu.Unlock()
 	if code != 0 || out != a.all() || strings.Join(a.offsets, ",") != "start 0,start 0" {
 		t.Fatalf("exit %d, requests %q; printed %q, want %q (stderr %q)", code, a.offsets, out, a.all(), errb)
+	}
+}
+
+// An agent half up lists the alloc dir slowly, then answers the log request
+// with an empty stream: that is still the same outage (one warning), not a
+// quiet stream that stayed open. Before, the follower counted the listing's
+// time as the stream's and warned again for each such reconnect.
+func TestAllocLogsFollowSlowListingIsOneOutage(t *testing.T) {
+	defer func(a, b, c, d time.Duration) {
+		followRetryMin, followRetryMax, followGiveUpAfter, followSettle = a, b, c, d
+	}(followRetryMin, followRetryMax, followGiveUpAfter, followSettle)
+	// A listing (600 ms) far longer than a stream must stay open to end
+	// an outage (250 ms); an empty answer ends at once.
+	followRetryMin, followRetryMax, followGiveUpAfter, followSettle = 5*time.Millisecond, 250*time.Millisecond, 20*time.Second, 100*time.Millisecond
+
+	a := &restartingAgent{lsDelay: 600 * time.Millisecond}
+	a.grow(3)
+	a.script = []func(http.ResponseWriter, int64){
+		func(w http.ResponseWriter, off int64) {
+			a.serve(w, a.frames(off, -1), false)
+			w.Write([]byte(`{"Fi`))
+		},
+		func(w http.ResponseWriter, off int64) { w.WriteHeader(http.StatusOK) },
+		func(w http.ResponseWriter, off int64) {
+			a.grow(2)
+			a.serve(w, a.frames(off, -1), false)
+			a.dead = true
+		},
+	}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	out, errb, code := run(t, srv, "alloc", "logs", "-f", allocID, "t")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if code != 0 || out != a.all() || len(a.offsets) != len(a.script) {
+		t.Fatalf("exit %d, requests %q; printed %q, want %q (stderr %q)", code, a.offsets, out, a.all(), errb)
+	}
+	if n := strings.Count(errb, "Lost the log stream"); n != 1 {
+		t.Fatalf("%d warnings for one outage; stderr %q", n, errb)
 	}
 }
