@@ -36,7 +36,7 @@ func runningAlloc(t *testing.T, a *agent, jobID, svc string) string {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, svc+" registered", func() bool {
+	waitFor(t, 30*time.Second, svc+" registered", func() bool {
 		regs, _, err := a.client.Services().Get(svc, nil)
 		return err == nil && len(regs) == 1
 	})
@@ -72,19 +72,30 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 	if _, _, err := a.client.Jobs().Deregister("sd", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "sd-svc deregistered", func() bool {
+	// lastSeen is when a read that still listed the service was sent: the
+	// registration existed at that moment or later. A signal before it
+	// came while the service was registered. (Seeing the mark once the
+	// poll sees the service gone would prove nothing: a poll slowed by a
+	// loaded machine can see it gone after the 2 s delay ran out.)
+	var lastSeen time.Time
+	waitFor(t, 30*time.Second, "sd-svc deregistered", func() bool {
+		sent := time.Now()
 		regs, _, err := a.client.Services().Get("sd-svc", nil)
+		if err == nil && len(regs) > 0 {
+			lastSeen = sent
+		}
 		return err == nil && len(regs) == 0
 	})
-	if at, ok := readMark(mark); ok {
-		t.Fatalf("the task got its signal %s after the stop, before its service was deregistered", at.Sub(stopped))
-	}
 	var signalled time.Time
 	waitFor(t, 20*time.Second, "the task's signal", func() bool {
 		var ok bool
 		signalled, ok = readMark(mark)
 		return ok
 	})
+	if signalled.Before(lastSeen) {
+		t.Fatalf("the task got its signal %s after the stop, while its service was still registered (seen %s after the stop)",
+			signalled.Sub(stopped), lastSeen.Sub(stopped))
+	}
 	if d := signalled.Sub(stopped); d < 2*time.Second {
 		t.Fatalf("the task got its signal %s after the stop, before its shutdown_delay of 2s", d)
 	}
@@ -112,7 +123,7 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 			_, ok := readMark(mark)
 			return ok
 		})
-		waitFor(t, 10*time.Second, via+": a 'Skipping shutdown delay' event", func() bool {
+		waitFor(t, 30*time.Second, via+": a 'Skipping shutdown delay' event", func() bool {
 			alloc, _, err := a.client.Allocations().Info(allocID, nil)
 			if err != nil || alloc.TaskStates["t"] == nil {
 				return false
