@@ -128,7 +128,7 @@ i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`
 			if out, code = srv.cli("", "alloc", "signal", "-s", "SIGUSR1", a.ID); code != 0 {
 				t.Fatalf("alloc signal: %d %s", code, out)
 			}
-			waitFor(t, 10*time.Second, "the task's marker", func() bool {
+			waitFor(t, 30*time.Second, "the task's marker", func() bool {
 				out, code := srv.cli("", "alloc", "fs", a.ID, "t/local/marker")
 				return code == 0 && strings.TrimSpace(out) == "signalled"
 			})
@@ -204,7 +204,7 @@ func checkLogsFollow(t *testing.T, srv, node *agent, allocID string) {
 	before := strings.Count(node.out.String(), "request complete: method=GET path="+path)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	waitFor(t, 10*time.Second, "the node's log stream to end with the caller", func() bool {
+	waitFor(t, 30*time.Second, "the node's log stream to end with the caller", func() bool {
 		return strings.Count(node.out.String(), "request complete: method=GET path="+path) > before
 	})
 }
