@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deployJob is a service job whose updates roll out one allocation at a
@@ -80,10 +81,13 @@ func TestDeploymentCLIOnDevAgent(t *testing.T) {
 	if out, code := a.cli(dir, "job", "run", "-detach", "rollout.nomad.hcl"); code != 0 || !strings.Contains(out, "Evaluation ID: ") {
 		t.Fatalf("job run -detach (%d):\n%s", code, out)
 	}
-	second := latest()
-	if second == first {
-		t.Fatalf("the update made no deployment (still %s)", first)
-	}
+	// -detach returns once the evaluation is created; the scheduler makes
+	// the deployment after that.
+	var second string
+	waitFor(t, 30*time.Second, "the update's deployment", func() bool {
+		second = latest()
+		return second != first
+	})
 	if out, code := a.cli(dir, "deployment", "pause", second[:8]); code != 0 || strings.TrimSpace(out) != `Deployment "`+second[:8]+`" paused` {
 		t.Fatalf("pause (%d):\n%s", code, out)
 	}
