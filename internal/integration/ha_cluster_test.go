@@ -422,7 +422,7 @@ func TestHAClusterFailover(t *testing.T) {
 			last, lastName = s, c.names[i]
 		}
 	}
-	last.stop()
+	last.interrupt(60 * time.Second) // a clean leave, not stop's kill after 10 s
 	waitFor(t, 30*time.Second, "the leaver shown left and out of Raft", func() bool {
 		return c.memberStatus(cur)[lastName] == "left" && len(c.raftPeers(cur)) == 1
 	})
