@@ -13,10 +13,11 @@ import (
 )
 
 // shutdownDelayJob runs a task with a nomad service and the given
-// shutdown_delay; on its kill signal it writes the time (ns) to mark.
+// shutdown_delay; on its kill signal it writes the time (ns) to mark. It
+// creates mark.ready once its trap is installed (trapReady).
 func shutdownDelayJob(id, svc, mark string, delay time.Duration) *api.Job {
 	job := rawExecJob(id, "service", 1,
-		fmt.Sprintf(`trap 'date +%%s%%N > %s; exit 0' INT TERM; while true; do sleep 0.05; done`, mark))
+		fmt.Sprintf(`trap 'date +%%s%%N > %s; exit 0' INT TERM; : > %s.ready; while true; do sleep 0.05; done`, mark, mark))
 	task := job.TaskGroups[0].Tasks[0]
 	task.ShutdownDelay = delay
 	task.KillTimeout = ptr(5 * time.Second)
@@ -41,6 +42,18 @@ func runningAlloc(t *testing.T, a *agent, jobID, svc string) string {
 		return err == nil && len(regs) == 1
 	})
 	return allocID
+}
+
+// trapReady waits until a task script has created mark.ready, which it
+// does after installing its signal trap: the task runs (and its service
+// is registered) before its shell has read the trap line, and a signal
+// before it kills the shell instead of running the trap.
+func trapReady(t *testing.T, mark string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the task's signal trap installed", func() bool {
+		_, err := os.Stat(mark + ".ready")
+		return err == nil
+	})
 }
 
 func readMark(path string) (time.Time, bool) {
@@ -68,6 +81,7 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	runningAlloc(t, a, "sd", "sd-svc")
+	trapReady(t, mark)
 	stopped := time.Now()
 	if _, _, err := a.client.Jobs().Deregister("sd", false, nil); err != nil {
 		t.Fatal(err)
@@ -108,6 +122,7 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 			t.Fatal(err)
 		}
 		allocID := runningAlloc(t, a, id, id+"-svc")
+		trapReady(t, mark)
 		if via == "job stop" {
 			_, _, err := a.client.Jobs().DeregisterOpts(id, &api.DeregisterOptions{NoShutdownDelay: true}, nil)
 			if err != nil {
