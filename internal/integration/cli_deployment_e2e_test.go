@@ -10,7 +10,9 @@ import (
 )
 
 // deployJob is a service job whose updates roll out one allocation at a
-// time, each healthy after 1s; SCRIPT is its command.
+// time, each healthy after 3s (an update runs for at least 6 s: the test
+// pauses it while it runs, after finding it with a CLI call or more);
+// SCRIPT is its command.
 const deployJob = `job "rollout" {
   datacenters = ["*"]
 
@@ -19,7 +21,7 @@ const deployJob = `job "rollout" {
 
     update {
       max_parallel      = 1
-      min_healthy_time  = "1s"
+      min_healthy_time  = "3s"
       auto_revert       = true
       progress_deadline = "0s"
     }
