@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,26 +17,32 @@ import (
 // marked every allocation on them lost and replacements run everywhere
 // else: recover_seconds is loss -> that moment. It includes the heartbeat
 // TTL plus grace the server grants before it declares a node down.
+//
+// The nodes are picked at random (the same picks for the same fleet), but
+// at least one of them holds an allocation: the scheduler packs
+// allocations on few nodes, and a small run's random picks could all be
+// empty (CI once lost 5 nodes of 20 and measured nothing).
 func nodeLoss(ctx context.Context, c *api.Client, ns *sim.Sim, o options, res *result) error {
 	n := int(float64(o.Nodes) * o.LosePercent / 100)
-	lostIDs := ns.Lose(n)
-	t0 := time.Now()
-	res.LostNodes = len(lostIDs)
-	lost := map[string]bool{}
-	for _, id := range lostIDs {
-		lost[id] = true
-	}
 	allocs, _, err := c.Allocations().List(nil)
 	if err != nil {
 		return err
 	}
+	holding := map[string]int{} // node ID -> running allocations
 	for _, a := range allocs {
-		if strings.HasPrefix(a.JobID, jobPrefix) && lost[a.NodeID] && a.ClientStatus == "running" {
-			res.LostAllocs++
+		if strings.HasPrefix(a.JobID, jobPrefix) && a.ClientStatus == "running" {
+			holding[a.NodeID]++
 		}
 	}
+	lostIDs := ns.LoseIDs(pickLost(ns.NodeIDs(), holding, n))
+	t0 := time.Now()
+	res.LostNodes = len(lostIDs)
+	for _, id := range lostIDs {
+		res.LostAllocs += holding[id]
+	}
 	if o.Logf != nil {
-		o.Logf("lost %d nodes holding %d allocations", res.LostNodes, res.LostAllocs)
+		o.Logf("lost %d nodes holding %d allocations (the allocations ran on %d of %d nodes)",
+			res.LostNodes, res.LostAllocs, len(holding), o.Nodes)
 	}
 	want := o.Jobs * o.Count
 	_, err = waitLost(ctx, c, res.LostAllocs, want)
@@ -69,4 +77,25 @@ func waitLost(ctx context.Context, c *api.Client, lostAllocs, want int) (int, er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// pickLost picks n of ids at random (seeded: the same picks for the same
+// fleet), swapping the last pick for a node in holding when none of the
+// picks is.
+func pickLost(ids []string, holding map[string]int, n int) []string {
+	ids = slices.Clone(ids)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	n = min(n, len(ids))
+	picks := ids[:n]
+	if n == 0 || slices.ContainsFunc(picks, func(id string) bool { return holding[id] > 0 }) {
+		return picks
+	}
+	for _, id := range ids[n:] {
+		if holding[id] > 0 {
+			picks[n-1] = id
+			break
+		}
+	}
+	return picks
 }

@@ -183,14 +183,16 @@ func TestACLOIDCLoginCLI(t *testing.T) {
 	t.Run("browser", func(t *testing.T) {
 		l := a.startLogin([]string{"BROWSER=" + script}, "-oidc-callback-addr", cbAddr)
 		u := authURLIn(t, "the browser's file", func() string { b, _ := os.ReadFile(urlFile); return string(b) }, is.URL)
-		if !strings.Contains(l.stderr.String(), u) {
-			t.Errorf("the URL is not printed:\n%s", l.stderr)
-		}
 		if code, page := visit(t, browser, u); code != 200 || !strings.Contains(page, "Signed in via sso") {
 			t.Fatalf("callback page %d:\n%s", code, page)
 		}
 		if code := l.wait(t, 30*time.Second); code != 0 {
 			t.Fatalf("login exited %d\nstdout:\n%s\nstderr:\n%s", code, l.stdout, l.stderr)
+		}
+		// Read once the login has exited: its stderr reaches the buffer
+		// through a pipe, after the browser script may already have run.
+		if !strings.Contains(l.stderr.String(), u) {
+			t.Errorf("the URL is not printed:\n%s", l.stderr)
 		}
 		out := l.stdout.String()
 		m := regexp.MustCompile(`Secret ID\s+= (\S+)`).FindStringSubmatch(out)
@@ -230,9 +232,6 @@ func TestACLOIDCLoginCLI(t *testing.T) {
 	t.Run("json-no-browser-wrong-state", func(t *testing.T) {
 		l := a.startLogin([]string{"BROWSER=/nonexistent/browser"}, "-method", "sso", "-type", "oidc", "-json", "-oidc-callback-addr", cbAddr)
 		u := authURLIn(t, "stderr", l.stderr.String, is.URL)
-		if !strings.Contains(l.stderr.String(), "Could not open a browser") {
-			t.Errorf("no note that the browser did not open:\n%s", l.stderr)
-		}
 		code, page := visit(t, http.DefaultClient, redirect+"?code=forged&state=not-this-login")
 		if code != 400 || !strings.Contains(page, "does not belong to the login in progress") {
 			t.Fatalf("forged callback: %d\n%s", code, page)
@@ -246,6 +245,11 @@ func TestACLOIDCLoginCLI(t *testing.T) {
 		var tok api.ACLToken
 		if err := json.Unmarshal([]byte(l.stdout.String()), &tok); err != nil || tok.SecretID == "" || !wantPolicies(tok.Policies) {
 			t.Fatalf("-json output (%v):\n%s", err, l.stdout)
+		}
+		// The note is printed after the URL (once the browser failed to
+		// start): read once the login has exited.
+		if !strings.Contains(l.stderr.String(), "Could not open a browser") {
+			t.Errorf("no note that the browser did not open:\n%s", l.stderr)
 		}
 		if !strings.Contains(l.stderr.String(), "Ignored a callback whose state is not this login's") {
 			t.Errorf("the forged callback is not reported:\n%s", l.stderr)

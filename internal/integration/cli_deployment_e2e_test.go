@@ -6,10 +6,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deployJob is a service job whose updates roll out one allocation at a
-// time, each healthy after 1s; SCRIPT is its command.
+// time, each healthy after 3s (an update runs for at least 6 s: the test
+// pauses it while it runs, after finding it with a CLI call or more);
+// SCRIPT is its command.
 const deployJob = `job "rollout" {
   datacenters = ["*"]
 
@@ -18,7 +21,7 @@ const deployJob = `job "rollout" {
 
     update {
       max_parallel      = 1
-      min_healthy_time  = "1s"
+      min_healthy_time  = "3s"
       auto_revert       = true
       progress_deadline = "0s"
     }
@@ -80,10 +83,13 @@ func TestDeploymentCLIOnDevAgent(t *testing.T) {
 	if out, code := a.cli(dir, "job", "run", "-detach", "rollout.nomad.hcl"); code != 0 || !strings.Contains(out, "Evaluation ID: ") {
 		t.Fatalf("job run -detach (%d):\n%s", code, out)
 	}
-	second := latest()
-	if second == first {
-		t.Fatalf("the update made no deployment (still %s)", first)
-	}
+	// -detach returns once the evaluation is created; the scheduler makes
+	// the deployment after that.
+	var second string
+	waitFor(t, 30*time.Second, "the update's deployment", func() bool {
+		second = latest()
+		return second != first
+	})
 	if out, code := a.cli(dir, "deployment", "pause", second[:8]); code != 0 || strings.TrimSpace(out) != `Deployment "`+second[:8]+`" paused` {
 		t.Fatalf("pause (%d):\n%s", code, out)
 	}

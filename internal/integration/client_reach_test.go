@@ -47,6 +47,7 @@ func TestClientAPIsThroughServer(t *testing.T) {
 	})
 
 	script := `trap 'echo signalled > "$NOMAD_TASK_DIR/marker"; echo got-usr1' USR1
+: > "$NOMAD_TASK_DIR/trap-ready"
 i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`
 	job := rawExecJob("reach", "service", 2, script)
 	job.TaskGroups[0].Constraints = []*api.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}
@@ -125,10 +126,15 @@ i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`
 				t.Fatalf("node status -stats: %d\n%s", code, out)
 			}
 
+			// USR1 kills a shell that has not read its trap line yet.
+			waitFor(t, 30*time.Second, "the task's USR1 trap installed", func() bool {
+				_, code := srv.cli("", "alloc", "fs", a.ID, "t/local/trap-ready")
+				return code == 0
+			})
 			if out, code = srv.cli("", "alloc", "signal", "-s", "SIGUSR1", a.ID); code != 0 {
 				t.Fatalf("alloc signal: %d %s", code, out)
 			}
-			waitFor(t, 10*time.Second, "the task's marker", func() bool {
+			waitFor(t, 30*time.Second, "the task's marker", func() bool {
 				out, code := srv.cli("", "alloc", "fs", a.ID, "t/local/marker")
 				return code == 0 && strings.TrimSpace(out) == "signalled"
 			})
@@ -204,7 +210,7 @@ func checkLogsFollow(t *testing.T, srv, node *agent, allocID string) {
 	before := strings.Count(node.out.String(), "request complete: method=GET path="+path)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	waitFor(t, 10*time.Second, "the node's log stream to end with the caller", func() bool {
+	waitFor(t, 30*time.Second, "the node's log stream to end with the caller", func() bool {
 		return strings.Count(node.out.String(), "request complete: method=GET path="+path) > before
 	})
 }

@@ -144,7 +144,7 @@ func TestFailedDeploymentRevertsToStable(t *testing.T) {
 	registerJob(t, a, job)
 	livePIDs(t, a, "rev", dir, 2)
 	waitDeployment(t, a, "rev", 0, "successful", 30*time.Second)
-	waitFor(t, 10*time.Second, "version 0 stable", func() bool {
+	waitFor(t, 30*time.Second, "version 0 stable", func() bool {
 		j, _, err := a.client.Jobs().Info("rev", nil)
 		return err == nil && j.Stable != nil && *j.Stable
 	})

@@ -1,8 +1,9 @@
 package integration
 
 import (
+	"context"
 	"fmt"
-	"sync"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -111,37 +112,45 @@ func testDisconnectReconcile(t *testing.T, strategy, keep string) {
 		return unknown && repl != nil
 	})
 
-	// Thaw it and watch the node's status on the way back.
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if s := nodeStatus(); s != "" {
-				mu.Lock()
-				seen[s] = true
-				mu.Unlock()
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	// Thaw it and watch the node's status on the way back, through the
+	// node's events (every write of it, in order): a poll of its status
+	// can miss the brief initializing between disconnected and ready.
+	cur, _, err := srv.client.Nodes().Info(orig.NodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evCh, err := srv.client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicNode: {orig.NodeID}}, cur.ModifyIndex+1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	thaw()
-	waitFor(t, 30*time.Second, "the node ready again", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen["ready"]
-	})
-	close(stop)
-	<-done
-	if !seen["initializing"] {
-		t.Errorf("the node went back to ready without passing through initializing (saw %v)", seen)
+	var seen []string
+	deadline := time.After(30 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case f := <-evCh:
+			if f == nil || f.Err != nil {
+				t.Fatalf("node event stream ended: %+v (statuses so far %v)", f, seen)
+			}
+			for _, e := range f.Events {
+				n, err := e.Node()
+				if e.Index <= cur.ModifyIndex || err != nil || n == nil {
+					continue
+				}
+				if len(seen) == 0 || seen[len(seen)-1] != n.Status {
+					seen = append(seen, n.Status)
+				}
+				ready = ready || n.Status == "ready"
+			}
+		case <-deadline:
+			t.Fatalf("timed out after 30s waiting for the node ready again (statuses %v)", seen)
+		}
+	}
+	cancel()
+	if !slices.Contains(seen, "initializing") {
+		t.Errorf("the node went back to ready without passing through initializing (statuses %v)", seen)
 	}
 
 	want, lose := orig.ID, repl.ID

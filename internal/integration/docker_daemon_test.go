@@ -154,7 +154,7 @@ func TestDockerDaemonStopsAndReturns(t *testing.T) {
 	waitFor(t, 60*time.Second, "the first docker job running", func() bool { return running("before") })
 
 	d.stop()
-	waitFor(t, 30*time.Second, "the node reports docker unhealthy", func() bool {
+	waitFor(t, 60*time.Second, "the node reports docker unhealthy", func() bool {
 		di := driver()
 		return di != nil && !di.Healthy && strings.Contains(di.HealthDescription, "Failed to connect to docker daemon")
 	})
@@ -171,7 +171,7 @@ func TestDockerDaemonStopsAndReturns(t *testing.T) {
 	}
 
 	d.start()
-	waitFor(t, 30*time.Second, "docker healthy again", func() bool { d := driver(); return d != nil && d.Healthy })
+	waitFor(t, 60*time.Second, "docker healthy again", func() bool { d := driver(); return d != nil && d.Healthy })
 	waitFor(t, 60*time.Second, "the queued job placed and running", func() bool { return running("during") })
 	waitFor(t, 60*time.Second, "the first job running again", func() bool { return running("before") })
 }

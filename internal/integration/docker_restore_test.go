@@ -111,7 +111,7 @@ func TestDockerClientRestartReattaches(t *testing.T) {
 	cli.start()
 	waitFor(t, 60*time.Second, "client node ready again", nodeReady)
 	seen := lastTick(logPath)
-	waitFor(t, 30*time.Second, "output copied again after the restart", func() bool { return lastTick(logPath) > seen+5 })
+	waitFor(t, 60*time.Second, "output copied again after the restart", func() bool { return lastTick(logPath) > seen+5 })
 
 	after, err := dcli.ContainerInspect(context.Background(), cs[0].ID)
 	if err != nil {

@@ -246,6 +246,16 @@ func TestDockerReadmeExample(t *testing.T) {
 		t.Fatalf("the script built no drover-hello:local: %v", err)
 	}
 	a := devAgent(t)
+	// A node is ready before a slow engine answers the driver's
+	// fingerprint; `job run` would then see a blocked evaluation.
+	waitFor(t, 30*time.Second, "node reports docker healthy", func() bool {
+		nodes, _, err := a.client.Nodes().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
+		if err != nil || len(nodes) != 1 {
+			return false
+		}
+		d := nodes[0].Drivers["docker"]
+		return d != nil && d.Detected && d.Healthy
+	})
 	if out, code := a.cli(root, "job", "run", "examples/docker.nomad.hcl"); code != 0 {
 		t.Fatalf("job run: exit %d\n%s", code, out)
 	}

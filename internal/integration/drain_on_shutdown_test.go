@@ -175,7 +175,7 @@ func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
 		return false
 	})
 	var pid int
-	waitFor(t, 10*time.Second, "the task's pid file", func() bool {
+	waitFor(t, 30*time.Second, "the task's pid file", func() bool {
 		b, err := os.ReadFile(filepath.Join(dataDir, "client", "alloc", allocID, "alloc", "pid"))
 		if err != nil {
 			return false
@@ -211,7 +211,10 @@ func TestDrainOnShutdown_NotWithoutLeave(t *testing.T) {
 		_, err := next.client.Allocations().Stats(&api.Allocation{ID: allocID, NodeID: nodeID}, nil)
 		return err == nil && strings.Contains(next.out.String(), "node registered")
 	})
-	next.stop()
+	// Not stop: its 10 s before it kills the agent's process group can be
+	// shorter than a drain on a loaded machine (and the task, in a group
+	// of its own, would be left behind). The drain's deadline is 1m.
+	next.interrupt(90 * time.Second)
 	if pidAlive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the task outlived the leaving agent:\n%s", tail(next.out.String(), 80))

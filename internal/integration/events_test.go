@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -259,7 +260,11 @@ func TestEventStreamEndsWithEOFOnShutdown(t *testing.T) {
 	if f := <-ch; f == nil || f.Err != nil || len(f.Events) == 0 || f.Events[0].Topic != "Evaluation" {
 		t.Fatalf("first frame: %+v", f)
 	}
-	go a.stop()
+	// Interrupt only: the cleanup's stop waits for the exit (a stop in a
+	// goroutine could log into this test after it returned).
+	if err := a.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.After(20 * time.Second)
 	for {
 		select {

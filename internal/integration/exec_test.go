@@ -222,7 +222,7 @@ func TestExecDriverClientRestartReattaches(t *testing.T) {
 	cli.start()
 	waitFor(t, 60*time.Second, "client node ready again", nodeReady)
 	seen := lastTick(logPath)
-	waitFor(t, 30*time.Second, "output after the restart", func() bool { return lastTick(logPath) > seen+5 })
+	waitFor(t, 60*time.Second, "output after the restart", func() bool { return lastTick(logPath) > seen+5 })
 	if !pidAlive(pid) {
 		t.Fatalf("task process %d is gone after the restart", pid)
 	}

@@ -63,8 +63,12 @@ func (f *logFollow) caughtUp(t *testing.T, path string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The follower's output first, the log after: the task writes on
+	// and the follower prints on, so only a log read later than the
+	// output is sure to hold all of it.
+	got := f.out.String()
 	b, _ := os.ReadFile(path)
-	if got := f.out.String(); !strings.HasPrefix(string(b), got) {
+	if !strings.HasPrefix(string(b), got) {
 		t.Fatalf("alloc logs -f %s output is not the log: %d bytes followed, %d in the log (stderr %q)", f.name, len(got), len(b), f.err.String())
 	}
 	t.Logf("alloc logs -f %s followed %d lines across both restarts; it said: %q", f.name, f.lines(), strings.TrimSpace(f.err.String()))

@@ -41,7 +41,9 @@ exec sleep 3600`
 		}
 		return false
 	})
-	httpc := &http.Client{Timeout: 5 * time.Second}
+	// A hang is the failure (a FIFO read that never returns); 15 s is far
+	// from a loaded machine's slowest answer.
+	httpc := &http.Client{Timeout: 15 * time.Second}
 	get := func(path string) (int, string, error) {
 		resp, err := httpc.Get(a.url(path))
 		if err != nil {
@@ -112,10 +114,13 @@ exec sleep 3600`
 			}
 		}
 	}
-	// Each hung request used to pin an OS thread (12 -> 41 for 30 requests).
+	// Each hung request used to pin an OS thread (12 -> 41 for 30
+	// requests): 45 requests would add about 45. The runtime adds a few
+	// for the agent's other blocking calls on a loaded machine, so the
+	// bound is 15, well apart from both.
 	after := threads()
 	t.Logf("agent threads: %d before, %d after %d fs requests", before, after, rounds*len(cases))
-	if after > before+5 {
+	if after > before+15 {
 		t.Fatalf("agent threads grew from %d to %d over %d fs requests", before, after, rounds*len(cases))
 	}
 }

@@ -154,6 +154,22 @@ func (a *agent) stop() {
 	}
 }
 
+// interrupt stops the agent with SIGINT as stop does, but fails the test
+// when it has not exited within d instead of killing it: for tests that
+// check what a clean shutdown did (a leave, a drain), which stop's 10 s
+// could cut short on a loaded machine.
+func (a *agent) interrupt(d time.Duration) {
+	a.t.Helper()
+	if err := a.cmd.Process.Signal(os.Interrupt); err != nil {
+		a.t.Fatal(err)
+	}
+	select {
+	case <-a.exited:
+	case <-time.After(d):
+		a.t.Fatalf("the agent did not exit within %s of SIGINT:\n%s", d, tail(a.out.String(), 60))
+	}
+}
+
 // kill SIGKILLs the agent (no clean shutdown).
 func (a *agent) kill() {
 	a.cmd.Process.Signal(syscall.SIGKILL)

@@ -234,7 +234,7 @@ func TestBadInputsThenKill9RestartHealthy(t *testing.T) {
 	if _, _, err := d.client.Jobs().Deregister("huge-allowed", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the purge", func() bool {
+	waitFor(t, 30*time.Second, "the purge", func() bool {
 		_, _, err := d.client.Jobs().Info("huge-allowed", nil)
 		return err != nil && strings.Contains(err.Error(), "404")
 	})

@@ -16,7 +16,7 @@ func TestMonitorStreamsBelowTheAgentsLevel(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	frames, errCh := a.client.Agent().Monitor(stop, &api.QueryOptions{Params: map[string]string{"log_level": "debug"}})
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		if _, err := a.client.Agent().Region(); err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestMonitorStreamsBelowTheAgentsLevel(t *testing.T) {
 		case err := <-errCh:
 			t.Fatal(err)
 		case <-deadline:
-			t.Fatal("no DEBUG line streamed")
+			t.Fatal("no DEBUG line streamed in 30 s")
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -75,7 +75,7 @@ func TestPeriodicForceRunsChild(t *testing.T) {
 	if err != nil || deref(child.ParentID) != "cron" || child.Periodic != nil {
 		t.Fatalf("child %+v err %v", child, err)
 	}
-	waitFor(t, 10*time.Second, "parent summary counts the dead child", func() bool {
+	waitFor(t, 30*time.Second, "parent summary counts the dead child", func() bool {
 		sum, _, err := a.client.Jobs().Summary("cron", nil)
 		return err == nil && sum.Children != nil && sum.Children.Dead == 1
 	})
@@ -146,7 +146,7 @@ func TestDispatchPayloadReachesTask(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "mode") {
 		t.Fatalf("CLI dispatch without meta: %v\n%s", err, out)
 	}
-	waitFor(t, 10*time.Second, "parent summary counts two children", func() bool {
+	waitFor(t, 30*time.Second, "parent summary counts two children", func() bool {
 		sum, _, err := a.client.Jobs().Summary("proc", nil)
 		return err == nil && sum.Children != nil && sum.Children.Pending+sum.Children.Running+sum.Children.Dead == 2
 	})

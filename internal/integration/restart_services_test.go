@@ -27,8 +27,8 @@ func TestRestart_ServiceGoneBeforeSignal(t *testing.T) {
 	a := devAgent(t)
 	mark := filepath.Join(t.TempDir(), "restart.mark")
 	job := rawExecJob("rs", "service", 1, fmt.Sprintf(
-		`trap '%s -s "%s/v1/service/rs-svc" >> %s; echo >> %s; exit 0' TERM; while true; do sleep 0.05; done`,
-		curl, a.url(""), mark, mark))
+		`trap '%s -s "%s/v1/service/rs-svc" >> %s; echo >> %s; exit 0' TERM; : > %s.ready; while true; do sleep 0.05; done`,
+		curl, a.url(""), mark, mark, mark))
 	task := job.TaskGroups[0].Tasks[0]
 	task.KillTimeout = ptr(5 * time.Second)
 	task.Services = []*api.Service{{Name: "rs-svc", Provider: "nomad"}}
@@ -36,6 +36,7 @@ func TestRestart_ServiceGoneBeforeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	allocID := runningAlloc(t, a, "rs", "rs-svc")
+	trapReady(t, mark)
 	if err := a.client.Allocations().Restart(&api.Allocation{ID: allocID}, "t", nil); err != nil {
 		t.Fatal(err)
 	}

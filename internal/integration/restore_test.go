@@ -113,7 +113,7 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 	})
 	stopPID := func() int {
 		var l []counterLine
-		waitFor(t, 10*time.Second, "r5-stop's first line", func() bool {
+		waitFor(t, 30*time.Second, "r5-stop's first line", func() bool {
 			l = readCounterLog(t, logPath(stop.ID))
 			return len(l) > 0
 		})
@@ -121,7 +121,7 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 	}()
 	pidFile := func(allocID string) int {
 		var pid int
-		waitFor(t, 10*time.Second, "pid file", func() bool {
+		waitFor(t, 30*time.Second, "pid file", func() bool {
 			b, _ := os.ReadFile(taskFile(allocID, "pid"))
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			return pid > 0
@@ -169,7 +169,7 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 		if err := os.WriteFile(taskFile(ph.exit.ID, "go"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the exiting task gone", func() bool { return !pidAlive(exitPID) })
+		waitFor(t, 30*time.Second, "the exiting task gone", func() bool { return !pidAlive(exitPID) })
 		if ph.during != nil {
 			ph.during()
 		}
@@ -262,7 +262,10 @@ func TestR5ClientRestartKeepsTasks(t *testing.T) {
 			if same && pidAlive(pids[al.ID]) {
 				samePID++
 			}
-			if last := l[len(l)-1].at; float64(time.Now().UnixNano())/1e9-last > 1 {
+			// Output still flows (a stop shows as many seconds of
+			// silence); on a loaded machine a line may wait a few
+			// seconds for the task or its logger to be scheduled.
+			if last := l[len(l)-1].at; float64(time.Now().UnixNano())/1e9-last > 5 {
 				t.Errorf("%s: alloc %s: no output for %.1fs", ph.name, al.ID, float64(time.Now().UnixNano())/1e9-last)
 			}
 		}

@@ -40,7 +40,7 @@ func TestClientOutlivesServerOutage(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, "the task's processes", func() bool { return countTaskProcs(allocID) > 0 })
+	waitFor(t, 30*time.Second, "the task's processes", func() bool { return countTaskProcs(allocID) > 0 })
 
 	srv.kill()
 	waitFor(t, 30*time.Second, "the client noticing the server is gone", func() bool {

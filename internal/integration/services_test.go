@@ -122,7 +122,7 @@ func TestNomadServiceRegistrationAndChecks(t *testing.T) {
 
 	// Registered with the allocation's address and port while the check fails.
 	var regs []*api.ServiceRegistration
-	waitFor(t, 10*time.Second, "the service registration", func() bool {
+	waitFor(t, 30*time.Second, "the service registration", func() bool {
 		regs, _, err = a.client.Services().Get("web-svc", nil)
 		return err == nil && len(regs) == 1
 	})
@@ -147,7 +147,7 @@ func TestNomadServiceRegistrationAndChecks(t *testing.T) {
 	}
 
 	// The check fails and the deployment is not healthy, past min_healthy_time.
-	waitFor(t, 10*time.Second, "the check to fail", func() bool {
+	waitFor(t, 30*time.Second, "the check to fail", func() bool {
 		cs, err := a.client.Allocations().Checks(allocID, nil)
 		for _, c := range cs {
 			return err == nil && c.Status == "failure" && c.StatusCode == 500 && c.Check == "alive" && c.Service == "web-svc"
@@ -218,7 +218,7 @@ func TestNomadServiceRegistrationAndChecks(t *testing.T) {
 		regs, _, err := a.client.Services().Get("web-svc", nil)
 		return err == nil && len(regs) == 0
 	})
-	waitFor(t, 10*time.Second, "the service events", func() bool {
+	waitFor(t, 30*time.Second, "the service events", func() bool {
 		evMu.Lock()
 		defer evMu.Unlock()
 		return evTypes["ServiceRegistration"] > 0 && evTypes["ServiceDeregistration"] > 0

@@ -13,10 +13,11 @@ import (
 )
 
 // shutdownDelayJob runs a task with a nomad service and the given
-// shutdown_delay; on its kill signal it writes the time (ns) to mark.
+// shutdown_delay; on its kill signal it writes the time (ns) to mark. It
+// creates mark.ready once its trap is installed (trapReady).
 func shutdownDelayJob(id, svc, mark string, delay time.Duration) *api.Job {
 	job := rawExecJob(id, "service", 1,
-		fmt.Sprintf(`trap 'date +%%s%%N > %s; exit 0' INT TERM; while true; do sleep 0.05; done`, mark))
+		fmt.Sprintf(`trap 'date +%%s%%N > %s; exit 0' INT TERM; : > %s.ready; while true; do sleep 0.05; done`, mark, mark))
 	task := job.TaskGroups[0].Tasks[0]
 	task.ShutdownDelay = delay
 	task.KillTimeout = ptr(5 * time.Second)
@@ -36,11 +37,23 @@ func runningAlloc(t *testing.T, a *agent, jobID, svc string) string {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, svc+" registered", func() bool {
+	waitFor(t, 30*time.Second, svc+" registered", func() bool {
 		regs, _, err := a.client.Services().Get(svc, nil)
 		return err == nil && len(regs) == 1
 	})
 	return allocID
+}
+
+// trapReady waits until a task script has created mark.ready, which it
+// does after installing its signal trap: the task runs (and its service
+// is registered) before its shell has read the trap line, and a signal
+// before it kills the shell instead of running the trap.
+func trapReady(t *testing.T, mark string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the task's signal trap installed", func() bool {
+		_, err := os.Stat(mark + ".ready")
+		return err == nil
+	})
 }
 
 func readMark(path string) (time.Time, bool) {
@@ -68,23 +81,35 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	runningAlloc(t, a, "sd", "sd-svc")
+	trapReady(t, mark)
 	stopped := time.Now()
 	if _, _, err := a.client.Jobs().Deregister("sd", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "sd-svc deregistered", func() bool {
+	// lastSeen is when a read that still listed the service was sent: the
+	// registration existed at that moment or later. A signal before it
+	// came while the service was registered. (Seeing the mark once the
+	// poll sees the service gone would prove nothing: a poll slowed by a
+	// loaded machine can see it gone after the 2 s delay ran out.)
+	var lastSeen time.Time
+	waitFor(t, 30*time.Second, "sd-svc deregistered", func() bool {
+		sent := time.Now()
 		regs, _, err := a.client.Services().Get("sd-svc", nil)
+		if err == nil && len(regs) > 0 {
+			lastSeen = sent
+		}
 		return err == nil && len(regs) == 0
 	})
-	if at, ok := readMark(mark); ok {
-		t.Fatalf("the task got its signal %s after the stop, before its service was deregistered", at.Sub(stopped))
-	}
 	var signalled time.Time
 	waitFor(t, 20*time.Second, "the task's signal", func() bool {
 		var ok bool
 		signalled, ok = readMark(mark)
 		return ok
 	})
+	if signalled.Before(lastSeen) {
+		t.Fatalf("the task got its signal %s after the stop, while its service was still registered (seen %s after the stop)",
+			signalled.Sub(stopped), lastSeen.Sub(stopped))
+	}
 	if d := signalled.Sub(stopped); d < 2*time.Second {
 		t.Fatalf("the task got its signal %s after the stop, before its shutdown_delay of 2s", d)
 	}
@@ -97,6 +122,7 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 			t.Fatal(err)
 		}
 		allocID := runningAlloc(t, a, id, id+"-svc")
+		trapReady(t, mark)
 		if via == "job stop" {
 			_, _, err := a.client.Jobs().DeregisterOpts(id, &api.DeregisterOptions{NoShutdownDelay: true}, nil)
 			if err != nil {
@@ -112,7 +138,7 @@ func TestShutdownDelay_ServiceGoneBeforeSignal(t *testing.T) {
 			_, ok := readMark(mark)
 			return ok
 		})
-		waitFor(t, 10*time.Second, via+": a 'Skipping shutdown delay' event", func() bool {
+		waitFor(t, 30*time.Second, via+": a 'Skipping shutdown delay' event", func() bool {
 			alloc, _, err := a.client.Allocations().Info(allocID, nil)
 			if err != nil || alloc.TaskStates["t"] == nil {
 				return false

@@ -168,7 +168,7 @@ func TestMTLSServerClientAndCLI(t *testing.T) {
 	if err == nil {
 		t.Errorf("node status without a client certificate succeeded under verify_https_client:\n%s", out)
 	}
-	waitFor(t, 5*time.Second, "the server's log to name the refused HTTPS client", func() bool {
+	waitFor(t, 20*time.Second, "the server's log to name the refused HTTPS client", func() bool {
 		for _, l := range strings.Split(srv.out.String(), "\n") {
 			if strings.Contains(l, "agent.http") && strings.Contains(l, "TLS handshake error") {
 				return true
@@ -200,7 +200,7 @@ func TestMTLSServerClientAndCLI(t *testing.T) {
 		t.Fatal("the renewed certificate has the old serial")
 	}
 	srv.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "the server to present the renewed certificate", func() bool {
+	waitFor(t, 30*time.Second, "the server to present the renewed certificate", func() bool {
 		return httpsSerial(t, dir, srv.http) == want
 	})
 	// The cluster keeps working on new connections: a second job runs.

@@ -38,7 +38,7 @@ const uiJobHCL = `job "uiweb" {
 func TestUIBrowser(t *testing.T) {
 	b := newBrowser(t, 1280, 800)
 	a := devAgent(t)
-	const wait = 30 * time.Second
+	const wait = 60 * time.Second // a headless Chromium and an agent share 2 loaded cores
 	open := func(path string) {
 		t.Helper()
 		b.run("open "+path, wait, chromedp.Navigate(a.url(path)))

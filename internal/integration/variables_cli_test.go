@@ -73,13 +73,14 @@ func TestVariablesCLI(t *testing.T) {
 		t.Fatalf("get after purge:\n%s", out)
 	}
 	// var lock runs the command while holding the lock; its exit code is
-	// the command's.
+	// the command's. The TTL (60 s) is far from the bound (20 s): a lock
+	// command that waited for its lock to expire would take a minute.
 	start := time.Now()
-	if out := run("", 3, "var", "lock", "-ttl", "10s", "-delay", "1s", "app/lock", "sh", "-c", "exit 3"); strings.Contains(out, "Error") {
+	if out := run("", 3, "var", "lock", "-ttl", "60s", "-delay", "1s", "app/lock", "sh", "-c", "exit 3"); strings.Contains(out, "Error") {
 		t.Fatalf("var lock:\n%s", out)
 	}
-	if time.Since(start) > 10*time.Second {
-		t.Fatal("var lock did not return when its command exited")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("var lock took %v: it did not return when its command exited", took)
 	}
 	if v, _, err := a.client.Variables().Read("app/lock", nil); err != nil || v.Lock != nil {
 		t.Fatalf("lock not released after the command: %v %+v", err, v)

@@ -132,13 +132,17 @@ func TestVariablesEndToEnd(t *testing.T) {
 	if _, _, err := vars.ReleaseLock(held, nil); err != nil {
 		t.Fatalf("release: %v", err)
 	}
+	// Timed from before the second holder's acquire: its TTL starts when
+	// the server takes that call, so the lock cannot come free less than
+	// the TTL after this (timed after the call, a stall between the two
+	// would shorten what the test sees).
+	start := time.Now()
 	held2, _, err := other.Variables().AcquireLock(lockVar(), nil)
 	if err != nil {
 		t.Fatalf("acquire after release: %v", err)
 	}
 	// The second holder never renews: its lock expires after its TTL (and
 	// the 1s lock delay), then the first client gets it.
-	start := time.Now()
 	if _, _, err := vars.AcquireLock(lockVar(), nil); err == nil {
 		t.Fatal("acquired a lock another client holds")
 	}

@@ -216,6 +216,26 @@ func (s *Sim) Lose(count int) []string {
 	return s.pick(count, func(n *node) { n.lose() })
 }
 
+// LoseIDs makes the named healthy nodes stop heartbeating and pulling, as
+// Lose does; it returns the IDs it lost (unknown or already lost or failed
+// nodes are skipped).
+func (s *Sim) LoseIDs(ids []string) []string {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, n := range s.nodes {
+		if want[n.id] && n.mode.Load() == modeOK {
+			n.lose()
+			out = append(out, n.id)
+		}
+	}
+	return out
+}
+
 // Fail makes count healthy nodes report every allocation failed and fail
 // every allocation they receive from now on; it returns their IDs.
 func (s *Sim) Fail(count int) []string {
