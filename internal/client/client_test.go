@@ -310,7 +310,7 @@ func TestClient_DesiredStopKillsThenGCDestroys(t *testing.T) {
 		t.Fatalf("last event %s", ev[len(ev)-1].Type)
 	}
 	tc.srv.gcAlloc(a.ID)
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if _, err := tc.getAllocRunner(a.ID); err == nil {
 			return testutil.Errorf("runner still present")
 		}

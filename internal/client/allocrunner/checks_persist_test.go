@@ -101,7 +101,7 @@ func TestChecks_ResultsSurviveRestart(t *testing.T) {
 
 	ar2.Kill("stop")
 	<-ar2.WaitCh()
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if r := load(); r == nil || len(r.Checks) != 0 {
 			return fmt.Errorf("a stopped allocation's check results are still stored: %+v", r)
 		}

@@ -210,7 +210,7 @@ func TestHealth_RestartsResetUntilDeadline(t *testing.T) {
 	if got.TaskStates["t"].Failed {
 		t.Fatal("the task failed: unhealthy for the wrong reason")
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		for _, e := range rec.last().TaskStates["t"].Events {
 			if e.Type == structs.TaskAllocUnhealthy && strings.Contains(e.Message, "healthy_deadline of 1.5s") {
 				return nil
@@ -228,7 +228,7 @@ func TestHealth_DeadlineIsUnhealthy(t *testing.T) {
 	if *got.DeploymentStatus.Healthy || got.ClientStatus != structs.AllocClientStatusRunning {
 		t.Fatalf("health %v status %s: want unhealthy while still running", *got.DeploymentStatus.Healthy, got.ClientStatus)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		ev := rec.last().TaskStates["t"].Events
 		last := ev[len(ev)-1]
 		if last.Type != structs.TaskAllocUnhealthy || last.Message != "Task not running for min_healthy_time of 1m0s by healthy_deadline of 300ms" {
