@@ -91,7 +91,7 @@ func TestClient_RegisterHeartbeatReady(t *testing.T) {
 		t.Fatalf("registered node incomplete: %+v", n)
 	}
 	// Heartbeats continue every TTL.
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		tc.srv.mu.Lock()
 		defer tc.srv.mu.Unlock()
 		if len(tc.srv.statuses) < 3 {
@@ -250,7 +250,10 @@ func TestClient_PersistentNodeID(t *testing.T) {
 func TestClient_BatchAllocRunsAndCompletes(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)
-	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "300ms"}))
+	// Long enough for the running state to reach the servers before the
+	// complete one replaces it in the sync's batch (a 200 ms tick that a
+	// loaded race run can stretch past a 300 ms task).
+	a := tc.place(structs.JobTypeBatch, testutil.MockTask("t", map[string]any{"run_for": "3s"}))
 	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
 	got := tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
 	st := got.TaskStates["t"]
@@ -307,7 +310,7 @@ func TestClient_DesiredStopKillsThenGCDestroys(t *testing.T) {
 		t.Fatalf("last event %s", ev[len(ev)-1].Type)
 	}
 	tc.srv.gcAlloc(a.ID)
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if _, err := tc.getAllocRunner(a.ID); err == nil {
 			return testutil.Errorf("runner still present")
 		}

@@ -140,7 +140,7 @@ func TestClient_InPlaceUpdateKeepsPIDs(t *testing.T) {
 		return slices.Sorted(slices.Values(st.PIDs))
 	}
 	var pidsBefore []int
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if pidsBefore = pids(); len(pidsBefore) == 0 {
 			return fmt.Errorf("pids %v: sleep not started yet", pidsBefore)
 		}

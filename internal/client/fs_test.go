@@ -89,7 +89,7 @@ func TestClient_FS(t *testing.T) {
 
 	// List / Stat / ReadAt.
 	var list []*api.AllocFileInfo
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		var err error
 		list, err = tc.FSList(a.ID, "/alloc/logs")
 		if err != nil {

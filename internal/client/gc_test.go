@@ -127,11 +127,12 @@ func TestClientGC_DiskThreshold(t *testing.T) {
 	over := false
 	var tc *testClient
 	var done []*structs.Allocation
-	destroyed := 0
+	destroyed, calls := 0, 0
 	// Over the threshold, each finished allocation collected frees 10 points.
 	fsUsage = func(string) (float64, float64, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		calls++
 		if !over {
 			return 50, 10, nil
 		}
@@ -162,16 +163,34 @@ func TestClientGC_DiskThreshold(t *testing.T) {
 	mu.Lock()
 	over = true
 	mu.Unlock()
+	// Done once the GC has read the usage back under the threshold (with
+	// two collected), not when the second alloc dir is gone: the GC reads
+	// the usage again after each collection, and the test then caught it
+	// in between (1 destroyed as far as the usage it had read).
+	var seen int
 	testutil.WaitFor(t, 10*time.Second, func() error {
-		if allocDirExists(tc, done[0].ID) || allocDirExists(tc, done[1].ID) {
-			return testutil.Errorf("the two oldest finished allocs not collected")
+		mu.Lock()
+		defer mu.Unlock()
+		if destroyed < 2 {
+			return testutil.Errorf("the GC has not yet seen the two oldest finished allocs collected (%d)", destroyed)
+		}
+		seen = calls
+		return nil
+	})
+	// A later pass (gc_interval is 20 ms) collects nothing more either.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls <= seen+1 {
+			return testutil.Errorf("no later GC pass yet")
 		}
 		return nil
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if !allocDirExists(tc, done[2].ID) || !allocDirExists(tc, running.ID) || destroyed != 2 {
-		t.Fatalf("collected past the threshold or a running alloc (%d destroyed)", destroyed)
+	if allocDirExists(tc, done[0].ID) || allocDirExists(tc, done[1].ID) || !allocDirExists(tc, done[2].ID) ||
+		!allocDirExists(tc, running.ID) || destroyed != 2 {
+		t.Fatalf("collected other than the two oldest finished allocs (%d destroyed)", destroyed)
 	}
 }
 

@@ -42,14 +42,17 @@ func TestClient_StopOnClientAfterStopsAllocsWhenHeartbeatsFail(t *testing.T) {
 	tc := newTestClient(t, nil)
 	tc.waitReady(t)
 	stopped := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
-	stopped = withStopOnClientAfter(stopped, 300*time.Millisecond)
+	// The window is 30 heartbeats long: a loaded race run can stall a
+	// 50 ms heartbeat loop for a few hundred milliseconds (a 300 ms
+	// window then stopped the allocation while heartbeats succeeded).
+	stopped = withStopOnClientAfter(stopped, 1500*time.Millisecond)
 	tc.srv.upsertAlloc(stopped)
 	kept := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
 	tc.waitServerStatus(t, stopped.ID, structs.AllocClientStatusRunning)
 	tc.waitServerStatus(t, kept.ID, structs.AllocClientStatusRunning)
 
 	// Heartbeats keep succeeding: nothing is stopped.
-	time.Sleep(600 * time.Millisecond) // longer than the window, with heartbeats every 50 ms
+	time.Sleep(2 * time.Second) // longer than the window, with heartbeats every 50 ms
 	if a := tc.srv.alloc(stopped.ID); a.ClientStatus != structs.AllocClientStatusRunning {
 		t.Fatalf("stopped while heartbeating: %s", a.ClientStatus)
 	}

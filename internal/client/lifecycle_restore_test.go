@@ -32,7 +32,16 @@ func TestClient_RestoreKeepsCompletedPrestart(t *testing.T) {
 	a.Job.TaskGroups[0].RestartPolicy.Attempts = 2
 	a.NodeID = tc.NodeID()
 	srv.upsertAlloc(a)
-	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	// The allocation is running as soon as init runs: wait for main's
+	// start to reach the servers, so the client stops after recording it
+	// (a start it never recorded is TestRestoredStartingTaskIsReportedRunning's).
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		got := srv.alloc(a.ID)
+		if got == nil || got.TaskStates["main"] == nil || got.TaskStates["main"].State != structs.TaskStateRunning {
+			return testutil.Errorf("main not running on the servers yet: %+v", got)
+		}
+		return nil
+	})
 	var pid int
 	testutil.WaitFor(t, 10*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(dir, "alloc", a.ID, "main", "local", "pid"))
@@ -46,6 +55,8 @@ func TestClient_RestoreKeepsCompletedPrestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	pendingBefore := srv.updatesSent(a.ID, structs.AllocClientStatusPending)
+	runningBefore := srv.updatesSent(a.ID, structs.AllocClientStatusRunning)
 	c2 := tc.restart()
 	ar, err := c2.getAllocRunner(a.ID)
 	if err != nil {
@@ -67,7 +78,16 @@ func TestClient_RestoreKeepsCompletedPrestart(t *testing.T) {
 	if err != nil || string(b) != "ran\n" {
 		t.Fatalf("init ran %q (%v), want once", b, err)
 	}
-	if got := tc.srv.alloc(a.ID); got.ClientStatus != structs.AllocClientStatusRunning {
-		t.Fatalf("alloc %s after restore", got.ClientStatus)
+	// What the restored client reports (in its next batch): running, and
+	// never pending meanwhile.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if srv.updatesSent(a.ID, structs.AllocClientStatusRunning) == runningBefore {
+			return testutil.Errorf("the restored client has not reported the allocation yet")
+		}
+		return nil
+	})
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	if n := srv.updatesSent(a.ID, structs.AllocClientStatusPending); n != pendingBefore {
+		t.Fatalf("the restored client reported the allocation pending %d times", n-pendingBefore)
 	}
 }

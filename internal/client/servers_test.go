@@ -35,7 +35,7 @@ func TestClient_LearnsServersFromHeartbeats(t *testing.T) {
 		c.RPC = l
 	})
 	tc.waitReady(t)
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for _, got := range l.learned {

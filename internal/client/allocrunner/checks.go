@@ -255,31 +255,44 @@ func (cr *checkRunner) run(st *checkState) {
 // record applies one probe's outcome: success_before_passing and
 // failures_before_critical hold the status until that many consecutive
 // results agree; check_restart restarts the task after `limit`
-// consecutive failures outside the grace period.
+// consecutive failures outside the grace period. The new result is stored
+// before it is shown (checks_persist.go).
 func (cr *checkRunner) record(st *checkState, ok bool, code int, output string) {
+	cr.persistMu.Lock()
 	cr.mu.Lock()
+	next := checkResult{status: st.status, successes: st.successes, failures: st.failures}
 	if ok {
-		st.successes++
-		st.failures = 0
-		if st.successes >= max(st.check.SuccessBeforePassing, 1) {
-			st.status.Status = CheckSuccess
+		next.successes++
+		next.failures = 0
+		if next.successes >= max(st.check.SuccessBeforePassing, 1) {
+			next.status.Status = CheckSuccess
 		}
 	} else {
-		st.failures++
-		st.successes = 0
-		if st.failures >= max(st.check.FailuresBeforeCritical, 1) {
-			st.status.Status = CheckFailure
+		next.failures++
+		next.successes = 0
+		if next.failures >= max(st.check.FailuresBeforeCritical, 1) {
+			next.status.Status = CheckFailure
 		}
 	}
-	st.status.StatusCode, st.status.Output = code, output
-	st.status.Timestamp = cr.ar.cfg.Clock().Unix()
-	failures := st.failures
+	next.status.StatusCode, next.status.Output = code, output
+	next.status.Timestamp = cr.ar.cfg.Clock().Unix()
+	// A check stopped meanwhile leaves what is stored alone.
+	var out map[string]*state.CheckResult
+	if cr.checks[st.id] == st {
+		out = cr.toStoreLocked(st, next)
+	}
+	cr.mu.Unlock()
+	if out != nil {
+		cr.storeLocked(out)
+	}
+	cr.mu.Lock()
+	st.status, st.successes, st.failures = next.status, next.successes, next.failures
 	cr.updatePassingLocked()
 	cr.mu.Unlock()
-	cr.persist()
+	cr.persistMu.Unlock()
 	cr.ar.health.taskChanged()
 	if !ok {
-		cr.maybeRestart(st, failures)
+		cr.maybeRestart(st, next.failures)
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 // Check results survive a client restart, as Nomad's client keeps them in
 // its state: every change of a check's result (status, code, output, or the
 // run of consecutive outcomes its thresholds count) is written to the state
-// database; a restored runner shows the stored results until its checks run
+// database before it is shown (a client shut down right after showing a
+// result restores that result, not an older one); a restored runner shows the stored results until its checks run
 // again, and a check that starts again continues from its stored result
 // and its counts (a passing check with success_before_passing does not
 // start over as pending). A stopped allocation's results are cleared; a collected one's
@@ -38,32 +39,59 @@ func (cr *checkRunner) takeRestoredLocked(st *checkState) {
 	st.successes, st.failures = r.Successes, r.Failures
 }
 
+// checkResult is a check's result and its runs of outcomes.
+type checkResult struct {
+	status              api.AllocCheckStatus
+	successes, failures int
+}
+
 // persist writes every running check's latest result when something other
 // than its timestamp changed since the last write. Serialised so a later
 // snapshot is never overwritten by an earlier one.
 func (cr *checkRunner) persist() {
-	db := cr.ar.cfg.StateDB
-	if db == nil || cr.ar.detached() {
-		return
-	}
 	cr.persistMu.Lock()
 	defer cr.persistMu.Unlock()
 	cr.mu.Lock()
+	out := cr.toStoreLocked(nil, checkResult{})
+	cr.mu.Unlock()
+	if out != nil {
+		cr.storeLocked(out)
+	}
+}
+
+// toStoreLocked returns every running check's result, over's replaced by
+// next (a new result, not shown yet), or nil when nothing but timestamps
+// changed since the last write or there is no database. A detached runner
+// keeps what is stored (its checks stopping must not clear it), except for
+// a new result: it is shown right after, so it is stored even while the
+// client shuts down. Callers hold persistMu and mu.
+func (cr *checkRunner) toStoreLocked(over *checkState, next checkResult) map[string]*state.CheckResult {
+	if cr.ar.cfg.StateDB == nil || (over == nil && cr.ar.detached()) {
+		return nil
+	}
 	out := make(map[string]*state.CheckResult, len(cr.checks))
 	changed := len(cr.checks) != len(cr.persisted)
 	for id, st := range cr.checks {
-		r := &state.CheckResult{Status: st.status, Successes: capped(st.successes, st.check.SuccessBeforePassing),
-			Failures: capped(st.failures, st.check.FailuresBeforeCritical)}
+		cur := checkResult{status: st.status, successes: st.successes, failures: st.failures}
+		if st == over {
+			cur = next
+		}
+		r := &state.CheckResult{Status: cur.status, Successes: capped(cur.successes, st.check.SuccessBeforePassing),
+			Failures: capped(cur.failures, st.check.FailuresBeforeCritical)}
 		out[id] = r
 		if old, ok := cr.persisted[id]; !ok || !sameResult(old, r) {
 			changed = true
 		}
 	}
-	cr.mu.Unlock()
 	if !changed {
-		return
+		return nil
 	}
-	if err := db.PutCheckResults(cr.ar.ID(), out); err != nil {
+	return out
+}
+
+// storeLocked writes out (the caller holds persistMu).
+func (cr *checkRunner) storeLocked(out map[string]*state.CheckResult) {
+	if err := cr.ar.cfg.StateDB.PutCheckResults(cr.ar.ID(), out); err != nil {
 		cr.ar.logger.Warn("failed to persist check results", "error", err)
 		return
 	}

@@ -101,7 +101,7 @@ func TestChecks_ResultsSurviveRestart(t *testing.T) {
 
 	ar2.Kill("stop")
 	<-ar2.WaitCh()
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if r := load(); r == nil || len(r.Checks) != 0 {
 			return fmt.Errorf("a stopped allocation's check results are still stored: %+v", r)
 		}
@@ -177,4 +177,82 @@ func TestChecks_RemovedCheckForgetsRestoredResult(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// gatedDB holds each write of check results until the test releases it.
+type gatedDB struct {
+	*state.DB
+	open    atomic.Bool
+	writing chan map[string]*state.CheckResult
+	release chan struct{}
+}
+
+func (g *gatedDB) PutCheckResults(allocID string, results map[string]*state.CheckResult) error {
+	if !g.open.Load() {
+		g.writing <- results
+		<-g.release
+	}
+	return g.DB.PutCheckResults(allocID, results)
+}
+
+// A check's result is stored before it is shown. Before, it was shown
+// first: a client shut down in between (it saw the result, then detached)
+// skipped the write, and the restarted client showed the older result
+// (pending) until the check ran again, which CI's race step caught in
+// TestChecks_ResultsSurviveRestart and TestClient_CheckResultsSurviveRestart.
+func TestChecks_ResultStoredBeforeShown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("fine")) }))
+	t.Cleanup(srv.Close)
+	host, portS, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portS)
+	a := serviceAlloc(host, port, structs.ServiceCheck{Name: "alive", Type: "http", Path: "/health",
+		Interval: time.Hour, Timeout: time.Second})
+	sdb, err := state.Open(filepath.Join(t.TempDir(), state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sdb.Close() })
+	db := &gatedDB{DB: sdb, writing: make(chan map[string]*state.CheckResult), release: make(chan struct{})}
+	mustOK(t, db.PutAlloc(a))
+	d := mock.New()
+	ar, err := New(Config{Alloc: a, AllocRoot: t.TempDir(), Node: &structs.Node{ID: "node1", Name: "n1", Datacenter: "dc1"},
+		Drivers: map[string]drivers.Driver{d.Name(): d}, StateUpdater: (&recorder{}).update, MaxKillTimeout: 2 * time.Second,
+		Services: &fakeRegistrar{regs: map[string]*structs.ServiceRegistration{}}, StateDB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Start()
+	t.Cleanup(ar.Shutdown)
+	t.Cleanup(func() { db.open.Store(true) })
+	for stored := false; !stored; {
+		select {
+		case results := <-db.writing:
+			for _, r := range results {
+				stored = stored || r.Status.Status == CheckSuccess
+			}
+			if stored {
+				for _, c := range ar.CheckStatuses() {
+					if c.Status == CheckSuccess {
+						db.release <- struct{}{}
+						t.Fatal("the check's success is shown while it is still being stored")
+					}
+				}
+			}
+			db.release <- struct{}{}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no success stored; checks %+v", ar.CheckStatuses())
+		}
+	}
+	db.open.Store(true)
+	waitCheck(t, ar, CheckSuccess)
+	ar.Detach() // the client shuts down once the result is shown
+	recs, err := sdb.Allocs()
+	if err != nil || len(recs) != 1 || len(recs[0].Checks) != 1 {
+		t.Fatalf("stored: %+v %v", recs, err)
+	}
+	for _, r := range recs[0].Checks {
+		if r.Status.Status != CheckSuccess {
+			t.Fatalf("stored %+v, want the success the client showed", r.Status)
+		}
+	}
 }

@@ -210,7 +210,7 @@ func TestHealth_RestartsResetUntilDeadline(t *testing.T) {
 	if got.TaskStates["t"].Failed {
 		t.Fatal("the task failed: unhealthy for the wrong reason")
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		for _, e := range rec.last().TaskStates["t"].Events {
 			if e.Type == structs.TaskAllocUnhealthy && strings.Contains(e.Message, "healthy_deadline of 1.5s") {
 				return nil
@@ -228,7 +228,7 @@ func TestHealth_DeadlineIsUnhealthy(t *testing.T) {
 	if *got.DeploymentStatus.Healthy || got.ClientStatus != structs.AllocClientStatusRunning {
 		t.Fatalf("health %v status %s: want unhealthy while still running", *got.DeploymentStatus.Healthy, got.ClientStatus)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		ev := rec.last().TaskStates["t"].Events
 		last := ev[len(ev)-1]
 		if last.Type != structs.TaskAllocUnhealthy || last.Message != "Task not running for min_healthy_time of 1m0s by healthy_deadline of 300ms" {
@@ -323,13 +323,20 @@ func TestHealth_InPlaceUpdateIntoNewDeploymentJudgesAgain(t *testing.T) {
 // when a task fails afterwards.
 func TestHealth_ServerHealthEndsJudgement(t *testing.T) {
 	d := mock.New()
-	alloc := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "300ms", "exit_code": 1}))
+	// The task fails when the test says so, after the servers' health
+	// arrived (a fixed run_for raced the update on a loaded machine).
+	alloc := deployedAlloc(time.Minute, 2*time.Minute, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
 	ar, rec := newRunner(t, alloc, d)
 	waitStatus(t, rec, structs.AllocClientStatusRunning)
 	healthy := true
 	set := *alloc
 	set.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now()}
 	ar.Update(&set)
+	// The task dies on its own (not a stop the client asked for): a
+	// failure, since the restart policy allows no attempt.
+	if err := d.SignalTask(alloc.ID+"/t", "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
 	waitStatus(t, rec, structs.AllocClientStatusFailed)
 	if u := rec.anyHealth(); u != nil {
 		t.Fatalf("client sent %+v over the servers' health", u.DeploymentStatus)

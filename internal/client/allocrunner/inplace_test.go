@@ -15,7 +15,9 @@ import (
 // the update itself.
 func TestAllocRunner_InPlaceUpdateTakesNewRestartPolicy(t *testing.T) {
 	d := mock.New()
-	alloc := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "700ms", "exit_code": 1}))
+	// The task fails when the test says so: with a fixed run_for, a
+	// loaded machine let it fail under the old policy before the update.
+	alloc := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
 	alloc.Job.TaskGroups[0].RestartPolicy.Attempts = 0
 	alloc.AllocModifyIndex = 10
 	ar, rec := newRunner(t, alloc, d)
@@ -30,6 +32,22 @@ func TestAllocRunner_InPlaceUpdateTakesNewRestartPolicy(t *testing.T) {
 	if n := d.StartCount("t"); n != 1 {
 		t.Fatalf("the update started the task again (%d starts)", n)
 	}
+	// The task dies on its own (not a stop the client asked for), is
+	// restarted once under the new policy, and dies again.
+	fail := func() {
+		t.Helper()
+		if err := d.SignalTask(alloc.ID+"/t", "SIGTERM"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if st := ar.TaskState("t"); d.StartCount("t") != 2 || st.State != structs.TaskStateRunning {
+			return fmt.Errorf("starts %d, state %s: not yet restarted", d.StartCount("t"), st.State)
+		}
+		return nil
+	})
+	fail()
 
 	got := waitStatus(t, rec, structs.AllocClientStatusFailed)
 	st := got.TaskStates["t"]

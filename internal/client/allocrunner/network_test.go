@@ -72,7 +72,7 @@ func TestAllocRunner_BridgeNetworkLifecycle(t *testing.T) {
 	if ns := got.NetworkStatus; ns == nil || ns.Address != "172.26.64.9" || ns.InterfaceName != "eth0" {
 		t.Fatalf("network status %+v", got.NetworkStatus)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if s, td := nw.counts(); s != 1 || td != 1 {
 			return errors.New("want one setup and one teardown")
 		}
@@ -163,7 +163,7 @@ func TestAllocRunner_DriverCreatesNetwork(t *testing.T) {
 	t.Cleanup(ar.Shutdown)
 	waitStatus(t, rec, structs.AllocClientStatusComplete)
 	want := []string{"create /var/run/netns/" + alloc.ID, "setup " + alloc.ID, "teardown " + alloc.ID, "destroy " + alloc.ID}
-	testutil.WaitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(events) < 4 || strings.Join(events[:4], "|") != strings.Join(want, "|") {

@@ -109,3 +109,39 @@ func TestRestoredDeadTaskStaysDead(t *testing.T) {
 		t.Fatalf("restored dead task started %d times", n)
 	}
 }
+
+// A task the previous client started but never recorded as started (it
+// stopped between the driver's start and the Started event, with only the
+// "starting" handle stored) is re-attached and reported running. Before,
+// a re-attached task kept its restored state, so this one stayed pending
+// for good while it ran (its allocation pending, its deployment never
+// healthy): CI-like load caught it in TestClient_RestoreKeepsCompletedPrestart.
+func TestRestoredStartingTaskIsReportedRunning(t *testing.T) {
+	drv := mock.New()
+	task := testutil.MockTask("web", map[string]any{"run_for": "-1s"})
+	alloc := testutil.Alloc(structs.JobTypeService, task)
+	tc := &drivers.TaskConfig{ID: alloc.ID + "/web", AllocID: alloc.ID, Name: "web", Config: task.Config}
+	if _, err := drv.StartTask(tc); err != nil { // the previous client's start
+		t.Fatal(err)
+	}
+	tr := New(Config{Alloc: alloc, Task: task, Driver: drv, StateDB: &memDB{}})
+	tr.Restore(&structs.TaskState{State: structs.TaskStatePending, Events: []*structs.TaskEvent{
+		{Type: structs.TaskReceived}, {Type: structs.TaskSetup}}},
+		&state.LocalTaskState{Handle: &drivers.TaskHandle{Config: tc, State: drivers.TaskStateStarting}})
+	go tr.Run()
+	t.Cleanup(func() { tr.Kill("test"); <-tr.WaitCh() })
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		st := tr.State()
+		started := false
+		for _, e := range st.Events {
+			started = started || e.Type == structs.TaskStarted
+		}
+		if st.State != structs.TaskStateRunning || st.StartedAt.IsZero() || !started {
+			return testutil.Errorf("state %s, started at %s, Started event %v: want running", st.State, st.StartedAt, started)
+		}
+		return nil
+	})
+	if n := drv.StartCount("web"); n != 1 {
+		t.Fatalf("the task was started %d times, want only the previous client's start", n)
+	}
+}

@@ -520,7 +520,13 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 	// Registered after the destroy above, so it is untracked before the
 	// task is destroyed.
 	defer tr.trackCpuset(startedOn)()
-	if !attached {
+	tr.mu.Lock()
+	recorded := tr.state.State == structs.TaskStateRunning
+	tr.mu.Unlock()
+	// A re-attached task keeps its restored state, unless the client that
+	// started it stopped before recording the start (only its "starting"
+	// handle was stored): the task runs, so it is reported running.
+	if !attached || !recorded {
 		tr.setState(structs.TaskStateRunning, tr.newEvent(structs.TaskStarted, "Task started by client"))
 	}
 

@@ -302,7 +302,7 @@ func TestExecIntoTaskCancelled(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, 5*time.Second, "the cancelled exec's command to end", func() bool { return !running() })
+	waitFor(t, 10*time.Second, "the cancelled exec's command to end", func() bool { return !running() })
 }
 
 // A task that exits while the agent is down is reported with its own exit

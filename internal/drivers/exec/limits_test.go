@@ -234,7 +234,7 @@ func TestExecHostPIDReapsOrphans(t *testing.T) {
 		}
 		return z
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for len(zombies()) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("zombies left under the task's supervisor %d: %v", ppid, zombies())
