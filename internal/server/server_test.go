@@ -99,10 +99,13 @@ func TestNoCapacityBlocksThenNewNodeUnblocks(t *testing.T) {
 }
 
 func TestNodeDownReplacesAllocs(t *testing.T) {
+	// Node 2 heartbeats ten times per TTL + grace: a loaded CI machine may
+	// delay a heartbeat by a hundred milliseconds, which with a TTL and a
+	// grace of 50 ms each took node 2 down as well.
 	s := testServer(t, func(c *Config) {
-		c.MinHeartbeatTTL = 50 * time.Millisecond
-		c.HeartbeatGrace = 50 * time.Millisecond
-		c.FailoverHeartbeatTTL = 100 * time.Millisecond
+		c.MinHeartbeatTTL = 500 * time.Millisecond
+		c.HeartbeatGrace = 500 * time.Millisecond
+		c.FailoverHeartbeatTTL = time.Second
 	})
 	n1 := testNode(t, s, 4000, 4096)
 	resp := register(t, s, testJob("svc", 1))
@@ -120,7 +123,7 @@ func TestNodeDownReplacesAllocs(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 				var r structs.NodeUpdateResponse
 				s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: n2.ID, SecretID: n2.SecretID, Status: structs.NodeStatusReady}, &r)
 			}
