@@ -235,8 +235,7 @@ func TestDeploymentWatcher_RestartResumes(t *testing.T) {
 // once, as the old leader would have; the old leader's watcher has stopped.
 func TestDeploymentWatcher_LeaderChangeResumes(t *testing.T) {
 	servers := testClusterWith(t, 3, func(_ int, c *Config) { c.EnabledSchedulers = []string{structs.JobTypeSysBatch} })
-	waitFor(t, 10*time.Second, "first leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
-	old := currentLeader(servers)
+	old := waitLeader(t, servers, 10*time.Second, "first leader")
 	register(t, old, testJob("web", 3))
 	c1, c2 := uuid.NewString(), uuid.NewString()
 	d := writeDeployment(t, old, "web", &structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 2, AutoPromote: true,

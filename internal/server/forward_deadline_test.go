@@ -93,8 +93,7 @@ func TestForwardedCallsHaveADeadline(t *testing.T) {
 		cfg.RPCListener = l
 		cfg.RPCForwardTimeout = fwd
 	})
-	waitFor(t, 20*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 20*time.Second, "a leader")
 	var fol *Server
 	var stall *stallListener
 	for i, s := range servers {

@@ -26,8 +26,7 @@ func TestForwardingStaleReadsAndNoLeader(t *testing.T) {
 		}
 		cfg.RPCHoldTimeout = hold
 	})
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	var followers []*Server
 	for _, s := range servers {
 		if s != leader {
@@ -118,8 +117,7 @@ func TestForwardWaitsForNextLeaderWhenLeaderDies(t *testing.T) {
 		rc.LeaderLeaseTimeout = 500 * time.Millisecond
 		cfg.RaftConfig = &rc
 	})
-	waitFor(t, 20*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 20*time.Second, "a leader")
 	var fol *Server
 	for _, s := range servers {
 		if s != leader {

@@ -98,8 +98,7 @@ func jobRestartOn(servers []*Server, jobID string) *structs.JobRestart {
 // from the record in state, and every allocation is restarted exactly once.
 func TestJobRestartSurvivesLeaderChange(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil })
-	first := currentLeader(servers)
+	first := waitLeader(t, servers, 10*time.Second, "a leader")
 	node := testNode(t, first, 8000, 8000)
 	job := testJob("roll", 4)
 	var jr structs.JobRegisterResponse

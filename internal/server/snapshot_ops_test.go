@@ -149,8 +149,7 @@ func TestSnapshotRestoreRefusesBadArchives(t *testing.T) {
 // the restored state reaches every server.
 func TestSnapshotRestoreThroughFollower(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	var follower *Server
 	for _, s := range servers {
 		if s != leader {
@@ -230,8 +229,7 @@ func TestServerCatchesUpFromLeaderSnapshot(t *testing.T) {
 		cfg.RaftSnapshotInterval = 50 * time.Millisecond
 		addrs = append(addrs, cfg.RPCListener.Addr().String())
 	})
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	var gone *Server
 	goneIdx := 0
 	for i, s := range servers {

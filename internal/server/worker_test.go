@@ -228,8 +228,7 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 		}
 	}
 	defer release()
-	waitFor(t, 10*time.Second, "leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
-	l := currentLeader(servers)
+	l := waitLeader(t, servers, 10*time.Second, "leader")
 	testNode(t, l, 4000, 4000)
 	resp := register(t, l, testJob("j", 1))
 	statusWriteFor(t, gate.held, resp.EvalID)
