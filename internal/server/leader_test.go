@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // testCluster starts n servers whose Raft rides on their real RPC ports.
@@ -27,7 +29,15 @@ func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Serve
 	var peers []raft.Server
 	ids := make([]string, n)
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// testport's ports, outside the ephemeral range: a test may shut a
+		// server down and start it again on its address, and a port from
+		// :0 could meanwhile be taken as an outgoing connection's source
+		// port (the other servers keep dialing it).
+		p, err := testport.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
 			t.Fatal(err)
 		}
