@@ -160,8 +160,7 @@ func TestKeystoreMaterialNeverInRaft(t *testing.T) {
 // state holds no material.
 func TestKeystoreFollowerFetchesKey(t *testing.T) {
 	servers := testCluster(t, 3)
-	var leader *Server
-	waitFor(t, 10*time.Second, "a leader", func() bool { leader = currentLeader(servers); return leader != nil })
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	key := waitActiveKey(t, leader)
 	putVar(t, leader, "shared/secret", map[string]string{"token": "s3cr3t"})
 	ev, err := leader.State().VariableByPath(nil, "default", "shared/secret")
@@ -198,8 +197,7 @@ func TestKeystoreFollowerFetchesKey(t *testing.T) {
 // server's keystore and the state keeps the metadata only.
 func TestKeystoreMigratesOldShapeEntry(t *testing.T) {
 	servers := testCluster(t, 3)
-	var leader *Server
-	waitFor(t, 10*time.Second, "a leader", func() bool { leader = currentLeader(servers); return leader != nil })
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	waitActiveKey(t, leader)
 	old := &structs.RootKey{KeyID: uuid.NewString(), Algorithm: "EdDSA", State: structs.RootKeyStateInactive,
 		PrivateKey: []byte("old-private-der"), EncryptionKey: bytes.Repeat([]byte{7}, 32)}

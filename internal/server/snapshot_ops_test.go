@@ -179,9 +179,8 @@ func TestSnapshotRestoreThroughFollower(t *testing.T) {
 // 400.
 func TestTransferLeadership(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
 	for round := 0; round < 2; round++ {
-		leader := currentLeader(servers)
+		leader := waitLeader(t, servers, 10*time.Second, "a leader")
 		var target, via *Server
 		for _, s := range servers {
 			if s != leader && target == nil {
@@ -200,7 +199,7 @@ func TestTransferLeadership(t *testing.T) {
 		}
 		waitFor(t, 10*time.Second, "the target leads", func() bool { return target.IsLeader() && currentLeader(servers) == target })
 	}
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	for name, args := range map[string]*structs.RaftPeerRequest{
 		"none":    {},
 		"both":    {ID: "x", Address: "y"},

@@ -237,13 +237,13 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 	if err := l.raft.LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
+	var nl *Server
 	waitFor(t, 10*time.Second, "new leader", func() bool {
-		n := currentLeader(servers)
-		return n != nil && n != l && n.IsLeader()
+		nl = currentLeader(servers)
+		return nl != nil && nl != l && nl.IsLeader()
 	})
 	release()
 
-	nl := currentLeader(servers)
 	completedOnce(t, nl, resp.EvalID, "j")
 
 	done := make(chan struct{})
