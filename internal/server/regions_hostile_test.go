@@ -145,7 +145,8 @@ func TestForwardRegionStalledServer(t *testing.T) {
 // noticed the connection was gone.
 type cutListener struct {
 	net.Listener
-	cut atomic.Bool
+	cut     atomic.Bool
+	cutOnce atomic.Bool // cut only the next connection that receives a session's bytes
 }
 
 func (l *cutListener) Accept() (net.Conn, error) {
@@ -168,7 +169,7 @@ func (c *cutConn) Read(p []byte) (int, error) {
 		c.first, c.mux = true, p[0] == droverrpc.ProtoMultiplex
 		return n, err
 	}
-	if c.mux && n > 0 && c.l.cut.Load() {
+	if c.mux && n > 0 && (c.l.cut.Load() || c.l.cutOnce.CompareAndSwap(true, false)) {
 		c.Conn.Close()
 		return 0, net.ErrClosed
 	}
