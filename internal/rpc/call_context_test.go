@@ -53,7 +53,10 @@ func TestCallContextDeadlineEndsTheCallOnTheServer(t *testing.T) {
 	t.Cleanup(p.Shutdown)
 	addr := ln.Addr().String()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Long enough that the deadline passes while the call waits on the
+	// server, not already before it is sent (a loaded race run can pause
+	// the test that long), which answers the context's own error.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	var reply EchoReply

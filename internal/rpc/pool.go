@@ -201,6 +201,26 @@ func IsConnectError(err error) bool {
 	return errors.As(err, &ce)
 }
 
+// IsConnectionLost reports whether err is the connection to the server
+// ending after the call was sent and before its answer came back (the
+// server went away, or the session broke): the server may or may not have
+// run it. A read is safe to send to another server; a write's outcome is
+// unknown. A connect error (never sent), a server's own error and a
+// deadline (ErrCallTimeout: the server is there but slow) are not.
+func IsConnectionLost(err error) bool {
+	if err == nil || IsConnectError(err) || IsServerError(err) || errors.Is(err, ErrCallTimeout) {
+		return false
+	}
+	for _, lost := range []error{io.EOF, io.ErrUnexpectedEOF, rpc.ErrShutdown, yamux.ErrSessionShutdown,
+		yamux.ErrConnectionReset, yamux.ErrStreamClosed, yamux.ErrKeepAliveTimeout, yamux.ErrConnectionWriteTimeout} {
+		if errors.Is(err, lost) {
+			return true
+		}
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
 // IsServerError reports whether err came from the remote endpoint (as opposed
 // to the transport).
 func IsServerError(err error) bool {

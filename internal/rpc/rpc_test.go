@@ -180,12 +180,12 @@ func TestRaftConnectionsAreHandedToTheLayer(t *testing.T) {
 	select {
 	case in := <-got:
 		buf := make([]byte, 4)
-		in.SetReadDeadline(time.Now().Add(time.Second))
+		in.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := in.Read(buf); err != nil || string(buf) != "ping" {
 			t.Fatalf("read %q %v", buf, err)
 		}
 		in.Close()
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("raft connection never arrived")
 	}
 }

@@ -68,7 +68,7 @@ func (p *testPKI) store(t *testing.T, file, name, region string) (*tlsutil.Store
 }
 
 func tlsPool(st *tlsutil.Store) *Pool {
-	p := NewPool(2 * time.Second)
+	p := NewPool(10 * time.Second)
 	p.SetDialer(&Dialer{TLS: st.OutgoingRPC})
 	return p
 }
@@ -88,7 +88,7 @@ func TestTLSRequiredRefusesPlaintextAndServesCertifiedPeers(t *testing.T) {
 	addr := l.Addr().String()
 	args := &EchoArgs{Msg: "hi"}
 
-	plain := NewPool(2 * time.Second)
+	plain := NewPool(10 * time.Second)
 	defer plain.Shutdown()
 	var r EchoReply
 	if err := plain.Call(addr, "Echo.Say", args, &r); err == nil || IsServerError(err) {
@@ -117,14 +117,14 @@ func TestTLSDialerChecksServerName(t *testing.T) {
 	l, _, _, _ := startTLSServer(t, pki)
 	// A client of region "other" expects server.other.nomad.
 	cl, _ := pki.store(t, "client", "client.other.nomad", "other")
-	_, err := (&Dialer{TLS: cl.OutgoingRPC}).Dial(l.Addr().String(), 2*time.Second)
+	_, err := (&Dialer{TLS: cl.OutgoingRPC}).Dial(l.Addr().String(), 10*time.Second)
 	if err == nil || !IsTLSError(err) || !strings.Contains(err.Error(), "server.other.nomad") {
 		t.Fatalf("dial of another region's server: err = %v, want a TLS error naming server.other.nomad", err)
 	}
 	// A CA that did not sign the server's certificate.
 	pki2 := newTestPKI(t)
 	stranger, _ := pki2.store(t, "client", "client.global.nomad", "global")
-	_, err = (&Dialer{TLS: stranger.OutgoingRPC}).Dial(l.Addr().String(), 2*time.Second)
+	_, err = (&Dialer{TLS: stranger.OutgoingRPC}).Dial(l.Addr().String(), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "unknown authority") {
 		t.Fatalf("dial with another CA: err = %v, want unknown authority", err)
 	}
@@ -138,7 +138,7 @@ func TestTLSRaftOnlyFromServersAndReloadedCertificate(t *testing.T) {
 	peer, _ := pki.store(t, "peer", "server.global.nomad", "global")
 	out := NewRaftLayer(l.Addr())
 	out.SetDialer(&Dialer{TLS: peer.OutgoingRPC})
-	c, err := out.Dial(raft.ServerAddress(addr), 2*time.Second)
+	c, err := out.Dial(raft.ServerAddress(addr), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestTLSRaftOnlyFromServersAndReloadedCertificate(t *testing.T) {
 
 	// A client certificate may not speak Raft: the connection is closed.
 	cl, _ := pki.store(t, "client", "client.global.nomad", "global")
-	cc, err := (&Dialer{TLS: cl.OutgoingRPC}).Dial(addr, 2*time.Second)
+	cc, err := (&Dialer{TLS: cl.OutgoingRPC}).Dial(addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestTLSRaftOnlyFromServersAndReloadedCertificate(t *testing.T) {
 
 func serverSerial(t *testing.T, st *tlsutil.Store, addr string) string {
 	t.Helper()
-	c, err := (&Dialer{TLS: st.OutgoingRPC}).Dial(addr, 2*time.Second)
+	c, err := (&Dialer{TLS: st.OutgoingRPC}).Dial(addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,3 +43,28 @@ func TestUnsentOnlyForWriteSideErrors(t *testing.T) {
 		}
 	}
 }
+
+// A connection that ended after the call was sent (a read may go to
+// another server, a write's outcome is unknown) is told apart from a call
+// never sent, the server's own answer and a server that is only slow.
+func TestIsConnectionLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"stream ended before the answer", io.ErrUnexpectedEOF, true},
+		{"wrapped EOF", fmt.Errorf("forwarding: %w", io.EOF), true},
+		{"client shut down", rpc.ErrShutdown, true},
+		{"session gone", yamux.ErrSessionShutdown, true},
+		{"read reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"never sent", &ConnectError{Addr: "127.0.0.1:1", Err: io.EOF}, false},
+		{"the server's own error", rpc.ServerError("job not found"), false},
+		{"the server did not answer in time", fmt.Errorf("%w: Job.List to 127.0.0.1:1", ErrCallTimeout), false},
+		{"none", nil, false},
+	} {
+		if got := IsConnectionLost(tc.err); got != tc.want {
+			t.Errorf("%s: IsConnectionLost(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

@@ -46,8 +46,7 @@ func healthyClients(t *testing.T, s *Server, jobID string) {
 // once.
 func TestRollingUpdateSurvivesLeaderChange(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "first leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "first leader")
 	for i := 0; i < 3; i++ {
 		testNode(t, leader, 4000, 8192)
 	}

@@ -126,11 +126,14 @@ func TestDeploymentWatcher_HealthyAllocCreatesEval(t *testing.T) {
 	register(t, s, testJob("web", 2))
 	a1, a2 := uuid.NewString(), uuid.NewString()
 	d := writeDeployment(t, s, "web", &structs.DeploymentState{DesiredTotal: 4, ProgressDeadline: time.Hour}, false, a1, a2)
-	setHealth(t, s, true, a1)
-	setHealth(t, s, true, a2)
+	// Both healths in one client update: two separate writes had to land
+	// within the watcher's 1 s eval batch window, which a loaded race run
+	// can exceed (the window itself is tested on a fake clock in
+	// deploywatch's TestWatcher_HealthyAllocsMakeOneEvalPerBatch).
+	setHealth(t, s, true, a1, a2)
 	waitFor(t, 10*time.Second, "the watcher's eval", func() bool { return len(watcherEvals(t, s, "web", d.ID)) > 0 })
-	// Both healths within one batch window: one eval; the deployment
-	// still runs, its deadline moved by the health.
+	// Healths reported together: one eval; the deployment still runs, its
+	// deadline moved by the health.
 	if evals := watcherEvals(t, s, "web", d.ID); len(evals) != 1 {
 		t.Fatalf("%d watcher evals, want 1 for healths reported together", len(evals))
 	}
@@ -235,8 +238,7 @@ func TestDeploymentWatcher_RestartResumes(t *testing.T) {
 // once, as the old leader would have; the old leader's watcher has stopped.
 func TestDeploymentWatcher_LeaderChangeResumes(t *testing.T) {
 	servers := testClusterWith(t, 3, func(_ int, c *Config) { c.EnabledSchedulers = []string{structs.JobTypeSysBatch} })
-	waitFor(t, 10*time.Second, "first leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
-	old := currentLeader(servers)
+	old := waitLeader(t, servers, 10*time.Second, "first leader")
 	register(t, old, testJob("web", 3))
 	c1, c2 := uuid.NewString(), uuid.NewString()
 	d := writeDeployment(t, old, "web", &structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 2, AutoPromote: true,

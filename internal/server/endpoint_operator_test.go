@@ -13,8 +13,7 @@ import (
 // it out; an unknown peer and the last voter are refused.
 func TestOperatorRaftPeers(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	var follower *Server
 	for _, s := range servers {
 		if s != leader {

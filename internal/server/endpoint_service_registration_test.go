@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/server/clock"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -30,7 +31,15 @@ func svcErrCode(err error) int { c, _ := structs.ErrorCode(err); return c }
 // deterministically, deleted by ID (404 when unknown), and gone when the
 // allocation's node is down and it is marked lost.
 func TestServiceRegistrationEndpoints(t *testing.T) {
+	// The node's heartbeats expire when the test moves the clock: on the
+	// wall clock (a 50 ms TTL and grace, nobody heartbeating) it went
+	// down at the next heartbeat sweep after registering, about a second,
+	// and a loaded race run could still be placing its allocations or
+	// registering their services then (a 2 s pause there fails with
+	// "placed 0").
+	fc := clock.NewFake(time.Now())
 	s := testServer(t, func(c *Config) {
+		c.HeartbeatClock = fc
 		c.MinHeartbeatTTL = 50 * time.Millisecond
 		c.HeartbeatGrace = 50 * time.Millisecond
 		c.FailoverHeartbeatTTL = 100 * time.Millisecond
@@ -102,6 +111,10 @@ func TestServiceRegistrationEndpoints(t *testing.T) {
 	}
 
 	// The node goes down: its allocations are lost, their services gone.
+	if n, _ := s.State().NodeByID(nil, n1.ID); n.Status != structs.NodeStatusReady {
+		t.Fatalf("node %s before its heartbeats expired", n.Status)
+	}
+	fc.Advance(time.Minute)
 	waitFor(t, 10*time.Second, "the down node's services to go", func() bool {
 		n, _ := s.State().NodeByID(nil, n1.ID)
 		got, _ := s.State().ServiceRegistrationsByName(nil, "default", "api")

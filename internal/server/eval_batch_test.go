@@ -88,7 +88,7 @@ func TestEvalUpdateBatcher_GroupCommit(t *testing.T) {
 func TestEvalUpdateBatcher_CompletionsLinger(t *testing.T) {
 	writes := make(chan []*structs.Evaluation, 4)
 	shutdown := make(chan struct{})
-	defer close(shutdown)
+	defer func() { close(shutdown) }()
 	b := &evalUpdateBatcher{shutdown: shutdown, kick: make(chan struct{}, 1), linger: 200 * time.Millisecond,
 		write: func(evals []*structs.Evaluation) (uint64, error) {
 			writes <- evals
@@ -117,7 +117,18 @@ func TestEvalUpdateBatcher_CompletionsLinger(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Completion queued, then an urgent update: one entry with both, at once.
+	// Completion queued, then an urgent update: one entry with both, at
+	// once. A batcher with a long linger, so "at once" (well under a
+	// second, allowing for a loaded machine) is far from "after the
+	// linger" (it was 150 ms against 200 ms).
+	close(shutdown)
+	shutdown = make(chan struct{})
+	b = &evalUpdateBatcher{shutdown: shutdown, kick: make(chan struct{}, 1), linger: 30 * time.Second,
+		write: func(evals []*structs.Evaluation) (uint64, error) {
+			writes <- evals
+			return 7, nil
+		}}
+	go b.run()
 	go func() {
 		_, err := b.Apply([]*structs.Evaluation{{ID: "c2", Status: structs.EvalStatusComplete}})
 		done <- err
@@ -131,8 +142,8 @@ func TestEvalUpdateBatcher_CompletionsLinger(t *testing.T) {
 	if _, err := b.Apply([]*structs.Evaluation{{ID: "blocked", Status: structs.EvalStatusBlocked}}); err != nil {
 		t.Fatal(err)
 	}
-	if elapsed := time.Since(start); elapsed > 150*time.Millisecond {
-		t.Fatalf("urgent update waited %v", elapsed)
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Fatalf("urgent update waited %v (the linger is 30 s)", elapsed)
 	}
 	if w := <-writes; len(w) != 2 {
 		t.Fatalf("entry carries %d evals, want the completion and the urgent update", len(w))

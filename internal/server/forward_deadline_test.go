@@ -93,8 +93,7 @@ func TestForwardedCallsHaveADeadline(t *testing.T) {
 		cfg.RPCListener = l
 		cfg.RPCForwardTimeout = fwd
 	})
-	waitFor(t, 20*time.Second, "a leader", func() bool { return currentLeader(servers) != nil && currentLeader(servers).IsLeader() })
-	leader := currentLeader(servers)
+	leader := waitLeader(t, servers, 20*time.Second, "a leader")
 	var fol *Server
 	var stall *stallListener
 	for i, s := range servers {
@@ -126,7 +125,7 @@ func TestForwardedCallsHaveADeadline(t *testing.T) {
 	if err == nil || !structs.IsOutcomeUnknown(err) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("write to a stalled leader: %v; want an error saying its outcome is unknown", err)
 	}
-	if took < fwd || took > fwd+3*time.Second {
+	if took < fwd || took > fwd+10*time.Second {
 		t.Fatalf("write to a stalled leader answered after %s; RPCForwardTimeout is %s", took, fwd)
 	}
 	const wait = 300 * time.Millisecond
@@ -136,7 +135,7 @@ func TestForwardedCallsHaveADeadline(t *testing.T) {
 	if err == nil || structs.IsOutcomeUnknown(err) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("blocking read from a stalled leader: %v; want a plain timeout", err)
 	}
-	if took < fwd+wait || took > fwd+wait+3*time.Second {
+	if took < fwd+wait || took > fwd+wait+10*time.Second {
 		t.Fatalf("blocking read from a stalled leader answered after %s; want its wait %s plus %s", took, wait, fwd)
 	}
 

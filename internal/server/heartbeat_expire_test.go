@@ -9,13 +9,20 @@ import (
 	"github.com/drover-project/drover/internal/structs"
 )
 
+// defaultHeartbeats restores the production TTL, grace and failover TTL
+// these tests count with (testServer lengthens them).
+func defaultHeartbeats(c *Config) {
+	d := DefaultConfig()
+	c.MinHeartbeatTTL, c.HeartbeatGrace, c.FailoverHeartbeatTTL = d.MinHeartbeatTTL, d.HeartbeatGrace, d.FailoverHeartbeatTTL
+}
+
 // 1,000 nodes fall silent at once. Within one sweep window after their
 // deadline all of them are down, written by ONE Raft entry, with ONE
 // node-update eval per affected job (not one per job per node), and every
 // lost alloc is replaced on the nodes that kept heartbeating.
 func TestSilentNodesMarkedDownInOneBatch(t *testing.T) {
 	fc := clock.NewFake(time.Now())
-	s := testServer(t, func(c *Config) { c.HeartbeatClock = fc })
+	s := testServer(t, func(c *Config) { c.HeartbeatClock = fc; defaultHeartbeats(c) })
 
 	const silentN, aliveN, jobs, count = 1000, 10, 3, 50
 	silent := make([]*structs.Node, silentN)
@@ -125,7 +132,7 @@ func TestSilentNodesMarkedDownInOneBatch(t *testing.T) {
 // has not heard from anyone yet does not mark the fleet down.
 func TestFailoverTTLKeepsFleetUp(t *testing.T) {
 	fc := clock.NewFake(time.Now())
-	s := testServer(t, func(c *Config) { c.HeartbeatClock = fc })
+	s := testServer(t, func(c *Config) { c.HeartbeatClock = fc; defaultHeartbeats(c) })
 	nodes := make([]*structs.Node, 20)
 	for i := range nodes {
 		nodes[i] = testNode(t, s, 4000, 4096)

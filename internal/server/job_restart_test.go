@@ -98,8 +98,7 @@ func jobRestartOn(servers []*Server, jobID string) *structs.JobRestart {
 // from the record in state, and every allocation is restarted exactly once.
 func TestJobRestartSurvivesLeaderChange(t *testing.T) {
 	servers := testCluster(t, 3)
-	waitFor(t, 10*time.Second, "a leader", func() bool { return currentLeader(servers) != nil })
-	first := currentLeader(servers)
+	first := waitLeader(t, servers, 10*time.Second, "a leader")
 	node := testNode(t, first, 8000, 8000)
 	job := testJob("roll", 4)
 	var jr structs.JobRegisterResponse
@@ -118,9 +117,13 @@ func TestJobRestartSurvivesLeaderChange(t *testing.T) {
 		return n == 4
 	})
 
+	// The wait between batches keeps the restart running through the
+	// leader change: after batch 2 two more waits remain, 3 s, where a
+	// transfer and the new leader's establishment take well under one
+	// (with 300 ms waits a loaded race run could see it finish first).
 	var resp structs.JobRestartResponse
 	err := first.RPC("Job.Restart", &structs.JobRestartStartRequest{JobID: "roll",
-		Spec: structs.JobRestartSpec{BatchSize: 1, BatchWait: 300 * time.Millisecond}}, &resp)
+		Spec: structs.JobRestartSpec{BatchSize: 1, BatchWait: 1500 * time.Millisecond}}, &resp)
 	if err != nil {
 		t.Fatal(err)
 	}

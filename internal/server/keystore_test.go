@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,22 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // durableServer starts a non-dev server (Raft log, snapshots and keystore
-// on disk under dir) listening on addr ("" for a free port).
+// on disk under dir) listening on addr ("" for a free port). The free port
+// is testport's, outside the ephemeral range: a test restarts the server on
+// it, and a port from :0 could be taken meanwhile as the source port of any
+// outgoing connection on the machine.
 func durableServer(t *testing.T, dir, id, addr string) *Server {
 	t.Helper()
 	if addr == "" {
-		addr = "127.0.0.1:0"
+		p, err := testport.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	var ln net.Listener
 	var err error
@@ -151,8 +160,7 @@ func TestKeystoreMaterialNeverInRaft(t *testing.T) {
 // state holds no material.
 func TestKeystoreFollowerFetchesKey(t *testing.T) {
 	servers := testCluster(t, 3)
-	var leader *Server
-	waitFor(t, 10*time.Second, "a leader", func() bool { leader = currentLeader(servers); return leader != nil })
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	key := waitActiveKey(t, leader)
 	putVar(t, leader, "shared/secret", map[string]string{"token": "s3cr3t"})
 	ev, err := leader.State().VariableByPath(nil, "default", "shared/secret")
@@ -189,8 +197,7 @@ func TestKeystoreFollowerFetchesKey(t *testing.T) {
 // server's keystore and the state keeps the metadata only.
 func TestKeystoreMigratesOldShapeEntry(t *testing.T) {
 	servers := testCluster(t, 3)
-	var leader *Server
-	waitFor(t, 10*time.Second, "a leader", func() bool { leader = currentLeader(servers); return leader != nil })
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
 	waitActiveKey(t, leader)
 	old := &structs.RootKey{KeyID: uuid.NewString(), Algorithm: "EdDSA", State: structs.RootKeyStateInactive,
 		PrivateKey: []byte("old-private-der"), EncryptionKey: bytes.Repeat([]byte{7}, 32)}

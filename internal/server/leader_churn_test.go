@@ -47,6 +47,12 @@ func TestLeadershipChurnWithFaults(t *testing.T) {
 			return &faultTransport{Transport: inner, f: f, self: self}
 		}
 		cfg.RPCHoldTimeout = 2 * time.Second
+		// Churn is the point here: the fast timeouts make elections after
+		// an isolation quick, and a leader deposed by a pause is one more
+		// change the test tolerates.
+		rc := *cfg.RaftConfig
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+		cfg.RaftConfig = &rc
 	})
 	waitFor(t, 20*time.Second, "first leader", func() bool { return currentLeader(servers) != nil })
 	f.setRandom(0.02, 0.10, 20*time.Millisecond)

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/drover-project/drover/internal/testport"
 )
 
 // testCluster starts n servers whose Raft rides on their real RPC ports.
@@ -27,7 +29,15 @@ func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Serve
 	var peers []raft.Server
 	ids := make([]string, n)
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// testport's ports, outside the ephemeral range: a test may shut a
+		// server down and start it again on its address, and a port from
+		// :0 could meanwhile be taken as an outgoing connection's source
+		// port (the other servers keep dialing it).
+		p, err := testport.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,9 +48,15 @@ func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Serve
 	servers := make([]*Server, n)
 	for i := 0; i < n; i++ {
 		rc := raft.DefaultConfig()
-		rc.HeartbeatTimeout = 100 * time.Millisecond
-		rc.ElectionTimeout = 100 * time.Millisecond
-		rc.LeaderLeaseTimeout = 50 * time.Millisecond
+		// Short enough for quick elections, long enough that a loaded CI
+		// machine (race detector, two cores, other test binaries) does not
+		// depose the leader: the three servers share one process, and a
+		// lease of 50 ms was shorter than the pauses it sees there, so
+		// tests that took the leader and then wrote to it or transferred
+		// its leadership met a leader already gone.
+		rc.HeartbeatTimeout = 500 * time.Millisecond
+		rc.ElectionTimeout = 500 * time.Millisecond
+		rc.LeaderLeaseTimeout = 250 * time.Millisecond
 		rc.CommitTimeout = 5 * time.Millisecond
 		cfg := DefaultConfig()
 		cfg.NodeID = ids[i]
@@ -50,6 +66,7 @@ func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Serve
 		cfg.Peers = peers
 		cfg.RaftConfig = rc
 		cfg.NumSchedulers = 1
+		noHeartbeatExpiry(cfg)
 		if mut != nil {
 			mut(i, cfg)
 		}
@@ -61,6 +78,16 @@ func testClusterWith(t *testing.T, n int, mut func(i int, cfg *Config)) []*Serve
 		t.Cleanup(func() { s.Shutdown() })
 	}
 	return servers
+}
+
+// waitLeader waits for a server that leads in Raft and has established its
+// leadership (IsLeader), and returns it: the one the poll saw, not a second
+// look that may find none (an election in between).
+func waitLeader(t *testing.T, servers []*Server, d time.Duration, what string) *Server {
+	t.Helper()
+	var l *Server
+	waitFor(t, d, what, func() bool { l = currentLeader(servers); return l != nil && l.IsLeader() })
+	return l
 }
 
 func currentLeader(servers []*Server) *Server {

@@ -74,11 +74,24 @@ func TestRaftApplyRefusesUndecodableEntries(t *testing.T) {
 }
 
 // quiescentIndex waits until the new leader's own first writes (keyring,
-// cluster metadata, scheduler configuration) are done, the Raft index
-// unchanged for 300 ms, and returns it: an index taken earlier can move
-// under a test that checks nothing was proposed.
+// cluster metadata, scheduler and autopilot configuration) are done, the
+// Raft index unchanged for 300 ms, and returns it: an index taken earlier
+// can move under a test that checks nothing was proposed. The writes run
+// on goroutines of their own: a quiet spell alone could end before one of
+// them under a loaded run, so each is waited for by what it writes.
 func quiescentIndex(t *testing.T, s *Server) uint64 {
 	t.Helper()
+	waitFor(t, 10*time.Second, "the leader's first writes", func() bool {
+		if _, err := activeRootKey(s.State(), s.keystore); err != nil {
+			return false
+		}
+		if s.autopilot != nil {
+			if c, err := s.State().AutopilotConfig(nil); err != nil || c == nil {
+				return false
+			}
+		}
+		return !s.config.ACLEnabled || s.serverSecret() != ""
+	})
 	last, since := s.raft.LastIndex(), time.Now()
 	waitFor(t, 10*time.Second, "a quiet Raft log", func() bool {
 		if idx := s.raft.LastIndex(); idx != last {

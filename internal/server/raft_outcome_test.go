@@ -64,8 +64,7 @@ func TestLeadershipLostAfterAppendIsNotRetried(t *testing.T) {
 			return err
 		}
 	})
-	waitFor(t, 20*time.Second, "a leader", func() bool { return currentLeader(servers3) != nil && currentLeader(servers3).IsLeader() })
-	leader := currentLeader(servers3)
+	leader := waitLeader(t, servers3, 20*time.Second, "a leader")
 	var fol *Server
 	for _, s := range servers3 {
 		if s != leader {

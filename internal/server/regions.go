@@ -53,7 +53,8 @@ func (s *Server) knownRegions() []string {
 // the deadline and cancellation of a forward to the leader (forwardCall),
 // over a session that verifies the server's certificate for that region.
 // A server that cannot be reached (it went away and the pool has not yet
-// noticed) never got the request, so the next one is tried. With no alive
+// noticed) never got the request, so the next one is tried; so is the
+// next for a read whose server went away after taking it. With no alive
 // server of that region in the pool, or none reachable, the answer is
 // Nomad's 400 "No path to region".
 func (s *Server) forwardRegion(region, method string, args, reply any) error {
@@ -68,7 +69,13 @@ func (s *Server) forwardRegion(region, method string, args, reply any) error {
 	for i := range servers {
 		p := servers[(first+i)%len(servers)]
 		err := s.forwardCallTo(ctx, fmt.Sprintf("region %q's server", region), p.Addr, method, args, reply)
-		if err == nil || !droverrpc.IsConnectError(err) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		// A read whose server went away after taking it (the pooled
+		// session had not noticed yet) is as safe to send on as one that
+		// never left; a write's outcome is then unknown, and is answered.
+		if !droverrpc.IsConnectError(err) && !(structs.IsReadRequest(args) && droverrpc.IsConnectionLost(err)) {
 			return err
 		}
 		unreachable = append(unreachable, err.Error())

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drover-project/drover/internal/events"
+	droverrpc "github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -124,7 +127,7 @@ func TestForwardRegionStalledServer(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `region "west"'s server`) || !strings.Contains(err.Error(), "did not answer Job.List") {
 			t.Fatalf("a read from west's stalled server: %v; want the deadline naming west's server", err)
 		}
-		if max := fwd + q.MaxQueryTime*2 + 3*time.Second; took > max {
+		if max := fwd + q.MaxQueryTime*2 + 10*time.Second; took > max {
 			t.Fatalf("a read from west's stalled server answered after %s, over %s", took, max)
 		}
 	}
@@ -133,5 +136,73 @@ func TestForwardRegionStalledServer(t *testing.T) {
 	err := east.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{Region: "west", Namespace: "default"}}, &structs.JobRegisterResponse{})
 	if err == nil || !structs.IsOutcomeUnknown(err) || !strings.Contains(err.Error(), `region "west"'s server`) {
 		t.Fatalf("a write to west's stalled server: %v; want its outcome unknown, naming west's server", err)
+	}
+}
+
+// cutListener hands out connections that, once cut, close as soon as a
+// multiplexed RPC session's bytes arrive: the server took the request and
+// died before it answered (a crash, a kill), before the caller's session
+// noticed the connection was gone.
+type cutListener struct {
+	net.Listener
+	cut     atomic.Bool
+	cutOnce atomic.Bool // cut only the next connection that receives a session's bytes
+}
+
+func (l *cutListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &cutConn{Conn: c, l: l}, nil
+}
+
+type cutConn struct {
+	net.Conn
+	l          *cutListener
+	first, mux bool
+}
+
+func (c *cutConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.first && n > 0 {
+		c.first, c.mux = true, p[0] == droverrpc.ProtoMultiplex
+		return n, err
+	}
+	if c.mux && n > 0 && (c.l.cut.Load() || c.l.cutOnce.CompareAndSwap(true, false)) {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// A read for another region whose server took it and then went away (the
+// session had not noticed yet) is sent to the region's next server, and
+// with none left the answer is "No path to region", as for a server that
+// could not be reached at all: it was the transport's "unexpected EOF",
+// a 500 (CI saw it in TestForwardRegionServerGone, when the pooled
+// session to the just-stopped leader was still open).
+func TestForwardRegionReadServerDiesAfterRequest(t *testing.T) {
+	east := gossipServerIn(t, "e1", t.TempDir(), 1, "east")
+	var cut *cutListener
+	west := gossipServerIn(t, "w1", t.TempDir(), 1, "west", func(c *Config) {
+		cut = &cutListener{Listener: c.RPCListener}
+		c.RPCListener = cut
+	})
+	waitFor(t, 10*time.Second, "both leaders", func() bool { return east.IsLeader() && west.IsLeader() })
+	if _, err := west.Join([]string{serfAddr(east)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "west known to east", func() bool { return len(east.regionServers()["west"]) > 0 })
+	list := func() error {
+		return east.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{Region: "west", Namespace: "default"}}, &structs.JobListResponse{})
+	}
+	if err := list(); err != nil { // east's session to west is up
+		t.Fatal(err)
+	}
+	cut.cut.Store(true)
+	err := list()
+	if errCode(err) != 400 || !strings.Contains(err.Error(), `No path to region "west"`) {
+		t.Fatalf("a read for west whose only server died after taking it: %v, want 400 No path to region", err)
 	}
 }

@@ -24,9 +24,10 @@ const maxQueryTime = structs.MaxBlockingQueryTime
 // for RPCHoldTimeout and then fails with ErrNoLeader, which callers may
 // retry. A leader that cannot be connected to (it just died, and this
 // server has not yet noticed) is the same as none: the call was not sent,
-// so it waits for the next leader rather than failing at once. Nothing
-// else is sent again: a call that reached the leader may have been
-// applied there whatever became of its answer (forwardCall).
+// so it waits for the next leader rather than failing at once; so does a
+// read whose connection broke after it was sent. Nothing else is sent
+// again: a write that reached the leader may have been applied there
+// whatever became of its answer (forwardCall).
 func (s *Server) forward(method, region string, allowStale bool, args, reply any) (bool, error) {
 	if region != "" && region != s.config.Region {
 		return true, s.forwardRegion(region, method, args, reply)
@@ -46,7 +47,13 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 		addr := s.LeaderAddr()
 		if addr != "" && addr != s.rpcAddr {
 			err := s.forwardCall(ctx, addr, method, args, reply)
-			if err == nil || !droverrpc.IsConnectError(err) || time.Now().After(deadline) {
+			if err == nil || time.Now().After(deadline) {
+				return true, err
+			}
+			// A read whose connection broke after it was sent is as safe
+			// to send again as one that never left; a write's outcome is
+			// then unknown, and is answered.
+			if !droverrpc.IsConnectError(err) && !(structs.IsReadRequest(args) && droverrpc.IsConnectionLost(err)) {
 				return true, err
 			}
 			s.logger.Debug("leader unreachable, waiting for a leader", "leader", addr, "method", method, "error", err)

@@ -38,9 +38,11 @@ func gossipServerWith(t *testing.T, name, dir string, expect int, region string,
 		t.Fatal(err)
 	}
 	rc := raft.DefaultConfig()
-	rc.HeartbeatTimeout = 200 * time.Millisecond
-	rc.ElectionTimeout = 200 * time.Millisecond
-	rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	// As testClusterWith's: elections stay quick, and a loaded CI machine
+	// does not depose a leader.
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	rc.CommitTimeout = 5 * time.Millisecond
 	cfg := DefaultConfig()
 	cfg.NodeName = name
@@ -105,14 +107,18 @@ func TestBootstrapExpectAndLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers := []*Server{s1, s2, s3}
-	waitFor(t, 20*time.Second, "a leader with three voters", func() bool {
-		l := currentLeader(servers)
-		return l != nil && len(raftServers(l)) == 3
+	// A fresh cluster may still settle its leadership: write through
+	// whichever server leads (the one polled first may have lost it by the
+	// time of the write).
+	var leader *Server
+	waitFor(t, 20*time.Second, "a leader with three voters taking a write", func() bool {
+		leader = currentLeader(servers)
+		if leader == nil || len(raftServers(leader)) != 3 {
+			return false
+		}
+		_, _, err := leader.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()})
+		return err == nil
 	})
-	leader := currentLeader(servers)
-	if _, _, err := leader.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()}); err != nil {
-		t.Fatalf("write on the bootstrapped cluster: %v", err)
-	}
 
 	// A follower leaves gracefully: the leader takes it out of Raft.
 	var follower *Server
@@ -183,11 +189,11 @@ func TestLeaderLeaves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var old *Server
 	waitFor(t, 20*time.Second, "a leader with three voters", func() bool {
-		l := currentLeader(servers)
-		return l != nil && len(raftServers(l)) == 3
+		old = currentLeader(servers)
+		return old != nil && len(raftServers(old)) == 3
 	})
-	old := currentLeader(servers)
 	old.Leave()
 	var rest []*Server
 	for _, s := range servers {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/server/clock"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -99,10 +100,16 @@ func TestNoCapacityBlocksThenNewNodeUnblocks(t *testing.T) {
 }
 
 func TestNodeDownReplacesAllocs(t *testing.T) {
+	// Heartbeats expire on a fake clock the test moves, node 2
+	// heartbeating between the moves. On the wall clock (a 50 ms TTL and
+	// grace, node 2 heartbeating every 20 ms) a loaded run could take node
+	// 1 down before its allocation was placed, or node 2 down when one of
+	// its heartbeats was late.
+	fc := clock.NewFake(time.Now())
 	s := testServer(t, func(c *Config) {
-		c.MinHeartbeatTTL = 50 * time.Millisecond
-		c.HeartbeatGrace = 50 * time.Millisecond
-		c.FailoverHeartbeatTTL = 100 * time.Millisecond
+		c.HeartbeatClock = fc
+		d := DefaultConfig()
+		c.MinHeartbeatTTL, c.HeartbeatGrace = d.MinHeartbeatTTL, d.HeartbeatGrace // 10 s each
 	})
 	n1 := testNode(t, s, 4000, 4096)
 	resp := register(t, s, testJob("svc", 1))
@@ -111,26 +118,25 @@ func TestNodeDownReplacesAllocs(t *testing.T) {
 	if len(first) != 1 || first[0].NodeID != n1.ID {
 		t.Fatalf("placement %+v", first)
 	}
-	// A second node that keeps heartbeating.
+	// A second node that keeps heartbeating, every 6 s of the clock
+	// (within its TTL); node 1 stays silent past its TTL (at most 12 s
+	// with jitter) + grace and a sweep.
 	n2 := testNode(t, s, 4000, 4096)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-				var r structs.NodeUpdateResponse
-				s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: n2.ID, SecretID: n2.SecretID, Status: structs.NodeStatusReady}, &r)
-			}
+	for i := 0; i < 5; i++ {
+		fc.Advance(6 * time.Second)
+		var r structs.NodeUpdateResponse
+		if err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: n2.ID, SecretID: n2.SecretID, Status: structs.NodeStatusReady}, &r); err != nil {
+			t.Fatal(err)
 		}
-	}()
+	}
 	waitFor(t, 10*time.Second, "node 1 down and alloc replaced on node 2", func() bool {
 		n, _ := s.State().NodeByID(nil, n1.ID)
 		live := liveAllocs(t, s, "svc")
 		return n.Status == structs.NodeStatusDown && len(live) == 1 && live[0].NodeID == n2.ID
 	})
+	if n, _ := s.State().NodeByID(nil, n2.ID); n.Status != structs.NodeStatusReady {
+		t.Fatalf("heartbeating node 2 is %s", n.Status)
+	}
 	old, _ := s.State().AllocByID(nil, first[0].ID)
 	if old.ClientStatus != structs.AllocClientStatusLost {
 		t.Fatalf("old alloc client status %q, want lost", old.ClientStatus)

@@ -22,6 +22,7 @@ func testServer(t testing.TB, mut func(*Config)) *Server {
 	cfg.DevMode = true
 	cfg.RPCListener = ln
 	cfg.NumSchedulers = 2
+	noHeartbeatExpiry(cfg)
 	if mut != nil {
 		mut(cfg)
 	}
@@ -34,12 +35,30 @@ func testServer(t testing.TB, mut func(*Config)) *Server {
 	return s
 }
 
+// noHeartbeatExpiry keeps the nodes a test registers up for the whole test:
+// no client heartbeats them, and with the default TTL and grace (10 s each)
+// a test slowed past 20 s by the race detector on a loaded machine saw its
+// nodes go down and their allocations lost in the middle of what it tested.
+// A test about heartbeats sets its own TTL and grace.
+func noHeartbeatExpiry(cfg *Config) {
+	cfg.MinHeartbeatTTL = 10 * time.Minute
+	cfg.HeartbeatGrace = 10 * time.Minute
+}
+
+// waitSlack stretches every waitFor deadline. A deadline there only bounds
+// a hang: d is what the wait may take on an idle machine, and CI runs this
+// package under -race on two cores shared with other test binaries, where
+// Raft rounds, leader elections and replication take several times longer.
+// A test whose point is how fast something happens measures it itself.
+const waitSlack = 3
+
+// waitFor polls cond until it holds, failing the test after waitSlack*d.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(waitSlack * d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %s waiting for %s", waitSlack*d, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

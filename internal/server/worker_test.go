@@ -228,8 +228,7 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 		}
 	}
 	defer release()
-	waitFor(t, 10*time.Second, "leader", func() bool { l := currentLeader(servers); return l != nil && l.IsLeader() })
-	l := currentLeader(servers)
+	l := waitLeader(t, servers, 10*time.Second, "leader")
 	testNode(t, l, 4000, 4000)
 	resp := register(t, l, testJob("j", 1))
 	statusWriteFor(t, gate.held, resp.EvalID)
@@ -238,13 +237,13 @@ func TestWorker_LeadershipLostWithCompletionInFlight(t *testing.T) {
 	if err := l.raft.LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
+	var nl *Server
 	waitFor(t, 10*time.Second, "new leader", func() bool {
-		n := currentLeader(servers)
-		return n != nil && n != l && n.IsLeader()
+		nl = currentLeader(servers)
+		return nl != nil && nl != l && nl.IsLeader()
 	})
 	release()
 
-	nl := currentLeader(servers)
 	completedOnce(t, nl, resp.EvalID, "j")
 
 	done := make(chan struct{})
