@@ -51,8 +51,12 @@ func vmTask(t *testing.T, img string, config map[string]any) *drivers.TaskConfig
 	}
 	qemutest.CopyImage(t, img, filepath.Join(task, "local"), "disk.img")
 	config["image_path"] = "local/disk.img"
+	// The allocation ID names the task's cgroup, which is machine-wide: it
+	// is unique per test run (t.TempDir's base, "001", is not), so two
+	// runs of these tests at once never share, and kill, each other's VM.
+	allocID := filepath.Base(filepath.Dir(alloc)) + "-" + filepath.Base(alloc)
 	return &drivers.TaskConfig{
-		ID: filepath.Base(alloc) + "/vm", AllocID: filepath.Base(alloc), Name: "vm",
+		ID: allocID + "/vm", AllocID: allocID, Name: "vm",
 		Config: config, Env: map[string]string{"PATH": "/usr/bin:/bin"},
 		AllocDir: alloc, TaskDir: task,
 		Logs:      &drivers.LogConfig{Dir: logs, MaxFiles: 2, MaxFileSizeMB: 5},
