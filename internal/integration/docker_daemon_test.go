@@ -97,7 +97,13 @@ func dockerJob(id, image string) *api.Job {
 	job := api.NewServiceJob(id, id, "global", 50)
 	job.Datacenters = []string{"*"}
 	tg := api.NewTaskGroup("g", 1)
-	tg.RestartPolicy = &api.RestartPolicy{Attempts: ptr(10), Interval: ptr(10 * time.Minute), Delay: ptr(time.Second), Mode: ptr("delay")}
+	// Each start while the daemon is down fails at once and counts an
+	// attempt: 200 at 1 s cover the longest outage the daemon test can
+	// make (up to 60 s to see the driver unhealthy, 20 s queued, 30 s for
+	// the daemon to answer again). With 10, an outage over about 10 s (a
+	// loaded machine) used them up and the task waited out the 10 minute
+	// interval before it ran again.
+	tg.RestartPolicy = &api.RestartPolicy{Attempts: ptr(200), Interval: ptr(10 * time.Minute), Delay: ptr(time.Second), Mode: ptr("delay")}
 	task := api.NewTask("t", "docker")
 	task.Config = map[string]any{"image": image, "command": "/bin/sleep", "args": []string{"600"}, "network_mode": "host"}
 	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(16)}
