@@ -135,14 +135,18 @@ func (p *Pool) call(addr, region, method string, args, reply any) error {
 // to send elsewhere, as after a failed dial. Two such errors reach a call:
 // yamux's ErrSessionShutdown, which it answers only on the write side (a
 // stream's read swallows it), when the session was gone before the request
-// was written; and the socket's own write error (say "writev: broken
-// pipe": the peer had already reset the connection), which yamux hands
-// only to the writer of the frame that failed. Either way the server never
+// was written; yamux's ErrStreamClosed, which only a stream's write
+// returns, once the session's end has closed the stream (the leader died
+// and the session noticed while the request was being written: CI saw
+// "stream closed" in TestForwardWaitsForNextLeaderWhenLeaderDies); and the
+// socket's own write error (say "writev: broken pipe": the peer had
+// already reset the connection), which yamux hands only to the writer of
+// the frame that failed. Every way the server never
 // read the whole request (its last bytes did not leave this host, or
 // reached a closed socket), and a call runs only once its request is
 // whole.
 func unsent(err error) bool {
-	if errors.Is(err, yamux.ErrSessionShutdown) {
+	if errors.Is(err, yamux.ErrSessionShutdown) || errors.Is(err, yamux.ErrStreamClosed) {
 		return true
 	}
 	var oe *net.OpError

@@ -29,6 +29,8 @@ func TestUnsentOnlyForWriteSideErrors(t *testing.T) {
 		want bool
 	}{
 		{"session gone before the write", yamux.ErrSessionShutdown, true},
+		{"stream closed under the write (CI)", yamux.ErrStreamClosed, true},
+		{"stream reset: a read may return it too", yamux.ErrConnectionReset, false},
 		{"writev broken pipe (CI)", opErr("writev", syscall.EPIPE), true},
 		{"write reset", opErr("write", syscall.ECONNRESET), true},
 		{"wrapped write error", fmt.Errorf("forwarding: %w", opErr("writev", syscall.EPIPE)), true},
