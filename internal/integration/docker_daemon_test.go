@@ -141,6 +141,9 @@ func TestDockerDaemonStopsAndReturns(t *testing.T) {
 		"plugin": map[string]any{"docker": map[string]any{"config": map[string]any{"endpoint": "unix://" + d.sock}}},
 	})
 	a.waitReady(true)
+	// Registered after the agent's cleanup, so it runs first (the agent
+	// still answers).
+	t.Cleanup(func() { logAllocs(t, a, d, "before", "during") })
 	driver := func() *api.DriverInfo {
 		nodes, _, err := a.client.Nodes().List(nil)
 		if err != nil || len(nodes) != 1 {
@@ -180,4 +183,32 @@ func TestDockerDaemonStopsAndReturns(t *testing.T) {
 	waitFor(t, 60*time.Second, "docker healthy again", func() bool { d := driver(); return d != nil && d.Healthy })
 	waitFor(t, 60*time.Second, "the queued job placed and running", func() bool { return running("during") })
 	waitFor(t, 60*time.Second, "the first job running again", func() bool { return running("before") })
+}
+
+// logAllocs writes each allocation of the jobs with its task events (and
+// the private dockerd's log tail) into the test log when the test failed:
+// what a failed wait on a task needs to be understood.
+func logAllocs(t *testing.T, a *agent, d *privateDockerd, jobs ...string) {
+	if !t.Failed() {
+		return
+	}
+	for _, job := range jobs {
+		stubs, _, err := a.client.Jobs().Allocations(job, true, nil)
+		if err != nil {
+			t.Logf("allocations of %s: %v", job, err)
+			continue
+		}
+		for _, s := range stubs {
+			t.Logf("job %s alloc %s: desired %s, client %s (%s), modify index %d", job, s.ID, s.DesiredStatus, s.ClientStatus, s.ClientDescription, s.ModifyIndex)
+			for name, ts := range s.TaskStates {
+				t.Logf("  task %s: %s, failed %v, restarts %d", name, ts.State, ts.Failed, ts.Restarts)
+				for _, e := range ts.Events {
+					t.Logf("    %s %s: %s", time.Unix(0, e.Time).UTC().Format("15:04:05.000"), e.Type, e.DisplayMessage)
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(d.dir, "dockerd.log")); err == nil {
+		t.Logf("private dockerd log:\n%s", tail(string(b), 40))
+	}
 }

@@ -150,7 +150,7 @@ func (a *agent) stop() {
 		<-a.exited
 	}
 	if a.t.Failed() {
-		a.t.Logf("agent output:\n%s", tail(a.out.String(), 60))
+		a.t.Logf("agent output (its HTTP request lines left out):\n%s", tail(withoutRequestLines(a.out.String()), 80))
 	}
 }
 
@@ -174,6 +174,21 @@ func (a *agent) interrupt(d time.Duration) {
 func (a *agent) kill() {
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.exited
+}
+
+// withoutRequestLines drops the agent's DEBUG line for each HTTP request: a
+// test polling the API writes fifty a second, and a failed test's tail of
+// the log was nothing else (the lines that said what went wrong scrolled
+// away).
+func withoutRequestLines(s string) string {
+	lines := strings.Split(s, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.Contains(l, "agent.http.http: request complete") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 func tail(s string, n int) string {

@@ -49,6 +49,9 @@ type Driver struct {
 	mu       sync.Mutex
 	tasks    map[string]*taskHandle
 	detected bool // the engine answered at least once
+	// leftovers are containers of destroyed tasks the engine could not
+	// remove at the time (by ID), removed when it answers again.
+	leftovers map[string]bool
 }
 
 var (
@@ -65,7 +68,7 @@ func New(cfg Config) *Driver {
 	if cfg.Plugin.PluginName == "" {
 		cfg.Plugin.PluginName = cfg.Flavor.name()
 	}
-	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}}
+	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}, leftovers: map[string]bool{}}
 	d.images = newImageRefs(d)
 	return d
 }
@@ -146,6 +149,7 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 			HealthDescription: fmt.Sprintf("Failed to connect to %s at %s: %v", d.engineName(), d.endpoint(), err),
 		}
 	}
+	d.sweepLeftovers(ctx, cli)
 	var attrs map[string]string
 	if d.flavor.Podman {
 		attrs = d.podmanAttributes(ctx, cli, v.Version, v.APIVersion)
@@ -377,13 +381,44 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		}
 	}
 	if err := h.destroy(d.cfg.GCContainer); err != nil {
-		return err
+		// The container has exited but the engine did not remove it (it
+		// is down or restarting). The task is forgotten all the same: kept,
+		// it made every later start of the task fail as "already started"
+		// for as long as the client ran. The container is removed when
+		// the engine answers again (sweepLeftovers), or by the next start
+		// of the task, which takes its name.
+		d.logger.Warn("exited container not removed; removing it when the engine answers", "task", taskID, "container", shortID(h.state.ContainerID), "error", err)
+		d.mu.Lock()
+		d.leftovers[h.state.ContainerID] = true
+		d.mu.Unlock()
 	}
 	d.images.release(h.state.Image)
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
 	return nil
+}
+
+// sweepLeftovers removes the exited containers whose removal failed when
+// their task was destroyed; the fingerprint calls it whenever the engine
+// answers. A container already gone counts as removed.
+func (d *Driver) sweepLeftovers(ctx context.Context, cli *client.Client) {
+	d.mu.Lock()
+	ids := make([]string, 0, len(d.leftovers))
+	for id := range d.leftovers {
+		ids = append(ids, id)
+	}
+	d.mu.Unlock()
+	for _, id := range ids {
+		err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) {
+			d.logger.Debug("leftover container not removed yet", "container", shortID(id), "error", err)
+			continue
+		}
+		d.mu.Lock()
+		delete(d.leftovers, id)
+		d.mu.Unlock()
+	}
 }
 
 // InspectTask implements drivers.Driver.
