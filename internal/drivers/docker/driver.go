@@ -52,6 +52,8 @@ type Driver struct {
 	// leftovers are containers of destroyed tasks the engine could not
 	// remove at the time (by ID), removed when it answers again.
 	leftovers map[string]bool
+	// callTimeout bounds each engine call of a task's stop (tests shorten it).
+	callTimeout time.Duration
 }
 
 var (
@@ -68,7 +70,7 @@ func New(cfg Config) *Driver {
 	if cfg.Plugin.PluginName == "" {
 		cfg.Plugin.PluginName = cfg.Flavor.name()
 	}
-	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}, leftovers: map[string]bool{}}
+	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}, leftovers: map[string]bool{}, callTimeout: 30 * time.Second}
 	d.images = newImageRefs(d)
 	return d
 }

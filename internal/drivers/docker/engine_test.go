@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -359,5 +360,40 @@ func TestEngineExecAndStats(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a busy container's stats never showed its use: %+v", u)
 		}
+	}
+}
+
+// A container that ignores SIGTERM is killed after a kill_timeout longer
+// than the bound of one engine call: the SIGKILL used to share the
+// SIGTERM's deadline, which had run out during the wait, so it was never
+// sent and the stop (and the task runner's wait behind it) hung while the
+// container ran on. Here the call bound is 1 s and the kill_timeout 2 s
+// (as 30 s and any kill_timeout of 30 s or more in production).
+func TestEngineStopKillsAfterKillTimeoutLongerThanCallBound(t *testing.T) {
+	d, cli, img := engineDriver(t)
+	d.callTimeout = time.Second
+	// PID 1 of a container without a SIGTERM handler ignores SIGTERM.
+	cfg := engineTask(t, "deaf", map[string]any{"image": img, "command": "/bin/sleep", "args": []any{"600"}}, 32)
+	th, err := d.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	if err := d.StopTask(cfg.ID, 2*time.Second, "SIGTERM"); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if r := waitExit(t, d, cfg.ID, 10*time.Second); r.ExitCode != 137 {
+		t.Fatalf("exit %+v, want 137 (SIGKILL)", r)
+	}
+	var ds driverState
+	if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cli.ContainerInspect(context.Background(), ds.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Running {
+		t.Fatal("the container still runs after the stop returned")
 	}
 }

@@ -43,6 +43,10 @@ type taskHandle struct {
 	done     chan struct{} // closed when the container has exited
 	logsDone chan struct{}
 
+	// callTimeout bounds each engine call of a stop (and the wait for the
+	// exit after SIGKILL).
+	callTimeout time.Duration
+
 	mu          sync.Mutex
 	result      *drivers.ExitResult
 	completedAt time.Time
@@ -56,7 +60,8 @@ func newHandle(d *Driver, cli *client.Client, cfg *drivers.TaskConfig, ds driver
 		noLogs:    d.cfg.DisableLogCollection || (cfg.StdoutPath == "" && cfg.StderrPath == ""),
 		kernelOOM: d.flavor.Podman,
 		ctx:       ctx, cancel: cancel,
-		done: make(chan struct{}), logsDone: make(chan struct{}),
+		callTimeout: d.callTimeout,
+		done:        make(chan struct{}), logsDone: make(chan struct{}),
 	}
 }
 
@@ -253,10 +258,11 @@ func (h *taskHandle) stop(timeout time.Duration, signal string) error {
 	if signal == "" {
 		signal = "SIGTERM"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if strings.TrimPrefix(strings.ToUpper(signal), "SIG") != "KILL" {
-		if err := h.cli.ContainerKill(ctx, h.state.ContainerID, signal); err != nil && !isNotRunning(err) {
+		ctx, cancel := context.WithTimeout(context.Background(), h.callTimeout)
+		err := h.cli.ContainerKill(ctx, h.state.ContainerID, signal)
+		cancel()
+		if err != nil && !isNotRunning(err) {
 			h.logger.Debug("signal failed", "signal", signal, "error", err)
 		}
 		t := time.NewTimer(timeout)
@@ -269,6 +275,11 @@ func (h *taskHandle) stop(timeout time.Duration, signal string) error {
 			return nil
 		}
 	}
+	// Its own deadline, counted from now: one shared with the signal above
+	// had run out during a kill_timeout of 30 s or more, so SIGKILL was
+	// never sent and a container ignoring SIGTERM ran on.
+	ctx, cancel := context.WithTimeout(context.Background(), h.callTimeout)
+	defer cancel()
 	if err := h.cli.ContainerKill(ctx, h.state.ContainerID, "SIGKILL"); err != nil && !isNotRunning(err) {
 		return fmt.Errorf("kill container %s: %w", shortID(h.state.ContainerID), err)
 	}
