@@ -554,16 +554,20 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 			return nil, errDetached
 		}
 		sig := tr.newestTask().KillSignal
-		if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
+		err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig)
+		if err != nil {
 			tr.logger.Warn("failed to stop task", "error", err)
 		}
-		res = <-waitCh
+		if res, detached = tr.awaitStopped(waitCh, err); detached {
+			return nil, errDetached
+		}
 	case <-tr.restartCh:
 		if tr.cfg.PreRestart != nil {
 			tr.cfg.PreRestart()
 		}
-		tr.stopForRestart()
-		res = <-waitCh
+		if res, detached = tr.awaitStopped(waitCh, tr.stopForRestart()); detached {
+			return nil, errDetached
+		}
 	case <-tr.detachCh:
 		detached = true
 		return nil, errDetached
@@ -585,6 +589,45 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 	tr.appendEvent(ev)
 	tr.notify()
 	return res, nil
+}
+
+// stopRetryMax caps the backoff between attempts to kill a task whose stop
+// failed.
+var stopRetryMax = 30 * time.Second
+
+// awaitStopped waits for a stopped task to exit. A stop the driver failed
+// (its engine down or not answering, so the task may run on) is tried
+// again with SIGKILL, backing off from 1 s to stopRetryMax, until the task
+// exits: before, the runner waited for an exit nobody was bringing about,
+// and the allocation never stopped. A detaching client stops waiting
+// (detached true): the task is left to the next client, which finds the
+// stop again.
+func (tr *TaskRunner) awaitStopped(waitCh <-chan *drivers.ExitResult, stopErr error) (res *drivers.ExitResult, detached bool) {
+	backoff := time.Second
+	for {
+		var retry <-chan time.Time
+		var timer *time.Timer
+		if stopErr != nil {
+			timer = time.NewTimer(backoff)
+			retry = timer.C
+		}
+		select {
+		case res = <-waitCh:
+		case <-tr.detachCh:
+			detached = true
+		case <-retry:
+			stopErr = tr.cfg.Driver.StopTask(tr.taskID, 0, "SIGKILL")
+			if stopErr != nil {
+				tr.logger.Warn("failed to kill task; trying again", "error", stopErr, "in", backoff)
+				backoff = min(2*backoff, stopRetryMax)
+			}
+			continue
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		return res, detached
+	}
 }
 
 func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {

@@ -37,15 +37,18 @@ func (tr *TaskRunner) Restart(reason string, index uint64) error {
 	return nil
 }
 
-// stopForRestart stops the running task for an in-place restart.
-func (tr *TaskRunner) stopForRestart() {
+// stopForRestart stops the running task for an in-place restart and
+// returns the driver's error (the caller retries a failed stop).
+func (tr *TaskRunner) stopForRestart() error {
 	tr.mu.Lock()
 	tr.userRestart = true
 	sig := tr.cfg.Task.KillSignal
 	tr.mu.Unlock()
-	if err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig); err != nil {
+	err := tr.cfg.Driver.StopTask(tr.taskID, tr.killTimeout(), sig)
+	if err != nil {
 		tr.logger.Warn("failed to stop task for restart", "error", err)
 	}
+	return err
 }
 
 // takeUserRestart reports (once) that the last run ended for an in-place
