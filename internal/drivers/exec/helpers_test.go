@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,8 +72,9 @@ func newTask(t testing.TB, id string, config map[string]any) *drivers.TaskConfig
 	for p := filepath.Dir(allocDir); p != "/" && p != os.TempDir() && strings.HasPrefix(p, os.TempDir()+string(filepath.Separator)); p = filepath.Dir(p) {
 		_ = os.Chmod(p, 0o755)
 	}
+	allocID := uniqueID("alloc-" + id)
 	return &drivers.TaskConfig{
-		ID: "alloc-" + id + "/" + id, AllocID: "alloc-" + id, Name: id,
+		ID: allocID + "/" + id, AllocID: allocID, Name: id,
 		Config: config, Env: map[string]string{"PATH": "/usr/bin:/bin", "NOMAD_TASK_DIR": filepath.Join(taskDir, "local")},
 		TaskDir: taskDir, AllocDir: allocDir,
 		StdoutPath: filepath.Join(allocDir, "alloc", "logs", id+".stdout"),
@@ -125,4 +127,12 @@ func (*task) cgFor(t testing.TB, tc *drivers.TaskConfig) *isolate.Cgroups {
 		t.Fatal(err)
 	}
 	return cg
+}
+
+// uniqueID makes name unique to this test run: a task ID names
+// machine-wide cgroups (and container state), so two runs of this
+// package's tests at once (a developer's and CI's) must never share one,
+// or one run's start or stop kills the other's processes.
+func uniqueID(name string) string {
+	return fmt.Sprintf("%d-%d-%s", time.Now().UnixNano(), os.Getpid(), name)
 }

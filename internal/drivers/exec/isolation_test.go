@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,13 +291,17 @@ func TestExecIntoTaskCancelled(t *testing.T) {
 	defer d.DestroyTask(tc.ID, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := d.ExecTask(ctx, tc.ID, drivers.ExecOptions{Command: []string{"sleep", "777"}}); err == nil {
+	// The command's argument is this test process's own (the PID): another
+	// run of these tests at once execs its own sleep, which this one must
+	// not wait for.
+	secs := strconv.Itoa(1000 + os.Getpid())
+	if _, err := d.ExecTask(ctx, tc.ID, drivers.ExecOptions{Command: []string{"sleep", secs}}); err == nil {
 		t.Fatal("a cancelled exec reported success")
 	}
 	running := func() bool {
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
-			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == "sleep\x00777\x00" {
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == "sleep\x00"+secs+"\x00" {
 				return true
 			}
 		}

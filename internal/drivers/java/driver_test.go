@@ -2,6 +2,7 @@ package java
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,8 +150,9 @@ func newTask(t *testing.T, id string) *drivers.TaskConfig {
 		_ = os.Chmod(p, 0o755)
 	}
 	_ = os.Chmod(filepath.Join(taskDir, "tmp"), 0o777|os.ModeSticky)
+	allocID := uniqueID("alloc-" + id)
 	return &drivers.TaskConfig{
-		ID: "alloc-" + id + "/" + id, AllocID: "alloc-" + id, Name: id,
+		ID: allocID + "/" + id, AllocID: allocID, Name: id,
 		Env: map[string]string{"PATH": "/usr/bin:/bin", "NOMAD_TASK_DIR": filepath.Join(taskDir, "local")}, TaskDir: taskDir, AllocDir: allocDir,
 		StdoutPath: filepath.Join(allocDir, "alloc", "logs", id+".stdout"),
 		StderrPath: filepath.Join(allocDir, "alloc", "logs", id+".stderr"),
@@ -181,4 +183,12 @@ func TestJDKCovered(t *testing.T) {
 			t.Errorf("covered(%v, %s) = %v, want %v", c.chroot, jdk, got, c.want)
 		}
 	}
+}
+
+// uniqueID makes name unique to this test run: a task ID names
+// machine-wide cgroups (and container state), so two runs of this
+// package's tests at once (a developer's and CI's) must never share one,
+// or one run's start or stop kills the other's processes.
+func uniqueID(name string) string {
+	return fmt.Sprintf("%d-%d-%s", time.Now().UnixNano(), os.Getpid(), name)
 }

@@ -39,7 +39,7 @@ func TestVMCpuset(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := New(Config{Binary: bin})
-	start := func(name string, cores []uint16, shared string) int {
+	start := func(name string, cores []uint16, shared string) (pid int, id string) {
 		alloc := t.TempDir()
 		task := filepath.Join(alloc, name)
 		logs := filepath.Join(alloc, "alloc", "logs")
@@ -51,7 +51,8 @@ func TestVMCpuset(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(task, "disk.img"), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg := &drivers.TaskConfig{ID: "a-" + name + "/" + name, AllocID: "a-" + name, Name: name, AllocDir: alloc, TaskDir: task,
+		allocID := uniqueID("a-" + name)
+		cfg := &drivers.TaskConfig{ID: allocID + "/" + name, AllocID: allocID, Name: name, AllocDir: alloc, TaskDir: task,
 			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Logs: &drivers.LogConfig{Dir: logs, MaxFiles: 2, MaxFileSizeMB: 1},
 			Config:       map[string]any{"image_path": "disk.img"},
 			Resources:    &structs.AllocatedTaskResources{Cpu: structs.AllocatedCpuResources{ReservedCores: cores}},
@@ -64,7 +65,7 @@ func TestVMCpuset(t *testing.T) {
 		if err != nil || len(st.PIDs) == 0 {
 			t.Fatalf("inspect %+v %v", st, err)
 		}
-		return st.PIDs[0]
+		return st.PIDs[0], cfg.ID
 	}
 	on := func(what string, pid int, want string) {
 		t.Helper()
@@ -76,15 +77,15 @@ func TestVMCpuset(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	pinned := start("pinned", []uint16{1}, "0")
+	pinned, pinnedID := start("pinned", []uint16{1}, "0")
 	on("the VM with reserved core 1", pinned, "1")
-	shared := start("shared", nil, "0-1")
+	shared, sharedID := start("shared", nil, "0-1")
 	on("the VM without cores", shared, "0-1")
-	if err := d.UpdateCpuset("a-shared/shared", "0"); err != nil {
+	if err := d.UpdateCpuset(sharedID, "0"); err != nil {
 		t.Fatal(err)
 	}
 	on("the VM without cores", shared, "0")
-	if err := d.UpdateCpuset("a-pinned/pinned", "0"); err != nil {
+	if err := d.UpdateCpuset(pinnedID, "0"); err != nil {
 		t.Fatal(err)
 	}
 	on("the VM with reserved core 1", pinned, "1")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestFingerprintUndetectedWithoutQemu(t *testing.T) {
 	if fp.Health != drivers.HealthUndetected || fp.Attributes["driver.qemu"] != "" {
 		t.Fatalf("fingerprint without qemu: %+v, want undetected", fp)
 	}
-	cfg := &drivers.TaskConfig{ID: "a/t", TaskDir: t.TempDir(), Config: map[string]any{"image_path": "x"}}
+	cfg := &drivers.TaskConfig{ID: uniqueID("a") + "/t", TaskDir: t.TempDir(), Config: map[string]any{"image_path": "x"}}
 	if _, err := d.StartTask(cfg); err == nil || !strings.Contains(err.Error(), "drover-no-such-qemu not found") {
 		t.Fatalf("start without qemu: %v", err)
 	}
@@ -53,7 +54,7 @@ func TestKVMRequestedWithoutKVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := New(Config{Binary: fakeQemu(t, "7.2.22"), KVMDevice: filepath.Join(dir, "no-kvm")})
-	_, err := d.StartTask(&drivers.TaskConfig{ID: "a/t", Name: "t", TaskDir: dir, AllocDir: filepath.Dir(dir),
+	_, err := d.StartTask(&drivers.TaskConfig{ID: uniqueID("a") + "/t", Name: "t", TaskDir: dir, AllocDir: filepath.Dir(dir),
 		Config: map[string]any{"image_path": "vm.img", "accelerator": "kvm"}})
 	if err == nil || !strings.Contains(err.Error(), `config: accelerator = "kvm" but KVM is not usable on this node`) ||
 		!strings.Contains(err.Error(), `use accelerator = "tcg"`) {
@@ -161,7 +162,8 @@ while :; do sleep 0.1; done
 	if err := os.WriteFile(filepath.Join(task, "disk.img"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &drivers.TaskConfig{ID: "a1/vm", AllocID: "a1", Name: "vm", AllocDir: alloc, TaskDir: task,
+	allocID := uniqueID("a1")
+	cfg := &drivers.TaskConfig{ID: allocID + "/vm", AllocID: allocID, Name: "vm", AllocDir: alloc, TaskDir: task,
 		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Logs: &drivers.LogConfig{Dir: logs, MaxFiles: 2, MaxFileSizeMB: 1},
 		Config: map[string]any{"image_path": "disk.img", "graceful_shutdown": true}}
 	d := New(Config{Binary: bin})
@@ -203,4 +205,12 @@ while :; do sleep 0.1; done
 	if !strings.Contains(read(), "got-term") {
 		t.Fatalf("the emulator never got SIGTERM: %q", read())
 	}
+}
+
+// uniqueID makes name unique to this test run: a task ID names
+// machine-wide cgroups (and container state), so two runs of this
+// package's tests at once (a developer's and CI's) must never share one,
+// or one run's start or stop kills the other's processes.
+func uniqueID(name string) string {
+	return fmt.Sprintf("%d-%d-%s", time.Now().UnixNano(), os.Getpid(), name)
 }

@@ -70,8 +70,9 @@ func newTask(t *testing.T, id string, config map[string]any, env map[string]stri
 	if env == nil {
 		env = map[string]string{"PATH": "/usr/bin:/bin"}
 	}
+	allocID := uniqueID("alloc-" + id)
 	return &drivers.TaskConfig{
-		ID: "alloc-" + id + "/" + id, AllocID: "alloc-" + id, Name: id,
+		ID: allocID + "/" + id, AllocID: allocID, Name: id,
 		Config: config, Env: env, TaskDir: dir,
 		StdoutPath: filepath.Join(dir, "stdout"), StderrPath: filepath.Join(dir, "stderr"),
 	}
