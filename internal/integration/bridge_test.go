@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // requireBridge skips unless this machine can run bridge networks (root,
@@ -142,7 +144,8 @@ func cmdOut(t *testing.T, args ...string) string {
 func TestBridgeRawExec(t *testing.T) {
 	requireBridge(t)
 	hello := buildHello(t)
-	const br, subnet = "drvit0", "172.26.120.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, subnet := nw.Bridge, nw.Subnet
 	cleanupBridge(t, br, subnet)
 
 	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
@@ -186,7 +189,7 @@ func TestBridgeRawExec(t *testing.T) {
 	addrs := map[string]string{} // alloc ID -> host addr
 	ips := map[string]string{}   // alloc ID -> alloc IP
 	for _, a := range allocs {
-		h := checkHello(t, srv.client, a.ID, "172.26.120.", subnet)
+		h := checkHello(t, srv.client, a.ID, nw.Prefix, subnet)
 		addrs[a.ID] = h.addr
 		ips[a.ID] = h.ip
 		if h.alloc.NetworkStatus.InterfaceName != "eth0" {
@@ -246,7 +249,8 @@ func TestBridgeRawExec(t *testing.T) {
 func TestBridgeExec(t *testing.T) {
 	requireBridge(t)
 	hello := buildHello(t)
-	const br, subnet = "drvit1", "172.26.121.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, subnet := nw.Bridge, nw.Subnet
 	cleanupBridge(t, br, subnet)
 	a := startAgent(t, "", []string{"-dev"}, map[string]any{
 		"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
@@ -303,7 +307,7 @@ func TestBridgeExec(t *testing.T) {
 		return err == nil
 	})
 	f := strings.Fields(body)
-	if len(f) != 3 || f[0] != alloc.ID || !strings.HasPrefix(f[1], "172.26.121.") || f[2] != "lo,eth0" {
+	if len(f) != 3 || f[0] != alloc.ID || !strings.HasPrefix(f[1], nw.Prefix) || f[2] != "lo,eth0" {
 		t.Fatalf("exec task answered %q, want %s, an address of %s and lo,eth0", body, alloc.ID, subnet)
 	}
 	if _, _, err := a.client.Jobs().Deregister("bridge-exec", false, nil); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // helloImage imports a FROM-scratch image whose entrypoint is the hello
@@ -74,7 +75,8 @@ func TestBridgeDocker(t *testing.T) {
 	requireBridge(t)
 	dcli := dockertest.Client(t)
 	img := helloImage(t, dcli)
-	const br, subnet = "drvit5", "172.26.125.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, subnet := nw.Bridge, nw.Subnet
 	cleanupBridge(t, br, subnet)
 	srv, cli := startBridgeCluster(t, br, subnet, "docker")
 
@@ -83,7 +85,7 @@ func TestBridgeDocker(t *testing.T) {
 
 	addrs, bodies := map[string]string{}, map[string]string{}
 	for _, a := range allocs {
-		h := checkHello(t, srv.client, a.ID, "172.26.125.", subnet)
+		h := checkHello(t, srv.client, a.ID, nw.Prefix, subnet)
 		addrs[a.ID] = h.addr
 		pid, ok := pauseOf(t, dcli, a.ID)
 		if !ok {

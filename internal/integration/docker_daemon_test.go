@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // privateDockerd runs a second engine of its own (own socket, data root,
@@ -30,11 +31,13 @@ type privateDockerd struct {
 
 func startPrivateDockerd(t *testing.T, dir string) *privateDockerd {
 	t.Helper()
-	d := &privateDockerd{t: t, dir: dir, sock: filepath.Join(dir, "d.sock"), bridge: "drovertest0"}
-	_ = exec.Command("ip", "link", "del", d.bridge).Run() // left by a crashed run
+	// The bridge (and its subnet) is this run's alone: another run of the
+	// test at once would otherwise share it and delete it at its end.
+	nw := testnet.Claim(t)
+	d := &privateDockerd{t: t, dir: dir, sock: filepath.Join(dir, "d.sock"), bridge: nw.Bridge}
 	for _, args := range [][]string{
 		{"link", "add", d.bridge, "type", "bridge"},
-		{"addr", "add", "10.213.77.1/24", "dev", d.bridge},
+		{"addr", "add", nw.Addr(1) + "/24", "dev", d.bridge},
 		{"link", "set", d.bridge, "up"},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

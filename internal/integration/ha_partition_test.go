@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // netnsServer is a server agent running in its own network namespace.
@@ -56,22 +58,21 @@ func sh(t *testing.T, args ...string) {
 func shQuiet(args ...string) { exec.Command(args[0], args[1:]...).Run() }
 
 // netLAN builds a bridge with the host on it and one namespace per server,
-// removed at cleanup.
+// removed at cleanup. Bridge, subnet and namespace names are this run's
+// network slot's: another run of the test at once has its own.
 func netLAN(t *testing.T, n int) (nss, ips []string) {
-	id := os.Getpid() % 10000
-	bridge := fmt.Sprintf("brhj%d", id)
-	subnet := fmt.Sprintf("10.213.%d", 20+os.Getpid()%200)
+	nw := testnet.Claim(t)
+	bridge := nw.Bridge
 	sh(t, "ip", "link", "add", bridge, "type", "bridge")
 	t.Cleanup(func() { shQuiet("ip", "link", "del", bridge) })
-	sh(t, "ip", "addr", "add", subnet+".1/24", "dev", bridge)
+	sh(t, "ip", "addr", "add", nw.Addr(1)+"/24", "dev", bridge)
 	sh(t, "ip", "link", "set", bridge, "up")
 	// Docker's FORWARD policy drops bridged traffic when br_netfilter is on.
 	sh(t, "iptables", "-I", "FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT")
 	t.Cleanup(func() { shQuiet("iptables", "-D", "FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT") })
 	for i := 0; i < n; i++ {
-		ns := fmt.Sprintf("hj%d-%d", id, i)
-		veth := fmt.Sprintf("vhj%d-%d", id, i)
-		ip := fmt.Sprintf("%s.%d", subnet, 10+i)
+		ns, veth, ip := nw.Name("hj", i), nw.Name("vhj", i), nw.Addr(10+i)
+		shQuiet("ip", "netns", "del", ns) // left by a crashed run holding this slot
 		sh(t, "ip", "netns", "add", ns)
 		t.Cleanup(func() { shQuiet("ip", "netns", "del", ns) })
 		sh(t, "ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)

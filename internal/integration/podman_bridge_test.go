@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers/podman/podmantest"
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // Podman tasks of a bridge group join the allocation's namespace by its
@@ -18,7 +19,8 @@ func TestBridgePodman(t *testing.T) {
 	requireBridge(t)
 	pcli := podmantest.Client(t)
 	img := helloImage(t, pcli)
-	const br, subnet = "drvit6", "172.26.126.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, subnet := nw.Bridge, nw.Subnet
 	cleanupBridge(t, br, subnet)
 	srv, cli := startBridgeCluster(t, br, subnet, "podman")
 
@@ -29,7 +31,7 @@ func TestBridgePodman(t *testing.T) {
 
 	addrs, bodies, pids := map[string]string{}, map[string]string{}, map[string]int{}
 	for _, a := range allocs {
-		h := checkHello(t, srv.client, a.ID, "172.26.126.", subnet)
+		h := checkHello(t, srv.client, a.ID, nw.Prefix, subnet)
 		addrs[a.ID] = h.addr
 		if _, err := pcli.ContainerInspect(context.Background(), "drover-pause-"+a.ID); err == nil {
 			t.Fatalf("allocation %s has a pause container; podman tasks join the namespace by path", a.ID)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers/qemu/qemutest"
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 const qemuBridgeJob = `
@@ -59,7 +60,8 @@ func TestBridgeQemu(t *testing.T) {
 	requireBridge(t)
 	qemutest.Binary(t)
 	img := qemutest.Image(t)
-	const br, subnet = "drvit7", "172.26.127.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, subnet := nw.Bridge, nw.Subnet
 	cleanupBridge(t, br, subnet)
 	a := startAgent(t, "", []string{"-dev"}, map[string]any{
 		"client": map[string]any{"bridge_network_name": br, "bridge_network_subnet": subnet},
@@ -87,7 +89,7 @@ func TestBridgeQemu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.NetworkStatus == nil || !strings.HasPrefix(full.NetworkStatus.Address, "172.26.127.") {
+	if full.NetworkStatus == nil || !strings.HasPrefix(full.NetworkStatus.Address, nw.Prefix) {
 		t.Fatalf("allocation's network status %+v, want an address of %s", full.NetworkStatus, subnet)
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[0]))

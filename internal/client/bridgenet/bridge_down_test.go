@@ -6,6 +6,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-project/drover/internal/testnet"
 )
 
 // needRoot skips without root (bridges, namespaces, iptables), and fails
@@ -30,16 +34,15 @@ func needRoot(t *testing.T) {
 // ports unreachable.
 func TestSetupRestoresABridgeSetDownOrDeleted(t *testing.T) {
 	needRoot(t)
-	br := fmt.Sprintf("drvt%d", os.Getpid()%100000)
-	sub := "10.79.3.0/24"
+	nw := testnet.Claim(t) // bridge and subnet of this run alone
+	br, sub := nw.Bridge, nw.Subnet
 	m, err := New(Config{BridgeName: br, Subnet: sub, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := []string{}
-	for i := 0; i < 3; i++ {
-		ids = append(ids, fmt.Sprintf("drvtest-%d-%d", os.Getpid(), i))
-	}
+	// Allocation IDs name namespaces and (their first 11 characters) veths,
+	// both machine-wide: random as real ones are, never another run's.
+	ids := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
 	t.Cleanup(func() {
 		for _, id := range ids {
 			_ = m.Teardown(id)
@@ -60,7 +63,7 @@ func TestSetupRestoresABridgeSetDownOrDeleted(t *testing.T) {
 			return fmt.Errorf("bridge %s: %v", br, err)
 		}
 		link, _ := run("ip", "-o", "link", "show", "dev", br)
-		if !strings.Contains(link, ",UP") || !strings.Contains(out, " 10.79.3.1/24 ") {
+		if !strings.Contains(link, ",UP") || !strings.Contains(out, " "+nw.Addr(1)+"/24 ") {
 			return fmt.Errorf("bridge %s not up with its gateway address: %s %s", br, link, out)
 		}
 		return nil
