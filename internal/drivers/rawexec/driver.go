@@ -670,3 +670,21 @@ func (d *Driver) TaskCpus(taskID string) (string, error) {
 	}
 	return h.cg.Cpuset.cpus()
 }
+
+// IsolationSpec is the isolation a task started by StartIsolated runs
+// with, as recorded when it started (a recovered task's too): what a
+// restarted agent enters it with, whatever its configuration says today.
+func (d *Driver) IsolationSpec(taskID string) (*isolate.Spec, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	var spec shimSpec
+	if err := readJSON(filepath.Join(h.shimDir, shimSpecFile), &spec); err != nil {
+		return nil, fmt.Errorf("read the task's recorded isolation: %w", err)
+	}
+	if spec.Isolation == nil {
+		return nil, fmt.Errorf("task %q was not started isolated", taskID)
+	}
+	return spec.Isolation, nil
+}
