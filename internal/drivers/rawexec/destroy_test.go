@@ -38,8 +38,8 @@ func procGone(pid int) bool {
 
 // makesChildCgroups is a task that makes a cgroup named "child" under each
 // of its own cgroups (found in /proc/self/cgroup), moves a sleeping
-// process into the first one it can, writes what it made to ./made and
-// the sleeper's PID to ./sleeper, and exits.
+// process into the first one it can and freezes that cgroup, writes what
+// it made to ./made and the sleeper's PID to ./sleeper, and exits.
 const makesChildCgroups = `set -e
 while IFS=: read -r n ctrl path; do
   case "$path" in */"$TASK_CGROUP") ;; *) continue ;; esac
@@ -54,13 +54,18 @@ while IFS=: read -r n ctrl path; do
     sleep 600 </dev/null >/dev/null 2>&1 &
     echo $! > "$dir/child/cgroup.procs"
     echo $! > sleeper
+    # Frozen on its own: thawing the task's cgroup does not thaw it.
+    case "$ctrl" in
+      "") echo 1 > "$dir/child/cgroup.freeze" ;;
+      freezer) echo FROZEN > "$dir/child/freezer.state" ;;
+    esac
   fi
 done < /proc/self/cgroup
 `
 
 // A task running as root that made cgroups of its own under its cgroups
-// is cleaned up whole: its processes in them killed, the cgroups removed
-// deepest first. Its destroy failed before (rmdir of its cgroups: EBUSY),
+// is cleaned up whole: its processes in them killed (thawed first when
+// their cgroup froze itself), the cgroups removed deepest first. Its destroy failed before (rmdir of its cgroups: EBUSY),
 // which kept the task registered, and every later start of its ID failed
 // as "already started".
 func TestDestroyRemovesCgroupsTheTaskMade(t *testing.T) {
