@@ -242,6 +242,12 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	}
 	id, err := d.createContainer(ctx, cli, spec)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The engine did not answer in time: it may have created the
+			// container all the same, known by its label only.
+			d.images.adopt(tc.Image)
+			d.queueTaskLeftover(cfg.ID, tc.Image)
+		}
 		return nil, err
 	}
 	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {

@@ -264,8 +264,8 @@ func TestEngineLeftoverReleasesItsImageWhenRemoved(t *testing.T) {
 }
 
 // stallingEngine is an HTTP proxy in front of the machine's engine that
-// answers until stallAfter says so of a response, then accepts every
-// request and never answers it (a hung engine) until released.
+// answers until stall says so of a response, then accepts every request
+// and never answers it (a hung engine) until released.
 type stallingEngine struct {
 	sock    string
 	mu      sync.Mutex
@@ -273,7 +273,14 @@ type stallingEngine struct {
 	release chan struct{}
 }
 
-func newStallingEngine(t *testing.T, cli *client.Client, stallAfter func(*http.Response) bool) *stallingEngine {
+// What stall says of a response from the engine.
+const (
+	answer        = iota
+	stallAfter    // answer this one, stall from the next
+	stallIncluded // the engine did it, but its answer never comes
+)
+
+func newStallingEngine(t *testing.T, cli *client.Client, stall func(*http.Response) int) *stallingEngine {
 	t.Helper()
 	host := cli.DaemonHost()
 	if !strings.HasPrefix(host, "unix://") {
@@ -292,10 +299,20 @@ func newStallingEngine(t *testing.T, cli *client.Client, stallAfter func(*http.R
 		}},
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
-			if stallAfter(resp) {
-				s.mu.Lock()
-				s.stalled = true
-				s.mu.Unlock()
+			how := stall(resp)
+			if how == answer {
+				return nil
+			}
+			s.mu.Lock()
+			s.stalled = true
+			release := s.release
+			s.mu.Unlock()
+			if how == stallIncluded {
+				select {
+				case <-release:
+				case <-resp.Request.Context().Done():
+					return resp.Request.Context().Err()
+				}
 			}
 			return nil
 		},
@@ -306,11 +323,11 @@ func newStallingEngine(t *testing.T, cli *client.Client, stallAfter func(*http.R
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		stalled := s.stalled
+		stalled, release := s.stalled, s.release
 		s.mu.Unlock()
 		if stalled {
 			select {
-			case <-s.release:
+			case <-release:
 			case <-r.Context().Done():
 				return
 			}
@@ -333,15 +350,30 @@ func (s *stallingEngine) unstall() {
 	}
 }
 
-// An engine that answers the create and then hangs fails the start within
-// the start's bound plus the clean-up's (before, the removal of the
+// An engine that creates the container and then hangs fails the start
+// within the start's bound plus the clean-up's (before, the removal of the
 // created container had no deadline and the start hung for good), and the
-// container is removed once the engine answers again.
+// container is removed once the engine answers again: so is one whose
+// create the engine never answered.
 func TestEngineStartReturnsWhenEngineHangsAfterCreate(t *testing.T) {
 	cli := dockertest.Client(t)
 	img := dockertest.BuildBusybox(t, cli)
-	eng := newStallingEngine(t, cli, func(resp *http.Response) bool {
-		return strings.HasSuffix(resp.Request.URL.Path, "/containers/create") && resp.StatusCode == http.StatusCreated
+	for _, tc := range []struct {
+		name string
+		how  int
+	}{{"start unanswered", stallAfter}, {"create unanswered", stallIncluded}} {
+		t.Run(tc.name, func(t *testing.T) {
+			startWithEngineHungAtCreate(t, cli, img, tc.how)
+		})
+	}
+}
+
+func startWithEngineHungAtCreate(t *testing.T, cli *client.Client, img string, how int) {
+	eng := newStallingEngine(t, cli, func(resp *http.Response) int {
+		if strings.HasSuffix(resp.Request.URL.Path, "/containers/create") && resp.StatusCode == http.StatusCreated {
+			return how
+		}
+		return answer
 	})
 	pc := DefaultPluginConfig()
 	pc.GCImage = false
