@@ -26,14 +26,14 @@ import (
 
 // gatedDriverSetup is the engine, the busybox image and a gate in front of
 // the engine, with a plugin config whose endpoint is the gate.
-func gatedDriverSetup(t *testing.T) (*client.Client, string, *engineGate, PluginConfig) {
+func gatedDriverSetup(t *testing.T) (*client.Client, string, *dockertest.Gate, PluginConfig) {
 	t.Helper()
 	cli := dockertest.Client(t)
 	img := dockertest.BuildBusybox(t, cli)
-	gate := newEngineGate(t, cli)
+	gate := dockertest.NewGate(t, cli)
 	pc := DefaultPluginConfig()
 	pc.GCImage = false
-	pc.Endpoint = "unix://" + gate.sock
+	pc.Endpoint = gate.Endpoint()
 	return cli, img, gate, pc
 }
 
@@ -107,7 +107,7 @@ func TestEngineRecoverWhileEngineDownRemovesTheContainer(t *testing.T) {
 	d1 := New(Config{Plugin: pc})
 	_, th, id := startSleeper(t, d1, cli, img)
 
-	gate.down()
+	gate.Down()
 	d2 := New(Config{Plugin: pc}) // the restarted agent's driver
 	if err := d2.RecoverTask(th); err == nil {
 		t.Fatal("recovery with the engine down succeeded")
@@ -115,7 +115,7 @@ func TestEngineRecoverWhileEngineDownRemovesTheContainer(t *testing.T) {
 	if !containerRunning(t, cli, id) {
 		t.Fatal("the container should still run while the engine is unreachable")
 	}
-	gate.up()
+	gate.Up()
 	healthyFingerprint(t, d2)
 	if !containerGone(t, cli, id) {
 		t.Fatal("the container of the task whose recovery failed was not removed once the engine answered")
@@ -130,12 +130,12 @@ func TestEngineRecoverWithoutDriverStateWhileEngineDown(t *testing.T) {
 	cfg, _, id := startSleeper(t, d1, cli, img)
 	starting := &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateStarting}
 
-	gate.down()
+	gate.Down()
 	d2 := New(Config{Plugin: pc})
 	if err := d2.RecoverTask(starting); err == nil {
 		t.Fatal("recovery with the engine down succeeded")
 	}
-	gate.up()
+	gate.Up()
 	healthyFingerprint(t, d2)
 	if !containerGone(t, cli, id) {
 		t.Fatal("the container of the task whose recovery failed was not removed once the engine answered")
@@ -151,12 +151,12 @@ func TestEngineStartAfterFailedRecoverKeepsTheNewContainer(t *testing.T) {
 	cfg, _, old := startSleeper(t, d1, cli, img)
 	starting := &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateStarting}
 
-	gate.down()
+	gate.Down()
 	d2 := New(Config{Plugin: pc})
 	if err := d2.RecoverTask(starting); err == nil {
 		t.Fatal("recovery with the engine down succeeded")
 	}
-	gate.up()
+	gate.Up()
 	th, err := d2.StartTask(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,13 +187,13 @@ func TestEngineLeftoverOutlivesAgentRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExit(t, d1, cfg.ID, 30*time.Second)
-	gate.down()
+	gate.Down()
 	if err := d1.DestroyTask(cfg.ID, true); err != nil {
 		t.Fatalf("destroy with the engine down: %v", err)
 	}
 
 	d2 := New(Config{Plugin: pc, StateDir: stateDir}) // the agent restarted
-	gate.up()
+	gate.Up()
 	healthyFingerprint(t, d2)
 	if !containerGone(t, cli, id) {
 		t.Fatal("a leftover recorded before the agent restarted was not removed after it")
@@ -224,7 +224,7 @@ func TestEngineLeftoverReleasesItsImageWhenRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExit(t, d, cfg.ID, 30*time.Second)
-	gate.down()
+	gate.Down()
 	if err := d.DestroyTask(cfg.ID, true); err != nil {
 		t.Fatalf("destroy with the engine down: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestEngineLeftoverReleasesItsImageWhenRemoved(t *testing.T) {
 	}
 	d.images.lock(tag)()
 
-	gate.up()
+	gate.Up()
 	healthyFingerprint(t, d)
 	if !containerGone(t, cli, id) {
 		t.Fatal("the leftover container was not removed")
