@@ -12,6 +12,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+
+	"github.com/drover-project/drover/internal/atomicfile"
 )
 
 // Leftovers are containers the driver let go of but could not remove at
@@ -105,33 +107,11 @@ func (d *Driver) saveLeftoversLocked() {
 	}
 	b, err := json.Marshal(leftoverFile{Containers: d.leftovers, Tasks: d.taskLeftovers})
 	if err == nil {
-		err = writeFileAtomic(p, b)
+		err = atomicfile.Write(p, b, 0o600)
 	}
 	if err != nil {
 		d.logger.Warn("cannot record the leftover containers; an agent restart forgets them", "path", p, "error", err)
 	}
-}
-
-func writeFileAtomic(p string, b []byte) error {
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // queueLeftover records container id for removal; the caller hands over
