@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/cgrouptest"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
 
@@ -143,27 +144,10 @@ func TestExecDestroyForgetsATaskWhoseContainerStayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	memDir := d.tasksCgroupDir(t, tc)
-	child := filepath.Join(memDir, "child")
-	if err := os.Mkdir(child, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount(t.TempDir(), child, "", syscall.MS_BIND, ""); err != nil {
-		t.Fatalf("bind mount on %s: %v", child, err)
-	}
-	mounted := true
-	unmount := func() {
-		if mounted {
-			if err := syscall.Unmount(child, 0); err != nil {
-				t.Errorf("unmount %s: %v", child, err)
-			}
-			mounted = false
-		}
-	}
+	_, unmount := cgrouptest.BusyChild(t, memDir)
 	t.Cleanup(func() {
 		unmount()
 		_ = d.DestroyTask(tc.ID, true)
-		_ = os.Remove(child)
-		_ = os.Remove(memDir)
 	})
 	st0, err := d.InspectTask(tc.ID)
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/cgrouptest"
 	"github.com/drover-project/drover/internal/drivers/rawexec"
 )
 
@@ -62,27 +62,7 @@ func TestDestroyWithFailedCleanupDoesNotWedgeTheVM(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(cg, "cgroup.procs")); err != nil || !strings.Contains(string(b), fmt.Sprint(st0.PIDs[0])) {
 		t.Fatalf("the VM's process %d is not in %s (%q, %v)", st0.PIDs[0], cg, b, err)
 	}
-	child := filepath.Join(cg, "child")
-	if err := os.Mkdir(child, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount(t.TempDir(), child, "", syscall.MS_BIND, ""); err != nil {
-		t.Fatalf("bind mount on %s: %v", child, err)
-	}
-	mounted := true
-	unmount := func() {
-		if mounted {
-			if err := syscall.Unmount(child, 0); err != nil {
-				t.Errorf("unmount %s: %v", child, err)
-			}
-			mounted = false
-		}
-	}
-	t.Cleanup(func() {
-		unmount()
-		_ = os.Remove(child)
-		_ = os.Remove(cg)
-	})
+	_, unmount := cgrouptest.BusyChild(t, cg)
 
 	// The monitor's socket, as a running qemu leaves it.
 	sock := filepath.Join(task, monitorSocket)

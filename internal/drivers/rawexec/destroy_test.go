@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/cgrouptest"
 )
 
 // cgroupTrackers are the cgroup trackers this machine can test (the
@@ -176,27 +177,7 @@ func TestDestroyForgetsATaskWhoseCleanupFailed(t *testing.T) {
 				t.Fatal(err)
 			}
 			cgPath := d.tasks[tc.ID].cg.Path
-			child := filepath.Join(cgPath, "child")
-			if err := os.Mkdir(child, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Mount(t.TempDir(), child, "", syscall.MS_BIND, ""); err != nil {
-				t.Fatalf("bind mount on %s: %v", child, err)
-			}
-			mounted := true
-			unmount := func() {
-				if mounted {
-					if err := syscall.Unmount(child, 0); err != nil {
-						t.Errorf("unmount %s: %v", child, err)
-					}
-					mounted = false
-				}
-			}
-			t.Cleanup(func() {
-				unmount()
-				_ = os.Remove(child)
-				_ = os.Remove(cgPath)
-			})
+			_, unmount := cgrouptest.BusyChild(t, cgPath)
 
 			err := d.DestroyTask(tc.ID, true)
 			if !errors.Is(err, ErrCleanupIncomplete) {
