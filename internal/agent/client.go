@@ -2,6 +2,8 @@ package agent
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +69,7 @@ func (a *Agent) setupClient() error {
 		Options:            cc.Options,
 		MaxKillTimeout:     cc.MaxKillTimeout,
 		DevMode:            c.DevMode,
-		Drivers:            a.drivers(),
+		Drivers:            a.drivers(clientStateDir(cc.StateDir, dataDir)),
 		Devices:            devs,
 		RPC:                serverLearner{a},
 		Logger:             a.logger.Named("client"),
@@ -105,12 +107,14 @@ func (a *Agent) setupClient() error {
 
 // drivers builds the task drivers this client offers. Dev agents also offer
 // mock_driver (in-process fake tasks), as Nomad's development builds do: tests
-// and demos use it; production agents never list it.
-func (a *Agent) drivers() []drivers.Driver {
+// and demos use it; production agents never list it. stateDir is the
+// client's state dir, where the container drivers keep the containers they
+// still have to remove across restarts.
+func (a *Agent) drivers(stateDir string) []drivers.Driver {
 	ds := []drivers.Driver{
 		rawexec.New(rawexec.Config{Enabled: config.RawExecEnabled(a.config), Logger: a.logger.Named("driver.raw_exec")}),
-		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker")}),
-		podman.New(podman.Config{Plugin: a.podmanConfig(), Logger: a.logger.Named("driver.podman")}),
+		docker.New(docker.Config{Plugin: a.dockerConfig(), Logger: a.logger.Named("driver.docker"), StateDir: stateDir}),
+		podman.New(podman.Config{Plugin: a.podmanConfig(), Logger: a.logger.Named("driver.podman"), StateDir: stateDir}),
 		qemu.New(qemu.Config{Plugin: a.qemuConfig(), Logger: a.logger.Named("driver")}),
 		execdriver.New(execdriver.Config{Plugin: a.isolatedConfig(execdriver.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
 		java.New(java.Config{Plugin: a.isolatedConfig(java.Name), ChrootEnv: a.chrootEnv(), Logger: a.logger.Named("driver")}),
@@ -119,6 +123,19 @@ func (a *Agent) drivers() []drivers.Driver {
 		ds = append(ds, mock.New())
 	}
 	return ds
+}
+
+// clientStateDir is the client's state dir as client.New makes it:
+// state_dir, else <data_dir>/client (created here, as the drivers are
+// made before the client).
+func clientStateDir(stateDir, dataDir string) string {
+	if stateDir == "" {
+		stateDir = filepath.Join(dataDir, "client")
+	}
+	if err := os.MkdirAll(stateDir, 0o711); err != nil {
+		return ""
+	}
+	return stateDir
 }
 
 // isolatedConfig is the agent's `plugin "exec"` (or "java") config over

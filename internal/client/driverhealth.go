@@ -87,3 +87,24 @@ func (c *Client) driverSet() map[string]drivers.Driver {
 	defer c.driversMu.RUnlock()
 	return c.drivers
 }
+
+// restoreDriverSet is the drivers restored allocations run with: the
+// detected ones and every configured driver not detected now (its engine
+// down as the agent starts, say). A restored task ran here with its
+// driver, so its recovery is tried: the driver re-attaches, or releases
+// what the task left (the task then starts again under its restart
+// policy). Left out, the task failed at once as "driver not available"
+// while its process or container could run on, untracked, beside the
+// replacement the servers placed.
+func (c *Client) restoreDriverSet() map[string]drivers.Driver {
+	ds := maps.Clone(c.driverSet())
+	if ds == nil {
+		ds = map[string]drivers.Driver{}
+	}
+	for _, d := range c.cfg.Drivers {
+		if ds[d.Name()] == nil {
+			ds[d.Name()] = d
+		}
+	}
+	return ds
+}

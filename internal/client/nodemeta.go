@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/atomicfile"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -115,30 +116,7 @@ func saveNodeMeta(stateDir string, m map[string]*string) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(stateDir, nodeMetaFile)
-	f, err := os.CreateTemp(stateDir, nodeMetaFile+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(stateDir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(stateDir, nodeMetaFile), b, 0o600)
 }
 
 // NodeMeta is the node's meta as this client holds it: merged, dynamic and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/internal/client/allocrunner"
 	"github.com/drover-project/drover/internal/client/state"
+	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -53,7 +54,7 @@ func (c *Client) restoreState() {
 			_ = c.state.DeleteAlloc(a.ID)
 			continue
 		}
-		ar, err := c.newAllocRunner(a, c.serversContacted)
+		ar, err := c.newAllocRunner(a, c.serversContacted, c.restoreDriverSet())
 		if err != nil {
 			c.logger.Error("failed to restore allocation", "alloc_id", a.ID, "error", err)
 			continue
@@ -73,12 +74,12 @@ func (c *Client) restoreState() {
 	}
 }
 
-// newAllocRunner builds the runner of an allocation on this node; hold, if
-// set, delays starting its tasks.
-func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}) (*allocrunner.AllocRunner, error) {
+// newAllocRunner builds the runner of an allocation on this node, its tasks
+// run with ds; hold, if set, delays starting them.
+func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}, ds map[string]drivers.Driver) (*allocrunner.AllocRunner, error) {
 	cfg := allocrunner.Config{
 		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
-		Drivers: c.driverSet(), MaxKillTimeout: c.cfg.MaxKillTimeout,
+		Drivers: ds, MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
 		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Hold: hold, Services: serviceRPC{c},

@@ -31,6 +31,9 @@ type restartableClient struct {
 	*testClient
 	dir   string
 	start func() *Client
+	// driver makes each client process's raw_exec driver (a test may
+	// change it before a restart).
+	driver func() drivers.Driver
 }
 
 // newRestartableClient requires raw_exec, starts the first client (named
@@ -38,13 +41,13 @@ type restartableClient struct {
 func newRestartableClient(t *testing.T, name string, level hclog.Level) *restartableClient {
 	t.Helper()
 	requireRawExec(t)
-	r := &restartableClient{dir: t.TempDir()}
+	r := &restartableClient{dir: t.TempDir(), driver: func() drivers.Driver { return rawexec.New(rawexec.Config{Enabled: true}) }}
 	srv := newFakeServer()
 	r.start = func() *Client {
 		c, err := New(Config{
 			Name: name, DataDir: r.dir, RPC: srv, Version: "0.1.0", MaxKillTimeout: 2 * time.Second,
 			// Each client process has its own driver instance.
-			Drivers: []drivers.Driver{rawexec.New(rawexec.Config{Enabled: true})},
+			Drivers: []drivers.Driver{r.driver()},
 			Logger:  hclog.New(&hclog.LoggerOptions{Level: level, Output: testWriter{t}}),
 		})
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/testutil"
+	"github.com/drover-project/drover/internal/drivers"
+	"github.com/drover-project/drover/internal/drivers/rawexec"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -145,4 +147,69 @@ func countProcsWithEnv(comm, kv string) int {
 		}
 	}
 	return n
+}
+
+// undetected is a driver whose fingerprint says it is not there (an engine
+// down as the agent starts) while it still reaches its tasks.
+type undetected struct{ drivers.Driver }
+
+func (undetected) Fingerprint() *drivers.Fingerprint {
+	return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected, HealthDescription: "engine not reachable"}
+}
+
+// A client that restarts while its task's driver is not detected still
+// tries the task's recovery: the task is re-attached, not failed at once
+// as "driver not available" while its process ran on untracked beside the
+// replacement the servers would place.
+func TestClient_RestoreWithUndetectedDriverReattaches(t *testing.T) {
+	tc := newRestartableClient(t, "restore-undetected", hclog.Warn)
+	task := &structs.Task{Name: "keep", Driver: "raw_exec", KillTimeout: time.Second, Config: map[string]any{
+		"command": "/bin/sh", "args": []any{"-c", `echo $$ > "$NOMAD_TASK_DIR/pid"; while :; do sleep 0.05; done`}}}
+	keep := tc.place(structs.JobTypeService, task)
+	tc.waitServerStatus(t, keep.ID, structs.AllocClientStatusRunning)
+	var pid int
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(tc.dir, "alloc", keep.ID, "keep", "local", "pid"))
+		if pid, _ = strconv.Atoi(strings.TrimSpace(string(b))); pid == 0 {
+			return testutil.Errorf("no pid yet: %v", err)
+		}
+		return nil
+	})
+	// A failed run must not leave the task behind (its supervisor ends
+	// with it).
+	t.Cleanup(func() {
+		if alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := tc.Client.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	var d2 *rawexec.Driver
+	tc.driver = func() drivers.Driver {
+		d2 = rawexec.New(rawexec.Config{Enabled: true})
+		return undetected{d2}
+	}
+	c2 := tc.restart()
+	tc.waitReady(t)
+	// The new driver holds the task once its recovery ran (never, before:
+	// the task failed without it).
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		_, err := d2.InspectTask(keep.ID + "/keep")
+		return err
+	})
+	ar, err := c2.getAllocRunner(keep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ar.TaskState("keep"); st.State != structs.TaskStateRunning || st.Failed || st.Restarts != 0 {
+		t.Fatalf("restored task: state %s, failed %v, %d restarts; events %+v", st.State, st.Failed, st.Restarts, st.Events)
+	}
+	if !alive(pid) {
+		t.Fatal("the task's process died")
+	}
+	if n := countProcsWithEnv("sh", "NOMAD_ALLOC_ID="+keep.ID); n != 1 {
+		t.Fatalf("%d shells run allocation %s, want 1", n, keep.ID)
+	}
 }

@@ -222,7 +222,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 }
 
 func (c *Client) addAlloc(a *structs.Allocation) error {
-	ar, err := c.newAllocRunner(a, nil)
+	ar, err := c.newAllocRunner(a, nil, c.driverSet())
 	if err != nil {
 		return err
 	}

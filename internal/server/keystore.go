@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/drover-project/drover/internal/atomicfile"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -106,24 +107,9 @@ func loadOrCreateKEK(path string) ([]byte, error) {
 	return kek, nil
 }
 
-// writeFileAtomic writes data to path (0600) through a synced temp file.
+// writeFileAtomic writes data to path (0600) atomically.
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("keystore: %w", err)
-	}
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("keystore: %w", err)
 	}
 	return nil

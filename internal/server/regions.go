@@ -73,9 +73,8 @@ func (s *Server) forwardRegion(region, method string, args, reply any) error {
 			return err
 		}
 		// A read whose server went away after taking it (the pooled
-		// session had not noticed yet) is as safe to send on as one that
-		// never left; a write's outcome is then unknown, and is answered.
-		if !droverrpc.IsConnectError(err) && !(structs.IsReadRequest(args) && droverrpc.IsConnectionLost(err)) {
+		// session had not noticed yet) is sent on, as one that never left.
+		if !safeToResend(args, err) {
 			return err
 		}
 		unreachable = append(unreachable, err.Error())

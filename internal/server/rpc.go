@@ -50,10 +50,7 @@ func (s *Server) forward(method, region string, allowStale bool, args, reply any
 			if err == nil || time.Now().After(deadline) {
 				return true, err
 			}
-			// A read whose connection broke after it was sent is as safe
-			// to send again as one that never left; a write's outcome is
-			// then unknown, and is answered.
-			if !droverrpc.IsConnectError(err) && !(structs.IsReadRequest(args) && droverrpc.IsConnectionLost(err)) {
+			if !safeToResend(args, err) {
 				return true, err
 			}
 			s.logger.Debug("leader unreachable, waiting for a leader", "leader", addr, "method", method, "error", err)
@@ -193,4 +190,13 @@ func maxIndex(st interface{ Index(string) (uint64, error) }, tables ...string) u
 		}
 	}
 	return max
+}
+
+// safeToResend reports whether a forwarded call that failed with err may be
+// sent again (to the next leader, or another server of the region): a call
+// that never left (a connect error), or a read whose connection broke after
+// it was sent. A write whose connection broke may have run: its outcome is
+// unknown, and the error is answered.
+func safeToResend(args any, err error) bool {
+	return droverrpc.IsConnectError(err) || (structs.IsReadRequest(args) && droverrpc.IsConnectionLost(err))
 }

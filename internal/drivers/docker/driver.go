@@ -32,6 +32,10 @@ type Config struct {
 	Logger hclog.Logger
 	// Flavor is the engine (zero: Docker).
 	Flavor Flavor
+	// StateDir is a directory the driver may keep state in across agent
+	// restarts (the client's state dir): the containers it still has to
+	// remove. Empty: it keeps them in memory only.
+	StateDir string
 }
 
 // Driver is the docker driver. It is safe for concurrent use.
@@ -46,14 +50,24 @@ type Driver struct {
 
 	images *imageRefs
 
+	stateDir string
+
 	mu       sync.Mutex
 	tasks    map[string]*taskHandle
 	detected bool // the engine answered at least once
-	// leftovers are containers of destroyed tasks the engine could not
-	// remove at the time (by ID), removed when it answers again.
-	leftovers map[string]bool
-	// callTimeout bounds each engine call of a task's stop (tests shorten it).
+	// leftovers (by container ID) and taskLeftovers (by task ID label) are
+	// containers the driver let go of but the engine did not remove at the
+	// time; removed when it answers again (leftovers.go).
+	leftovers     map[string]leftover
+	taskLeftovers map[string]leftover
+	// sweepMu: the sweep of leftovers holds it, a recovery holds it for
+	// reading (it may re-attach to a container queued by an earlier one).
+	sweepMu sync.RWMutex
+	// callTimeout bounds each engine call of a task's stop and of the
+	// clean-up after a failed start (tests shorten it).
 	callTimeout time.Duration
+	// startTimeout bounds a start's create, start and inspect calls.
+	startTimeout time.Duration
 }
 
 var (
@@ -70,8 +84,11 @@ func New(cfg Config) *Driver {
 	if cfg.Plugin.PluginName == "" {
 		cfg.Plugin.PluginName = cfg.Flavor.name()
 	}
-	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), tasks: map[string]*taskHandle{}, leftovers: map[string]bool{}, callTimeout: 30 * time.Second}
+	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), stateDir: cfg.StateDir,
+		tasks: map[string]*taskHandle{}, leftovers: map[string]leftover{}, taskLeftovers: map[string]leftover{},
+		callTimeout: 30 * time.Second, startTimeout: 2 * time.Minute}
 	d.images = newImageRefs(d)
+	d.loadLeftovers()
 	return d
 }
 
@@ -151,13 +168,15 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 			HealthDescription: fmt.Sprintf("Failed to connect to %s at %s: %v", d.engineName(), d.endpoint(), err),
 		}
 	}
-	d.sweepLeftovers(ctx, cli)
 	var attrs map[string]string
 	if d.flavor.Podman {
 		attrs = d.podmanAttributes(ctx, cli, v.Version, v.APIVersion)
 	} else {
 		attrs = d.dockerAttributes(ctx, cli, v.Version, v.APIVersion, v.OS)
 	}
+	// After the attributes, on its own deadline: slow removals never cost
+	// the node its attributes.
+	d.sweepLeftovers(cli)
 	return &drivers.Fingerprint{Attributes: attrs, Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
 }
 
@@ -208,19 +227,36 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d.startTimeout)
 	defer cancel()
+	if d.hasTaskLeftover(cfg.ID) {
+		// An earlier run of the task, known by its label only, is queued
+		// for removal: remove it now, as the sweep would later remove any
+		// container with the task's label, the new one too.
+		d.sweepMu.Lock()
+		err := d.sweepTaskLocked(ctx, cli, cfg.ID)
+		d.sweepMu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("remove the task's earlier container: %w", err)
+		}
+	}
 	id, err := d.createContainer(ctx, cli, spec)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The engine did not answer in time: it may have created the
+			// container all the same, known by its label only.
+			d.images.adopt(tc.Image)
+			d.queueTaskLeftover(cfg.ID, tc.Image)
+		}
 		return nil, err
 	}
 	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		d.removeFailedStart(cli, id, tc.Image)
 		return nil, fmt.Errorf("start container: %w", err)
 	}
 	info, err := cli.ContainerInspect(ctx, id)
 	if err != nil {
-		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		d.removeFailedStart(cli, id, tc.Image)
 		return nil, fmt.Errorf("inspect container: %w", err)
 	}
 	ds := driverState{ContainerID: id, Image: tc.Image, ImageID: imageID, StartedAt: parseTime(info.State.StartedAt)}
@@ -236,6 +272,23 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.mu.Unlock()
 	d.logger.Debug("container started", "task", cfg.ID, "container", id[:12], "image", tc.Image)
 	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, State: drivers.TaskStateRunning, DriverState: state}, nil
+}
+
+// removeFailedStart removes the container of a failed start, within the
+// call bound: an engine that stopped answering made the start fail, and an
+// unbounded removal hung the start (and the task's kill) for good. A
+// container the engine did not remove is queued as a leftover (holding a
+// reference on image, so gc.image waits for it).
+func (d *Driver) removeFailedStart(cli *client.Client, id, image string) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.callTimeout)
+	defer cancel()
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if !containerMayRemain(err) {
+		return
+	}
+	d.logger.Warn("container of a failed start not removed; removing it when the engine answers", "container", shortID(id), "error", err)
+	d.images.adopt(image)
+	d.queueLeftover(id, image)
 }
 
 // createContainer creates the container; one left behind under the same
@@ -261,7 +314,11 @@ func (d *Driver) createContainer(ctx context.Context, cli *client.Client, spec *
 
 // RecoverTask implements drivers.Driver: it re-attaches to the container a
 // previous client process started, without restarting it, and copies its
-// output from where the task's log files end.
+// output from where the task's log files end. A recovery that fails while
+// the container may still exist (the engine is down or does not answer)
+// queues the container as a leftover: the task runner forgets the handle,
+// and the container, still running with live-restore and holding its
+// ports, is removed when the engine answers again.
 func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if th == nil || th.Config == nil {
 		return errors.New("handle with a task config is required")
@@ -272,6 +329,9 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	if exists {
 		return nil
 	}
+	// No sweep meanwhile: it could remove the container recovered here.
+	d.sweepMu.RLock()
+	defer d.sweepMu.RUnlock()
 	cli, err := d.client()
 	if err != nil {
 		return fmt.Errorf("%s client: %w", d.Name(), err)
@@ -283,6 +343,9 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 		// The client stored the handle before StartTask returned: find the
 		// container by the task ID label it carries, if it was created.
 		if ds, err = d.findContainer(ctx, cli, th.Config.ID); err != nil {
+			if !errors.Is(err, errNoContainer) {
+				d.queueUnrecovered(th.Config, "", err)
+			}
 			return err
 		}
 	} else if err := json.Unmarshal(th.DriverState, &ds); err != nil {
@@ -293,8 +356,14 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	}
 	info, err := cli.ContainerInspect(ctx, ds.ContainerID)
 	if err != nil {
+		if containerMayRemain(err) {
+			d.queueUnrecovered(th.Config, ds.ContainerID, err)
+		}
 		return fmt.Errorf("container %s: %w", shortID(ds.ContainerID), err)
 	}
+	// Queued by an earlier recovery that failed: it is the task's again.
+	d.dropLeftover(ds.ContainerID)
+	d.dropTaskLeftover(th.Config.ID)
 	if ds.StartedAt.IsZero() && info.State != nil {
 		ds.StartedAt = parseTime(info.State.StartedAt)
 	}
@@ -317,6 +386,29 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	return nil
 }
 
+// queueUnrecovered queues the container of a task whose recovery failed
+// with err: by containerID, or ("") by the task's label. It holds a
+// reference on the task's image until it is removed.
+func (d *Driver) queueUnrecovered(cfg *drivers.TaskConfig, containerID string, err error) {
+	image := ""
+	if tc, perr := d.flavor.parseTask(cfg.Config); perr == nil {
+		image = tc.Image
+		if tc.ImageFromLoad {
+			image, _ = archiveImageRef(cfg.TaskDir, tc.Load)
+		}
+	}
+	d.logger.Warn("task not recovered; its container is removed when the engine answers", "task", cfg.ID, "container", shortID(containerID), "error", err)
+	d.images.adopt(image)
+	if containerID == "" {
+		d.queueTaskLeftover(cfg.ID, image)
+	} else {
+		d.queueLeftover(containerID, image)
+	}
+}
+
+// errNoContainer: the engine has no container for the task.
+var errNoContainer = errors.New("no container for the task")
+
 // findContainer is the container created for task id (by its label).
 func (d *Driver) findContainer(ctx context.Context, cli *client.Client, id string) (driverState, error) {
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelTaskID+"="+id))})
@@ -324,7 +416,7 @@ func (d *Driver) findContainer(ctx context.Context, cli *client.Client, id strin
 		return driverState{}, fmt.Errorf("list containers of task %s: %w", id, err)
 	}
 	if len(cs) == 0 {
-		return driverState{}, fmt.Errorf("no container for task %s", id)
+		return driverState{}, fmt.Errorf("task %s: %w", id, errNoContainer)
 	}
 	c := cs[0]
 	return driverState{ContainerID: c.ID, Image: c.Image, ImageID: c.ImageID}, nil
@@ -388,39 +480,18 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		// it made every later start of the task fail as "already started"
 		// for as long as the client ran. The container is removed when
 		// the engine answers again (sweepLeftovers), or by the next start
-		// of the task, which takes its name.
+		// of the task, which takes its name. It keeps the task's image
+		// reference until then: released now, gc.image tried to remove an
+		// image the container still used, failed, and never tried again.
 		d.logger.Warn("exited container not removed; removing it when the engine answers", "task", taskID, "container", shortID(h.state.ContainerID), "error", err)
-		d.mu.Lock()
-		d.leftovers[h.state.ContainerID] = true
-		d.mu.Unlock()
+		d.queueLeftover(h.state.ContainerID, h.state.Image)
+	} else {
+		d.images.release(h.state.Image)
 	}
-	d.images.release(h.state.Image)
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
 	return nil
-}
-
-// sweepLeftovers removes the exited containers whose removal failed when
-// their task was destroyed; the fingerprint calls it whenever the engine
-// answers. A container already gone counts as removed.
-func (d *Driver) sweepLeftovers(ctx context.Context, cli *client.Client) {
-	d.mu.Lock()
-	ids := make([]string, 0, len(d.leftovers))
-	for id := range d.leftovers {
-		ids = append(ids, id)
-	}
-	d.mu.Unlock()
-	for _, id := range ids {
-		err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !errdefs.IsNotFound(err) {
-			d.logger.Debug("leftover container not removed yet", "container", shortID(id), "error", err)
-			continue
-		}
-		d.mu.Lock()
-		delete(d.leftovers, id)
-		d.mu.Unlock()
-	}
 }
 
 // InspectTask implements drivers.Driver.

@@ -3,106 +3,15 @@ package docker
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
 
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/docker/dockertest"
 )
-
-// engineGate is a unix socket in front of the machine's engine that a test
-// can close and open again: to the driver behind it, the engine went down
-// and came back, while the containers keep their real life.
-type engineGate struct {
-	t      *testing.T
-	sock   string
-	target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-}
-
-func newEngineGate(t *testing.T, cli *client.Client) *engineGate {
-	t.Helper()
-	host := cli.DaemonHost()
-	if !strings.HasPrefix(host, "unix://") {
-		t.Skipf("the engine is not on a unix socket (%s)", host)
-	}
-	dir, err := os.MkdirTemp("", "dg") // short: a socket path has a length limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &engineGate{t: t, sock: filepath.Join(dir, "d.sock"), target: strings.TrimPrefix(host, "unix://"), conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { g.down(); os.RemoveAll(dir) })
-	g.up()
-	return g
-}
-
-// up listens again (after down) and forwards each connection.
-func (g *engineGate) up() {
-	ln, err := net.Listen("unix", g.sock)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.mu.Lock()
-	g.ln = ln
-	g.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go g.forward(c)
-		}
-	}()
-}
-
-func (g *engineGate) forward(c net.Conn) {
-	up, err := net.Dial("unix", g.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	g.mu.Lock()
-	g.conns[c], g.conns[up] = true, true
-	g.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, c); done <- struct{}{} }()
-	go func() { io.Copy(c, up); done <- struct{}{} }()
-	<-done
-	c.Close()
-	up.Close()
-	g.mu.Lock()
-	delete(g.conns, c)
-	delete(g.conns, up)
-	g.mu.Unlock()
-}
-
-// down stops listening (the socket file goes) and cuts every connection,
-// as an engine that stopped.
-func (g *engineGate) down() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ln != nil {
-		g.ln.Close()
-		g.ln = nil
-	}
-	for c := range g.conns {
-		c.Close()
-	}
-}
 
 // A task whose container exited while the engine was down (destroy cannot
 // remove it) is forgotten all the same: the next start of the task works
@@ -113,10 +22,10 @@ func (g *engineGate) down() {
 func TestEngineDestroyWhileEngineDownDoesNotWedgeTheTask(t *testing.T) {
 	cli := dockertest.Client(t)
 	img := dockertest.BuildBusybox(t, cli)
-	gate := newEngineGate(t, cli)
+	gate := dockertest.NewGate(t, cli)
 	pc := DefaultPluginConfig()
 	pc.GCImage = false
-	pc.Endpoint = "unix://" + gate.sock
+	pc.Endpoint = gate.Endpoint()
 	d := New(Config{Plugin: pc})
 
 	cfg := engineTask(t, "t", map[string]any{"image": img, "command": "/bin/sleep", "args": []any{"600"}}, 32)
@@ -141,7 +50,7 @@ func TestEngineDestroyWhileEngineDownDoesNotWedgeTheTask(t *testing.T) {
 	if r := waitExit(t, d, cfg.ID, 30*time.Second); r.ExitCode != 137 {
 		t.Fatalf("exit %+v, want 137", r)
 	}
-	gate.down()
+	gate.Down()
 	if err := d.DestroyTask(cfg.ID, true); err != nil {
 		t.Fatalf("destroy with the engine down: %v", err)
 	}
@@ -149,7 +58,7 @@ func TestEngineDestroyWhileEngineDownDoesNotWedgeTheTask(t *testing.T) {
 		t.Fatalf("the exited container should still exist while the engine was unreachable: %v", err)
 	}
 
-	gate.up()
+	gate.Up()
 	if fp := d.Fingerprint(); fp.Health != drivers.HealthHealthy {
 		t.Fatalf("fingerprint with the engine back: %+v", fp)
 	}

@@ -152,7 +152,7 @@ func (d *Driver) CreateNetwork(allocID, nsPath string) error {
 			return fmt.Errorf("create the pause container: %w", err)
 		}
 		if err := cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-			_ = cli.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true})
+			d.removeFailedStart(cli, resp.ID, "")
 			return fmt.Errorf("start the pause container: %w", err)
 		}
 		if info, err = cli.ContainerInspect(ctx, resp.ID); err != nil {

@@ -46,6 +46,9 @@ type Driver struct {
 
 	mu    sync.Mutex
 	tasks map[string]*task
+	// leftovers are destroyed tasks whose container could not be removed
+	// (the supervisor keeps its own), retried.
+	leftovers *rawexec.Leftovers
 }
 
 // task is what the driver keeps about a running task beyond the
@@ -54,6 +57,10 @@ type task struct {
 	cfg  *drivers.TaskConfig
 	spec *isolate.Spec
 	cg   *isolate.Cgroups
+	// noEnter says why the task cannot be entered (alloc exec): a
+	// recovered task whose recorded isolation could not be read has only
+	// its identity in spec.
+	noEnter error
 
 	statsMu sync.Mutex
 	last    *isolate.Sample
@@ -82,8 +89,10 @@ func New(cfg Config) *Driver {
 		p.NoPivotRoot, p.PidsLimit = cfg.Plugin.NoPivotRoot, cfg.Plugin.PidsLimit
 		cfg.Plugin = p
 	}
-	return &Driver{cfg: cfg, name: name, logger: l.Named(name),
-		inner: rawexec.New(rawexec.Config{Enabled: true, Logger: l, Name: name}), tasks: map[string]*task{}}
+	logger := l.Named(name)
+	return &Driver{cfg: cfg, name: name, logger: logger,
+		inner: rawexec.New(rawexec.Config{Enabled: true, Logger: l, Name: name}), tasks: map[string]*task{},
+		leftovers: rawexec.NewLeftovers(logger)}
 }
 
 // Name implements drivers.Driver.
@@ -96,6 +105,9 @@ func (d *Driver) WritesLogs() bool { return true }
 // Fingerprint implements drivers.Driver: detected only as root, healthy
 // only with the cgroup hierarchies the limits are written to.
 func (d *Driver) Fingerprint() *drivers.Fingerprint {
+	// Destroyed tasks whose cleanup failed: retried in the background.
+	d.inner.SweepLeftovers()
+	d.leftovers.SweepAsync()
 	if os.Geteuid() != 0 {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected,
 			HealthDescription: d.name + " driver must run as root"}
@@ -126,7 +138,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 
 // Start runs tc isolated; extraChroot adds host directories to the task's
 // root (the java driver adds the JDK's).
-func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[string]string) (*drivers.TaskHandle, error) {
+func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[string]string) (_ *drivers.TaskHandle, err error) {
 	if cfg == nil || cfg.ID == "" || cfg.TaskDir == "" {
 		return nil, errors.New("task config with an ID and a task directory is required")
 	}
@@ -139,6 +151,18 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 	if dup {
 		// Checked before the cgroup cleanup below, which would kill it.
 		return nil, fmt.Errorf("task %q is already started", cfg.ID)
+	}
+	// An earlier run of this task whose container could not be removed at
+	// its destroy: this start owns its cgroups now (and removes what is
+	// left below); a start that fails hands the cleanup back.
+	if cleanup := d.leftovers.TakeOver(cfg.ID); cleanup != nil {
+		if cerr := cleanup(); cerr != nil {
+			defer func() {
+				if err != nil {
+					d.leftovers.Add(cfg.ID, cleanup)
+				}
+			}()
+		}
 	}
 	t, spec, err := d.prepare(cfg, tc, extraChroot)
 	if err != nil {
@@ -173,6 +197,20 @@ func (d *Driver) Start(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot map[
 type prepared struct {
 	*isolate.Spec
 	cred *isolate.Cred
+}
+
+// identityTask is a task known by its identity only (its container ID,
+// state root and cgroups, all derived from its config): enough to find
+// and remove what it left, whatever the plugin's configuration says now.
+func identityTask(cfg *drivers.TaskConfig) (*task, error) {
+	id := isolate.ContainerID(cfg.ID)
+	spec := &isolate.Spec{ID: id, StateRoot: isolate.StateRootOf(cfg.TaskDir),
+		Cgroup: isolate.CgroupName{Parent: cfg.CgroupParent, Name: id}}
+	cg, err := isolate.NewCgroups(spec.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	return &task{cfg: cfg, spec: spec, cg: cg}, nil
 }
 
 // destroy removes what is left of the task's container: processes,
@@ -304,7 +342,11 @@ func rewriter(cfg *drivers.TaskConfig) func(string) string {
 }
 
 // RecoverTask implements drivers.Driver: the supervisor outlived the
-// agent; the task's cgroups are found again from its ID.
+// agent; the task's container is found again from its ID. The task is
+// re-attached with the isolation it was started with: today's plugin
+// configuration (denied users, pids_limit, allow_caps, the default modes)
+// governs new starts only, as in Nomad. Refusing a running task here would
+// leave it running untracked beside the copy the client then starts.
 func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
 	if h == nil || h.Config == nil {
 		return errors.New("handle with a task config is required")
@@ -316,18 +358,28 @@ func (d *Driver) RecoverTask(h *drivers.TaskHandle) error {
 		return nil // already attached
 	}
 	cfg := h.Config
-	tc, err := ParseTaskConfig(cfg.Config)
-	if err != nil {
-		return fmt.Errorf("recover task: %w", err)
-	}
-	t, _, err := d.prepare(cfg, tc, nil)
+	t, err := identityTask(cfg)
 	if err != nil {
 		return fmt.Errorf("recover task: %w", err)
 	}
 	if err := d.inner.RecoverTask(h); err != nil {
 		// The task is gone for good: so are its limits and state.
-		_ = t.destroy()
+		if derr := t.destroy(); derr != nil {
+			d.logger.Warn("cleanup of a task that could not be recovered failed; retrying later", "task", cfg.ID, "error", derr)
+			d.leftovers.Add(cfg.ID, t.destroy)
+		}
 		return err
+	}
+	if spec, err := d.inner.IsolationSpec(cfg.ID); err == nil {
+		if spec.Cgroup != t.spec.Cgroup {
+			if cg, err := isolate.NewCgroups(spec.Cgroup); err == nil {
+				t.cg = cg
+			}
+		}
+		t.spec = spec
+	} else {
+		d.logger.Warn("recovered task cannot be entered (alloc exec)", "task", cfg.ID, "error", err)
+		t.noEnter = fmt.Errorf("exec: the task's isolation could not be recovered: %w", err)
 	}
 	d.mu.Lock()
 	d.tasks[cfg.ID] = t
@@ -379,22 +431,35 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 }
 
 // DestroyTask implements drivers.Driver: the supervisor's cleanup, then
-// the task's container (cgroups and state).
+// the task's container (cgroups and state). A task whose cleanup fails is
+// forgotten all the same (kept, every later start of its ID failed as
+// "already started"); the cleanup is retried on the fingerprint and by the
+// task's next start, and the error wraps rawexec.ErrCleanupIncomplete.
 func (d *Driver) DestroyTask(taskID string, force bool) error {
 	t, err := d.get(taskID)
 	if err != nil {
 		return err
 	}
-	if err := d.inner.DestroyTask(taskID, force); err != nil {
-		return err
+	ierr := d.inner.DestroyTask(taskID, force)
+	switch {
+	case ierr == nil, errors.Is(ierr, rawexec.ErrCleanupIncomplete):
+	case errors.Is(ierr, drivers.ErrTaskNotFound):
+		ierr = nil // the supervisor's part is already gone
+	default:
+		return ierr // not destroyed (still running without force)
 	}
+	var derr error
 	if err := t.destroy(); err != nil {
-		return err
+		d.logger.Warn("task destroyed but its container could not be removed; retrying later", "task", taskID, "error", err)
+		// Recorded before the task is forgotten, so a start of the same
+		// ID always finds it.
+		d.leftovers.Add(taskID, t.destroy)
+		derr = fmt.Errorf("%w: %w", rawexec.ErrCleanupIncomplete, err)
 	}
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
-	return nil
+	return errors.Join(ierr, derr)
 }
 
 // InspectTask implements drivers.Driver.

@@ -30,6 +30,9 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 	if _, err := d.inner.MainPID(taskID); err != nil {
 		return -1, err
 	}
+	if t.noEnter != nil {
+		return -1, t.noEnter
+	}
 	sp := t.spec
 	e := &isolate.Enter{StateRoot: sp.StateRoot, ID: sp.ID, Cred: sp.Cred, Env: sp.Env, Command: opts.Command, Caps: sp.Caps}
 	cmd, err := e.Cmd()

@@ -20,6 +20,8 @@ const DefaultSocket = "unix:///run/podman/podman.sock"
 type Config struct {
 	Plugin docker.PluginConfig // from ParsePluginConfig
 	Logger hclog.Logger
+	// StateDir: as docker.Config's.
+	StateDir string
 }
 
 // New returns the podman driver: the docker driver with podman's flavor,
@@ -31,8 +33,9 @@ func New(cfg Config) *docker.Driver {
 	}
 	cfg.Plugin.PluginName = PluginName
 	return docker.New(docker.Config{
-		Plugin: cfg.Plugin,
-		Logger: cfg.Logger,
-		Flavor: docker.Flavor{Name: Name, ParseTask: ParseTaskConfig, Podman: true},
+		Plugin:   cfg.Plugin,
+		Logger:   cfg.Logger,
+		StateDir: cfg.StateDir,
+		Flavor:   docker.Flavor{Name: Name, ParseTask: ParseTaskConfig, Podman: true},
 	})
 }

@@ -102,6 +102,8 @@ var versionRE = regexp.MustCompile(`version ([0-9]+\.[0-9]+(\.[0-9]+)?)`)
 // is undetected (the node simply does not offer qemu); an emulator that
 // does not answer --version is unhealthy.
 func (d *Driver) Fingerprint() *drivers.Fingerprint {
+	// Destroyed VMs whose cleanup failed: retried in the background.
+	d.inner.SweepLeftovers()
 	bin, err := d.binary()
 	if err != nil {
 		return &drivers.Fingerprint{Attributes: map[string]string{}, Health: drivers.HealthUndetected,
@@ -331,14 +333,23 @@ func minDuration(a, b time.Duration) time.Duration {
 	return b
 }
 
-// DestroyTask implements drivers.Driver.
+// DestroyTask implements drivers.Driver. A VM whose cleanup fails (a
+// process that would not die, a cgroup that would not go) is forgotten all
+// the same: kept, every later start of the task failed as "already
+// started". The supervisor retries the cleanup on the fingerprint and at
+// the task's next start; the error wraps rawexec.ErrCleanupIncomplete.
 func (d *Driver) DestroyTask(taskID string, force bool) error {
 	t, err := d.get(taskID)
 	if err != nil {
 		return err
 	}
-	if err := d.inner.DestroyTask(taskID, force); err != nil {
-		return err
+	err = d.inner.DestroyTask(taskID, force)
+	switch {
+	case err == nil, errors.Is(err, rawexec.ErrCleanupIncomplete):
+	case errors.Is(err, drivers.ErrTaskNotFound):
+		err = nil // the supervisor's part is already gone
+	default:
+		return err // not destroyed (still running without force)
 	}
 	for _, s := range []string{monitorSocket, guestAgentSocket} {
 		_ = os.Remove(filepath.Join(t.cfg.TaskDir, s))
@@ -346,7 +357,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
-	return nil
+	return err
 }
 
 // InspectTask implements drivers.Driver.

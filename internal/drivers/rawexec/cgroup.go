@@ -27,10 +27,12 @@ const (
 	cgroup1Magic = 0x27e0eb
 	// defaultParent is the cgroup under which task cgroups are created.
 	defaultParent = "drover"
-	// cleanupTimeout bounds how long we wait for a killed cgroup to empty.
-	cleanupTimeout = 10 * time.Second
-	pollInterval   = 20 * time.Millisecond
+	pollInterval  = 20 * time.Millisecond
 )
+
+// cleanupTimeout bounds how long we wait for a killed cgroup to empty (and
+// be removed); a variable for tests.
+var cleanupTimeout = 10 * time.Second
 
 // tracker is the driver-wide choice of how to track tasks.
 type tracker struct {
@@ -263,21 +265,10 @@ func threadCgroup(mount, controller string) (string, error) {
 	return "", fmt.Errorf("calling thread has no %s cgroup", controller)
 }
 
-// pids lists the processes in the cgroup.
+// pids lists the processes in the cgroup and in the cgroups the task made
+// below it.
 func (c *taskCgroup) pids() ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(c.Path, "cgroup.procs"))
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	self := os.Getpid()
-	for _, f := range strings.Fields(string(b)) {
-		// Never report (or kill) ourselves, whatever went wrong.
-		if pid, err := strconv.Atoi(f); err == nil && pid != self {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
+	return treePids(c.Path)
 }
 
 // killAll SIGKILLs every process in the cgroup. Processes cannot escape
@@ -306,6 +297,9 @@ func (c *taskCgroup) killAll() error {
 	if terr := c.setFrozen(false); err == nil {
 		err = terr
 	}
+	// A child cgroup the task froze itself stays frozen when its parent
+	// thaws, and its killed processes with it.
+	thawBelow(c.Path, c.Kind)
 	return err
 }
 
@@ -345,8 +339,9 @@ func (c *taskCgroup) setFrozen(frozen bool) error {
 	}
 }
 
-// destroy kills everything in the cgroup, waits until it is empty and
-// removes it when we own it. Safe to call more than once.
+// destroy kills everything in the cgroup and the cgroups below it, waits
+// until they are empty and removes them (deepest first) when we own the
+// cgroup. Safe to call more than once.
 func (c *taskCgroup) destroy() error {
 	if c == nil {
 		return nil
@@ -377,18 +372,10 @@ func (c *taskCgroup) destroy() error {
 	if !c.Owned {
 		return nil
 	}
-	// rmdir can briefly fail with EBUSY while the kernel finishes exiting
-	// the last tasks.
-	for {
-		err := os.Remove(c.Path)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("remove cgroup: %w", err)
-		}
-		time.Sleep(pollInterval)
+	if err := removeTree(c.Path, deadline); err != nil {
+		return fmt.Errorf("remove cgroup: %w", err)
 	}
+	return nil
 }
 
 // join moves a process (an isolated task's container init, started by

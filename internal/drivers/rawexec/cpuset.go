@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -140,23 +139,17 @@ func (c *cpusetCgroup) cpus() (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-// remove deletes a v1 cpuset cgroup once the task's processes are gone
-// (the v2 one is the tracking cgroup, removed with it).
+// remove deletes a v1 cpuset cgroup, and the cgroups the task made below
+// it, once the task's processes are gone (the v2 one is the tracking
+// cgroup, removed with it).
 func (c *cpusetCgroup) remove() error {
 	if c == nil || !c.V1 {
 		return nil
 	}
-	deadline := time.Now().Add(cleanupTimeout)
-	for {
-		err := os.Remove(c.Path)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove task cpuset cgroup: %w", err)
-		}
-		time.Sleep(pollInterval)
+	if err := removeTree(c.Path, time.Now().Add(cleanupTimeout)); err != nil {
+		return fmt.Errorf("remove task cpuset cgroup: %w", err)
 	}
+	return nil
 }
 
 // adoptCpuset gives a task recovered from an agent that ran it without a

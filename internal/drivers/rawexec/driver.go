@@ -51,7 +51,15 @@ type Driver struct {
 
 	mu    sync.Mutex
 	tasks map[string]*taskHandle
+	// leftovers are the failed cleanups of destroyed tasks, retried.
+	leftovers *Leftovers
 }
+
+// ErrCleanupIncomplete is wrapped by DestroyTask's error when the task was
+// destroyed (forgotten) but what it left behind could not all be removed
+// yet: the driver retries that cleanup on its fingerprint, and the task's
+// next start kills whatever is left in its cgroup.
+var ErrCleanupIncomplete = errors.New("task destroyed, but its cleanup did not finish (retried in the background and by the task's next start)")
 
 var (
 	_ drivers.Driver        = (*Driver)(nil)
@@ -69,7 +77,8 @@ func New(cfg Config) *Driver {
 	if name == "" {
 		name = Name
 	}
-	return &Driver{cfg: cfg, logger: l.Named(name), tasks: map[string]*taskHandle{}}
+	logger := l.Named(name)
+	return &Driver{cfg: cfg, logger: logger, tasks: map[string]*taskHandle{}, leftovers: NewLeftovers(logger)}
 }
 
 func (d *Driver) tracker() tracker {
@@ -83,8 +92,14 @@ func (d *Driver) tracker() tracker {
 // Name implements drivers.Driver.
 func (d *Driver) Name() string { return Name }
 
+// SweepLeftovers retries, in the background, the cleanups of destroyed
+// tasks that failed. Fingerprint does; drivers built on this one call it
+// from theirs.
+func (d *Driver) SweepLeftovers() { d.leftovers.SweepAsync() }
+
 // Fingerprint implements drivers.Driver.
 func (d *Driver) Fingerprint() *drivers.Fingerprint {
+	d.SweepLeftovers()
 	if !d.cfg.Enabled {
 		return &drivers.Fingerprint{
 			Attributes:        map[string]string{},
@@ -346,11 +361,24 @@ func (d *Driver) MainPID(taskID string) (int, error) {
 	return h.pid, nil
 }
 
-func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso *isolate.Spec) (*drivers.TaskHandle, error) {
+func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso *isolate.Spec) (_ *drivers.TaskHandle, err error) {
+	// An earlier run of this task whose cleanup failed at its destroy:
+	// this start owns its cgroup now, and cleans up first. Whatever the
+	// cleanup could not remove, the check below kills; a start that fails
+	// hands the cleanup back to be retried.
+	if cleanup := d.leftovers.TakeOver(cfg.ID); cleanup != nil {
+		if cerr := cleanup(); cerr != nil {
+			d.logger.Warn("cleanup of the task's earlier run failed again", "task", cfg.ID, "error", cerr)
+			defer func() {
+				if err != nil {
+					d.leftovers.Add(cfg.ID, cleanup)
+				}
+			}()
+		}
+	}
 	// An isolated task gets its user from its container.
 	var usr *taskUser
 	if iso == nil {
-		var err error
 		if usr, err = resolveUser(cfg.User); err != nil {
 			return nil, err
 		}
@@ -475,7 +503,8 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 		// the task ended. Whatever it left in its cgroup belongs to
 		// nobody now: clean it up.
 		if err := ds.Cgroup.destroy(); err != nil {
-			d.logger.Warn("cleanup of dead task's cgroup failed", "task", th.Config.ID, "error", err)
+			d.logger.Warn("cleanup of dead task's cgroup failed; retrying later", "task", th.Config.ID, "error", err)
+			d.leftovers.Add(th.Config.ID, ds.Cgroup.destroy)
 		}
 		return fmt.Errorf("task process %d is no longer running and its exit status is unknown", ds.PID)
 	}
@@ -503,7 +532,8 @@ func (d *Driver) cleanupUnstarted(cfg *drivers.TaskConfig) {
 	cg := &taskCgroup{Kind: trk.kind, Root: trk.root, Owned: true,
 		Path: filepath.Join(trk.root, filepath.Clean("/"+parent), cgroupName(cfg.ID))}
 	if err := cg.destroy(); err != nil {
-		d.logger.Warn("cleanup of an unstarted task's cgroup failed", "task", cfg.ID, "error", err)
+		d.logger.Warn("cleanup of an unstarted task's cgroup failed; retrying later", "task", cfg.ID, "error", err)
+		d.leftovers.Add(cfg.ID, cg.destroy)
 	}
 }
 
@@ -567,13 +597,20 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	if !h.exited() && !force {
 		return fmt.Errorf("task %q is still running; stop it or destroy with force", taskID)
 	}
-	if err := h.killAndCleanup(); err != nil {
-		return err
+	err = h.killAndCleanup()
+	if err != nil {
+		// Forgotten all the same: kept, the task made every later start
+		// of its ID fail as "already started" for as long as the agent
+		// ran. Recorded before it is forgotten, so a start of the same ID
+		// always finds it (and owns the cleanup from then on).
+		d.logger.Warn("task destroyed but its cleanup failed; retrying later", "task", taskID, "error", err)
+		d.leftovers.Add(taskID, h.killAndCleanup)
+		err = fmt.Errorf("%w: %w", ErrCleanupIncomplete, err)
 	}
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
-	return nil
+	return err
 }
 
 // InspectTask implements drivers.Driver.
@@ -632,4 +669,22 @@ func (d *Driver) TaskCpus(taskID string) (string, error) {
 		return "", nil
 	}
 	return h.cg.Cpuset.cpus()
+}
+
+// IsolationSpec is the isolation a task started by StartIsolated runs
+// with, as recorded when it started (a recovered task's too): what a
+// restarted agent enters it with, whatever its configuration says today.
+func (d *Driver) IsolationSpec(taskID string) (*isolate.Spec, error) {
+	h, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	var spec shimSpec
+	if err := readJSON(filepath.Join(h.shimDir, shimSpecFile), &spec); err != nil {
+		return nil, fmt.Errorf("read the task's recorded isolation: %w", err)
+	}
+	if spec.Isolation == nil {
+		return nil, fmt.Errorf("task %q was not started isolated", taskID)
+	}
+	return spec.Isolation, nil
 }

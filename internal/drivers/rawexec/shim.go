@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-project/drover/internal/atomicfile"
 	"github.com/drover-project/drover/internal/client/logs"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/isolate"
@@ -81,30 +82,14 @@ type shimExit struct {
 	FinishedAt time.Time `json:"finished_at"`
 }
 
-// writeFileAtomic writes a file so that readers see all of it or nothing,
-// and it is on disk before the call returns.
+// writeFileAtomic writes v as JSON so that readers see all of it or
+// nothing, and it is on disk before the call returns.
 func writeFileAtomic(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 func readJSON(path string, v any) error {
