@@ -121,6 +121,23 @@ func run(args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// ensureChain creates an iptables chain unless it is there. Another agent
+// on the host (or a test run) may create it between the check and the
+// creation: a creation refused because the chain now exists is success
+// (it failed that allocation's network setup).
+func ensureChain(table, chain string) error {
+	if _, err := run("iptables", "-w", "-t", table, "-S", chain); err == nil {
+		return nil
+	}
+	if _, err := run("iptables", "-w", "-t", table, "-N", chain); err != nil {
+		if _, serr := run("iptables", "-w", "-t", table, "-S", chain); serr == nil {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
 // ensureRule appends (or with insert, inserts first) an iptables rule
 // unless it is there.
 func ensureRule(table, chain string, insert bool, rule ...string) error {
@@ -171,10 +188,8 @@ func (m *Manager) ensureBridge() error {
 		return fmt.Errorf("enable route_localnet on %s: %w", br, err)
 	}
 	sub := m.subnet.String()
-	if _, err := run("iptables", "-w", "-t", "nat", "-S", PortmapChain); err != nil {
-		if _, err := run("iptables", "-w", "-t", "nat", "-N", PortmapChain); err != nil {
-			return err
-		}
+	if err := ensureChain("nat", PortmapChain); err != nil {
+		return err
 	}
 	rules := []struct {
 		table, chain string
