@@ -213,3 +213,60 @@ func TestClient_RestoreWithUndetectedDriverReattaches(t *testing.T) {
 		t.Fatalf("%d shells run allocation %s, want 1", n, keep.ID)
 	}
 }
+
+// An allocation the servers garbage collected whose directory could not
+// be removed (here: something mounted in it) stays in the client's state,
+// so the next client process destroys it again. Before, it was deleted
+// from the state all the same and its directory stayed for good.
+func TestClient_FailedDestroyOfCollectedAllocIsRetriedAfterRestart(t *testing.T) {
+	tc := newRestartableClient(t, "restore-gc-retry", hclog.Warn)
+	task := &structs.Task{Name: "t", Driver: "raw_exec", KillTimeout: time.Second, Config: map[string]any{
+		"command": "/bin/sh", "args": []any{"-c", "exit 0"}}}
+	a := tc.place(structs.JobTypeBatch, task)
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusComplete)
+	allocDir := filepath.Join(tc.dir, "alloc", a.ID)
+	busy := filepath.Join(allocDir, "busy")
+	if err := os.Mkdir(busy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount(t.TempDir(), busy, "", syscall.MS_BIND, ""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: cannot bind mount: %v", err)
+		}
+		t.Skipf("cannot bind mount (needs root): %v", err)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			_ = syscall.Unmount(busy, 0)
+		}
+	})
+
+	tc.srv.gcAlloc(a.ID)
+	// The destroy ran (everything but the mount point is gone) and failed.
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		ents, err := os.ReadDir(allocDir)
+		if err != nil || len(ents) != 1 {
+			return testutil.Errorf("alloc dir holds %v (%v)", ents, err)
+		}
+		if _, err := tc.getAllocRunner(a.ID); err == nil {
+			return testutil.Errorf("runner still present")
+		}
+		return nil
+	})
+	if err := tc.Client.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Unmount(busy, 0); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+
+	tc.restart()
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if _, err := os.Stat(allocDir); !os.IsNotExist(err) {
+			return testutil.Errorf("the collected allocation's directory is still there (%v)", err)
+		}
+		return nil
+	})
+}

@@ -247,7 +247,12 @@ func (c *Client) removeAlloc(id string) {
 	}
 	go func() {
 		if err := ar.Destroy(); err != nil {
-			c.logger.Warn("failed to destroy allocation", "alloc_id", id, "error", err)
+			// Kept in the client's state, as garbage collection keeps it:
+			// the next client process finds it, learns the servers no
+			// longer have it and destroys it again. Deleted, its
+			// directory was never removed.
+			c.logger.Warn("failed to destroy allocation; destroyed again after the agent restarts", "alloc_id", id, "error", err)
+			return
 		}
 		if err := c.state.DeleteAlloc(id); err != nil {
 			c.logger.Warn("failed to remove allocation from client state", "alloc_id", id, "error", err)
