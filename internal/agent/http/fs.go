@@ -203,15 +203,22 @@ func (s *server) streamFrames(w http.ResponseWriter, r *http.Request, follow, pl
 	ctx, cancel := context.WithCancel(r.Context())
 	frames := make(chan *api.StreamFrame, streamFrameDepth)
 	done := make(chan error, 1)
-	go func() { done <- produce(ctx, frames) }()
+	produced := make(chan struct{}) // closed when produce has returned
+	go func() {
+		defer close(produced)
+		done <- produce(ctx, frames)
+	}()
 	defer func() {
 		cancel()
 		// Keep the producer unblocked until it returns; it closes nothing.
+		// (It waits on produced, not done: the loop below may have taken
+		// done's value already, and a drainer waiting on done then waited
+		// for good, one goroutine per reader gone mid-flush.)
 		go func() {
 			for {
 				select {
 				case <-frames:
-				case <-done:
+				case <-produced:
 					return
 				}
 			}
@@ -281,7 +288,6 @@ func (s *server) streamFrames(w http.ResponseWriter, r *http.Request, follow, pl
 				}
 				break
 			}
-			done <- err // let the deferred drainer see completion
 			if err != nil && !started && ctx.Err() == nil {
 				return err
 			}
