@@ -137,8 +137,16 @@ func (s *server) runExec(ctx context.Context, conn *websocket.Conn, allocID, tas
 			}
 		}
 	}()
+	// The command ends when its caller goes away: the reader above sees it,
+	// unless it is blocked handing stdin to a command that does not read
+	// it; then the heartbeat's failing write does (before, the command ran
+	// on until it exited by itself, `sleep` or `tail -f` never).
 	go func() {
-		t := time.NewTicker(execHeartbeat)
+		hb := s.cfg.execHeartbeat
+		if hb <= 0 {
+			hb = execHeartbeat
+		}
+		t := time.NewTicker(hb)
 		defer t.Stop()
 		for {
 			select {
@@ -146,10 +154,16 @@ func (s *server) runExec(ctx context.Context, conn *websocket.Conn, allocID, tas
 				return
 			case <-t.C:
 				if send(&api.ExecStreamingOutput{}) != nil {
+					cancel()
 					return
 				}
 			}
 		}
+	}()
+	// A reader blocked on stdin is released once the command ends.
+	go func() {
+		<-ctx.Done()
+		stdinR.CloseWithError(ctx.Err())
 	}()
 
 	code, err := -1, error(nil)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -157,5 +158,40 @@ func TestExecElsewhere(t *testing.T) {
 	withClient.rpc.reply("Alloc.GetAlloc", structs.SingleAllocResponse{Alloc: &structs.Allocation{ID: "a2", NodeID: "n2"}})
 	if got := closeReason(withClient, "a2"); !strings.Contains(got, "runs on node n2") {
 		t.Errorf("allocation on another node: %q", got)
+	}
+}
+
+// deafExec is a command that never reads its stdin and ends only when its
+// context does ("sleep 3600").
+type deafExec struct{ ended chan struct{} }
+
+func (d deafExec) AllocExec(ctx context.Context, allocID, task string, o drivers.ExecOptions) (int, error) {
+	<-ctx.Done()
+	close(d.ended)
+	return -1, ctx.Err()
+}
+
+// A caller that leaves after sending stdin the command does not read ends
+// the command: the reader is stuck handing that stdin over and never sees
+// the websocket close, so the heartbeat's failing write must. Before, the
+// command ran on until it exited by itself (`sleep`, `tail -f`: never).
+func TestExecCallerGoneWhileStdinUnreadEndsTheCommand(t *testing.T) {
+	ex := deafExec{ended: make(chan struct{})}
+	env := newEnv(t, func(c *Config) { c.Exec = ex; c.execHeartbeat = 100 * time.Millisecond })
+	q := url.Values{"task": {"web"}, "command": {`["sleep","3600"]`}}
+	conn, _, err := websocket.DefaultDialer.Dial(execURL(env.srv.URL, q.Encode()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stdin nobody reads (the pipe to the command holds none of it).
+	if err := conn.WriteJSON(api.ExecStreamingInput{Stdin: &api.ExecStreamingIOOperation{Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	conn.UnderlyingConn().(*net.TCPConn).SetLinger(0)
+	conn.Close()
+	select {
+	case <-ex.ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the caller left 20 s ago and the command still runs")
 	}
 }

@@ -129,6 +129,9 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// execHeartbeat replaces execHeartbeat (tests).
+	execHeartbeat time.Duration
 }
 
 // allowAll is the default Authorizer until ACLs exist.
