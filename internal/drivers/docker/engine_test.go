@@ -3,12 +3,14 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,5 +397,81 @@ func TestEngineStopKillsAfterKillTimeoutLongerThanCallBound(t *testing.T) {
 	}
 	if info.State.Running {
 		t.Fatal("the container still runs after the stop returned")
+	}
+}
+
+// signalWriter closes ready when what it is written contains want.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	want  string
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+// An exec whose caller goes away (its context ends: the terminal closed)
+// ends its command too. The engine does not: the command ran on in the
+// container for good (a shell, `tail -f`).
+func TestEngineExecCancelledEndsTheCommand(t *testing.T) {
+	d, cli, img := engineDriver(t)
+	cfg := engineTask(t, "idle", map[string]any{"image": img, "command": "/bin/sleep", "args": []any{"600"}}, 32)
+	th, err := d.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	var ds driverState
+	if err := json.Unmarshal(th.DriverState, &ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, tty := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &signalWriter{want: "started", ready: make(chan struct{})}
+		ended := make(chan error, 1)
+		go func() {
+			_, err := d.ExecTask(ctx, cfg.ID, drivers.ExecOptions{
+				Command: []string{"/bin/sh", "-c", "echo started; exec sleep 777"}, Tty: tty, Stdout: out,
+			})
+			ended <- err
+		}()
+		select {
+		case <-out.ready:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("tty %v: the exec never started", tty)
+		}
+		cancel()
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("tty %v: exec ended with %v, want context.Canceled", tty, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			top, err := cli.ContainerTop(context.Background(), ds.ContainerID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			running := false
+			for _, p := range top.Processes {
+				if strings.Contains(strings.Join(p, " "), "sleep 777") {
+					running = true
+				}
+			}
+			if !running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tty %v: the cancelled exec's command still runs in the container: %v", tty, top.Processes)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -87,6 +90,9 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 			return -1, fmt.Errorf("exec output: %w", err)
 		}
 	case <-ctx.Done():
+		// The engine does not end an exec whose caller went away: the
+		// command (a shell, `tail -f`) would run on in the container.
+		d.killExec(h, created.ID)
 		return -1, ctx.Err()
 	}
 	// The engine may record the exit a moment after the output ends.
@@ -107,5 +113,41 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts drivers.ExecO
 			return -1, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// killExec SIGKILLs an exec's process that still runs. The engine gives its
+// host PID and has no call to end an exec; the PID is signalled only when
+// its cgroup names the task's container, so an engine on another host, or
+// in another PID namespace than the agent, never gets an unrelated local
+// process killed.
+func (d *Driver) killExec(h *taskHandle, execID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.callTimeout)
+	defer cancel()
+	// The engine records the PID a moment after the command's output
+	// may have begun.
+	var ins container.ExecInspect
+	for {
+		var err error
+		ins, err = h.cli.ContainerExecInspect(ctx, execID)
+		if err != nil || !ins.Running {
+			return
+		}
+		if ins.Pid > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", ins.Pid))
+	if err != nil || !strings.Contains(string(cg), h.state.ContainerID) {
+		d.logger.Debug("exec left running: its process is not visible as the container's here", "exec", shortID(execID), "pid", ins.Pid)
+		return
+	}
+	if err := syscall.Kill(ins.Pid, syscall.SIGKILL); err != nil {
+		d.logger.Debug("exec not killed", "exec", shortID(execID), "pid", ins.Pid, "error", err)
 	}
 }
