@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,9 @@ type Driver struct {
 	mu       sync.Mutex
 	tasks    map[string]*taskHandle
 	detected bool // the engine answered at least once
+	// lastAttrs are the attributes of the last healthy fingerprint, for the
+	// keys an optional call gives when that call fails (carryAttributes).
+	lastAttrs map[string]string
 	// leftovers (by container ID) and taskLeftovers (by task ID label) are
 	// containers the driver let go of but the engine did not remove at the
 	// time; removed when it answers again (leftovers.go).
@@ -176,8 +180,11 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	}
 	// After the attributes, on its own deadline: slow removals never cost
 	// the node its attributes.
+	d.mu.Lock()
+	d.lastAttrs = attrs
+	d.mu.Unlock()
 	d.sweepLeftovers(cli)
-	return &drivers.Fingerprint{Attributes: attrs, Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
+	return &drivers.Fingerprint{Attributes: maps.Clone(attrs), Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
 }
 
 // driverState is what the client persists for recovery.

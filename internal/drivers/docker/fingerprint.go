@@ -8,6 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
 )
 
 // dockerAttributes are the node attributes of a healthy Docker engine.
@@ -27,6 +28,8 @@ func (d *Driver) dockerAttributes(ctx context.Context, cli *client.Client, versi
 		}
 		sort.Strings(rts)
 		attrs["driver.docker.runtimes"] = strings.Join(rts, ",")
+	} else {
+		d.carryAttributes(attrs, "driver.docker.runtimes")
 	}
 	if n, err := cli.NetworkInspect(ctx, "bridge", network.InspectOptions{}); err == nil {
 		for _, c := range n.IPAM.Config {
@@ -35,8 +38,27 @@ func (d *Driver) dockerAttributes(ctx context.Context, cli *client.Client, versi
 				break
 			}
 		}
+	} else if !errdefs.IsNotFound(err) {
+		d.carryAttributes(attrs, "driver.docker.bridge_ip")
 	}
 	return attrs
+}
+
+// carryAttributes copies keys from the last healthy fingerprint into attrs:
+// the engine answered the ping and version but not a later call (a slow
+// info under load), and what that call gave is still true as far as
+// anyone knows. Leaving the keys out changed the node's attributes, so the
+// node registered again (briefly initializing, every allocation's state
+// sent again) and again when the next fingerprint had them back: a node of
+// a loaded host flapped every minute or so.
+func (d *Driver) carryAttributes(attrs map[string]string, keys ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, k := range keys {
+		if v, ok := d.lastAttrs[k]; ok {
+			attrs[k] = v
+		}
+	}
 }
 
 // podmanAttributes are the node attributes of a healthy podman service,
@@ -52,7 +74,10 @@ func (d *Driver) podmanAttributes(ctx context.Context, cli *client.Client, versi
 		"driver." + n + ".volumes.enabled":    fmt.Sprint(d.cfg.VolumesEnabled),
 		"driver." + n + ".privileged.enabled": fmt.Sprint(d.cfg.AllowPrivileged),
 	}
-	if info, err := cli.Info(ctx); err == nil {
+	info, err := cli.Info(ctx)
+	if err != nil {
+		d.carryAttributes(attrs, "driver."+n+".rootless", "driver."+n+".cgroupVersion", "driver."+n+".appArmor")
+	} else {
 		rootless := false
 		for _, o := range info.SecurityOptions {
 			if strings.Contains(o, "name=rootless") {

@@ -1,17 +1,21 @@
 package docker
 
 import (
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/drover-project/drover/internal/drivers"
 )
 
-// fakeEngine answers the calls Fingerprint makes, on a unix socket.
-func fakeEngine(t *testing.T, sock string) (stop func()) {
+// fakeEngine answers the calls Fingerprint makes, on a unix socket. While
+// slow is set, info and the bridge network's inspect answer 500 (an engine
+// too loaded to answer them in time).
+func fakeEngine(t *testing.T, sock string, slow ...*atomic.Bool) (stop func()) {
 	t.Helper()
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -25,10 +29,24 @@ func fakeEngine(t *testing.T, sock string) (stop func()) {
 	mux.HandleFunc("/v1.41/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"Version":"20.10.24","ApiVersion":"1.41","Os":"linux"}`))
 	})
+	failing := func(w http.ResponseWriter) bool {
+		if len(slow) > 0 && slow[0].Load() {
+			http.Error(w, `{"message":"context deadline exceeded"}`, http.StatusInternalServerError)
+			return true
+		}
+		return false
+	}
 	mux.HandleFunc("/v1.41/info", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"Runtimes":{"runc":{"path":"runc"},"io.containerd.runc.v2":{"path":"runc"}}}`))
+		if failing(w) {
+			return
+		}
+		w.Write([]byte(`{"Runtimes":{"runc":{"path":"runc"},"io.containerd.runc.v2":{"path":"runc"}},` +
+			`"SecurityOptions":["name=seccomp,profile=default"],"CgroupVersion":"1"}`))
 	})
 	mux.HandleFunc("/v1.41/networks/bridge", func(w http.ResponseWriter, r *http.Request) {
+		if failing(w) {
+			return
+		}
 		w.Write([]byte(`{"Name":"bridge","IPAM":{"Config":[{"Subnet":"172.17.0.0/16","Gateway":"172.17.0.1"}]}}`))
 	})
 	srv := &http.Server{Handler: mux}
@@ -72,5 +90,38 @@ func TestFingerprintFollowsEngine(t *testing.T) {
 	defer stop()
 	if fp = d.Fingerprint(); fp.Health != drivers.HealthHealthy || fp.Attributes["driver.docker"] != "1" {
 		t.Fatalf("engine back: %+v", fp)
+	}
+}
+
+// An engine that answers its ping and version but not a later call (info,
+// the bridge network) keeps the attributes those calls gave last time, for
+// docker and podman alike: a changed attribute registers the node again,
+// and a loaded host's engine (podman's info takes seconds there) made the
+// node flap between two attribute sets every minute or so, each flip a
+// registration and every allocation's state sent again.
+func TestFingerprintKeepsAttributesWhenAnOptionalCallFails(t *testing.T) {
+	for _, fl := range []Flavor{{}, {Name: "podman", Podman: true}} {
+		t.Run(fl.name(), func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "engine.sock")
+			pc := DefaultPluginConfig()
+			pc.Endpoint = "unix://" + sock
+			d := New(Config{Plugin: pc, Flavor: fl})
+			var slow atomic.Bool
+			defer fakeEngine(t, sock, &slow)()
+
+			first := d.Fingerprint()
+			if first.Health != drivers.HealthHealthy {
+				t.Fatalf("fingerprint %+v", first)
+			}
+			slow.Store(true)
+			second := d.Fingerprint()
+			if second.Health != drivers.HealthHealthy || !maps.Equal(first.Attributes, second.Attributes) {
+				t.Fatalf("info failed once: attributes changed\nbefore %v\nafter  %v", first.Attributes, second.Attributes)
+			}
+			slow.Store(false)
+			if third := d.Fingerprint(); !maps.Equal(first.Attributes, third.Attributes) {
+				t.Fatalf("info back: attributes changed\nbefore %v\nafter  %v", first.Attributes, third.Attributes)
+			}
+		})
 	}
 }
