@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -45,10 +44,12 @@ Usage: `+BinaryName+` alloc status [options] <allocation>
 
 Alloc Status Options:
 
-  -short     Omit task events.
+  -short     Show the tasks in one table (state and newest event) instead
+             of each task's resources and events.
   -stats     Show each running task's CPU and memory use (asked of the
              allocation's node, through the servers when needed).
-  -verbose   Full IDs and absolute times.
+  -verbose   Full IDs, absolute times, every event, and the scheduler's
+             placement metrics.
   -json      Output the allocation as JSON.
   -t <tmpl>  Format and display the allocation using a Go template.
 `) + "\n" + globalHelp
@@ -83,14 +84,31 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	if out.enabled() {
 		return out.emit(&c.Meta, alloc)
 	}
-	c.Ui.Output(formatAllocStatus(alloc, short, verbose))
+	var view allocStatusView
+	if alloc.FollowupEvalID != "" {
+		// Only for "Reschedule Eligibility": a missing evaluation leaves
+		// the row out.
+		view.followup, _, _ = client.Evaluations().Info(alloc.FollowupEvalID, nil)
+	}
+	var statsErr error
+	if (!short || stats) && alloc.ClientStatus == api.AllocClientStatusRunning {
+		view.usage, statsErr = client.Allocations().Stats(alloc, nil)
+		if statsErr != nil {
+			view.usage = nil
+		}
+	}
+	c.Ui.Output(formatAllocStatus(alloc, view, short, verbose))
+	if statsErr != nil && (stats || verbose) {
+		c.Ui.Error(fmt.Sprintf("Couldn't retrieve stats: %s", statsErr))
+	}
 	if stats {
-		usage, err := client.Allocations().Stats(alloc, nil)
-		if err != nil {
-			c.Ui.Error(fmt.Sprintf("Couldn't retrieve stats: %s", err))
+		if view.usage == nil {
+			if statsErr == nil {
+				c.Ui.Error("Couldn't retrieve stats: the allocation is not running")
+			}
 			return 1
 		}
-		c.Ui.Output(formatAllocUsage(alloc, usage))
+		c.Ui.Output(formatAllocUsage(alloc, view.usage))
 	}
 	return 0
 }
@@ -124,75 +142,7 @@ func formatAllocUsage(a *api.Allocation, u *api.AllocResourceUsage) string {
 	if t := u.ResourceUsage; t != nil && t.CpuStats != nil && t.MemoryStats != nil {
 		rows = append(rows, fmt.Sprintf("(total)|%.0f MHz (%.1f%%)|%s", t.CpuStats.TotalTicks, t.CpuStats.Percent, humanBytes(int64(t.MemoryStats.RSS))))
 	}
-	return "\nTask Resources:\n" + formatList(rows)
-}
-
-func formatAllocStatus(a *api.Allocation, short, verbose bool) string {
-	rows := []string{
-		"ID|" + shortID(a.ID, verbose),
-		"Eval ID|" + shortID(a.EvalID, verbose),
-		"Name|" + a.Name,
-		"Node ID|" + shortID(a.NodeID, verbose),
-		"Node Name|" + a.NodeName,
-		"Job ID|" + a.JobID,
-		fmt.Sprintf("Job Version|%d", deref(func() *uint64 {
-			if a.Job != nil {
-				return a.Job.Version
-			}
-			return nil
-		}())),
-		"Client Status|" + a.ClientStatus,
-		"Client Description|" + orNone(a.ClientDescription),
-		"Desired Status|" + a.DesiredStatus,
-		"Desired Description|" + orNone(a.DesiredDescription),
-		"Created|" + timeColumn(a.CreateTime, verbose),
-		"Modified|" + timeColumn(a.ModifyTime, verbose),
-	}
-	if a.DeploymentID != "" {
-		rows = append(rows, "Deployment ID|"+shortID(a.DeploymentID, verbose))
-	}
-	if a.NextAllocation != "" {
-		rows = append(rows, "Replacement Alloc ID|"+shortID(a.NextAllocation, verbose))
-	}
-	var b strings.Builder
-	b.WriteString(formatKV(rows))
-	if short {
-		return b.String()
-	}
-	for _, name := range sortedKeys(a.TaskStates) {
-		st := a.TaskStates[name]
-		fmt.Fprintf(&b, "\n\nTask %q is %q\n", name, st.State)
-		started, finished := "N/A", "N/A"
-		if !st.StartedAt.IsZero() {
-			started = formatTime(st.StartedAt)
-		}
-		if !st.FinishedAt.IsZero() {
-			finished = formatTime(st.FinishedAt)
-		}
-		lastRestart := "N/A"
-		if !st.LastRestart.IsZero() {
-			lastRestart = formatTime(st.LastRestart)
-		}
-		b.WriteString("Task Events:\n")
-		b.WriteString(formatKV([]string{
-			"Started At|" + started,
-			"Finished At|" + finished,
-			fmt.Sprintf("Total Restarts|%d", st.Restarts),
-			"Last Restart|" + lastRestart,
-		}))
-		b.WriteString("\n\nRecent Events:\n")
-		events := append([]*api.TaskEvent(nil), st.Events...)
-		sort.SliceStable(events, func(i, j int) bool { return events[i].Time > events[j].Time })
-		if !verbose && len(events) > 10 {
-			events = events[:10]
-		}
-		erows := []string{"Time|Type|Description"}
-		for _, e := range events {
-			erows = append(erows, fmt.Sprintf("%s|%s|%s", formatUnixNano(e.Time), e.Type, eventDescription(e)))
-		}
-		b.WriteString(formatList(erows))
-	}
-	return b.String()
+	return "\nResource Usage:\n" + formatList(rows)
 }
 
 func eventDescription(e *api.TaskEvent) string {

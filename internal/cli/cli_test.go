@@ -183,6 +183,71 @@ func TestAllocStatus(t *testing.T) {
 	golden(t, "alloc_status.txt", out)
 }
 
+// TestAllocStatusDetail is what an operator reads about a running service
+// allocation: its deployment health, the ports it answers on (host address
+// -> the port inside), each task's use against what it was given, its
+// lifecycle, and with -short one table of tasks; -verbose adds the
+// scheduler's placement metrics.
+func TestAllocStatusDetail(t *testing.T) {
+	job := sampleJob()
+	job.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{SizeMB: ptr(300)}
+	job.TaskGroups[0].ReschedulePolicy = &api.ReschedulePolicy{Attempts: ptr(3), Unlimited: ptr(false)}
+	job.TaskGroups[0].Tasks = append(job.TaskGroups[0].Tasks, &api.Task{Name: "init", Driver: "raw_exec",
+		Lifecycle: &api.TaskLifecycle{Hook: "prestart"}})
+	healthy := true
+	alloc := &api.Allocation{
+		ID: allocID, EvalID: evalID, Name: "example.cache[0]", NodeID: nodeID, NodeName: "node1", JobID: "example",
+		Job: job, TaskGroup: "cache", ClientStatus: "running", ClientDescription: "Tasks are running",
+		DesiredStatus: "run", CreateTime: t0.Add(-5 * time.Minute).UnixNano(), ModifyTime: t0.Add(-time.Minute).UnixNano(),
+		DeploymentID:      "0c83a3b1-0000-4000-8000-000000000009",
+		DeploymentStatus:  &api.AllocDeploymentStatus{Healthy: &healthy},
+		RescheduleTracker: &api.RescheduleTracker{Events: []*api.RescheduleEvent{{PrevAllocID: "x"}}},
+		AllocatedResources: &api.AllocatedResources{
+			Tasks: map[string]*api.AllocatedTaskResources{
+				"redis": {Cpu: api.AllocatedCpuResources{CpuShares: 500}, Memory: api.AllocatedMemoryResources{MemoryMB: 256}},
+				"init":  {Cpu: api.AllocatedCpuResources{CpuShares: 100}, Memory: api.AllocatedMemoryResources{MemoryMB: 64, MemoryMaxMB: 128}},
+			},
+			Shared: api.AllocatedSharedResources{DiskMB: 300, Networks: []*api.NetworkResource{{
+				Mode: "host", IP: "10.0.0.5",
+				ReservedPorts: []api.Port{{Label: "admin", Value: 8081}},
+				DynamicPorts:  []api.Port{{Label: "db", Value: 28359, To: 6379}},
+			}}},
+		},
+		Metrics: &api.AllocationMetric{NodesEvaluated: 2, ConstraintFiltered: map[string]int{"${attr.kernel.name} = linux": 1},
+			ScoreMetaData: []*api.NodeScoreMeta{{NodeID: nodeID, Scores: map[string]float64{"binpack": 0.0238, "job-anti-affinity": 0}, NormScore: 0.0238}}},
+		TaskStates: map[string]*api.TaskState{
+			"redis": {State: "running", StartedAt: t0.Add(-4 * time.Minute), Events: []*api.TaskEvent{
+				{Type: "Received", Time: t0.Add(-5 * time.Minute).UnixNano(), DisplayMessage: "Task received by client"},
+				{Type: "Started", Time: t0.Add(-4 * time.Minute).UnixNano(), DisplayMessage: "Task started by client"},
+			}},
+			"init": {State: "dead", StartedAt: t0.Add(-5 * time.Minute), FinishedAt: t0.Add(-4 * time.Minute), Events: []*api.TaskEvent{
+				{Type: "Terminated", Time: t0.Add(-4 * time.Minute).UnixNano(), DisplayMessage: "Exit Code: 0"},
+			}},
+		},
+	}
+	usage := &api.AllocResourceUsage{Tasks: map[string]*api.TaskResourceUsage{"redis": {ResourceUsage: &api.ResourceUsage{
+		CpuStats: &api.CpuStats{TotalTicks: 8}, MemoryStats: &api.MemoryStats{RSS: 6606028}}}}}
+	f := &fake{routes: map[string]any{
+		"GET /v1/allocations":                             []*api.AllocationListStub{{ID: allocID}},
+		"GET /v1/allocation/" + allocID:                   alloc,
+		"GET /v1/client/allocation/" + allocID + "/stats": usage,
+	}}
+	for _, c := range []struct {
+		golden string
+		args   []string
+	}{
+		{"alloc_status_detail.txt", []string{"alloc", "status", "8ba8"}},
+		{"alloc_status_short.txt", []string{"alloc", "status", "-short", "8ba8"}},
+		{"alloc_status_verbose.txt", []string{"alloc", "status", "-verbose", "8ba8"}},
+	} {
+		out, errb, code := run(t, f.server(t), c.args...)
+		if code != 0 {
+			t.Fatalf("%v: code %d: %s", c.args, code, errb)
+		}
+		golden(t, c.golden, out)
+	}
+}
+
 func TestNodeStatusList(t *testing.T) {
 	f := &fake{routes: map[string]any{
 		"GET /v1/nodes": []*api.NodeListStub{{ID: nodeID, NodePool: "default", Datacenter: "dc1", Name: "node1",
