@@ -8,6 +8,7 @@ import (
 	"github.com/drover-project/drover/internal/client/testutil"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/mock"
+	"github.com/drover-project/drover/internal/structs"
 )
 
 // flakyDriver is mock_driver under another name whose fingerprint the test
@@ -74,4 +75,35 @@ func TestClient_DriverHealthFollowsFingerprint(t *testing.T) {
 
 	fd.set(drivers.Fingerprint{Health: drivers.HealthHealthy, HealthDescription: "Healthy", Attributes: map[string]string{"driver.flaky": "1"}})
 	serverSees("healthy again", func(d, h bool, desc, attr string) bool { return d && h && attr == "1" })
+}
+
+// A changed fingerprint updates the node without sending every
+// allocation's state again: the servers lost nothing, and on a loaded host
+// whose engine's optional calls time out now and then, each flip cost a
+// Raft write per allocation.
+func TestClient_FingerprintChangeDoesNotResendAllocStates(t *testing.T) {
+	fd := &flakyDriver{Driver: mock.New(), fp: drivers.Fingerprint{Health: drivers.HealthHealthy, HealthDescription: "Healthy",
+		Attributes: map[string]string{"driver.flaky": "1"}}}
+	tc := newTestClient(t, func(c *Config) {
+		c.Drivers = append(c.Drivers, fd)
+		c.DriverHealthInterval = 20 * time.Millisecond
+	})
+	tc.waitReady(t)
+	a := tc.place(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "1h"}))
+	tc.waitServerStatus(t, a.ID, structs.AllocClientStatusRunning)
+	time.Sleep(1200 * time.Millisecond) // a full non-urgent window: the running state is sent and acknowledged
+	before := tc.srv.updatesSent(a.ID, structs.AllocClientStatusRunning)
+
+	fd.set(drivers.Fingerprint{Health: drivers.HealthHealthy, HealthDescription: "Healthy",
+		Attributes: map[string]string{"driver.flaky": "1", "driver.flaky.version": "2"}})
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if n := tc.srv.node(tc.NodeID()); n == nil || n.Attributes["driver.flaky.version"] != "2" {
+			return testutil.Errorf("the servers do not have the new attribute yet")
+		}
+		return nil
+	})
+	time.Sleep(1200 * time.Millisecond) // a full non-urgent window
+	if after := tc.srv.updatesSent(a.ID, structs.AllocClientStatusRunning); after != before {
+		t.Fatalf("a fingerprint change sent the running state again (%d times, was %d)", after, before)
+	}
 }

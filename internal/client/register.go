@@ -18,26 +18,32 @@ const (
 
 // registerAndHeartbeat registers the node (retrying with backoff) and then
 // heartbeats it every HeartbeatTTL; a "node not found" answer (the server
-// lost the node, or an operator purged it) triggers a new registration.
-// After registering again the client sends every allocation's state: a node
-// that comes back with live allocations stays initializing until its client
-// has told the servers what those allocations are doing now. A heartbeat
+// lost the node, or an operator purged it) triggers a new registration, as
+// does a changed fingerprint (which only updates the node). After
+// registering again for a lost node the client sends every allocation's
+// state: a node that comes back with live allocations stays initializing
+// until its client has told the servers what those allocations are doing
+// now. A heartbeat
 // that succeeds after failures other than "No cluster leader" (no server
 // answered: they were down, or this node was cut off) does the same:
 // meanwhile the servers may have marked the node down and its allocations
 // lost, and what they last acknowledged from this client no longer holds.
 func (c *Client) registerAndHeartbeat() {
-	first := true
+	resync := false
 	for !c.shuttingDown() {
-		ttl, ok := c.retryRegister()
+		ttl, retried, ok := c.retryRegister()
 		if !ok {
 			return
 		}
 		c.registeredOnce.Do(func() { close(c.registered) })
-		if !first {
+		if resync || retried {
 			c.sync.resendAll()
 		}
-		first = false
+		// A registration asked for by a changed fingerprint (the loop's
+		// reregister) needs no resend by itself: the servers lost nothing,
+		// and the node keeps its status. Only a lost node or failed
+		// heartbeats do.
+		resync = false
 
 		wait := time.Duration(0)
 		if !c.cfg.DevMode {
@@ -58,11 +64,13 @@ func (c *Client) registerAndHeartbeat() {
 			case <-t.C:
 			}
 			if again {
+				resync = failed
 				break
 			}
 			newTTL, err := c.heartbeat()
 			if err == nil && failed {
 				c.logger.Info("servers answer again, registering and sending every allocation's state")
+				resync = true
 				break
 			}
 			if err == nil {
@@ -76,6 +84,7 @@ func (c *Client) registerAndHeartbeat() {
 			}
 			if isNodeNotFound(err) {
 				c.logger.Info("server does not know this node, registering again", "error", err)
+				resync = true
 				break
 			}
 			// "No cluster leader" is an answer: the servers are reachable
@@ -107,18 +116,21 @@ func isLeadershipLost(err error) bool {
 	return strings.Contains(err.Error(), structs.ErrLeadershipLost.Error())
 }
 
-// retryRegister calls Node.Register until it succeeds (false on shutdown).
-func (c *Client) retryRegister() (time.Duration, bool) {
+// retryRegister calls Node.Register until it succeeds (false on shutdown);
+// retried says some call failed first (the servers may have lost the node
+// meanwhile).
+func (c *Client) retryRegister() (ttl time.Duration, retried, ok bool) {
 	backoff := registerBackoffMin
 	for {
 		ttl, err := c.register()
 		if err == nil {
-			return ttl, true
+			return ttl, retried, true
 		}
+		retried = true
 		wait := jitter(backoff)
 		c.logger.Warn("node registration failed", "error", err, "retry_in", wait)
 		if !c.sleep(wait) {
-			return 0, false
+			return 0, retried, false
 		}
 		backoff = min(backoff*2, registerBackoffMax)
 	}
