@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -301,11 +302,13 @@ func TestEngineMissingImage(t *testing.T) {
 	}
 }
 
-// Fingerprint against the real engine reports its version.
+// Fingerprint against the real engine reports its version, runtimes and
+// the default bridge's address (Docker 20.10 names no gateway for it).
 func TestEngineFingerprint(t *testing.T) {
 	d, _, _ := engineDriver(t)
 	fp := d.Fingerprint()
-	if fp.Health != drivers.HealthHealthy || fp.Attributes["driver.docker"] != "1" || fp.Attributes["driver.docker.version"] == "" {
+	if fp.Health != drivers.HealthHealthy || fp.Attributes["driver.docker"] != "1" || fp.Attributes["driver.docker.version"] == "" ||
+		fp.Attributes["driver.docker.runtimes"] == "" || net.ParseIP(fp.Attributes["driver.docker.bridge_ip"]) == nil {
 		t.Fatalf("fingerprint %+v", fp)
 	}
 }

@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,16 +34,46 @@ func (d *Driver) dockerAttributes(ctx context.Context, cli *client.Client, versi
 		d.carryAttributes(attrs, "driver.docker.runtimes")
 	}
 	if n, err := cli.NetworkInspect(ctx, "bridge", network.InspectOptions{}); err == nil {
-		for _, c := range n.IPAM.Config {
-			if c.Gateway != "" {
-				attrs["driver.docker.bridge_ip"] = c.Gateway
-				break
-			}
+		if ip := bridgeIP(n, net.InterfaceByName); ip != "" {
+			attrs["driver.docker.bridge_ip"] = ip
 		}
 	} else if !errdefs.IsNotFound(err) {
 		d.carryAttributes(attrs, "driver.docker.bridge_ip")
 	}
 	return attrs
+}
+
+// bridgeIP is the address of the engine's default bridge: the gateway its
+// IPAM names, else (Docker 20.10 names only the subnet for the default
+// bridge) the address within that subnet of the bridge's interface here
+// (docker0, when the engine is local), else the subnet's first host
+// address, the one the engine gives the bridge.
+func bridgeIP(n network.Inspect, iface func(string) (*net.Interface, error)) string {
+	for _, c := range n.IPAM.Config {
+		if c.Gateway != "" {
+			return c.Gateway
+		}
+	}
+	for _, c := range n.IPAM.Config {
+		_, subnet, err := net.ParseCIDR(c.Subnet)
+		if err != nil || subnet.IP.To4() == nil {
+			continue
+		}
+		if name := n.Options["com.docker.network.bridge.name"]; name != "" {
+			if ifc, err := iface(name); err == nil {
+				addrs, _ := ifc.Addrs()
+				for _, a := range addrs {
+					if ipn, ok := a.(*net.IPNet); ok && subnet.Contains(ipn.IP) {
+						return ipn.IP.String()
+					}
+				}
+			}
+		}
+		first := slices.Clone(subnet.IP.To4())
+		first[3]++
+		return first.String()
+	}
+	return ""
 }
 
 // carryAttributes copies keys from the last healthy fingerprint into attrs:

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"errors"
 	"maps"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/drover-project/drover/internal/drivers"
 )
@@ -123,5 +126,31 @@ func TestFingerprintKeepsAttributesWhenAnOptionalCallFails(t *testing.T) {
 				t.Fatalf("info back: attributes changed\nbefore %v\nafter  %v", first.Attributes, third.Attributes)
 			}
 		})
+	}
+}
+
+// The bridge IP is found on Docker 20.10, whose default bridge names only
+// its subnet (no gateway): from the bridge's interface here, else the
+// subnet's first host address. It was left out there.
+func TestBridgeIP(t *testing.T) {
+	noIface := func(string) (*net.Interface, error) { return nil, errors.New("no such interface") }
+	lo := func(string) (*net.Interface, error) { return net.InterfaceByName("lo") }
+	cases := []struct {
+		name  string
+		n     network.Inspect
+		iface func(string) (*net.Interface, error)
+		want  string
+	}{
+		{"gateway named", network.Inspect{IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "172.18.0.0/16", Gateway: "172.18.0.1"}}}}, noIface, "172.18.0.1"},
+		{"docker 20.10 default bridge", network.Inspect{IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "172.17.0.0/16"}}},
+			Options: map[string]string{"com.docker.network.bridge.name": "docker0"}}, noIface, "172.17.0.1"},
+		{"the interface's own address", network.Inspect{IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "127.0.0.0/8"}}},
+			Options: map[string]string{"com.docker.network.bridge.name": "lo"}}, lo, "127.0.0.1"},
+		{"no IPv4 config", network.Inspect{IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "fd00::/64"}}}}, noIface, ""},
+	}
+	for _, c := range cases {
+		if got := bridgeIP(c.n, c.iface); got != c.want {
+			t.Errorf("%s: bridge IP %q, want %q", c.name, got, c.want)
+		}
 	}
 }
