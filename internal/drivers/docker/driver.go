@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,11 @@ const handleVersion = 1
 
 // fingerprintTimeout bounds one fingerprint's calls to the engine.
 const fingerprintTimeout = 5 * time.Second
+
+// slowFingerprintsTolerated is how many fingerprints in a row a healthy
+// engine may fail by not answering in time (not by refusing the
+// connection) before the driver says it is unhealthy.
+const slowFingerprintsTolerated = 1
 
 // Config is the driver's configuration.
 type Config struct {
@@ -59,6 +65,11 @@ type Driver struct {
 	// lastAttrs are the attributes of the last healthy fingerprint, for the
 	// keys an optional call gives when that call fails (carryAttributes).
 	lastAttrs map[string]string
+	// slowFingerprints counts the fingerprints in a row the engine did not
+	// answer in time since it was last healthy.
+	slowFingerprints int
+	// fingerprintTimeout bounds one fingerprint (tests shorten it).
+	fingerprintTimeout time.Duration
 	// leftovers (by container ID) and taskLeftovers (by task ID label) are
 	// containers the driver let go of but the engine did not remove at the
 	// time; removed when it answers again (leftovers.go).
@@ -90,7 +101,10 @@ func New(cfg Config) *Driver {
 	}
 	d := &Driver{cfg: cfg.Plugin, flavor: cfg.Flavor, logger: l.Named(cfg.Flavor.name()), stateDir: cfg.StateDir,
 		tasks: map[string]*taskHandle{}, leftovers: map[string]leftover{}, taskLeftovers: map[string]leftover{},
-		callTimeout: 30 * time.Second, startTimeout: 2 * time.Minute}
+		callTimeout: 30 * time.Second, startTimeout: 2 * time.Minute, fingerprintTimeout: fingerprintTimeout}
+	if cfg.Plugin.FingerprintTimeout > 0 {
+		d.fingerprintTimeout = cfg.Plugin.FingerprintTimeout
+	}
 	d.images = newImageRefs(d)
 	d.loadLeftovers()
 	return d
@@ -139,9 +153,13 @@ func (d *Driver) engineName() string {
 
 // Fingerprint implements drivers.Driver. An engine that never answered is
 // "undetected" (no docker on this node); one that answered before and no
-// longer does is "unhealthy", and the node says why.
+// longer does is "unhealthy", and the node says why. A healthy engine that
+// once does not answer in time (a loaded host) stays healthy with its last
+// attributes: an engine that is gone refuses the connection, and a driver
+// flipping to unhealthy and back re-registers the node twice and keeps new
+// work off it meanwhile.
 func (d *Driver) Fingerprint() *drivers.Fingerprint {
-	ctx, cancel := context.WithTimeout(context.Background(), fingerprintTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d.fingerprintTimeout)
 	defer cancel()
 	cli, err := d.client()
 	if err == nil {
@@ -159,6 +177,17 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	wasDetected := d.detected
 	if err == nil {
 		d.detected = true
+		d.slowFingerprints = 0
+	} else if isTimeout(err) && d.lastAttrs != nil && d.slowFingerprints < slowFingerprintsTolerated {
+		d.slowFingerprints++
+		last := maps.Clone(d.lastAttrs)
+		d.mu.Unlock()
+		d.logger.Warn("engine did not answer the fingerprint in time; keeping it healthy until the next one", "error", err)
+		return &drivers.Fingerprint{Attributes: last, Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
+	} else {
+		// Unhealthy now: its attributes are gone from the node, and the
+		// next healthy fingerprint starts afresh.
+		d.lastAttrs = nil
 	}
 	d.mu.Unlock()
 	if err != nil {
@@ -178,13 +207,20 @@ func (d *Driver) Fingerprint() *drivers.Fingerprint {
 	} else {
 		attrs = d.dockerAttributes(ctx, cli, v.Version, v.APIVersion, v.OS)
 	}
-	// After the attributes, on its own deadline: slow removals never cost
-	// the node its attributes.
 	d.mu.Lock()
 	d.lastAttrs = attrs
 	d.mu.Unlock()
+	// After the attributes, on its own deadline: slow removals never cost
+	// the node its attributes.
 	d.sweepLeftovers(cli)
 	return &drivers.Fingerprint{Attributes: maps.Clone(attrs), Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
+}
+
+// isTimeout says an engine call failed for want of an answer in time, not
+// because the engine refused or answered with an error.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // driverState is what the client persists for recovery.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/network"
 
@@ -17,7 +18,8 @@ import (
 
 // fakeEngine answers the calls Fingerprint makes, on a unix socket. While
 // slow is set, info and the bridge network's inspect answer 500 (an engine
-// too loaded to answer them in time).
+// too loaded to answer them in time); while hung is set, the ping is not
+// answered until the caller gives up.
 func fakeEngine(t *testing.T, sock string, slow ...*atomic.Bool) (stop func()) {
 	t.Helper()
 	ln, err := net.Listen("unix", sock)
@@ -26,6 +28,10 @@ func fakeEngine(t *testing.T, sock string, slow ...*atomic.Bool) (stop func()) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) {
+		if len(slow) > 1 && slow[1].Load() {
+			<-r.Context().Done()
+			return
+		}
 		w.Header().Set("Api-Version", "1.41")
 		w.Write([]byte("OK"))
 	})
@@ -152,5 +158,41 @@ func TestBridgeIP(t *testing.T) {
 		if got := bridgeIP(c.n, c.iface); got != c.want {
 			t.Errorf("%s: bridge IP %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// An engine that once does not answer a fingerprint in time stays healthy
+// with its attributes; one that does not answer twice in a row is
+// unhealthy and says why; one that answers again is healthy. On a loaded
+// host podman's API sometimes took over 5 s, and each time the node went
+// unhealthy and back (two registrations, no new podman work meanwhile).
+func TestFingerprintToleratesOneSlowAnswer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "engine.sock")
+	pc := DefaultPluginConfig()
+	pc.Endpoint = "unix://" + sock
+	d := New(Config{Plugin: pc})
+	d.fingerprintTimeout = 300 * time.Millisecond
+	var slow, hung atomic.Bool
+	defer fakeEngine(t, sock, &slow, &hung)()
+
+	first := d.Fingerprint()
+	if first.Health != drivers.HealthHealthy {
+		t.Fatalf("fingerprint %+v", first)
+	}
+	hung.Store(true)
+	if fp := d.Fingerprint(); fp.Health != drivers.HealthHealthy || !maps.Equal(fp.Attributes, first.Attributes) {
+		t.Fatalf("one slow answer: %+v", fp)
+	}
+	if fp := d.Fingerprint(); fp.Health != drivers.HealthUnhealthy || !strings.Contains(fp.HealthDescription, "deadline exceeded") {
+		t.Fatalf("two slow answers in a row: %+v", fp)
+	}
+	hung.Store(false)
+	if fp := d.Fingerprint(); fp.Health != drivers.HealthHealthy || !maps.Equal(fp.Attributes, first.Attributes) {
+		t.Fatalf("answering again: %+v", fp)
+	}
+	// The count starts again after a healthy answer.
+	hung.Store(true)
+	if fp := d.Fingerprint(); fp.Health != drivers.HealthHealthy {
+		t.Fatalf("one slow answer after recovering: %+v", fp)
 	}
 }
