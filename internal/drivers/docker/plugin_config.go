@@ -57,6 +57,10 @@ type PluginConfig struct {
 	LoggingConfig map[string]string
 	// DisableLogCollection: no streaming into the task's log files.
 	DisableLogCollection bool
+	// FingerprintTimeout bounds one fingerprint's calls to the engine
+	// (zero: 5 s). podman's client_http_timeout sets it: its API service
+	// answers in seconds on a loaded host.
+	FingerprintTimeout time.Duration
 }
 
 // DefaultPluginConfig is what an agent without a `plugin "docker"` block

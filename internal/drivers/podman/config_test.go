@@ -3,6 +3,7 @@ package podman
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseTaskConfigMapsUpstreamKeys(t *testing.T) {
@@ -41,8 +42,12 @@ func TestParseTaskConfigMapsUpstreamKeys(t *testing.T) {
 
 func TestParsePluginConfig(t *testing.T) {
 	c, err := ParsePluginConfig(map[string]any{})
-	if err != nil || c.Endpoint != DefaultSocket || !c.VolumesEnabled || !c.GCContainer || c.GCImage || c.AllowPrivileged {
+	if err != nil || c.Endpoint != DefaultSocket || !c.VolumesEnabled || !c.GCContainer || c.GCImage || c.AllowPrivileged ||
+		c.FingerprintTimeout != time.Minute {
 		t.Fatalf("defaults %+v %v", c, err)
+	}
+	if c, err := ParsePluginConfig(map[string]any{"client_http_timeout": "90s"}); err != nil || c.FingerprintTimeout != 90*time.Second {
+		t.Fatalf("client_http_timeout: %+v %v", c, err)
 	}
 	c, err = ParsePluginConfig(map[string]any{
 		"socket_path": "/run/user/1000/podman/podman.sock", "volumes": []map[string]any{{"enabled": false}},
@@ -59,6 +64,8 @@ func TestParsePluginConfig(t *testing.T) {
 		{map[string]any{"recover_stopped": true}, "recover_stopped is not supported"},
 		{map[string]any{"endpoint": "x"}, `unknown key "endpoint"`},
 		{map[string]any{"socket_path": 3}, "socket_path must be a socket URL"},
+		{map[string]any{"client_http_timeout": "soon"}, "client_http_timeout must be a positive duration"},
+		{map[string]any{"client_http_timeout": "-1s"}, "client_http_timeout must be a positive duration"},
 	} {
 		if _, err := ParsePluginConfig(bad.m); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: error %v, want %q", bad.m, err, bad.want)

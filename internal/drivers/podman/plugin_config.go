@@ -4,9 +4,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/internal/drivers/docker"
 )
+
+// DefaultClientHTTPTimeout is client_http_timeout's default, the upstream
+// driver's: how long a fingerprint waits for podman's API service, which
+// takes seconds to answer on a loaded host.
+const DefaultClientHTTPTimeout = 60 * time.Second
 
 // DefaultPluginConfig is what an agent without a `plugin
 // "nomad-driver-podman"` block uses: the upstream driver's defaults
@@ -14,6 +20,7 @@ import (
 // the upstream driver does not do either) on the rootful socket.
 func DefaultPluginConfig() docker.PluginConfig {
 	c := docker.DefaultPluginConfig()
+	c.FingerprintTimeout = DefaultClientHTTPTimeout
 	c.PluginName = PluginName
 	c.Endpoint = DefaultSocket
 	c.VolumesEnabled = true
@@ -29,13 +36,14 @@ func ValidatePluginConfig(m map[string]any) error {
 
 // pluginKeys are the upstream keys this driver reads; the shared ones mean
 // what the docker driver's keys of the same name mean.
-var pluginKeys = []string{"allow_caps", "allow_privileged", "disable_log_collection", "extra_labels", "gc", "socket_path", "volumes"}
+var pluginKeys = []string{"allow_caps", "allow_privileged", "client_http_timeout", "disable_log_collection", "extra_labels", "gc", "socket_path", "volumes"}
 
 // ParsePluginConfig reads `plugin "nomad-driver-podman" { config {} }`
 // over the defaults. Unknown keys, and upstream keys Drover does not
 // implement, are errors naming the key.
 func ParsePluginConfig(m map[string]any) (docker.PluginConfig, error) {
 	c := DefaultPluginConfig()
+	timeout := DefaultClientHTTPTimeout
 	shared := map[string]any{}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -67,7 +75,14 @@ func ParsePluginConfig(m map[string]any) (docker.PluginConfig, error) {
 			shared[k] = v
 		case "volumes", "allow_privileged", "allow_caps", "extra_labels", "disable_log_collection":
 			shared[k] = v
-		case "socket", "recover_stopped", "client_http_timeout", "dns_servers", "logging":
+		case "client_http_timeout":
+			str, _ := v.(string)
+			d, err := time.ParseDuration(str)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("config: client_http_timeout must be a positive duration such as \"60s\", got %v", v)
+			}
+			timeout = d
+		case "socket", "recover_stopped", "dns_servers", "logging":
 			return c, fmt.Errorf("config: %s is not supported by Drover's podman driver yet; remove it", k)
 		default:
 			return c, fmt.Errorf("config: unknown key %q (podman's agent options: %s)", k, strings.Join(pluginKeys, ", "))
@@ -77,7 +92,7 @@ func ParsePluginConfig(m map[string]any) (docker.PluginConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	pc.PluginName, pc.GCImage = PluginName, false
+	pc.PluginName, pc.GCImage, pc.FingerprintTimeout = PluginName, false, timeout
 	if pc.Endpoint == "" {
 		pc.Endpoint = DefaultSocket
 	}
