@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/internal/drivers"
@@ -133,8 +134,21 @@ func Drivers(n *structs.Node, ds []drivers.Driver, now time.Time) {
 	if n.Attributes == nil {
 		n.Attributes = map[string]string{}
 	}
-	for _, d := range ds {
-		fp := d.Fingerprint()
+	// Every driver at once: an engine slow to answer (podman's API on a
+	// loaded host) delays neither the agent's start nor another driver's
+	// health by more than its own wait.
+	fps := make([]*drivers.Fingerprint, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fps[i] = d.Fingerprint()
+		}()
+	}
+	wg.Wait()
+	for i, d := range ds {
+		fp := fps[i]
 		if fp == nil {
 			fp = &drivers.Fingerprint{Health: drivers.HealthUndetected}
 		}

@@ -113,3 +113,37 @@ func TestNode_WarnsOfCoresTheHostLacks(t *testing.T) {
 		t.Errorf("cores the host has were warned about: %s", buf.String())
 	}
 }
+
+// handshakeDriver's fingerprint is healthy only if its partner's
+// fingerprint starts while it waits: the drivers are fingerprinted at once.
+type handshakeDriver struct {
+	*mock.Driver
+	mine, partner chan struct{}
+}
+
+func (h *handshakeDriver) Fingerprint() *drivers.Fingerprint {
+	close(h.mine)
+	select {
+	case <-h.partner:
+		return &drivers.Fingerprint{Health: drivers.HealthHealthy, HealthDescription: "Healthy"}
+	case <-time.After(10 * time.Second):
+		return &drivers.Fingerprint{Health: drivers.HealthUnhealthy, HealthDescription: "fingerprinted alone"}
+	}
+}
+
+// Drivers are fingerprinted at once, so one engine slow to answer (podman's
+// API takes seconds on a loaded host, and may wait up to its
+// client_http_timeout) delays neither the agent's start nor another
+// driver's health by more than its own wait. They ran one after another.
+func TestDriversFingerprintedAtOnce(t *testing.T) {
+	a, b := make(chan struct{}), make(chan struct{})
+	da := &handshakeDriver{Driver: mock.NewNamed("a"), mine: a, partner: b}
+	db := &handshakeDriver{Driver: mock.NewNamed("b"), mine: b, partner: a}
+	n := &structs.Node{}
+	Drivers(n, []drivers.Driver{da, db}, time.Now())
+	for _, name := range []string{"a", "b"} {
+		if i := n.Drivers[name]; i == nil || !i.Healthy {
+			t.Fatalf("driver %s: %+v", name, i)
+		}
+	}
+}
