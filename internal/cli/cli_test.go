@@ -377,6 +377,13 @@ func TestOperatorRaft(t *testing.T) {
 		t.Fatalf("code %d: %s", code, errb)
 	}
 	golden(t, "operator_raft_list_peers.txt", out)
+	// -stale asks the server itself (an outage has no leader to ask).
+	if _, errb, code := run(t, f.server(t), "operator", "raft", "list-peers", "-stale"); code != 0 {
+		t.Fatalf("-stale: code %d: %s", code, errb)
+	}
+	if got := f.seen[len(f.seen)-1]; got != "GET /v1/operator/raft/configuration?stale=" {
+		t.Fatalf("-stale request %q", got)
+	}
 
 	out, errb, code = run(t, f.server(t), "operator", "raft", "remove-peer", "-peer-address", "10.0.0.2:4647")
 	if code != 0 || !strings.Contains(out, `Removed peer with address "10.0.0.2:4647"`) {

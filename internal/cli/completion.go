@@ -75,7 +75,7 @@ var commandFlags = map[string]complete.Flags{
 	"node eligibility":                  boolFlags("enable", "disable", "self"),
 	"node meta read":                    mergeFlags(outputFlags, complete.Flags{"-node-id": complete.PredictAnything}),
 	"node meta apply":                   complete.Flags{"-node-id": complete.PredictAnything, "-unset": complete.PredictAnything},
-	"operator raft list-peers":          boolFlags("json"),
+	"operator raft list-peers":          boolFlags("json", "stale"),
 	"operator raft remove-peer":         complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
 	"operator raft transfer-leadership": complete.Flags{"-peer-id": complete.PredictAnything, "-peer-address": complete.PredictAnything},
 	"operator snapshot save":            boolFlags("stale"),

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // OperatorRaftListPeersCommand is `operator raft list-peers`.
@@ -20,6 +22,10 @@ Usage: `+BinaryName+` operator raft list-peers [options]
 
 List Peers Options:
 
+  -stale     Answer from the server asked rather than the leader: with no
+             leader (an outage) this is the only way to see the
+             configuration the servers hold.
+
   -json      Output the configuration as JSON.
 `) + "\n" + globalHelp
 }
@@ -28,6 +34,8 @@ func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	fs := c.FlagSet("operator raft list-peers")
 	out := outputFormat{noTemplate: true}
 	out.register(fs)
+	var stale bool
+	fs.BoolVar(&stale, "stale", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		c.Ui.Error(flagErrorOr(err, "This command takes no arguments"))
 		c.Ui.Error(commandErrorText(c))
@@ -37,7 +45,7 @@ func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	conf, err := client.Operator().RaftGetConfiguration(nil)
+	conf, err := client.Operator().RaftGetConfiguration(&api.QueryOptions{AllowStale: stale})
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error getting peers: %s", err))
 		return 1

@@ -17,10 +17,17 @@ import (
 type Operator struct{ srv *Server }
 
 // RaftGetConfiguration returns the leader's Raft configuration: every
-// server with its address, whether it leads and whether it votes.
+// server with its address, whether it leads and whether it votes. A stale
+// read is this server's own view of the configuration, answered even with
+// no leader and before its state store caught up (the configuration is
+// Raft's, not the store's): in an outage it is how the operator sees which
+// servers the survivors still count on.
 func (o *Operator) RaftGetConfiguration(args *structs.GenericRequest, reply *structs.RaftConfigurationResponse) error {
-	if done, err := o.srv.forward("Operator.RaftGetConfiguration", args.Region, false, args, reply); done {
-		return err
+	local := args.AllowStale && (args.Region == "" || args.Region == o.srv.config.Region)
+	if !local {
+		if done, err := o.srv.forward("Operator.RaftGetConfiguration", args.Region, false, args, reply); done {
+			return err
+		}
 	}
 	if err := o.srv.authorize(args.AuthToken, (*acl.ACL).AllowOperatorRead); err != nil {
 		return err

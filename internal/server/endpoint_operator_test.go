@@ -80,3 +80,41 @@ func TestOperatorRaftKeepsTheLastVoter(t *testing.T) {
 		t.Fatalf("no peer named: %v", err)
 	}
 }
+
+// In an outage (no leader: two of three servers gone) the operator still
+// reads the Raft configuration with -stale from the server left, as Nomad
+// answers it (`operator raft list-peers -stale`, the first step of an
+// outage recovery); without -stale the read waits for a leader and says
+// there is none.
+func TestOperatorRaftPeersStaleWithoutLeader(t *testing.T) {
+	servers := testClusterWith(t, 3, func(i int, cfg *Config) { cfg.RPCHoldTimeout = 500 * time.Millisecond })
+	leader := waitLeader(t, servers, 10*time.Second, "a leader")
+	var left *Server
+	for _, s := range servers {
+		if s != leader && left == nil {
+			left = s
+			continue
+		}
+		s.Shutdown()
+	}
+	waitFor(t, 10*time.Second, "no leader", func() bool { return left.LeaderAddr() == "" })
+
+	var cfg structs.RaftConfigurationResponse
+	err := left.RPC("Operator.RaftGetConfiguration", &structs.GenericRequest{}, &cfg)
+	if err == nil || err.Error() != structs.ErrNoLeader.Error() {
+		t.Fatalf("consistent read without a leader: %v, want %q", err, structs.ErrNoLeader)
+	}
+	cfg = structs.RaftConfigurationResponse{}
+	stale := &structs.GenericRequest{QueryOptions: structs.QueryOptions{AllowStale: true}}
+	if err := left.RPC("Operator.RaftGetConfiguration", stale, &cfg); err != nil {
+		t.Fatalf("stale read without a leader: %v", err)
+	}
+	if len(cfg.Servers) != 3 {
+		t.Fatalf("stale configuration %+v, want the 3 servers", cfg.Servers)
+	}
+	for _, s := range cfg.Servers {
+		if s.Leader {
+			t.Fatalf("a leader listed while there is none: %+v", s)
+		}
+	}
+}
