@@ -360,16 +360,22 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if args.MinQueryIndex > 0 {
 		timeout = n.srv.waits.after(queryWait(args.MaxQueryTime))
 	}
+	first := n.srv.fsm.State()
 	for {
 		st := n.srv.fsm.State()
+		// A snapshot restore replaced the state while the pull waited: the
+		// client must learn what the restored state holds (and stop what
+		// it does not) now, though its index may stay below the client's
+		// for long.
+		restored := st != first
 		// Taken before reading so a change committed meanwhile wakes us.
 		pull := st.NodePullWatch(args.NodeID)
-		upToDate := pull.Known && pull.SecretID == args.SecretID && args.MinQueryIndex >= max(pull.Index, 1)
+		upToDate := pull.Known && pull.SecretID == args.SecretID && args.MinQueryIndex >= max(pull.Index, 1) && !restored
 		if !upToDate || n.srv.isShutdown() {
 			if err := n.clientAllocs(st, pull, args, reply); err != nil {
 				return err
 			}
-			if args.MinQueryIndex == 0 || reply.Index > args.MinQueryIndex || n.srv.isShutdown() {
+			if args.MinQueryIndex == 0 || reply.Index > args.MinQueryIndex || restored || n.srv.isShutdown() {
 				return nil
 			}
 		}

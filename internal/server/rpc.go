@@ -140,8 +140,10 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 		ctx, cancel = context.WithTimeout(ctx, queryWait(opts.MaxQueryTime))
 		defer cancel()
 	}
+	first := s.fsm.State()
 	for {
-		st, err := s.fsm.State().Snapshot()
+		store := s.fsm.State()
+		st, err := store.Snapshot()
 		if err != nil {
 			return err
 		}
@@ -152,7 +154,13 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 			return err
 		}
 		s.setQueryMeta(meta)
-		if opts.MinQueryIndex == 0 || meta.Index > opts.MinQueryIndex || s.isShutdown() {
+		// A snapshot restore replaced the state while the query waited:
+		// answer it now, whatever the restored index. The restored state
+		// may stay below MinQueryIndex for long (its indexes are the
+		// snapshot's), and the caller must learn what it holds now: a
+		// client stops the allocations it no longer has.
+		restored := store != first
+		if opts.MinQueryIndex == 0 || meta.Index > opts.MinQueryIndex || restored || s.isShutdown() {
 			return nil
 		}
 		if err := ws.WatchCtx(ctx); err != nil {

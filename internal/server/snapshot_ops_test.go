@@ -307,3 +307,79 @@ func registerRetrying(t *testing.T, servers []*Server, job *structs.Job) {
 		}
 	}
 }
+
+// A restore wakes the blocking queries parked on the replaced state: a
+// client's allocation watch (parked at an index the restored state is
+// below) is answered at once with the restored allocations, so the client
+// stops what the restored state no longer holds, and a list watched with
+// ?index= answers too. Before, both slept on until their wait ran out
+// (a client's: 5 minutes), the client running a job the cluster no longer
+// knew.
+func TestSnapshotRestoreWakesParkedBlockingQueries(t *testing.T) {
+	s := testServer(t, nil)
+	n := testNode(t, s, 4000, 4096)
+	evalDone(t, s, register(t, s, testJob("kept", 1)).EvalID)
+	archive := saveSnapshot(t, s)
+	evalDone(t, s, register(t, s, testJob("dropped", 1)).EvalID)
+
+	var now structs.NodeClientAllocsResponse
+	req := &structs.NodeSpecificRequest{NodeID: n.ID, SecretID: n.SecretID}
+	if err := s.RPC("Node.GetClientAllocs", req, &now); err != nil || len(now.Allocs) != 2 {
+		t.Fatalf("allocations before the restore: %v, %v", err, now.Allocs)
+	}
+	var jobs structs.JobListResponse
+	if err := s.RPC("Job.List", &structs.JobListRequest{}, &jobs); err != nil || len(jobs.Jobs) != 2 {
+		t.Fatalf("jobs before the restore: %v, %d", err, len(jobs.Jobs))
+	}
+
+	const wait = time.Minute
+	type answer struct {
+		err    error
+		allocs int
+		jobs   int
+	}
+	allocCh, jobCh := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		var r structs.NodeClientAllocsResponse
+		parked := &structs.NodeSpecificRequest{NodeID: n.ID, SecretID: n.SecretID,
+			QueryOptions: structs.QueryOptions{MinQueryIndex: now.Index, MaxQueryTime: wait}}
+		err := s.RPC("Node.GetClientAllocs", parked, &r)
+		allocCh <- answer{err: err, allocs: len(r.Allocs)}
+	}()
+	go func() {
+		var r structs.JobListResponse
+		parked := &structs.JobListRequest{QueryOptions: structs.QueryOptions{MinQueryIndex: jobs.Index, MaxQueryTime: wait}}
+		err := s.RPC("Job.List", parked, &r)
+		jobCh <- answer{err: err, jobs: len(r.Jobs)}
+	}()
+	// Both parked (nothing changes until the restore).
+	select {
+	case a := <-allocCh:
+		t.Fatalf("allocation watch answered before the restore: %+v", a)
+	case a := <-jobCh:
+		t.Fatalf("job list answered before the restore: %+v", a)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	var reply structs.GenericResponse
+	if err := s.RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: archive}, &reply); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	deadline := time.After(20 * time.Second)
+	for _, ch := range []chan answer{allocCh, jobCh} {
+		select {
+		case a := <-ch:
+			if a.err != nil {
+				t.Fatalf("parked query after the restore: %v", a.err)
+			}
+			if ch == allocCh && a.allocs != 1 {
+				t.Fatalf("allocation watch after the restore: %d allocations, want the 1 of job kept", a.allocs)
+			}
+			if ch == jobCh && a.jobs != 1 {
+				t.Fatalf("job list after the restore: %d jobs, want 1", a.jobs)
+			}
+		case <-deadline:
+			t.Fatal("a blocking query parked before the restore was not answered: it sleeps on until its wait runs out")
+		}
+	}
+}
