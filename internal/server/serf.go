@@ -37,6 +37,11 @@ type serfState struct {
 	// bootstrapping is held while maybeBootstrap runs (it asks other
 	// servers over RPC, which must never stall serf's event delivery).
 	bootstrapping sync.Mutex
+	// note is the last reason logged for not bootstrapping, at noteAt
+	// (serf_bootstrap.go: bootstrapNote).
+	noteMu sync.Mutex
+	note   string
+	noteAt time.Time
 
 	mu sync.Mutex
 	// peers are the servers of this region seen alive, by serf name.

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/serf/serf"
 
@@ -45,8 +48,8 @@ func (s *Server) maybeBootstrap() {
 			continue
 		}
 		if p.Expect != 0 && p.Expect != expect {
-			s.logger.Error("servers disagree on bootstrap_expect: not bootstrapping", "member", p.Name, "their_expect", p.Expect, "ours", expect)
 			g.mu.Unlock()
+			s.bootstrapNote(hclog.Error, "servers disagree on bootstrap_expect: not bootstrapping until every server has the same value", "member", p.Name, "their_expect", p.Expect, "ours", expect)
 			return
 		}
 		if p.Bootstrap {
@@ -59,6 +62,13 @@ func (s *Server) maybeBootstrap() {
 	}
 	g.mu.Unlock()
 	if len(servers) < expect {
+		names := make([]string, 0, len(servers))
+		for _, p := range servers {
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		s.bootstrapNote(hclog.Info, "bootstrap_expect: waiting for more servers to join the gossip pool before electing a leader",
+			"expect", expect, "found", len(servers), "servers", strings.Join(names, ","))
 		return
 	}
 	// A server that already has peers means the cluster exists.
@@ -69,7 +79,7 @@ func (s *Server) maybeBootstrap() {
 		var peers []string
 		err := s.pool.Call(p.Addr, "Status.Peers", &structs.GenericRequest{QueryOptions: structs.QueryOptions{Region: s.config.Region, AllowStale: true}}, &peers)
 		if err != nil {
-			s.logger.Warn("bootstrap: cannot ask a server for its peers; waiting", "member", p.Name, "error", err)
+			s.bootstrapNote(hclog.Warn, "bootstrap: cannot ask a server for its peers; waiting", "member", p.Name, "error", err)
 			return
 		}
 		if len(peers) > 0 {
@@ -89,6 +99,28 @@ func (s *Server) maybeBootstrap() {
 		return
 	}
 	s.bootstrapped.Store(true)
+}
+
+// bootstrapNoteEvery is how often an unchanged reason for not
+// bootstrapping is logged again.
+const bootstrapNoteEvery = time.Minute
+
+// bootstrapNote logs why this server does not bootstrap yet: when the
+// reason changes, and again every bootstrapNoteEvery while it lasts. An
+// operator reading the log of a server that has no leader learns why (it
+// waits for servers, or they disagree) without the retry, every 2 s,
+// filling the log.
+func (s *Server) bootstrapNote(level hclog.Level, msg string, args ...any) {
+	key := fmt.Sprint(level, msg, args)
+	g := s.gossip
+	g.noteMu.Lock()
+	if key == g.note && time.Since(g.noteAt) < bootstrapNoteEvery {
+		g.noteMu.Unlock()
+		return
+	}
+	g.note, g.noteAt = key, time.Now()
+	g.noteMu.Unlock()
+	s.logger.Log(level, msg, args...)
 }
 
 func raftID(id string) raft.ServerID { return raft.ServerID(id) }

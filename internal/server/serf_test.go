@@ -3,9 +3,12 @@ package server
 import (
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/serf/serf"
@@ -225,4 +228,66 @@ func TestLeaderLeaves(t *testing.T) {
 		_, _, lastErr = l.raftApply(structs.AutopilotConfigRequestType, &structs.AutopilotSetConfigRequest{Config: *structs.DefaultAutopilotConfig()})
 		return lastErr == nil
 	})
+}
+
+// logBuffer collects a server's log for a test (written concurrently).
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func withLog(buf *logBuffer) func(*Config) {
+	return func(cfg *Config) {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Info})
+	}
+}
+
+// A server started with bootstrap_expect = 3 alone waits for the others,
+// and its log says so (how many it expects, which it sees); servers that
+// disagree on bootstrap_expect say that instead. Each reason is logged
+// once, not on every retry. Before, a waiting server logged nothing but
+// Raft's "no known peers, aborting election", and a disagreement was
+// logged every 2 s.
+func TestBootstrapExpectSaysWhyItWaits(t *testing.T) {
+	var aLog, bLog logBuffer
+	a := gossipServerIn(t, "a", t.TempDir(), 3, DefaultConfig().Region, withLog(&aLog))
+	const waiting = "bootstrap_expect: waiting for more servers to join the gossip pool before electing a leader: expect=3 found=1 servers=a.global"
+	waitFor(t, 10*time.Second, "the alone server saying why it waits", func() bool { return strings.Contains(aLog.String(), waiting) })
+	for i := 0; i < 3; i++ {
+		a.maybeBootstrap()
+	}
+	if n := strings.Count(aLog.String(), "waiting for more servers"); n != 1 {
+		t.Fatalf("the reason to wait was logged %d times, want once:\n%s", n, aLog.String())
+	}
+	if a.raft.State() == raft.Leader || len(raftServers(a)) != 0 {
+		t.Fatal("a server expecting 3 bootstrapped alone")
+	}
+
+	b := gossipServerIn(t, "b", t.TempDir(), 2, DefaultConfig().Region, withLog(&bLog))
+	if _, err := b.Join([]string{serfAddr(a)}); err != nil {
+		t.Fatal(err)
+	}
+	const disagree = "servers disagree on bootstrap_expect: not bootstrapping until every server has the same value: member=a.global their_expect=3 ours=2"
+	waitFor(t, 10*time.Second, "the disagreement logged", func() bool { return strings.Contains(bLog.String(), disagree) })
+	for i := 0; i < 3; i++ {
+		b.maybeBootstrap()
+	}
+	if n := strings.Count(bLog.String(), "servers disagree on bootstrap_expect"); n != 1 {
+		t.Fatalf("the disagreement was logged %d times, want once:\n%s", n, bLog.String())
+	}
+	if len(raftServers(a)) != 0 || len(raftServers(b)) != 0 {
+		t.Fatal("servers that disagree on bootstrap_expect bootstrapped")
+	}
 }
