@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -178,7 +181,10 @@ func (c *OperatorAutopilotHealthCommand) Run(args []string) int {
 		name: "operator autopilot health", takes: "no arguments", noTemplate: true, errPrefix: "Error querying Autopilot health",
 		fetch: func(client *api.Client, _ []string) (*api.OperatorHealthReply, error) {
 			h, _, err := client.Operator().AutopilotServerHealth(nil)
-			return h, err
+			if err != nil {
+				return unhealthyReport(err)
+			}
+			return h, nil
 		},
 		text: func(h *api.OperatorHealthReply) string {
 			rows := []string{"Name|ID|Address|Serf Status|Voter|Leader|Healthy|Last Contact|Last Term|Last Index"}
@@ -194,4 +200,20 @@ func (c *OperatorAutopilotHealthCommand) Run(args []string) int {
 			}) + "\n\nServers\n" + formatList(rows)
 		},
 	})
+}
+
+// unhealthyReport reads the health report out of the error the api client
+// makes of an unhealthy cluster's answer (429, the report as its body): an
+// operator asks for the health precisely when a server is in trouble, and
+// sees it among the others. Any other error is returned as it is.
+func unhealthyReport(err error) (*api.OperatorHealthReply, error) {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || ure.StatusCode() != http.StatusTooManyRequests {
+		return nil, err
+	}
+	var h api.OperatorHealthReply
+	if json.Unmarshal([]byte(ure.Body()), &h) != nil || len(h.Servers) == 0 {
+		return nil, err
+	}
+	return &h, nil
 }
