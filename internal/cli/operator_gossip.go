@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 
+	mcli "github.com/hashicorp/cli"
 	"github.com/hashicorp/nomad/api"
 )
 
-// OperatorGossipKeyringCommand is `operator gossip keyring -generate`.
+// OperatorGossipKeyringCommand is `operator gossip keyring -generate` (and
+// -list, -install, -use, -remove); without flags it lists its subcommands.
 type OperatorGossipKeyringCommand struct{ Meta }
 
 func (c *OperatorGossipKeyringCommand) Synopsis() string {
@@ -54,6 +56,9 @@ func (c *OperatorGossipKeyringCommand) Run(args []string) int {
 		c.Ui.Error(commandErrorText(c))
 		return 1
 	}
+	if len(args) == 0 {
+		return mcli.RunResultHelp // the subcommands are listed
+	}
 	ops := 0
 	for _, set := range []bool{generate, list, install != "", use != "", remove != ""} {
 		if set {
@@ -66,8 +71,13 @@ func (c *OperatorGossipKeyringCommand) Run(args []string) int {
 		return 1
 	}
 	if !generate {
-		return c.keyringOp(list, install, use, remove)
+		return keyringOp(&c.Meta, list, install, use, remove)
 	}
+	return generateGossipKey(&c.Meta)
+}
+
+// generateGossipKey prints a new random 32-byte gossip key, base64 encoded.
+func generateGossipKey(c *Meta) int {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		c.Ui.Error(fmt.Sprintf("Error generating a key: %s", err))
@@ -77,8 +87,73 @@ func (c *OperatorGossipKeyringCommand) Run(args []string) int {
 	return 0
 }
 
+// OperatorGossipKeyringVerbCommand is one of Nomad's `operator gossip
+// keyring` subcommands (generate, list, install, use, remove; `operator
+// keygen` is generate): the same operations as the flags of `operator
+// gossip keyring`, spelled as Nomad's documentation and scripts spell them.
+type OperatorGossipKeyringVerbCommand struct {
+	Meta
+	Verb string // generate, list, install, use or remove
+	// Name is the command as typed ("operator keygen" for the alias).
+	Name string
+}
+
+var gossipVerbs = map[string]struct{ synopsis, help string }{
+	"generate": {"Generates a new gossip encryption key", "Prints a new random 32-byte key, base64 encoded: put it in every server's\n  configuration as server { encrypt = \"<key>\" }."},
+	"list":     {"Lists the gossip encryption keys", "Lists the keys installed on the servers, with how many servers hold each."},
+	"install":  {"Installs a gossip encryption key", "Installs <key> on every server (it is not used to encrypt yet: see use)."},
+	"use":      {"Changes the gossip encryption key in use", "Makes the installed <key> the one every server encrypts with."},
+	"remove":   {"Removes a gossip encryption key", "Removes <key>, no longer in use, from every server."},
+}
+
+func (c *OperatorGossipKeyringVerbCommand) Synopsis() string { return gossipVerbs[c.Verb].synopsis }
+
+func (c *OperatorGossipKeyringVerbCommand) Help() string {
+	usage := c.Name
+	if c.Verb == "install" || c.Verb == "use" || c.Verb == "remove" {
+		usage += " [options] <key>"
+	}
+	text := "Usage: " + BinaryName + " " + usage + "\n\n  " + gossipVerbs[c.Verb].help
+	if c.Verb == "generate" {
+		return text
+	}
+	return text + "\n\n  Rotating: install the new key, use it, then remove the old one.\n" + globalHelp
+}
+
+func (c *OperatorGossipKeyringVerbCommand) Run(args []string) int {
+	fs := c.FlagSet(c.Name)
+	if err := fs.Parse(args); err != nil {
+		c.Ui.Error(flagErrorOr(err, ""))
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	takesKey := c.Verb == "install" || c.Verb == "use" || c.Verb == "remove"
+	switch {
+	case takesKey && fs.NArg() != 1:
+		c.Ui.Error("This command takes one argument: <key>")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	case !takesKey && fs.NArg() != 0:
+		c.Ui.Error("This command takes no arguments")
+		c.Ui.Error(commandErrorText(c))
+		return 1
+	}
+	switch c.Verb {
+	case "generate":
+		return generateGossipKey(&c.Meta)
+	case "list":
+		return keyringOp(&c.Meta, true, "", "", "")
+	case "install":
+		return keyringOp(&c.Meta, false, fs.Arg(0), "", "")
+	case "use":
+		return keyringOp(&c.Meta, false, "", fs.Arg(0), "")
+	default:
+		return keyringOp(&c.Meta, false, "", "", fs.Arg(0))
+	}
+}
+
 // keyringOp runs -list, -install, -use or -remove against the servers.
-func (c *OperatorGossipKeyringCommand) keyringOp(list bool, install, use, remove string) int {
+func keyringOp(c *Meta, list bool, install, use, remove string) int {
 	client, ok := c.apiClient()
 	if !ok {
 		return 1

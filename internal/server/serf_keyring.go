@@ -69,7 +69,7 @@ func (s *Server) gossipKeyring() (*memberlist.Keyring, string, error) {
 // gossip is not encrypted or the key is bad.
 func (s *Server) KeyringOp(op, key string) (*serf.KeyResponse, error) {
 	if s.gossip == nil || !s.gossip.encrypted {
-		return nil, structs.NewErrCoded(400, "gossip encryption is not enabled on this server: set server.encrypt (a key from `operator gossip keyring -generate`) on every server")
+		return nil, structs.NewErrCoded(400, "gossip encryption is not enabled on this server: set server.encrypt (a key from `operator gossip keyring generate`) on every server")
 	}
 	km := s.gossip.serf.KeyManager()
 	if op == "list" {
