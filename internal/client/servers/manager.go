@@ -173,8 +173,10 @@ func (m *Manager) Call(method string, args, reply any) error {
 		if len(list) == 0 {
 			return ErrNoServers
 		}
-		var lastErr error
-		noLeader := false
+		// noLeader is a reachable server's "No cluster leader": the
+		// answer when no server does better, whatever was tried after it
+		// (a dead server's connection error would hide that one answered).
+		var lastErr, noLeader error
 		for _, addr := range list {
 			err := m.call(addr, method, args, reply)
 			if err == nil {
@@ -186,7 +188,7 @@ func (m *Manager) Call(method string, args, reply any) error {
 				}
 				// That server already waited for a leader: do not wait
 				// again, only ask the others.
-				noLeader = true
+				noLeader = err
 			}
 			if cerr := structs.RequestContext(args).Err(); cerr != nil {
 				return cerr // the caller went away (an HTTP client that disconnected)
@@ -197,8 +199,8 @@ func (m *Manager) Call(method string, args, reply any) error {
 				return structs.NewErrOutcomeUnknown("%s: no answer from server %s after the call was sent (%v)", method, addr, err)
 			}
 		}
-		if noLeader {
-			return lastErr
+		if noLeader != nil {
+			return noLeader
 		}
 		wait := jitter(backoff)
 		if time.Now().Add(wait).After(deadline) {

@@ -301,3 +301,29 @@ func TestManager_StalledServerHasADeadline(t *testing.T) {
 		t.Fatalf("blocking read with a stalled server: %q, %v after %s; want another server's answer after %s", got, err, time.Since(start), wait+timeout)
 	}
 }
+
+// In an outage (the servers left cannot elect a leader, the others are
+// down), the error a call answers is the reachable server's "No cluster
+// leader", whatever the order the servers were tried in: the client's log
+// said it could not connect to a dead server, as if it had never tried the
+// one that answered.
+func TestManager_NoLeaderFromAReachableServerIsTheAnswer(t *testing.T) {
+	for i := 0; i < 3; i++ {
+		f := &fakeCluster{down: map[string]bool{}, fail: map[string]error{}}
+		m := newTest(f, three...)
+		// The reachable server is tried first, second, then third.
+		order := m.Servers()
+		alive := order[i]
+		for _, s := range order {
+			if s != alive {
+				f.down[s] = true
+			}
+		}
+		f.fail[alive] = rpc.ServerError(structs.ErrNoLeader.Error())
+		var reply string
+		err := m.Call("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{}, &reply)
+		if !structs.IsNoLeader(err) {
+			t.Fatalf("tried %v, %s alive without a leader: %v, want %q", order, alive, err, structs.ErrNoLeader)
+		}
+	}
+}
