@@ -40,6 +40,17 @@ Options:
   -servers=<addrs>     Comma-separated server RPC addresses (clients).
   -node=<name>         Node name.      -dc=<dc>   Datacenter.
   -region=<region>     Region.         -log-level=<level>
+
+Server cluster options (servers find each other by gossip on the serf port):
+  -bootstrap-expect=<n>  Elect a leader once n servers are in the gossip pool
+                         (every server of the cluster sets the same n).
+  -join=<addr>           Join the servers' gossip pool at start (repeatable).
+  -retry-join=<addr>     Join, retrying until it succeeds (repeatable).
+  -retry-interval=<dur>  Wait between -retry-join attempts (default 30s).
+  -retry-max=<n>         Give up after n -retry-join attempts (0: never).
+  -encrypt=<key>         Gossip encryption key (operator gossip keyring
+                         generate); every server needs the same one.
+  -rejoin                Rejoin the gossip pool after leaving it.
 `)
 }
 
