@@ -238,7 +238,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 	} else if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
 		n.HTTPAddr = ip + ":4646"
 	}
-	fingerprint.Drivers(n, cfg.Drivers, c.now())
+	fingerprint.Drivers(n, offeredDrivers(cfg.Drivers, cfg.Options), c.now())
 	fingerprint.Devices(n, cfg.Devices.Fingerprint())
 	if c.bridge != nil {
 		// As Nomad's CNI fingerprint names the bridge plugin it found; the
