@@ -61,6 +61,7 @@ func (a *Agent) setupClient() error {
 		AllocDir:           cc.AllocDir,
 		NetworkInterface:   cc.NetworkInterface,
 		BindAddr:           bind,
+		HTTPAddr:           c.AdvertiseHTTPAddr(),
 		CPUTotalCompute:    cc.CPUTotalCompute,
 		ReservableCores:    cc.ReservableCores,
 		MemoryTotalMB:      cc.MemoryTotalMB,

@@ -233,10 +233,12 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 		Reserved: fingerprint.Reserved(cfg.Reserved), Denylist: deny, Version: cfg.Version,
 		DevMode: cfg.DevMode, Logger: c.logger,
 	}, n)
-	if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
+	if cfg.HTTPAddr != "" {
+		n.HTTPAddr = cfg.HTTPAddr
+	} else if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
 		n.HTTPAddr = ip + ":4646"
 	}
-	fingerprint.Drivers(n, cfg.Drivers, c.now())
+	fingerprint.Drivers(n, offeredDrivers(cfg.Drivers, cfg.Options), c.now())
 	fingerprint.Devices(n, cfg.Devices.Fingerprint())
 	if c.bridge != nil {
 		// As Nomad's CNI fingerprint names the bridge plugin it found; the

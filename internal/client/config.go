@@ -47,8 +47,12 @@ type Config struct {
 	// BindAddr is the agent's advertise/bind address; it picks the
 	// fingerprinted interface when NetworkInterface is empty.
 	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
-	TLSEnabled      bool
-	BindAddr        string
+	TLSEnabled bool
+	BindAddr   string
+	// HTTPAddr is the advertised "host:port" of the agent's HTTP API
+	// (node.HTTPAddr: the API client reaches the node there first for
+	// logs, fs and stats); empty: the fingerprinted IP with port 4646.
+	HTTPAddr        string
 	CPUTotalCompute int
 	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:
 	// all), client.reservable_cores.

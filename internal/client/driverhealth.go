@@ -33,7 +33,7 @@ func (c *Client) watchDriverHealth() {
 func (c *Client) refingerprintDrivers() {
 	node := c.Node()
 	before := maps.Clone(node.Drivers)
-	fingerprint.Drivers(node, c.cfg.Drivers, c.now())
+	fingerprint.Drivers(node, offeredDrivers(c.cfg.Drivers, c.cfg.Options), c.now())
 	changed := false
 	for name, info := range node.Drivers {
 		if !sameDriverInfo(before[name], info) {

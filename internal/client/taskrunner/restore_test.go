@@ -145,3 +145,49 @@ func TestRestoredStartingTaskIsReportedRunning(t *testing.T) {
 		t.Fatalf("the task was started %d times, want only the previous client's start", n)
 	}
 }
+
+// A restart the policy scheduled before the client stopped is counted once
+// the restored client starts the task again. The count was raised only
+// after the delay, by the process that waited: a client stopped during the
+// delay lost it, so `alloc status` showed "Total Restarts = 0" beside two
+// Restarting events, and Restarts stayed one short of the restarts made.
+func TestRestartScheduledBeforeClientStopIsCounted(t *testing.T) {
+	drv := mock.New()
+	task := testutil.MockTask("web", map[string]any{"run_for": "10ms", "exit_code": 3})
+	alloc := testutil.Alloc(structs.JobTypeService, task)
+	alloc.Job.TaskGroups[0].RestartPolicy = &structs.RestartPolicy{Attempts: 3, Interval: time.Hour, Delay: time.Hour, Mode: structs.RestartPolicyModeFail}
+	db := &memDB{}
+	first := New(Config{Alloc: alloc, Task: task, Driver: drv, StateDB: db})
+	go first.Run()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if db.state == nil || len(db.state.Events) == 0 || db.state.Events[len(db.state.Events)-1].Type != structs.TaskRestarting {
+			return testutil.Errorf("stored state %+v: want a scheduled restart", db.state)
+		}
+		return nil
+	})
+	// The client dies in the delay: what it stored is all a new one has.
+	db.mu.Lock()
+	ts, ls := copyState(db.state), *db.local
+	db.mu.Unlock()
+	first.Detach()
+	<-first.WaitCh()
+
+	// This time the task keeps running, so the count is read after
+	// exactly one restart.
+	task.Config = map[string]any{"run_for": "1h"}
+	second := New(Config{Alloc: alloc, Task: task, Driver: drv, StateDB: &memDB{}})
+	second.Restore(ts, &ls)
+	go second.Run()
+	t.Cleanup(func() { second.Kill("test"); <-second.WaitCh() })
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if n := drv.StartCount("web"); n < 2 {
+			return testutil.Errorf("started %d times, want the restart", n)
+		}
+		return nil
+	})
+	if st := second.State(); st.Restarts != 1 || st.LastRestart.IsZero() {
+		t.Fatalf("after one restart: Restarts %d, LastRestart %s; want 1 and its time", st.Restarts, st.LastRestart)
+	}
+}

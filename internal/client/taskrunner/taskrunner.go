@@ -446,6 +446,13 @@ func (tr *TaskRunner) Run() {
 		ev := tr.newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %s", d.wait))
 		ev.RestartReason = d.reason
 		ev.StartDelay = int64(d.wait)
+		// Counted with its Restarting event (as Nomad counts it), so the
+		// state stored with the event carries it: a client stopped during
+		// the delay leaves the count to the client that makes the restart.
+		tr.mu.Lock()
+		tr.state.Restarts++
+		tr.state.LastRestart = tr.now()
+		tr.mu.Unlock()
 		tr.setState(structs.TaskStatePending, ev)
 		timer := time.NewTimer(d.wait)
 		select {
@@ -458,10 +465,6 @@ func (tr *TaskRunner) Run() {
 			timer.Stop()
 			return
 		}
-		tr.mu.Lock()
-		tr.state.Restarts++
-		tr.state.LastRestart = tr.now()
-		tr.mu.Unlock()
 	}
 }
 

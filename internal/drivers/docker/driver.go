@@ -407,6 +407,19 @@ func (d *Driver) RecoverTask(th *drivers.TaskHandle) error {
 	// Queued by an earlier recovery that failed: it is the task's again.
 	d.dropLeftover(ds.ContainerID)
 	d.dropTaskLeftover(th.Config.ID)
+	if info.State != nil && (info.State.Status == "created" || info.State.Status == "configured") {
+		// The client stopped between creating the container and starting
+		// it: the task never ran, and the engine would report it exited
+		// (code 0) at once. The runner starts the task anew; a task not to
+		// be started again leaves no container behind either. (podman may
+		// say "configured" for "created".)
+		image := ds.Image
+		if image == "" && info.Config != nil {
+			image = info.Config.Image
+		}
+		d.removeFailedStart(cli, ds.ContainerID, image)
+		return fmt.Errorf("container %s: %w", shortID(ds.ContainerID), errNeverStarted)
+	}
 	if ds.StartedAt.IsZero() && info.State != nil {
 		ds.StartedAt = parseTime(info.State.StartedAt)
 	}
@@ -448,6 +461,9 @@ func (d *Driver) queueUnrecovered(cfg *drivers.TaskConfig, containerID string, e
 		d.queueLeftover(containerID, image)
 	}
 }
+
+// errNeverStarted: the task's container was created but never started.
+var errNeverStarted = errors.New("created but never started (the client stopped before starting it)")
 
 // errNoContainer: the engine has no container for the task.
 var errNoContainer = errors.New("no container for the task")

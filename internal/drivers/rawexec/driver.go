@@ -382,6 +382,9 @@ func (d *Driver) start(cfg *drivers.TaskConfig, tc *taskConfig, path string, iso
 		if usr, err = resolveUser(cfg.User); err != nil {
 			return nil, err
 		}
+		if err := usr.checkReach(cfg.TaskDir); err != nil {
+			return nil, err
+		}
 	}
 	trk := d.tracker()
 	override := tc.V2Override

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -66,4 +68,46 @@ func (u *taskUser) credential() *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+}
+
+// checkReach says which directory on the way to dir the user cannot
+// search (nil: it can reach dir). A task run as another user starts in its
+// task directory; a data_dir the operator made 0700 failed the start with
+// Go's "fork/exec /bin/sh: permission denied", naming the command, not the
+// directory.
+func (u *taskUser) checkReach(dir string) error {
+	if u == nil || u.UID == 0 || dir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	groups := map[uint32]bool{u.GID: true}
+	for _, g := range u.Groups {
+		groups[g] = true
+	}
+	p := "/"
+	for _, part := range append([]string{""}, strings.Split(strings.TrimPrefix(abs, "/"), "/")...) {
+		p = filepath.Join(p, part)
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			return nil // the start says what is missing
+		}
+		mode := st.Mode & 0o777
+		var ok bool
+		switch {
+		case st.Uid == u.UID:
+			ok = mode&0o100 != 0
+		case groups[st.Gid]:
+			ok = mode&0o010 != 0
+		default:
+			ok = mode&0o001 != 0
+		}
+		if !ok {
+			return fmt.Errorf("task user %q cannot reach the task directory %s: %s (mode %04o, owner uid %d, gid %d) is not searchable by it; make it searchable (chmod o+x) or remove `user`",
+				u.Name, abs, p, mode, st.Uid, st.Gid)
+		}
+	}
+	return nil
 }
