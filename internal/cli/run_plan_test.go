@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +125,20 @@ func TestStatusWithoutArgsListsJobs(t *testing.T) {
 	out, _, code := run(t, f.server(t), "status")
 	if code != 0 || out != "No running jobs\n" {
 		t.Fatalf("code %d out %q", code, out)
+	}
+}
+
+// A stale -check-index says what the server found, once, and that the job
+// was not updated, as Nomad's CLI does; it printed the prefix twice around
+// the client's "Unexpected response code: 400 (...)" wrapping.
+func TestJobRunStaleCheckIndex(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Enforcing job modify index 3: job exists with conflicting job modify index: 44", http.StatusBadRequest)
+	}))
+	t.Cleanup(srv.Close)
+	_, errb, code := run(t, srv, "job", "run", "-check-index", "3", minimal)
+	want := "Enforcing job modify index 3: job exists with conflicting job modify index: 44\nJob not updated\n"
+	if code != 1 || errb != want {
+		t.Fatalf("code %d, stderr %q, want %q", code, errb, want)
 	}
 }
