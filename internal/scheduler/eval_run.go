@@ -38,6 +38,9 @@ type evalRun struct {
 	// or active), recorded in its DeploymentID as Nomad does: tools follow
 	// it from the evaluation.
 	evalDeployment string
+	// nextEval is the evaluation that continues this one's work (a system
+	// job's next rolling-update batch), recorded in its NextEval.
+	nextEval string
 }
 
 func newEvalRun(cfg Config, name string, state State, planner Planner) evalRun {
@@ -65,6 +68,7 @@ func (r *evalRun) start(eval *structs.Evaluation) {
 	r.blocked = nil
 	r.planResult = nil
 	r.evalDeployment = ""
+	r.nextEval = ""
 	r.logger = r.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
 }
 
@@ -109,6 +113,9 @@ func (r *evalRun) setStatus(status, desc string) error {
 	}
 	if r.evalDeployment != "" {
 		e.DeploymentID = r.evalDeployment
+	}
+	if r.nextEval != "" {
+		e.NextEval = r.nextEval
 	}
 	e.ModifyTime = r.clock().UnixNano()
 	return r.planner.UpdateEval(e)
