@@ -95,6 +95,16 @@ func (m *monitor) monitor(evalID string) int {
 			continue
 		}
 		code := m.finish(eval)
+		if eval.NextEval != "" && eval.Status == "complete" {
+			// As Nomad: the work goes on in the next evaluation (a system
+			// job's next rolling-update batch, after its stagger).
+			in := ""
+			if next, _, err := m.client.Evaluations().Info(eval.NextEval, nil); err == nil && next.WaitUntil.After(now()) {
+				in = " in " + next.WaitUntil.Sub(now()).Round(time.Second).String()
+			}
+			m.ui.Info(fmt.Sprintf("==> %s: Monitoring next evaluation %q%s", ts(), shortID(eval.NextEval, m.verbose), in))
+			return m.monitor(eval.NextEval)
+		}
 		if m.deployments == nil || eval.Status != "complete" {
 			return code
 		}
