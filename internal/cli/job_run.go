@@ -90,8 +90,16 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	resp, _, err := client.Jobs().RegisterOpts(job, opts, nil)
 	if err != nil {
-		if strings.Contains(err.Error(), "job modify index") {
-			c.Ui.Error(fmt.Sprintf("Enforcing job modify index %s: %s", checkIndex, err))
+		if msg := err.Error(); strings.Contains(msg, "job modify index") {
+			// The server's reason, without the client's "Unexpected
+			// response code: 400 (...)" around it.
+			if i := strings.Index(msg, "Enforcing job modify index"); i >= 0 {
+				msg = strings.TrimSuffix(strings.TrimSpace(msg[i:]), ")")
+			} else {
+				msg = fmt.Sprintf("Enforcing job modify index %s: %s", checkIndex, msg)
+			}
+			c.Ui.Error(msg)
+			c.Ui.Error("Job not updated")
 			return 1
 		}
 		c.Ui.Error(fmt.Sprintf("Error submitting job: %s", err))

@@ -43,6 +43,7 @@ func (m *monitor) monitor(evalID string) int {
 	m.ui.Info(fmt.Sprintf("==> %s: Monitoring evaluation %q", ts(), shortID(evalID, m.verbose)))
 	seenAllocs := map[string]bool{}
 	lastStatus := ""
+	sawDeployment := false
 	var index uint64
 	for {
 		eval, meta, err := m.client.Evaluations().Info(evalID, &api.QueryOptions{WaitIndex: index, WaitTime: m.wait})
@@ -54,12 +55,16 @@ func (m *monitor) monitor(evalID string) int {
 			switch {
 			case eval.NodeID != "":
 				m.ui.Output(fmt.Sprintf("    %s: Evaluation triggered by node %q", ts(), shortID(eval.NodeID, m.verbose)))
-			case eval.DeploymentID != "":
-				m.ui.Output(fmt.Sprintf("    %s: Evaluation within deployment: %q", ts(), shortID(eval.DeploymentID, m.verbose)))
-			default:
+			case eval.JobID != "":
 				m.ui.Output(fmt.Sprintf("    %s: Evaluation triggered by job %q", ts(), eval.JobID))
 			}
 			lastStatus = "pending"
+		}
+		// As Nomad: once the evaluation names the deployment it works in
+		// (the scheduler records it when it is done).
+		if eval.DeploymentID != "" && !sawDeployment {
+			sawDeployment = true
+			m.ui.Output(fmt.Sprintf("    %s: Evaluation within deployment: %q", ts(), shortID(eval.DeploymentID, m.verbose)))
 		}
 		allocs, _, err := m.client.Evaluations().Allocations(evalID, nil)
 		if err == nil {
@@ -95,6 +100,16 @@ func (m *monitor) monitor(evalID string) int {
 			continue
 		}
 		code := m.finish(eval)
+		if eval.NextEval != "" && eval.Status == "complete" {
+			// As Nomad: the work goes on in the next evaluation (a system
+			// job's next rolling-update batch, after its stagger).
+			in := ""
+			if next, _, err := m.client.Evaluations().Info(eval.NextEval, nil); err == nil && next.WaitUntil.After(now()) {
+				in = " in " + next.WaitUntil.Sub(now()).Round(time.Second).String()
+			}
+			m.ui.Info(fmt.Sprintf("==> %s: Monitoring next evaluation %q%s", ts(), shortID(eval.NextEval, m.verbose), in))
+			return m.monitor(eval.NextEval)
+		}
 		if m.deployments == nil || eval.Status != "complete" {
 			return code
 		}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +125,47 @@ func TestStatusWithoutArgsListsJobs(t *testing.T) {
 	out, _, code := run(t, f.server(t), "status")
 	if code != 0 || out != "No running jobs\n" {
 		t.Fatalf("code %d out %q", code, out)
+	}
+}
+
+// A stale -check-index says what the server found, once, and that the job
+// was not updated, as Nomad's CLI does; it printed the prefix twice around
+// the client's "Unexpected response code: 400 (...)" wrapping.
+func TestJobRunStaleCheckIndex(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Enforcing job modify index 3: job exists with conflicting job modify index: 44", http.StatusBadRequest)
+	}))
+	t.Cleanup(srv.Close)
+	_, errb, code := run(t, srv, "job", "run", "-check-index", "3", minimal)
+	want := "Enforcing job modify index 3: job exists with conflicting job modify index: 44\nJob not updated\n"
+	if code != 1 || errb != want {
+		t.Fatalf("code %d, stderr %q, want %q", code, errb, want)
+	}
+}
+
+// An evaluation that hands its work on (a system job's next rolling-update
+// batch) is followed to the next one, as Nomad's monitor does; the monitor
+// stopped after the first batch.
+func TestJobRunFollowsNextEval(t *testing.T) {
+	next := "77777777-0000-4000-8000-000000000009"
+	f := &fake{routes: map[string]any{
+		"PUT /v1/jobs": &api.JobRegisterResponse{EvalID: evalID},
+		"GET /v1/evaluation/" + evalID: &api.Evaluation{ID: evalID, JobID: "hello", Type: "system", Status: "complete",
+			NextEval: next},
+		"GET /v1/evaluation/" + evalID + "/allocations": []*api.AllocationListStub{},
+		"GET /v1/evaluation/" + next:                    &api.Evaluation{ID: next, JobID: "hello", Type: "system", Status: "complete"},
+		"GET /v1/evaluation/" + next + "/allocations": []*api.AllocationListStub{
+			{ID: allocID, NodeID: nodeID, TaskGroup: "g", Name: "hello.g[0]"},
+		},
+	}}
+	out, errb, code := run(t, f.server(t), "job", "run", minimal)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	for _, want := range []string{`Monitoring next evaluation "77777777"`, `Evaluation "77777777" finished with status "complete"`,
+		`Allocation "` + allocID[:8] + `" created`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -34,6 +34,13 @@ type evalRun struct {
 	blocked        *structs.Evaluation
 	failedTGAllocs map[string]*structs.AllocMetric
 	queued         map[string]int
+	// evalDeployment is the deployment the evaluation worked within (new
+	// or active), recorded in its DeploymentID as Nomad does: tools follow
+	// it from the evaluation.
+	evalDeployment string
+	// nextEval is the evaluation that continues this one's work (a system
+	// job's next rolling-update batch), recorded in its NextEval.
+	nextEval string
 }
 
 func newEvalRun(cfg Config, name string, state State, planner Planner) evalRun {
@@ -60,6 +67,8 @@ func (r *evalRun) start(eval *structs.Evaluation) {
 	r.eval = eval
 	r.blocked = nil
 	r.planResult = nil
+	r.evalDeployment = ""
+	r.nextEval = ""
 	r.logger = r.base.With("eval_id", eval.ID, "job_id", eval.JobID, "namespace", eval.Namespace)
 }
 
@@ -101,6 +110,12 @@ func (r *evalRun) setStatus(status, desc string) error {
 	e.FailedTGAllocs = r.failedTGAllocs
 	if r.blocked != nil {
 		e.BlockedEval = r.blocked.ID
+	}
+	if r.evalDeployment != "" {
+		e.DeploymentID = r.evalDeployment
+	}
+	if r.nextEval != "" {
+		e.NextEval = r.nextEval
 	}
 	e.ModifyTime = r.clock().UnixNano()
 	return r.planner.UpdateEval(e)

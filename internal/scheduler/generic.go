@@ -258,6 +258,7 @@ func (s *GenericScheduler) computeJobAllocs() error {
 	s.plan.Deployment = res.Deployment
 	s.plan.DeploymentUpdates = res.DeploymentUpdates
 	s.deploymentID = res.DeploymentID
+	s.evalDeployment = res.DeploymentID
 	s.followups = res.FollowupEvals
 	for _, st := range res.Stop {
 		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, st.FollowupEvalID)

@@ -49,6 +49,7 @@ func newSystemScheduler(cfg Config, state State, planner Planner, sysbatch bool)
 // Process schedules one evaluation and records its outcome.
 func (s *SystemScheduler) Process(eval *structs.Evaluation) error {
 	s.start(eval)
+	s.rolling, s.rollingCreated = nil, false
 	limit := maxSystemAttempts
 	if s.sysbatch {
 		limit = maxSysBatchAttempts
@@ -99,6 +100,7 @@ func (s *SystemScheduler) process() (bool, error) {
 			return false, fmt.Errorf("failed to create rolling-update eval: %w", err)
 		}
 		s.rollingCreated = true
+		s.nextEval = s.rolling.ID
 	}
 	if len(s.failedTGAllocs) > 0 && s.blocked == nil && s.eval.Status != structs.EvalStatusBlocked {
 		if err := s.createBlockedEval(firstExhausted); err != nil {

@@ -423,5 +423,10 @@ func TestSystemRollingUpdate(t *testing.T) {
 		if q := lastEval(t, h).QueuedAllocations["web"]; q != 0 {
 			t.Fatalf("pass %d: %d queued (held allocations are not queued)", pass, q)
 		}
+		// The evaluation names the one that goes on (Nomad's NextEval):
+		// `job run` and `eval status` follow the rollout through it.
+		if got := lastEval(t, h).NextEval; got != f.ID {
+			t.Fatalf("pass %d: NextEval %q, want the follow-up %q", pass, got, f.ID)
+		}
 	}
 }

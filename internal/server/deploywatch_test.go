@@ -274,3 +274,39 @@ func TestDeploymentWatcher_LeaderChangeResumes(t *testing.T) {
 		}
 	}
 }
+
+// A deployment paused past its progress deadline and then resumed gets
+// the whole deadline again from the resume, as Nomad does: resumed, it was
+// failed at once ("Failed due to progress deadline") for time spent paused.
+func TestDeploymentWatcher_ResumeRestartsProgressDeadline(t *testing.T) {
+	s := watcherServer(t)
+	register(t, s, testJob("web", 2))
+	const pd = 3 * time.Second
+	d := writeDeployment(t, s, "web", &structs.DeploymentState{DesiredTotal: 2, ProgressDeadline: pd}, false, uuid.NewString(), uuid.NewString())
+	var resp structs.DeploymentUpdateResponse
+	if err := s.RPC("Deployment.Pause", &structs.DeploymentPauseRequest{DeploymentID: d.ID, Pause: true,
+		WriteRequest: structs.WriteRequest{Namespace: "default"}}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	by := deploymentOf(t, s, d.ID).TaskGroups["web"].RequireProgressBy
+	if by.IsZero() {
+		t.Fatal("placement did not start the progress deadline")
+	}
+	waitFor(t, 2*pd, "the progress deadline to pass while paused", func() bool { return time.Now().After(by.Add(200 * time.Millisecond)) })
+	if got := deploymentOf(t, s, d.ID).Status; got != structs.DeploymentStatusPaused {
+		t.Fatalf("paused deployment became %q", got)
+	}
+
+	resumed := time.Now()
+	if err := s.RPC("Deployment.Pause", &structs.DeploymentPauseRequest{DeploymentID: d.ID, Pause: false,
+		WriteRequest: structs.WriteRequest{Namespace: "default"}}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	got := deploymentOf(t, s, d.ID)
+	if newBy := got.TaskGroups["web"].RequireProgressBy; newBy.Before(resumed.Add(pd - 500*time.Millisecond)) {
+		t.Fatalf("resumed with progress deadline %v, want about %v (resume + %v)", newBy, resumed.Add(pd), pd)
+	}
+	if got.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("resumed deployment is %q (%s)", got.Status, got.StatusDescription)
+	}
+}

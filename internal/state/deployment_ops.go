@@ -28,7 +28,14 @@ func (s *StateStore) UpdateDeploymentStatus(index uint64, req *structs.Deploymen
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	jobs := jobKeys{}
-	if err := setDeploymentStatus(txn, index, req.DeploymentUpdate, jobs); err != nil {
+	// A resume carries the eval that goes on with the rollout; its
+	// creation time (the leader's clock: apply reads none) restarts the
+	// progress deadlines.
+	var at time.Time
+	if req.Eval != nil && req.Eval.CreateTime != 0 {
+		at = time.Unix(0, req.Eval.CreateTime).UTC()
+	}
+	if err := setDeploymentStatus(txn, index, req.DeploymentUpdate, jobs, at); err != nil {
 		return err
 	}
 	if err := upsertFollowUp(txn, index, req.Job, req.Eval, jobs); err != nil {
@@ -44,8 +51,11 @@ func (s *StateStore) UpdateDeploymentStatus(index uint64, req *structs.Deploymen
 // setDeploymentStatus sets an active deployment's status; unlike a plan's
 // updates (applyDeploymentUpdate), an unknown or terminal deployment is an
 // error: two writers racing (an operator failing a deployment while the
-// watcher fails it too) cannot both apply, nor roll back twice.
-func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStatusUpdate, jobs jobKeys) error {
+// watcher fails it too) cannot both apply, nor roll back twice. A paused
+// deployment resumed at a known time (at) gets its whole progress deadline
+// again from then, as Nomad does: time spent paused does not count, or
+// the resume would fail it at once.
+func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStatusUpdate, jobs jobKeys, at time.Time) error {
 	raw, err := txn.First(tableDeployment, "id", u.DeploymentID)
 	if err != nil {
 		return fmt.Errorf("state: deployment lookup: %w", err)
@@ -53,10 +63,33 @@ func setDeploymentStatus(txn *memdb.Txn, index uint64, u *structs.DeploymentStat
 	if raw == nil {
 		return fmt.Errorf("deployment %q does not exist", u.DeploymentID)
 	}
-	if d := raw.(*structs.Deployment); !d.Active() {
+	d := raw.(*structs.Deployment)
+	if !d.Active() {
 		return fmt.Errorf("deployment %q has terminal status %q", d.ID, d.Status)
 	}
-	return applyDeploymentUpdate(txn, index, u, jobs)
+	resumed := d.Status == structs.DeploymentStatusPaused && u.Status == structs.DeploymentStatusRunning && !at.IsZero()
+	if err := applyDeploymentUpdate(txn, index, u, jobs); err != nil {
+		return err
+	}
+	if !resumed {
+		return nil
+	}
+	raw, err = txn.First(tableDeployment, "id", u.DeploymentID)
+	if err != nil {
+		return fmt.Errorf("state: deployment lookup: %w", err)
+	}
+	c := copyDeployment(raw.(*structs.Deployment))
+	for _, st := range c.TaskGroups {
+		// A group that has placed nothing yet starts its deadline at
+		// its first placement.
+		if st != nil && st.ProgressDeadline > 0 && !st.RequireProgressBy.IsZero() {
+			st.RequireProgressBy = at.Add(st.ProgressDeadline)
+		}
+	}
+	if err := txn.Insert(tableDeployment, c); err != nil {
+		return fmt.Errorf("state: deployment insert: %w", err)
+	}
+	return nil
 }
 
 // upsertFollowUp writes what a deployment change carries after it: a job
@@ -325,7 +358,7 @@ func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.Appl
 		}
 	}
 	if req.DeploymentUpdate != nil {
-		if err := setDeploymentStatus(txn, index, req.DeploymentUpdate, jobs); err != nil {
+		if err := setDeploymentStatus(txn, index, req.DeploymentUpdate, jobs, time.Time{}); err != nil {
 			return err
 		}
 	}

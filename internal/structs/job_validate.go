@@ -191,6 +191,10 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		validateRestart(prefix+": RestartPolicy", rp, v)
 	}
 	if u := tg.Update; u != nil {
+		if j.Type != JobTypeService && j.Type != JobTypeSystem {
+			// Only deployments (service) and rolling system updates use it.
+			v.add("%s: Job type %q does not allow update block", prefix, j.Type)
+		}
 		validateUpdate(prefix+": Update", u, v)
 	}
 	staticPorts := map[string]string{}

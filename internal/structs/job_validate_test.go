@@ -59,6 +59,15 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"update stagger", upd(func(u *UpdateStrategy) { u.Stagger = d(-1) }), "Update.Stagger must be greater than zero"},
 		{"update min >= deadline", upd(func(u *UpdateStrategy) { u.MinHealthyTime, u.HealthyDeadline = d(10), d(1) }), "MinHealthyTime (10ns) must be less than HealthyDeadline (1ns)"},
 		{"update deadline >= progress", upd(func(u *UpdateStrategy) { u.HealthyDeadline, u.ProgressDeadline = d(time.Minute), d(time.Second) }), "HealthyDeadline (1m0s) must be less than ProgressDeadline (1s)"},
+		// Nomad refuses an update block where no deployment can use it;
+		// accepted, its max_parallel was silently ignored.
+		{"update on batch", func(j *Job) { j.Type = JobTypeBatch; upd(func(u *UpdateStrategy) { u.MaxParallel = n(1) })(j) },
+			`Task group "g": Job type "batch" does not allow update block`},
+		{"update on sysbatch", func(j *Job) {
+			j.Type = JobTypeSysBatch
+			j.TaskGroups[0].Count = 1
+			upd(func(u *UpdateStrategy) { u.MaxParallel = n(1) })(j)
+		}, `Task group "g": Job type "sysbatch" does not allow update block`},
 	}...)
 	svc := func(f func(s *Service)) func(j *Job) {
 		return func(j *Job) {
@@ -93,6 +102,15 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 	if err := validJob().Validate(); err != nil {
 		t.Fatalf("valid job refused: %v", err)
+	}
+	for _, typ := range []string{JobTypeService, JobTypeSystem} {
+		j := validJob()
+		j.Type = typ
+		j.TaskGroups[0].Count = 1
+		j.TaskGroups[0].Update = &UpdateStrategy{MaxParallel: n(1)}
+		if err := j.Validate(); err != nil {
+			t.Fatalf("%s job with an update block refused: %v", typ, err)
+		}
 	}
 }
 

@@ -104,15 +104,18 @@ func (r *reconciler) computeGroup(name string, all allocSet) bool {
 		len(rescheduleNow)+len(rescheduleLater), requiresCanaries)
 }
 
-// stopAll stops every live allocation of a set (job stopped or purged,
-// group removed or scaled to zero); those on lost nodes are marked lost.
+// stopAll stops every allocation of a set the server still wants run (job
+// stopped or purged, group removed or scaled to zero), finished ones too:
+// a failed allocation left desired "run" would be taken for a reschedule
+// when the job runs again. Live ones on lost nodes are marked lost.
 func stopAll(res *Result, du *structs.DesiredUpdates, tainted map[string]*structs.Node, all allocSet, desc string) {
 	for _, a := range all.nameOrder() {
-		if a.TerminalStatus() {
+		if a.ServerTerminalStatus() {
 			continue
 		}
 		s := Stop{Alloc: a, Description: desc}
-		if n, ok := tainted[a.NodeID]; ok && (n == nil || n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected) {
+		if n, ok := tainted[a.NodeID]; ok && !a.ClientTerminalStatus() &&
+			(n == nil || n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected) {
 			s.ClientStatus = structs.AllocClientStatusLost
 		}
 		res.Stop = append(res.Stop, s)
