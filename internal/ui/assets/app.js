@@ -30,6 +30,13 @@ const routes = [
 
 let current = null; // {controller, actions}
 
+// notFoundPage replaces the page with a clear "not found": a URL of a job,
+// allocation or client that does not exist (or no longer does) is not a
+// page of empty sections with an error retried for good.
+function notFoundPage(main, title, detail) {
+  main.innerHTML = String(html`<div class="notfound"><h1>${title}</h1><p class="muted">${detail}</p><p><a href="/ui/jobs">Jobs</a> · <a href="/ui/clients">Clients</a> · <a href="/ui/evaluations">Evaluations</a></p></div>`);
+}
+
 export function navigate(path, replace) {
   if (replace) history.replaceState(null, '', path); else history.pushState(null, '', path);
   render();
@@ -43,8 +50,10 @@ function render() {
   const ctx = {
     main, signal: controller.signal, actions: {}, query: new URLSearchParams(location.search), navigate,
     // watch keeps the element errID showing the latest error of this
-    // watch (cleared on the next success).
-    watch(p, onData, errID = 'err') {
+    // watch (cleared on the next success). With opts.notFound (the page's
+    // own object: a job, an allocation, a client), a 404 ends the page's
+    // queries and shows that title instead of retrying.
+    watch(p, onData, errID = 'err', opts = {}) {
       watch(p, (d, res) => {
         // An action's error stays until the next action; a watch clears
         // only its own.
@@ -52,7 +61,14 @@ function render() {
         if (box && !box.querySelector('.act-error')) box.innerHTML = '';
         try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); }
         ctx.refreshAll();
-      }, (e) => set(errID, errBox(e)), controller.signal);
+      }, (e) => {
+        if (opts.notFound && e.status === 404) { ctx.notFound(opts.notFound, opts.detail || e.text); return; }
+        set(errID, errBox(e));
+      }, controller.signal);
+    },
+    notFound(title, detail) {
+      controller.abort();
+      notFoundPage(main, title, detail);
     },
     // refresh reads p once now and again whenever one of the page's watches
     // moves (or refreshAll is called after an action). A browser keeps six
@@ -72,15 +88,17 @@ function render() {
   };
   current = { controller, actions: ctx.actions, refreshAll: () => ctx.refreshAll() };
   let nav = '';
+  let matched = false;
   for (const [re, fn, n] of routes) {
     const m = path.match(re);
     if (!m) continue;
+    matched = true;
     nav = n;
     main.innerHTML = '';
     try { fn(ctx, ...m.slice(1).map((x) => (x === undefined ? undefined : decodeURIComponent(x)))); } catch (e) { main.innerHTML = String(errBox(e)); }
     break;
   }
-  if (!nav && !main.innerHTML) main.innerHTML = String(html`<h1>Not found</h1><p class="muted">No page at ${path}.</p><p><a href="/ui/jobs">Jobs</a></p>`);
+  if (!matched) notFoundPage(main, 'Not found', `No page at ${path}.`);
   document.querySelectorAll('#nav a').forEach((a) => a.classList.toggle('active', a.dataset.nav === nav));
   document.getElementById('token-link').textContent = token.get() ? 'Token set' : 'Sign in';
   selected = -1;

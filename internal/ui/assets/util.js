@@ -92,6 +92,14 @@ export function errBox(e) {
   return html`<div class="error" role="alert">${e.text || e.message || String(e)}</div>`;
 }
 
+// b64 encodes text as UTF-8 in base64 (btoa alone throws on any character
+// outside Latin-1).
+export function b64(s) {
+  let bin = '';
+  for (const c of new TextEncoder().encode(s)) bin += String.fromCharCode(c);
+  return btoa(bin);
+}
+
 export function toast(msg) {
   const t = document.getElementById('toast');
   t.textContent = msg;
