@@ -3,7 +3,7 @@
 // module renders into <main> and watches the API through ctx.watch; a
 // navigation aborts the previous page's watches.
 import { watch, get, APIError, token } from './api.js';
-import { html, esc, set, errBox, rel, toast, jobHref, allocHref, nodeHref } from './util.js';
+import { html, esc, set, errBox, errText, rel, toast, jobHref, allocHref, nodeHref } from './util.js';
 import * as jobs from './jobs.js';
 import * as job from './job.js';
 import * as alloc from './alloc.js';
@@ -121,7 +121,7 @@ document.addEventListener('click', async (ev) => {
     const box = document.getElementById(act.dataset.err || 'err');
     if (box && box.querySelector('.act-error')) box.innerHTML = '';
     try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
-      if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${e.text || e.message}</div>`); else toast(e.message);
+      if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${errText(e)}</div>`); else toast(e.message);
     } finally { act.disabled = false; }
     return;
   }

@@ -1,7 +1,7 @@
 // The jobs list: filter by status, type and namespace, search by name,
 // paginated on the server (per_page/next_token) so 10,000 jobs stay fast;
 // the page shown is a blocking query, so it updates live.
-import { get } from './api.js';
+import { get, anonymousRefused } from './api.js';
 import { html, set, status, when, jobHref, qs } from './util.js';
 
 const PER_PAGE = 50;
@@ -65,6 +65,11 @@ export function list(ctx) {
       <td>${status(j.Stop && j.Status !== 'dead' ? 'stopping' : j.Status)}</td><td>${j.Type}</td><td class="hide-sm">${j.Namespace}</td><td class="hide-sm">${j.Priority}</td>
       <td>${summaryBar(j.JobSummary)}</td><td class="hide-sm">${when(j.SubmitTime)}</td></tr>`);
     set('jobrows', rows.length ? html`${rows}` : html`<tr><td colspan="7" class="muted">${filterExpr(f) ? 'No job matches these filters.' : 'No jobs yet. '}<a href="/ui/jobs/run">Run one</a></td></tr>`);
+    if (!rows.length) {
+      anonymousRefused().then((refused) => {
+        if (refused) set('jobrows', html`<tr><td colspan="7" class="muted" id="signin-hint">ACLs are enabled and no token is set: jobs an anonymous request may not read are hidden. <a href="/ui/settings/tokens">Sign in</a> with a token.</td></tr>`);
+      });
+    }
     const base = { search: f.q, status: f.status, type: f.type, namespace: f.namespace === '*' ? '' : f.namespace };
     const prevTok = prev.length ? prev[prev.length - 1] : null;
     set('pager', html`

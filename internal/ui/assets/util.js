@@ -87,9 +87,16 @@ export const jobHref = (jid, ns, tab) => {
 export const allocHref = (aid) => `/ui/allocations/${aid}`;
 export const nodeHref = (nid) => `/ui/clients/${nid}`;
 
+// errText is an error's message; a refusal (403) says how to get past it.
+export function errText(e) {
+  const text = e.text || e.message || String(e);
+  if (e.status !== 403) return html`${text}`;
+  return html`${text}. <a href="/ui/settings/tokens">Sign in</a> with a token whose policies allow this.`;
+}
+
 export function errBox(e) {
   if (!e) return '';
-  return html`<div class="error" role="alert">${e.text || e.message || String(e)}</div>`;
+  return html`<div class="error" role="alert">${errText(e)}</div>`;
 }
 
 // b64 encodes text as UTF-8 in base64 (btoa alone throws on any character
