@@ -131,6 +131,37 @@ func TestUIJobActions(t *testing.T) {
 		t.Fatalf("svc after Purge: %v", err)
 	}
 
+	// A job in another namespace whose source names none (as `nomad job
+	// run -namespace prod` submits it): an edit of its definition plans
+	// and runs that job, not a new one in "default".
+	if _, err := a.client.Namespaces().Register(&api.Namespace{Name: "prod"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	nsSrc := "job \"nsjob\" {\n  datacenters = [\"*\"]\n  group \"g\" {\n    count = 1\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/sh\"\n        args    = [\"-c\", \"sleep 300\"]\n      }\n      resources {\n        cpu    = 20\n        memory = 32\n      }\n    }\n  }\n}\n"
+	nsJob, err := a.client.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: nsSrc, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsJob.Namespace = ptr("prod")
+	if _, _, err := a.client.Jobs().RegisterOpts(nsJob, &api.RegisterOptions{Submission: &api.JobSubmission{Source: nsSrc, Format: "hcl2"}}, &api.WriteOptions{Namespace: "prod"}); err != nil {
+		t.Fatal(err)
+	}
+	open("/ui/jobs/nsjob@prod/definition")
+	b.waitJS("the submitted HCL", wait, `document.querySelector("#jobsrc") && document.querySelector("#jobsrc").value.includes("nsjob")`)
+	evalJS[bool](b, `(() => { const t = document.querySelector("#jobsrc"); t.value = t.value.replace("count = 1", "count = 2"); document.querySelector("#planbtn").click(); return true })()`)
+	b.waitJS("the edit's plan", wait, `document.querySelector("#runbtn") || document.querySelector("#plan-err").innerText`)
+	if plan := evalJS[string](b, `document.querySelector("#planout").innerText`); !strings.Contains(plan, `Count: "1" => "2"`) || strings.Contains(plan, `Namespace: "default"`) {
+		t.Fatalf("the plan of an edit of prod's nsjob is not an edit of it:\n%s", plan)
+	}
+	click("#runbtn")
+	b.waitJS("nsjob's page", wait, `location.pathname === "/ui/jobs/nsjob@prod"`)
+	if j, _, err := a.client.Jobs().Info("nsjob", &api.QueryOptions{Namespace: "prod"}); err != nil || *j.TaskGroups[0].Count != 2 {
+		t.Fatalf("prod's nsjob after the edit: %v %v", j, err)
+	}
+	if _, _, err := a.client.Jobs().Info("nsjob", nil); err == nil {
+		t.Fatal("the edit of prod's nsjob registered a job nsjob in the default namespace")
+	}
+
 	// Drain the client from its page, then stop the drain.
 	nodes, _, err := a.client.Nodes().List(nil)
 	if err != nil || len(nodes) != 1 {
