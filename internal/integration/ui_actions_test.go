@@ -131,6 +131,13 @@ func TestUIJobActions(t *testing.T) {
 		t.Fatalf("svc after Purge: %v", err)
 	}
 
+	// The jobs list leaves children to their parents' pages unless asked.
+	if evalJS[bool](b, `[...document.querySelectorAll("#jobrows tr[data-job]")].some(r => r.dataset.job.includes("/"))`) {
+		t.Errorf("the jobs list shows child jobs: %s", evalJS[string](b, `document.querySelector("#jobrows").innerText`))
+	}
+	click("#showchildren")
+	b.waitJS("the children listed", wait, `location.search.includes("children=1") && document.querySelector('#jobrows tr[data-job="`+children[0].ID+`"]')`)
+
 	// A job in another namespace whose source names none (as `nomad job
 	// run -namespace prod` submits it): an edit of its definition plans
 	// and runs that job, not a new one in "default".
