@@ -93,6 +93,9 @@ function render() {
     const m = path.match(re);
     if (!m) continue;
     matched = true;
+    // A redirect (/ui/ → /ui/jobs) rendered the page it leads to: what
+    // follows would undo that page's navigation highlight.
+    if (!n) { fn(ctx); return; }
     nav = n;
     main.innerHTML = '';
     try { fn(ctx, ...m.slice(1).map((x) => (x === undefined ? undefined : decodeURIComponent(x)))); } catch (e) { main.innerHTML = String(errBox(e)); }
