@@ -183,6 +183,17 @@ func TestUIJobActions(t *testing.T) {
 	click(`button[data-act="drain"]`)
 	b.waitJS("the drain stopped", wait, `!document.querySelector("#nodehead").innerText.includes("draining") && document.querySelector('button[data-act="drain"]').innerText === "Drain" && document.querySelector("#nodehead").innerText.includes("eligible")`)
 
+	// A job whose ID has an "@" opens from the jobs list (its URL keeps
+	// the namespace: the page splits <id>@<namespace> at the last "@").
+	at := rawExecJob("team@x", "batch", 1, "true")
+	at.Datacenters = []string{"nowhere"}
+	if _, _, err := a.client.Jobs().Register(at, nil); err != nil {
+		t.Fatal(err)
+	}
+	open("/ui/jobs")
+	click(`#jobrows tr[data-job="team@x"] a`)
+	b.waitJS("team@x's page", wait, `document.querySelector("#jobhead") && document.querySelector("#jobhead").innerText.startsWith("team@x")`)
+
 	// Pages of things that do not exist say so and stop asking.
 	for _, c := range []struct{ path, heading string }{
 		{"/ui/jobs/nosuch", "Job not found"},

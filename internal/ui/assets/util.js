@@ -80,8 +80,12 @@ export function dur(ns) {
   return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
+// jobHref is Nomad's job URL, <id>@<namespace>; the namespace is left out
+// for "default" unless the ID has an "@" of its own (the page splits at the
+// last one: "team@x" alone would read as job "team" in namespace "x").
 export const jobHref = (jid, ns, tab) => {
-  const base = `/ui/jobs/${encodeURIComponent(jid)}${ns && ns !== 'default' ? '@' + encodeURIComponent(ns) : ''}`;
+  const withNS = (ns && ns !== 'default') || String(jid).includes('@');
+  const base = `/ui/jobs/${encodeURIComponent(jid)}${withNS ? '@' + encodeURIComponent(ns || 'default') : ''}`;
   return tab ? `${base}/${tab}` : base;
 };
 export const allocHref = (aid) => `/ui/allocations/${aid}`;
