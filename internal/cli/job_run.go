@@ -79,7 +79,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	if c.namespace != "" && job.Namespace == nil {
 		job.Namespace = &c.namespace
 	}
-	opts := &api.RegisterOptions{PolicyOverride: override, PreserveCounts: preserve}
+	opts := &api.RegisterOptions{PolicyOverride: override, PreserveCounts: preserve, Submission: g.submission}
 	if checkIndex != "" {
 		var idx uint64
 		if _, err := fmt.Sscan(checkIndex, &idx); err != nil {

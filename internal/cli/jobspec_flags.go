@@ -27,6 +27,12 @@ type jobGetter struct {
 	// warnings are what the last get's parse warned about (deprecated
 	// attributes, ...); commands show them in the "Job Warnings:" block.
 	warnings []string
+
+	// submission is the last get's source as Nomad's CLI submits it with
+	// the job (the file, its -var flags and -var-file contents): the
+	// server keeps it per version for `job inspect`-like readers and the
+	// UI's Definition tab, which otherwise shows only the JSON.
+	submission *api.JobSubmission
 }
 
 func (g *jobGetter) register(fs *flag.FlagSet) {
@@ -49,6 +55,7 @@ func (g *jobGetter) get(path string) (*api.Job, error) {
 		return nil, fmt.Errorf("Error reading job file %q: %w", path, err)
 	}
 	if g.json {
+		g.submission = &api.JobSubmission{Source: string(src), Format: "json"}
 		var wrapped struct{ Job *api.Job }
 		if err := json.Unmarshal(src, &wrapped); err == nil && wrapped.Job != nil {
 			return wrapped.Job, nil
@@ -70,6 +77,23 @@ func (g *jobGetter) get(path string) (*api.Job, error) {
 		return nil, err
 	}
 	g.warnings = r.Warnings
+	sub := &api.JobSubmission{Source: string(src), Format: "hcl2"}
+	for _, kv := range g.vars {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if sub.VariableFlags == nil {
+				sub.VariableFlags = map[string]string{}
+			}
+			sub.VariableFlags[k] = v
+		}
+	}
+	var files []string
+	for _, f := range g.varFiles {
+		if b, err := os.ReadFile(f); err == nil {
+			files = append(files, string(b))
+		}
+	}
+	sub.Variables = strings.Join(files, "\n")
+	g.submission = sub
 	return r.Job, nil
 }
 

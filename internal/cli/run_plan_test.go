@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,5 +169,46 @@ func TestJobRunFollowsNextEval(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// job run submits the jobspec's source with the job, as Nomad's CLI does
+// (the server keeps it per version; the UI's Definition tab shows it), with
+// the -var flags; a -json job's source is submitted as JSON.
+func TestJobRunSubmitsSource(t *testing.T) {
+	var got []*api.JobRegisterRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.JobRegisterRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("%s %s: %v", r.Method, r.URL.Path, err)
+		}
+		got = append(got, &req)
+		json.NewEncoder(w).Encode(&api.JobRegisterResponse{EvalID: evalID})
+	}))
+	t.Cleanup(srv.Close)
+	src := "variable \"x\" {\n  default = \"0\"\n}\n\njob \"hello\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/echo\"\n        args    = [var.x]\n      }\n    }\n  }\n}\n"
+	hclFile := filepath.Join(t.TempDir(), "job.hcl")
+	if err := os.WriteFile(hclFile, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errb, code := run(t, srv, "job", "run", "-detach", "-var", "x=1", hclFile); code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	if len(got) != 1 || got[0].Submission == nil || got[0].Submission.Source != src || got[0].Submission.Format != "hcl2" || got[0].Submission.VariableFlags["x"] != "1" {
+		t.Fatalf("job run's register request carried submission %+v, want the file's source", got[0].Submission)
+	}
+	out, _, code := run(t, nil, "job", "run", "-output", minimal)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	jsonFile := filepath.Join(t.TempDir(), "job.json")
+	if err := os.WriteFile(jsonFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errb, code := run(t, srv, "job", "run", "-detach", "-json", jsonFile); code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	if len(got) != 2 || got[1].Submission == nil || got[1].Submission.Source != out || got[1].Submission.Format != "json" {
+		t.Fatalf("job run -json's submission %+v", got[1].Submission)
 	}
 }

@@ -142,10 +142,14 @@ found:
 }
 
 // uiJobPath is Nomad's job URL: /ui/jobs/<id> in the default namespace,
-// /ui/jobs/<id>@<namespace> elsewhere.
+// /ui/jobs/<id>@<namespace> elsewhere, and always for an ID with an "@" of
+// its own (the page splits at the last "@").
 func uiJobPath(id, ns string) string {
 	p := "/ui/jobs/" + url.PathEscape(id)
-	if ns != "" && ns != "default" {
+	if ns == "" {
+		ns = "default"
+	}
+	if ns != "default" || strings.Contains(id, "@") {
 		p += "@" + url.PathEscape(ns)
 	}
 	return p

@@ -164,4 +164,37 @@ func TestUIExecWithACLs(t *testing.T) {
 	if state := evalJS[string](b, `document.querySelector("#termstate").innerText`); !strings.Contains(state, "Permission denied") || !strings.Contains(state, "1008") {
 		t.Fatalf("the terminal with a read-only token shows %q, want the refusal", state)
 	}
+
+	// Signed out, the jobs page says why it lists nothing.
+	evalJS[bool](b, `localStorage.removeItem("drover.token"), true`)
+	b.run("open the jobs page", wait, chromedp.Navigate(a.url("/ui/jobs")))
+	b.waitJS("the sign-in hint", wait, `document.querySelector("#signin-hint") && document.querySelector("#signin-hint").innerText.includes("ACLs are enabled")`)
+
+	// Sign in: a token that does not exist is refused with the reason and
+	// not kept; the read-only token signs in (it may read no agent
+	// endpoint) and the token page names it.
+	signIn := func(secret string) {
+		t.Helper()
+		b.run("open the token page", wait, chromedp.Navigate(a.url("/ui/settings/tokens")))
+		b.waitJS("the sign-in form", wait, `document.querySelector("#secret")`)
+		evalJS[bool](b, `document.querySelector("#secret").value = `+jsString(secret)+`, document.querySelector("#tokform").requestSubmit(), true`)
+	}
+	signIn("00000000-0000-0000-0000-000000000000")
+	b.waitJS("the refusal", wait, `document.querySelector("#tokres") && document.querySelector("#tokres").innerText.includes("ACL token not found")`)
+	if tok := evalJS[string](b, `localStorage.getItem("drover.token") || ""`); tok != "" {
+		t.Errorf("a refused token was kept: %q", tok)
+	}
+	signIn(tokens["read"])
+	b.waitJS("the jobs page with web", wait, `location.pathname === "/ui/jobs" && document.querySelector('#jobrows tr[data-job="web"]')`)
+	b.run("open the token page", wait, chromedp.Navigate(a.url("/ui/settings/tokens")))
+	b.waitJS("the token's name and policy", wait, `document.querySelector("#tokinfo") && /Name\s+read/.test(document.querySelector("#tokinfo").innerText) && /Policies\s+read/.test(document.querySelector("#tokinfo").innerText)`)
+	b.shot("token-read-only")
+
+	// What the read-only token may not do is refused with the reason and
+	// a way out, and the page stays usable.
+	b.run("open the job", wait, chromedp.Navigate(a.url("/ui/jobs/web")))
+	b.waitJS("the stop button", wait, `document.querySelector("#stopbtn")`)
+	evalJS[bool](b, `window.confirm = () => true, document.querySelector("#stopbtn").click(), true`)
+	b.waitJS("the refusal of stop", wait, `document.querySelector("#err .act-error") && document.querySelector("#err .act-error").innerText.includes("Permission denied") && document.querySelector('#err .act-error a[href="/ui/settings/tokens"]')`)
+	b.waitJS("the job still shown", wait, `document.querySelector('#summary tr[data-group="g"]')`)
 }

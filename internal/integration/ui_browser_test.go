@@ -24,6 +24,9 @@ import (
 type browser struct {
 	t   *testing.T
 	ctx context.Context
+
+	mu      sync.Mutex
+	console []string // the page's last console messages, for failure messages
 }
 
 var (
@@ -94,7 +97,24 @@ func newBrowser(t *testing.T, width, height int) *browser {
 		killByCmdline(profile)
 		os.RemoveAll(profile)
 	})
-	return &browser{t: t, ctx: ctx}
+	b := &browser{t: t, ctx: ctx}
+	// The console (failed loads, uncaught exceptions) goes into failure
+	// messages: a page stuck on "Loading…" says why.
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, fmt.Sprintf("%s %s: %s (%s:%d)", m.Time.Format("15:04:05.000"), m.Type, m.Text, m.URL, m.Line))
+			if len(b.console) > 30 {
+				b.console = b.console[len(b.console)-30:]
+			}
+			b.mu.Unlock()
+		}
+	}()
+	return b
 }
 
 // killByCmdline kills the processes whose command line mentions s (the
@@ -128,8 +148,10 @@ func (b *browser) run(what string, d time.Duration, actions ...chromedp.Action[c
 func (b *browser) text() string {
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
-	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-	return tail(s, 60)
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + (document.body ? document.body.innerText : "")`))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return tail(s, 60) + "\nlast console messages:\n" + strings.Join(b.console, "\n")
 }
 
 // waitJS polls a JavaScript condition in the page until it is true.

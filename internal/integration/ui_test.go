@@ -47,6 +47,9 @@ func TestUIBrowser(t *testing.T) {
 	// "/" redirects to the UI; the jobs page says there are none yet.
 	open("/")
 	b.waitJS("the empty jobs page", wait, `location.pathname === "/ui/jobs" && document.querySelector("#jobrows").innerText.includes("No jobs yet")`)
+	if nav := evalJS[string](b, `(document.querySelector("#nav a.active") || {dataset: {}}).dataset.nav || ""`); nav != "jobs" {
+		t.Errorf("after / redirected to the jobs page, the navigation highlights %q, want jobs", nav)
+	}
 	b.shot("jobs-empty")
 	evalJS[bool](b, `window.__noReload = true`)
 

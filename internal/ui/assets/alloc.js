@@ -40,7 +40,7 @@ export function page(ctx, allocID) {
       <h2>Resources</h2>
       <table><thead><tr><th>Task</th><th>CPU</th><th>Memory</th></tr></thead><tbody>${Object.entries(tr).map(([n, r]) => html`<tr><td>${n}</td><td>${r.Cpu ? r.Cpu.CpuShares : 0} MHz</td><td>${r.Memory ? r.Memory.MemoryMB : 0} MiB</td></tr>`)}</tbody></table>
       ${shared.DiskMB ? html`<p class="muted">Ephemeral disk ${shared.DiskMB} MiB</p>` : ''}`);
-  });
+  }, 'err', { notFound: 'Allocation not found', detail: `No allocation ${allocID}: it never existed or was garbage collected.` });
 }
 
 function taskTabs(allocID, task, tab) {
@@ -54,18 +54,22 @@ export function task(ctx, allocID, name, tab = 'logs') {
   if (tab === 'exec') return exec(ctx, allocID, name);
   set('tab', html`<div class="filters"><select id="logtype" aria-label="Stream"><option>stdout</option><option>stderr</option></select><label><input type="checkbox" id="follow" checked> Follow</label><span class="muted" id="logstate"></span></div><pre class="code logs" id="logs" aria-label="Task log"></pre>`);
   let stream = null;
+  // Each start ends the stream before it; the ended stream's own abort
+  // error is not an error of the page (it is checked against its own
+  // controller, not the newest one).
   const start = async () => {
     if (stream) stream.abort();
-    stream = new AbortController();
-    ctx.signal.addEventListener('abort', () => stream.abort(), { once: true });
+    const mine = new AbortController();
+    stream = mine;
     const type = document.getElementById('logtype').value;
     const follow = document.getElementById('follow').checked;
     const out = document.getElementById('logs');
     out.textContent = '';
+    set('err', '');
     set('logstate', follow ? 'streaming…' : '');
     try {
       // The last 64 KiB, then what follows; plain=true gives raw bytes.
-      const r = await req('GET', `/v1/client/fs/logs/${allocID}?task=${encodeURIComponent(name)}&type=${type}&origin=end&offset=65536&follow=${follow}&plain=true`, undefined, { raw: true, signal: stream.signal });
+      const r = await req('GET', `/v1/client/fs/logs/${allocID}?task=${encodeURIComponent(name)}&type=${type}&origin=end&offset=65536&follow=${follow}&plain=true`, undefined, { raw: true, signal: mine.signal });
       const reader = r.body.getReader();
       const dec = new TextDecoder();
       for (;;) {
@@ -75,13 +79,14 @@ export function task(ctx, allocID, name, tab = 'logs') {
         out.append(dec.decode(value, { stream: true }));
         if (atEnd) out.scrollTop = out.scrollHeight;
       }
-      set('logstate', 'end of log');
+      if (!mine.signal.aborted) set('logstate', 'end of log');
     } catch (e) {
-      if (stream.signal.aborted) return;
+      if (mine.signal.aborted) return;
       set('err', errBox(e));
       set('logstate', '');
     }
   };
+  ctx.signal.addEventListener('abort', () => stream && stream.abort(), { once: true });
   document.getElementById('logtype').addEventListener('change', start);
   document.getElementById('follow').addEventListener('change', start);
   start();

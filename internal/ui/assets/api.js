@@ -52,6 +52,15 @@ export const get = (p, o) => req('GET', p, undefined, o).then((r) => r.data);
 export const put = (p, b, o) => req('PUT', p, b === undefined ? {} : b, o).then((r) => r.data);
 export const del = (p, o) => req('DELETE', p, undefined, o).then((r) => r.data);
 
+// anonymousRefused resolves to true when ACLs are on and no token is set:
+// lists then hide what an anonymous request may not read, and a page says
+// so instead of "nothing here". (/v1/acl/token/self answers 400 when ACLs
+// are off, 403 for an anonymous request when they are on.)
+export function anonymousRefused() {
+  if (token.get()) return Promise.resolve(false);
+  return req('GET', '/v1/acl/token/self').then(() => false, (e) => e.status === 403);
+}
+
 const sleep = (ms, signal) => new Promise((res) => {
   const t = setTimeout(res, ms);
   signal && signal.addEventListener('abort', () => { clearTimeout(t); res(); }, { once: true });

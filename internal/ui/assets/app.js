@@ -3,7 +3,7 @@
 // module renders into <main> and watches the API through ctx.watch; a
 // navigation aborts the previous page's watches.
 import { watch, get, APIError, token } from './api.js';
-import { html, esc, set, errBox, rel, toast, jobHref, allocHref, nodeHref } from './util.js';
+import { html, esc, set, errBox, errText, rel, toast, jobHref, allocHref, nodeHref } from './util.js';
 import * as jobs from './jobs.js';
 import * as job from './job.js';
 import * as alloc from './alloc.js';
@@ -30,6 +30,13 @@ const routes = [
 
 let current = null; // {controller, actions}
 
+// notFoundPage replaces the page with a clear "not found": a URL of a job,
+// allocation or client that does not exist (or no longer does) is not a
+// page of empty sections with an error retried for good.
+function notFoundPage(main, title, detail) {
+  main.innerHTML = String(html`<div class="notfound"><h1>${title}</h1><p class="muted">${detail}</p><p><a href="/ui/jobs">Jobs</a> · <a href="/ui/clients">Clients</a> · <a href="/ui/evaluations">Evaluations</a></p></div>`);
+}
+
 export function navigate(path, replace) {
   if (replace) history.replaceState(null, '', path); else history.pushState(null, '', path);
   render();
@@ -43,8 +50,10 @@ function render() {
   const ctx = {
     main, signal: controller.signal, actions: {}, query: new URLSearchParams(location.search), navigate,
     // watch keeps the element errID showing the latest error of this
-    // watch (cleared on the next success).
-    watch(p, onData, errID = 'err') {
+    // watch (cleared on the next success). With opts.notFound (the page's
+    // own object: a job, an allocation, a client), a 404 ends the page's
+    // queries and shows that title instead of retrying.
+    watch(p, onData, errID = 'err', opts = {}) {
       watch(p, (d, res) => {
         // An action's error stays until the next action; a watch clears
         // only its own.
@@ -52,7 +61,14 @@ function render() {
         if (box && !box.querySelector('.act-error')) box.innerHTML = '';
         try { onData(d, res); } catch (e) { console.error(e); set(errID, errBox(e)); }
         ctx.refreshAll();
-      }, (e) => set(errID, errBox(e)), controller.signal);
+      }, (e) => {
+        if (opts.notFound && e.status === 404) { ctx.notFound(opts.notFound, opts.detail || e.text); return; }
+        set(errID, errBox(e));
+      }, controller.signal);
+    },
+    notFound(title, detail) {
+      controller.abort();
+      notFoundPage(main, title, detail);
     },
     // refresh reads p once now and again whenever one of the page's watches
     // moves (or refreshAll is called after an action). A browser keeps six
@@ -72,15 +88,20 @@ function render() {
   };
   current = { controller, actions: ctx.actions, refreshAll: () => ctx.refreshAll() };
   let nav = '';
+  let matched = false;
   for (const [re, fn, n] of routes) {
     const m = path.match(re);
     if (!m) continue;
+    matched = true;
+    // A redirect (/ui/ → /ui/jobs) rendered the page it leads to: what
+    // follows would undo that page's navigation highlight.
+    if (!n) { fn(ctx); return; }
     nav = n;
     main.innerHTML = '';
     try { fn(ctx, ...m.slice(1).map((x) => (x === undefined ? undefined : decodeURIComponent(x)))); } catch (e) { main.innerHTML = String(errBox(e)); }
     break;
   }
-  if (!nav && !main.innerHTML) main.innerHTML = String(html`<h1>Not found</h1><p class="muted">No page at ${path}.</p><p><a href="/ui/jobs">Jobs</a></p>`);
+  if (!matched) notFoundPage(main, 'Not found', `No page at ${path}.`);
   document.querySelectorAll('#nav a').forEach((a) => a.classList.toggle('active', a.dataset.nav === nav));
   document.getElementById('token-link').textContent = token.get() ? 'Token set' : 'Sign in';
   selected = -1;
@@ -103,7 +124,7 @@ document.addEventListener('click', async (ev) => {
     const box = document.getElementById(act.dataset.err || 'err');
     if (box && box.querySelector('.act-error')) box.innerHTML = '';
     try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
-      if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${e.text || e.message}</div>`); else toast(e.message);
+      if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${errText(e)}</div>`); else toast(e.message);
     } finally { act.disabled = false; }
     return;
   }

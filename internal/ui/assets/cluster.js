@@ -70,23 +70,33 @@ export function topology(ctx) {
   ctx.watch('/v1/allocations?resources=true&task_states=false&namespace=*', (a) => { allocs = a || []; draw(); });
 }
 
+// tokenInfo says whose token is stored: its name, type and policies.
+function tokenInfo(t) {
+  const pol = [...(t.Policies || []), ...((t.Roles || []).map((r) => `role ${r.Name || r.ID}`))];
+  return html`<dl class="kv" id="tokinfo-kv"><dt>Name</dt><dd>${t.Name || '–'}</dd><dt>Type</dt><dd>${t.Type}</dd><dt>Policies</dt><dd>${t.Type === 'management' ? 'all (management)' : pol.join(', ') || 'none'}</dd><dt>Accessor</dt><dd>${id(t.AccessorID)}</dd>${t.ExpirationTime ? html`<dt>Expires</dt><dd>${when(t.ExpirationTime)}</dd>` : ''}</dl>`;
+}
+
 export function tokens(ctx) {
   const cur = token.get();
   ctx.main.innerHTML = String(html`<h1>Token</h1><div id="err"></div>
-    <div class="panel"><p>${cur ? html`A token is stored in this browser (${cur.slice(0, 8)}…) and sent as <span class="id">X-Nomad-Token</span> with every request.` : 'No token is stored: requests are anonymous.'}</p>
-    <form id="tokform" class="filters"><input class="text" type="password" id="secret" placeholder="Secret ID" style="min-width:320px" aria-label="Secret ID"><button class="primary">Sign in</button>${cur ? html`<button type="button" data-act="signout">Sign out</button>` : ''}</form><div id="tokres"></div></div>`);
+    <div class="panel"><p>${cur ? html`A token is stored in this browser (${cur.slice(0, 8)}…) and sent as <span class="id">X-Nomad-Token</span> with every request.` : 'No token is stored: requests are anonymous.'}</p><div id="tokinfo"></div>
+    <form id="tokform" class="filters"><input class="text" type="password" id="secret" placeholder="Secret ID" style="min-width:320px" aria-label="Secret ID" autocomplete="off"><button class="primary">Sign in</button>${cur ? html`<button type="button" data-act="signout">Sign out</button>` : ''}</form><div id="tokres"></div></div>`);
+  if (cur) get('/v1/acl/token/self').then((t) => set('tokinfo', tokenInfo(t)), (e) => set('tokinfo', errBox(e)));
+  // A token is checked by reading itself, which any valid token may do
+  // whatever its policies (a read-only token has no agent:read).
   document.getElementById('tokform').addEventListener('submit', async (e) => {
     e.preventDefault();
     const v = document.getElementById('secret').value.trim();
     if (!v) return;
     token.set(v);
     try {
-      await get('/v1/agent/self');
-      toast('Signed in');
+      const t = await get('/v1/acl/token/self');
+      toast(`Signed in as ${t.Name || t.AccessorID}`);
       ctx.navigate('/ui/jobs');
     } catch (err) {
       token.set('');
-      set('tokres', errBox(err));
+      if (err.status === 400) set('tokres', html`<div class="notice" role="status">ACLs are not enabled on this cluster: every request is allowed without a token.</div>`);
+      else set('tokres', html`<div class="error" role="alert">This token was refused: ${err.text || err.message}</div>`);
     }
   });
   ctx.on('signout', () => { token.set(''); ctx.navigate('/ui/settings/tokens', true); });

@@ -1,7 +1,7 @@
 // A job (/ui/jobs/<id>[@<namespace>][/<tab>]) and the Run job page. Every
 // section is its own blocking query, so each updates live on its own.
 import { get, put, del, req } from './api.js';
-import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast } from './util.js';
+import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast, b64 } from './util.js';
 import { diff, failures, editor } from './plan.js';
 
 const TABS = [['', 'Overview'], ['allocations', 'Allocations'], ['evaluations', 'Evaluations'], ['deployments', 'Deployments'], ['versions', 'Versions'], ['definition', 'Definition']];
@@ -38,6 +38,30 @@ function summaryTable(job, sum) {
   </tbody></table></div>`;
 }
 
+// childrenTable lists a periodic or parameterized job's children, newest
+// first (their IDs end with the launch time).
+function childrenTable(list, ns) {
+  const l = sortBy(list, (j) => -(j.SubmitTime || 0)).slice(0, 25);
+  if (!l.length) return html`<p class="muted">No children yet.</p>`;
+  return html`<div class="tablewrap"><table class="nav children"><thead><tr><th>Job</th><th>Status</th><th>Allocations</th><th class="hide-sm">Submitted</th></tr></thead><tbody>
+  ${l.map((j) => html`<tr data-job="${j.ID}"><td><a href="${jobHref(j.ID, ns)}">${j.ID}</a></td><td>${status(j.Status)}</td><td>${childAllocs(j.JobSummary)}</td><td class="hide-sm">${when(j.SubmitTime)}</td></tr>`)}
+  </tbody></table></div>${list.length > l.length ? html`<p class="muted">${list.length - l.length} older children not shown.</p>` : ''}`;
+}
+
+function childAllocs(s) {
+  const t = {};
+  for (const g of Object.values((s && s.Summary) || {})) for (const [k, v] of Object.entries(g)) if (v) t[k] = (t[k] || 0) + v;
+  const parts = Object.entries(t).map(([k, v]) => `${v} ${k.toLowerCase()}`);
+  return parts.length ? parts.join(', ') : html`<span class="muted">none</span>`;
+}
+
+// childrenSummary replaces the group table for a parent job: a parent
+// never has allocations of its own, its children do.
+function childrenSummary(sum) {
+  const c = (sum && sum.Children) || {};
+  return html`<div class="cards">${['Pending', 'Running', 'Dead'].map((k) => html`<div class="card"><div class="muted">${k} children</div><div class="big" data-children="${k.toLowerCase()}">${c[k] || 0}</div></div>`)}</div>`;
+}
+
 function deploymentPanel(d) {
   if (!d) return html`<p class="muted">No deployments.</p>`;
   const groups = Object.entries(d.TaskGroups || {});
@@ -57,23 +81,39 @@ export function page(ctx, rawID, tab = '') {
     <div class="crumbs"><a href="/ui/jobs">Jobs</a> / ${ns}</div>
     <h1 id="jobhead">${jobID}</h1>
     <div id="err"></div>
+    <div id="dispatchform"></div>
     <nav class="tabs">${TABS.map(([t, label]) => html`<a href="${jobHref(jobID, ns, t)}" class="${t === tab ? 'active' : ''}">${label}</a>`)}</nav>
     <div id="tab"></div>`);
   let job = null;
+  let childrenShown = false;
   ctx.watch(base + q, (j) => {
     job = j;
     const stopped = j.Stop;
-    set('jobhead', html`${j.Name || j.ID} ${status(stopped && j.Status !== 'dead' ? 'stopping' : j.Status)} <span class="badge">${j.Type}</span>${j.Periodic ? html`<span class="badge">periodic</span>` : ''}${j.ParameterizedJob ? html`<span class="badge">parameterized</span>` : ''}
+    // A dispatched child keeps its parent's ParameterizedJob block but is
+    // no parameterized job: it cannot be dispatched.
+    const parameterized = j.ParameterizedJob && !j.Dispatched;
+    set('jobhead', html`${j.Name || j.ID} ${status(stopped && j.Status !== 'dead' ? 'stopping' : j.Status)} <span class="badge">${j.Type}</span>${j.Periodic ? html`<span class="badge">periodic</span>` : ''}${parameterized ? html`<span class="badge">parameterized</span>` : ''}${j.Dispatched ? html`<span class="badge">dispatched</span>` : ''}
       <span class="actions">
         ${j.Periodic && !stopped ? html`<button data-act="force">Force launch</button>` : ''}
-        ${j.ParameterizedJob && !stopped ? html`<button data-act="dispatch">Dispatch</button>` : ''}
+        ${parameterized && !stopped ? html`<button data-act="dispatch">Dispatch</button>` : ''}
         ${stopped ? html`<button class="primary" data-act="start">Start</button><button class="danger" data-act="purge" data-confirm="Purge ${j.ID}? Its history is deleted.">Purge</button>` : html`<button class="danger" data-act="stop" id="stopbtn" data-confirm="Stop ${j.ID}?">Stop</button>`}
       </span>`);
     if (tab === '') set('jobmeta', html`<dl class="kv"><dt>Version</dt><dd>${j.Version}</dd><dt>Priority</dt><dd>${j.Priority}</dd><dt>Datacenters</dt><dd>${(j.Datacenters || []).join(', ')}</dd><dt>Node pool</dt><dd>${j.NodePool || 'default'}</dd><dt>Submitted</dt><dd>${when(j.SubmitTime)}</dd>${j.ParentID ? html`<dt>Parent</dt><dd><a href="${jobHref(j.ParentID, ns)}">${j.ParentID}</a></dd>` : ''}</dl>`);
+    if (tab === '' && (j.Periodic || parameterized) && !childrenShown) {
+      // Children are jobs of their own: read again whenever one of the
+      // page's watches moves and after each action (a force launch, a
+      // dispatch).
+      childrenShown = true;
+      set('childrensec', html`<h2>Children</h2><div id="children"><p class="muted">Loading…</p></div>`);
+      ctx.refresh('/v1/jobs' + qs({ namespace: ns, filter: `ParentID == ${JSON.stringify(jobID)}` }), (l) => set('children', childrenTable(l || [], ns)));
+    }
     if (tab === '') renderSummary();
-  });
+  }, 'err', { notFound: 'Job not found', detail: `No job ${jobID} in namespace ${ns}: it never existed, or it was purged or garbage collected.` });
   let sum = null;
-  const renderSummary = () => { if (job && sum) set('summary', summaryTable(job, sum)); };
+  const renderSummary = () => {
+    if (!job || !sum) return;
+    set('summary', job.Periodic || (job.ParameterizedJob && !job.Dispatched) ? childrenSummary(sum) : summaryTable(job, sum));
+  };
 
   ctx.on('stop', async () => { await del(base + q); toast('Stop requested'); });
   ctx.on('purge', async () => { await del(base + qs({ namespace: ns, purge: 'true' })); ctx.navigate('/ui/jobs'); });
@@ -84,12 +124,32 @@ export function page(ctx, rawID, tab = '') {
     toast('Job started');
   });
   ctx.on('force', async () => { await put(`${base}/periodic/force${q}`); toast('Launched'); });
-  ctx.on('dispatch', async () => {
-    const payload = prompt('Payload (optional text)') ?? null;
-    if (payload === null) return;
+  // Dispatch opens a form with the payload (unless the job forbids one)
+  // and a field per required and optional meta key.
+  ctx.on('dispatch', () => {
+    const pj = job.ParameterizedJob || {};
+    const keys = [...(pj.MetaRequired || []).map((k) => [k, true]), ...(pj.MetaOptional || []).map((k) => [k, false])];
+    set('dispatchform', html`<div class="panel" id="dispatchpanel"><h2 style="margin-top:0">Dispatch ${job.ID}</h2><div id="dispatch-err"></div>
+      ${pj.Payload === 'forbidden' ? html`<p class="muted">This job takes no payload.</p>` : html`<label for="dispatch-payload">Payload <span class="muted">(${pj.Payload === 'required' ? 'required' : 'optional'}; the task finds it in the file its dispatch_payload names)</span></label><textarea class="code" id="dispatch-payload" rows="4" spellcheck="false" style="min-height:80px"></textarea>`}
+      ${keys.length ? html`<dl class="kv">${keys.map(([k, r]) => html`<dt><label for="meta-${k}">${k}</label>${r ? html` <span class="muted">required</span>` : ''}</dt><dd><input class="text" id="meta-${k}" data-meta="${k}" data-required="${r ? '1' : ''}" aria-label="Meta ${k}"></dd>`)}</dl>` : ''}
+      <div class="filters" style="margin-top:8px"><button class="primary" data-act="dodispatch" data-err="dispatch-err" id="dispatchbtn">Dispatch</button><button data-act="canceldispatch">Cancel</button></div></div>`);
+    const first = document.querySelector('#dispatchpanel textarea, #dispatchpanel input');
+    if (first) first.focus();
+  });
+  ctx.on('canceldispatch', () => set('dispatchform', ''));
+  ctx.on('dodispatch', async () => {
+    const pj = job.ParameterizedJob || {};
     const meta = {};
-    for (const k of (job.ParameterizedJob.MetaRequired || [])) meta[k] = prompt(`Meta ${k} (required)`) || '';
-    const r = await put(`${base}/dispatch${q}`, { JobID: jobID, Payload: payload ? btoa(payload) : undefined, Meta: meta });
+    const missing = [];
+    for (const i of document.querySelectorAll('#dispatchpanel input[data-meta]')) {
+      if (i.value !== '') meta[i.dataset.meta] = i.value;
+      else if (i.dataset.required) missing.push(i.dataset.meta);
+    }
+    if (missing.length) throw new Error(`missing required meta ${missing.join(', ')}`);
+    const ta = document.getElementById('dispatch-payload');
+    const payload = ta ? ta.value : '';
+    if (pj.Payload === 'required' && !payload) throw new Error('this job requires a payload');
+    const r = await put(`${base}/dispatch${q}`, { JobID: jobID, Payload: payload ? b64(payload) : undefined, Meta: meta });
     ctx.navigate(jobHref(r.DispatchedJobID, ns));
   });
   ctx.on('scale', async (b) => {
@@ -103,7 +163,7 @@ export function page(ctx, rawID, tab = '') {
   ctx.on('revert', async (b) => { await put(`${base}/revert${q}`, { JobID: jobID, JobVersion: Number(b.dataset.version) }); toast(`Reverted to version ${b.dataset.version}`); });
 
   if (tab === '') {
-    set('tab', html`<div class="panel" id="jobmeta"></div><h2>Summary</h2><div id="summary"></div><div id="failures"></div><h2>Latest deployment</h2><div id="latestdep"></div><h2>Recent allocations</h2><div id="allocs"></div>`);
+    set('tab', html`<div class="panel" id="jobmeta"></div><h2>Summary</h2><div id="summary"></div><div id="childrensec"></div><div id="failures"></div><h2>Latest deployment</h2><div id="latestdep"></div><h2>Recent allocations</h2><div id="allocs"></div>`);
     ctx.refresh(`${base}/summary${q}`, (s) => { sum = s; renderSummary(); });
     ctx.refresh(`${base}/deployment${q}`, (d) => set('latestdep', deploymentPanel(d)));
     ctx.watch(`${base}/allocations${q}`, (a) => set('allocs', allocTable((a || []).slice(0).sort((x, y) => y.CreateIndex - x.CreateIndex).slice(0, 10))));

@@ -56,7 +56,7 @@ export function page(ctx, nodeID) {
     const attrs = Object.entries(n.Attributes || {}).sort();
     const meta = Object.entries(n.Meta || {}).sort();
     set('attrs', html`<div class="tablewrap"><table><tbody>${attrs.map(([k, v]) => html`<tr><td class="id">${k}</td><td style="white-space:normal">${v}</td></tr>`)}${meta.map(([k, v]) => html`<tr><td class="id">meta.${k}</td><td>${v}</td></tr>`)}</tbody></table></div>`);
-  });
+  }, 'err', { notFound: 'Client not found', detail: `No client ${nodeID}: it never registered or was garbage collected.` });
   ctx.watch(`/v1/node/${nodeID}/allocations`, (a) => set('nodeallocs', allocTable(a, { showJob: true, showNode: false })));
   // Host figures have no index: polled while the page is open.
   ctx.watch(`/v1/client/stats${qs({ node_id: nodeID })}`, (s) => set('hoststats', hostStats(s)), 'hosterr');

@@ -59,15 +59,24 @@ function annotations(a) {
 }
 
 // parse turns the editor's text into an api.Job: JSON as is (a bare job or
-// {"Job": ...}), anything else through /v1/jobs/parse.
-async function parse(text) {
+// {"Job": ...}), anything else through /v1/jobs/parse. A definition that
+// names no namespace is the job of namespace (the page's job, whose source
+// was submitted with ?namespace=): Canonicalize would put it in "default",
+// so the plan and run of an edit made a new job there.
+async function parse(text, namespace) {
   const t = text.trim();
   if (!t) throw new Error('The job definition is empty.');
   if (t.startsWith('{')) {
     const v = JSON.parse(t);
-    return { job: v.Job || v, format: 'json' };
+    const job = v.Job || v;
+    if (namespace && !job.Namespace) job.Namespace = namespace;
+    return { job, format: 'json' };
   }
   const job = await put('/v1/jobs/parse', { JobHCL: text, Canonicalize: true });
+  if (namespace) {
+    const plain = await put('/v1/jobs/parse', { JobHCL: text, Canonicalize: false });
+    if (!plain.Namespace) job.Namespace = namespace;
+  }
   return { job, format: 'hcl2' };
 }
 
@@ -83,8 +92,7 @@ export function editor(ctx, root, source, { namespace, onRun } = {}) {
   ctx.on('plan', async () => {
     set('plan-err', '');
     const text = document.getElementById('jobsrc').value;
-    const { job, format } = await parse(text);
-    if (namespace && !job.Namespace) job.Namespace = namespace;
+    const { job, format } = await parse(text, namespace);
     const res = await put(`/v1/job/${encodeURIComponent(job.ID)}/plan`, { Job: job, Diff: true, Explain: true, Namespace: job.Namespace });
     planned = { job, format, text };
     document.getElementById('jobsrc').readOnly = true;

@@ -80,16 +80,35 @@ export function dur(ns) {
   return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
+// jobHref is Nomad's job URL, <id>@<namespace>; the namespace is left out
+// for "default" unless the ID has an "@" of its own (the page splits at the
+// last one: "team@x" alone would read as job "team" in namespace "x").
 export const jobHref = (jid, ns, tab) => {
-  const base = `/ui/jobs/${encodeURIComponent(jid)}${ns && ns !== 'default' ? '@' + encodeURIComponent(ns) : ''}`;
+  const withNS = (ns && ns !== 'default') || String(jid).includes('@');
+  const base = `/ui/jobs/${encodeURIComponent(jid)}${withNS ? '@' + encodeURIComponent(ns || 'default') : ''}`;
   return tab ? `${base}/${tab}` : base;
 };
 export const allocHref = (aid) => `/ui/allocations/${aid}`;
 export const nodeHref = (nid) => `/ui/clients/${nid}`;
 
+// errText is an error's message; a refusal (403) says how to get past it.
+export function errText(e) {
+  const text = e.text || e.message || String(e);
+  if (e.status !== 403) return html`${text}`;
+  return html`${text}. <a href="/ui/settings/tokens">Sign in</a> with a token whose policies allow this.`;
+}
+
 export function errBox(e) {
   if (!e) return '';
-  return html`<div class="error" role="alert">${e.text || e.message || String(e)}</div>`;
+  return html`<div class="error" role="alert">${errText(e)}</div>`;
+}
+
+// b64 encodes text as UTF-8 in base64 (btoa alone throws on any character
+// outside Latin-1).
+export function b64(s) {
+  let bin = '';
+  for (const c of new TextEncoder().encode(s)) bin += String.fromCharCode(c);
+  return btoa(bin);
 }
 
 export function toast(msg) {
