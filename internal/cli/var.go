@@ -243,7 +243,9 @@ func varCommands(m Meta) map[string]*aclCommand {
 				if !ok {
 					return fmt.Errorf("Variable %s has no item %q", args[0], getItem)
 				}
-				c.Ui.Output(val)
+				// As Nomad's: the value alone, with no newline added, so
+				// that it can be piped or redirected into a file as is.
+				io.WriteString(c.writer(), val)
 				return nil
 			}
 			s, err := varOut(v, getOut)
