@@ -47,8 +47,13 @@ type Config struct {
 	// BindAddr is the agent's advertise/bind address; it picks the
 	// fingerprinted interface when NetworkInterface is empty.
 	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
-	TLSEnabled      bool
-	BindAddr        string
+	TLSEnabled bool
+	BindAddr   string
+	// HTTPAddr is the "host:port" the agent's HTTP API is reached at
+	// (advertise.http): the node's HTTPAddr, which API clients dial for
+	// node-local calls (Nomad's GetNodeClient). Empty: the fingerprinted
+	// address with port 4646.
+	HTTPAddr        string
 	CPUTotalCompute int
 	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:
 	// all), client.reservable_cores.
