@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	mcli "github.com/hashicorp/cli"
 	"github.com/hashicorp/hcl"
+	hclast "github.com/hashicorp/hcl/hcl/ast"
 	"github.com/hashicorp/nomad/api"
 	"github.com/posener/complete"
 )
@@ -26,25 +28,81 @@ import (
 // varSpec is a variable specification file (`var init` writes one; `var
 // put` reads one from @file or stdin).
 type varSpec struct {
-	Path  string            `hcl:"path" json:"Path"`
-	Items map[string]string `hcl:"items" json:"Items"`
+	Namespace string            `hcl:"namespace" json:"Namespace"`
+	Path      string            `hcl:"path" json:"Path"`
+	Items     map[string]string `hcl:"items" json:"Items"`
 }
 
-func parseVarSpec(b []byte, format string) (*varSpec, error) {
+// varSpecJSONDoc is what a JSON specification may hold: a variable as
+// `var get -out json` prints it (its metadata is ignored), so that one can
+// be edited and written back.
+type varSpecJSONDoc struct {
+	varSpec
+	CreateIndex, ModifyIndex uint64
+	CreateTime, ModifyTime   int64
+	Lock                     *api.VariableLock
+}
+
+func parseVarSpec(b []byte, format, name string) (*varSpec, error) {
 	var s varSpec
 	switch format {
 	case "json":
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("Error parsing the JSON variable specification: %v", err)
+		var doc varSpecJSONDoc
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&doc); err != nil {
+			return nil, fmt.Errorf("Error parsing the JSON variable specification %s: %v (a specification has Namespace, Path and Items; items are strings)", jsonErrorPlace(name, b, err), err)
 		}
+		s = doc.varSpec
 	case "hcl":
-		if err := hcl.Decode(&s, string(b)); err != nil {
-			return nil, fmt.Errorf("Error parsing the HCL variable specification: %v", err)
+		f, err := hcl.ParseBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("Error parsing the HCL variable specification %s: %v", name, err)
+		}
+		if list, ok := f.Node.(*hclast.ObjectList); ok {
+			for _, item := range list.Items {
+				if len(item.Keys) == 0 {
+					continue
+				}
+				if k := item.Keys[0].Token.Value(); k != "path" && k != "namespace" && k != "items" {
+					return nil, fmt.Errorf("Error parsing the HCL variable specification %s:%d: unknown key %q (a specification has path, namespace and items)",
+						name, item.Keys[0].Token.Pos.Line, k)
+				}
+			}
+		}
+		if err := hcl.DecodeObject(&s, f); err != nil {
+			return nil, fmt.Errorf("Error parsing the HCL variable specification %s: %v (items are strings)", name, err)
 		}
 	default:
 		return nil, fmt.Errorf("Invalid -in %q: json or hcl", format)
 	}
 	return &s, nil
+}
+
+// jsonErrorPlace is "name:line:column" of a JSON decoding error, or name
+// alone when the error has no offset.
+func jsonErrorPlace(name string, b []byte, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 || off > int64(len(b)) {
+		return name
+	}
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("%s:%d:%d", name, line, col)
 }
 
 // readSource reads "-" (stdin) or a file.
@@ -83,13 +141,20 @@ func varFromArgs(args []string, in string) (*api.Variable, error) {
 				format = "hcl"
 			}
 		}
-		spec, err := parseVarSpec(b, format)
+		name := strings.TrimPrefix(specArg, "@")
+		if specArg == "-" {
+			name = "(stdin)"
+		}
+		spec, err := parseVarSpec(b, format, name)
 		if err != nil {
 			return nil, err
 		}
 		if v.Path == "" {
 			v.Path = spec.Path
 		}
+		// Written to the specification's namespace unless -namespace (or
+		// NOMAD_NAMESPACE) names one, as Nomad's var put does.
+		v.Namespace = spec.Namespace
 		for k, val := range spec.Items {
 			v.Items[k] = val
 		}

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -25,5 +28,52 @@ func TestVarGetItemPrintsTheValueAsIs(t *testing.T) {
 		if code != 0 || out != want {
 			t.Errorf("var get -item %s: exit %d, stdout %q (stderr %q), want exactly %q", item, code, out, errb, want)
 		}
+	}
+}
+
+// A bad variable specification file is refused naming the file and where
+// in it: a value that is not a string, a syntax error, a key a
+// specification does not have. Before, the file was not named, the JSON
+// error had no line, and an unknown block (itemz) was ignored, so the
+// error was "a variable needs at least one item". What `var get -out json`
+// prints is a specification var put takes back.
+func TestVarPutSpecErrorsNameTheFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	f := &fake{routes: map[string]any{
+		"PUT /v1/var/app/db": &api.Variable{Namespace: "default", Path: "app/db", ModifyIndex: 9, Items: api.VariableItems{"a": "1"}},
+	}}
+	srv := f.server(t)
+	for _, tc := range []struct{ file, body, want string }{
+		{"number.json", "{\n  \"Path\": \"app/db\",\n  \"Items\": {\"a\": 1}\n}\n", "number.json:3:"},
+		{"cut.json", "{\n  \"Path\": \"app/db\",\n", "cut.json"},
+		{"typo.json", "{\"Path\": \"app/db\", \"Itemz\": {\"a\": \"1\"}}", `unknown field "Itemz"`},
+		{"typo.nv.hcl", "path = \"app/db\"\n\nitemz {\n  a = \"1\"\n}\n", `typo.nv.hcl:3: unknown key "itemz"`},
+		{"list.nv.hcl", "path = \"app/db\"\nitems {\n  a = [\"1\"]\n}\n", "list.nv.hcl"},
+	} {
+		p := write(tc.file, tc.body)
+		_, errb, code := run(t, srv, "var", "put", "@"+p)
+		if code != 1 || !strings.Contains(errb, tc.want) {
+			t.Errorf("var put @%s: exit %d, stderr %q, want it to name %q", tc.file, code, errb, tc.want)
+		}
+	}
+
+	got := `{
+  "Namespace": "default",
+  "Path": "app/db",
+  "CreateIndex": 5,
+  "ModifyIndex": 9,
+  "CreateTime": 1700000000000000000,
+  "ModifyTime": 1700000000000000000,
+  "Items": {"a": "1"}
+}`
+	if out, errb, code := run(t, srv, "var", "put", "@"+write("roundtrip.json", got)); code != 0 {
+		t.Fatalf("var put of var get -out json's output: exit %d\n%s%s", code, out, errb)
 	}
 }
