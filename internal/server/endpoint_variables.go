@@ -109,7 +109,7 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 			return structs.NewErrCoded(409, "lock on %s is in its lock delay until %s", in.Path, until.UTC().Format(time.RFC3339))
 		}
 		if len(in.Items) == 0 {
-			if err := v.createEmptyForLock(st, ns, in.Path); err != nil {
+			if err := v.createEmptyForLock(st, ns, in.Path, enc.ModifyTime); err != nil {
 				return err
 			}
 		}
@@ -176,7 +176,7 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 // check-and-set (index 0): a variable written meanwhile is left as it is
 // (the conflict is not an error), and the acquire that follows keeps the
 // items it finds.
-func (v *Variables) createEmptyForLock(st *state.StateStore, ns, path string) error {
+func (v *Variables) createEmptyForLock(st *state.StateStore, ns, path string, now int64) error {
 	if cur, err := st.VariableByPath(nil, ns, path); err != nil || cur != nil {
 		return err
 	}
@@ -184,9 +184,8 @@ func (v *Variables) createEmptyForLock(st *state.StateStore, ns, path string) er
 	if err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
 	enc := &structs.VariableEncrypted{VariableMetadata: structs.VariableMetadata{
-		Namespace: ns, Path: path, ModifyTime: now,
+		Namespace: ns, Path: path, ModifyTime: now, // the acquire's time: created as it is locked
 	}, Data: data, KeyID: keyID}
 	_, _, err = v.srv.raftApply(structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: enc})
 	return err

@@ -53,6 +53,9 @@ func TestVariableLockAcquireWithoutItemsCreatesTheVariable(t *testing.T) {
 	if got == nil || got.Lock == nil || got.Lock.ID != first.Output.Lock.ID || len(got.Items) != 0 {
 		t.Fatalf("the locked variable: %+v", got)
 	}
+	if got.ModifyTime < got.CreateTime {
+		t.Fatalf("the locked variable was modified (%d) before it was created (%d)", got.ModifyTime, got.CreateTime)
+	}
 	if second := lockAcquire(t, s, "locks/leader", nil); second.Result != structs.VarOpResultConflict {
 		t.Fatalf("second acquire while held: result %q", second.Result)
 	}
