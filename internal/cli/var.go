@@ -265,17 +265,54 @@ func varCommands(m Meta) map[string]*aclCommand {
 	jsonFlags := complete.Flags{"-json": complete.PredictNothing, "-t": complete.PredictAnything}
 	outFlag := complete.Flags{"-out": complete.PredictSet("table", "json", "hcl")}
 
+	var listOut, listFilter, listToken string
+	var listPerPage int
 	add(&aclCommand{name: "var list", synopsis: "List variable metadata", usage: "[options] [<prefix>]",
-		help:  "Lists the variables (metadata only) under a path prefix; -namespace=* lists every namespace.",
-		nargs: -1, flagNames: jsonFlags,
+		help: "Lists the variables (metadata only) under a path prefix; -namespace=* lists every namespace.\n" +
+			"  -out table|json|terse (paths only), -filter <expression>, -per-page <n> and -page-token <token>\n" +
+			"  (the next page's token is printed on stderr).",
+		nargs: -1, flagNames: mergeFlags(jsonFlags, complete.Flags{"-out": complete.PredictSet("table", "json", "terse"),
+			"-filter": complete.PredictAnything, "-per-page": complete.PredictAnything, "-page-token": complete.PredictAnything}),
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&listOut, "out", "", "")
+			fs.StringVar(&listFilter, "filter", "", "")
+			fs.IntVar(&listPerPage, "per-page", 0, "")
+			fs.StringVar(&listToken, "page-token", "", "")
+		},
 		run: func(c *aclCommand, client *api.Client, args []string) error {
 			prefix := ""
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			list, _, err := client.Variables().PrefixList(prefix, nil)
+			switch listOut {
+			case "", "table", "json", "terse":
+			default:
+				return fmt.Errorf("Invalid -out %q: table, json or terse", listOut)
+			}
+			if listPerPage < 0 {
+				return fmt.Errorf("Invalid -per-page %d: it must not be negative", listPerPage)
+			}
+			q := &api.QueryOptions{Filter: listFilter, PerPage: int32(listPerPage), NextToken: listToken}
+			list, qm, err := client.Variables().PrefixList(prefix, q)
 			if err != nil {
 				return fmt.Errorf("Error retrieving vars: %s", err)
+			}
+			if qm != nil && qm.NextToken != "" {
+				c.Ui.Error(fmt.Sprintf("Next page token: %s", qm.NextToken))
+			}
+			switch listOut {
+			case "json":
+				if list == nil {
+					list = []*api.VariableMetadata{}
+				}
+				b, _ := json.MarshalIndent(list, "", "    ")
+				c.Ui.Output(string(b))
+				return nil
+			case "terse":
+				for _, v := range list {
+					c.Ui.Output(v.Path)
+				}
+				return nil
 			}
 			c.show(list, func() string {
 				if len(list) == 0 {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,35 @@ func TestVarPutSpecErrorsNameTheFileAndLine(t *testing.T) {
 }`
 	if out, errb, code := run(t, srv, "var", "put", "@"+write("roundtrip.json", got)); code != 0 {
 		t.Fatalf("var put of var get -out json's output: exit %d\n%s%s", code, out, errb)
+	}
+}
+
+// var list takes Nomad's -out (table, json, terse), -filter, -per-page
+// and -page-token; it refused -out ("flag provided but not defined"), so
+// a script's `var list -out terse` or `-filter` failed.
+func TestVarListOutputsAndFilters(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/vars": []*api.VariableMetadata{
+			{Namespace: "default", Path: "app/db", ModifyIndex: 3},
+			{Namespace: "default", Path: "app/web", ModifyIndex: 4},
+		},
+	}}
+	srv := f.server(t)
+	if out, errb, code := run(t, srv, "var", "list", "-out", "terse", "app/"); code != 0 || out != "app/db\napp/web\n" {
+		t.Fatalf("-out terse: exit %d %q %q", code, out, errb)
+	}
+	out, errb, code := run(t, srv, "var", "list", "-out", "json", "-filter", `Path contains "db"`, "-per-page", "2", "-page-token", "default.app/a")
+	var got []*api.VariableMetadata
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 2 {
+		t.Fatalf("-out json: exit %d %q %q", code, out, errb)
+	}
+	last := f.seen[len(f.seen)-1]
+	for _, want := range []string{"filter=Path+contains", "per_page=2", "next_token=default.app%2Fa"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("request %q lacks %q", last, want)
+		}
+	}
+	if _, errb, code := run(t, srv, "var", "list", "-out", "yaml"); code != 1 || !strings.Contains(errb, "-out") {
+		t.Errorf("-out yaml: exit %d %q", code, errb)
 	}
 }
