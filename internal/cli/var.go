@@ -427,7 +427,8 @@ func varCommands(m Meta) map[string]*aclCommand {
 
 	var lockTTL, lockDelay string
 	add(&aclCommand{name: "var lock", synopsis: "Run a command while holding a variable's lock", usage: "[options] <path> <command> [<args>...]",
-		help: "Acquires the lock of a variable (creating it with a placeholder item if needed), runs the command while\n" +
+		help: "Acquires the lock of a variable (creating it with a placeholder item if needed; a lock held by another\n" +
+			"  holder is waited for), runs the command while\n" +
 			"  renewing the lock, and releases it when the command exits. Its exit code is the command's.",
 		nargs: -3, flagNames: complete.Flags{"-ttl": complete.PredictAnything, "-delay": complete.PredictAnything},
 		flags: func(fs *flag.FlagSet) {
@@ -468,6 +469,9 @@ type exitCodeError struct{ code int }
 
 func (e exitCodeError) Error() string { return "" }
 
+// varLockRetry is how often var lock asks again for a lock another holds.
+var varLockRetry = time.Second
+
 func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []string, ttl, delay string) error {
 	v, _, err := client.Variables().Peek(path, nil)
 	if err != nil {
@@ -477,9 +481,30 @@ func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []strin
 		v = &api.Variable{Path: path, Items: api.VariableItems{"lock": "held by var lock"}}
 	}
 	v.Lock = &api.VariableLock{TTL: ttl, LockDelay: delay}
-	held, _, err := client.Variables().AcquireLock(v, nil)
-	if err != nil {
-		return fmt.Errorf("Error acquiring the lock on %s: %s", path, err)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	// A lock another holder has (or one in its lock delay) is waited for,
+	// as a distributed lock command does: the command runs once this one
+	// holds it. Ctrl-C gives up.
+	var held *api.Variable
+	for waiting := false; ; waiting = true {
+		held, _, err = client.Variables().AcquireLock(v, nil)
+		if err == nil {
+			break
+		}
+		var ure api.UnexpectedResponseError
+		if !errors.As(err, &ure) || ure.StatusCode() != 409 {
+			return fmt.Errorf("Error acquiring the lock on %s: %s", path, err)
+		}
+		if !waiting {
+			c.Ui.Error(fmt.Sprintf("The lock on %s is held; waiting for it (Ctrl-C to give up)", path))
+		}
+		select {
+		case <-sigs:
+			return fmt.Errorf("Gave up waiting for the lock on %s", path)
+		case <-time.After(varLockRetry):
+		}
 	}
 	d, _ := time.ParseDuration(ttl)
 	if d <= 0 {
@@ -505,9 +530,6 @@ func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []strin
 	}()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
-	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		client.Variables().ReleaseLock(held, nil)
 		return fmt.Errorf("Error starting %s: %v", argv[0], err)

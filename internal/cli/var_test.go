@@ -2,10 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -106,5 +110,54 @@ func TestVarListOutputsAndFilters(t *testing.T) {
 	}
 	if _, errb, code := run(t, srv, "var", "list", "-out", "yaml"); code != 1 || !strings.Contains(errb, "-out") {
 		t.Errorf("-out yaml: exit %d %q", code, errb)
+	}
+}
+
+// var lock waits for a lock another holder has, then runs its command: it
+// gave up at once ("Error acquiring the lock ... 409"), so of two
+// operators (or cron jobs) running var lock on the same path, the second
+// failed instead of running after the first.
+func TestVarLockWaitsForAHeldLock(t *testing.T) {
+	old := varLockRetry
+	varLockRetry = 10 * time.Millisecond
+	t.Cleanup(func() { varLockRetry = old })
+	var mu sync.Mutex
+	acquires, releases := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("X-Nomad-Index", "10")
+		q := r.URL.Query()
+		switch {
+		case r.Method == http.MethodGet:
+			http.Error(w, "variable not found", http.StatusNotFound)
+		case q.Has("lock-acquire"):
+			acquires++
+			if acquires < 3 {
+				w.WriteHeader(http.StatusConflict)
+				json.NewEncoder(w).Encode(&api.Variable{Path: "app/l", Lock: &api.VariableLock{TTL: "15s"}})
+				return
+			}
+			json.NewEncoder(w).Encode(&api.Variable{Path: "app/l", ModifyIndex: 10, Lock: &api.VariableLock{ID: "l1", TTL: "15s", LockDelay: "15s"}})
+		case q.Has("lock-release"):
+			releases++
+			json.NewEncoder(w).Encode(&api.Variable{Path: "app/l", ModifyIndex: 11})
+		default:
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.String(), http.StatusBadRequest)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, errb, code := run(t, srv, "var", "lock", "app/l", "touch", marker)
+	if code != 0 {
+		t.Fatalf("var lock exited %d: %s", code, errb)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the command did not run once the lock was free")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if acquires != 3 || releases != 1 || !strings.Contains(errb, "waiting") {
+		t.Fatalf("acquires %d, releases %d, stderr %q: want the held lock waited for, then released", acquires, releases, errb)
 	}
 }
