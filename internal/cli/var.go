@@ -211,6 +211,16 @@ func formatVariable(v *api.Variable) string {
 	return out + "\n\nItems\n" + formatKV(items)
 }
 
+// defaultVarOut is var get's and var list's -out when none is given, as
+// Nomad's: a table on a terminal, JSON when stdout is redirected (a pipe
+// into jq, a file).
+func defaultVarOut(w io.Writer) string {
+	if ok, _, _ := terminalSize(w); ok {
+		return "table"
+	}
+	return "json"
+}
+
 // varOut writes a variable as -out asks: table, json or hcl.
 func varOut(v *api.Variable, format string) (string, error) {
 	switch format {
@@ -284,6 +294,9 @@ func varCommands(m Meta) map[string]*aclCommand {
 			if len(args) == 1 {
 				prefix = args[0]
 			}
+			if listOut == "" && !c.out.json && c.out.tmpl == "" {
+				listOut = defaultVarOut(c.writer())
+			}
 			switch listOut {
 			case "", "table", "json", "terse":
 			default:
@@ -333,7 +346,7 @@ func varCommands(m Meta) map[string]*aclCommand {
 		nargs: 1, flagNames: mergeFlags(outFlag, complete.Flags{"-item": complete.PredictAnything}),
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&getItem, "item", "", "")
-			fs.StringVar(&getOut, "out", "table", "")
+			fs.StringVar(&getOut, "out", "", "")
 		},
 		run: func(c *aclCommand, client *api.Client, args []string) error {
 			v, _, err := client.Variables().Read(args[0], nil)
@@ -349,6 +362,9 @@ func varCommands(m Meta) map[string]*aclCommand {
 				// that it can be piped or redirected into a file as is.
 				io.WriteString(c.writer(), val)
 				return nil
+			}
+			if getOut == "" {
+				getOut = defaultVarOut(c.writer())
 			}
 			s, err := varOut(v, getOut)
 			if err != nil {

@@ -161,3 +161,27 @@ func TestVarLockWaitsForAHeldLock(t *testing.T) {
 		t.Fatalf("acquires %d, releases %d, stderr %q: want the held lock waited for, then released", acquires, releases, errb)
 	}
 }
+
+// var get and var list print JSON when stdout is not a terminal and no
+// -out is given, as Nomad's do ("table" on a terminal, "json" when
+// redirected): `var get path | jq .Items.x` got a table.
+func TestVarGetAndListPrintJSONWhenRedirected(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/var/app/tls": &api.Variable{Namespace: "default", Path: "app/tls", ModifyIndex: 7, Items: api.VariableItems{"token": "s3cr3t"}},
+		"GET /v1/vars":        []*api.VariableMetadata{{Namespace: "default", Path: "app/tls", ModifyIndex: 7}},
+	}}
+	srv := f.server(t)
+	out, errb, code := run(t, srv, "var", "get", "app/tls")
+	var v api.Variable
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Items["token"] != "s3cr3t" {
+		t.Fatalf("var get, redirected: exit %d, stdout %q (stderr %q), want the variable as JSON", code, out, errb)
+	}
+	out, errb, code = run(t, srv, "var", "list")
+	var list []*api.VariableMetadata
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Path != "app/tls" {
+		t.Fatalf("var list, redirected: exit %d, stdout %q (stderr %q), want the list as JSON", code, out, errb)
+	}
+	if out, _, code := run(t, srv, "var", "get", "-out", "table", "app/tls"); code != 0 || !strings.Contains(out, "Check Index = 7") {
+		t.Fatalf("var get -out table: %d %q", code, out)
+	}
+}
