@@ -61,7 +61,7 @@ func (a *Agent) setupClient() error {
 		AllocDir:           cc.AllocDir,
 		NetworkInterface:   cc.NetworkInterface,
 		BindAddr:           bind,
-		HTTPAddr:           c.AdvertiseHTTPAddr(),
+		HTTPAddr:           a.advertisedHTTPAddr(),
 		CPUTotalCompute:    cc.CPUTotalCompute,
 		ReservableCores:    cc.ReservableCores,
 		MemoryTotalMB:      cc.MemoryTotalMB,
@@ -236,4 +236,23 @@ func withDefaultPort(addr string, port int) string {
 		addr = "[" + addr + "]"
 	}
 	return addr + ":" + strconv.Itoa(port)
+}
+
+// advertisedHTTPAddr is the address the node advertises for its HTTP API
+// (Node.HTTPAddr): advertise.http as resolved, with the port the listener
+// really got when ports.http is 0. API clients (Nomad's GetNodeClient: alloc
+// fs, logs, exec) dial it first, so a node that named another port sent
+// them to whatever listened there.
+func (a *Agent) advertisedHTTPAddr() string {
+	adv := a.config.AdvertiseHTTPAddr()
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil || a.httpLn == nil {
+		return adv
+	}
+	if port == "0" {
+		if _, real, err := net.SplitHostPort(a.httpLn.Addr().String()); err == nil {
+			return net.JoinHostPort(host, real)
+		}
+	}
+	return adv
 }

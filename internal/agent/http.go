@@ -118,6 +118,10 @@ type forwardedSub struct {
 	frames  [][]byte       // received, not yet handed out
 }
 
+// TokenCheckedUpstream: the server checks the reader's token at every
+// poll, so the HTTP handler need not check it again before each frame.
+func (s *forwardedSub) TokenCheckedUpstream() bool { return true }
+
 func (s *forwardedSub) NextFrame(ctx context.Context) ([]byte, error) {
 	for len(s.frames) == 0 {
 		wait := events.MaxPollWait

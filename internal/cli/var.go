@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	mcli "github.com/hashicorp/cli"
 	"github.com/hashicorp/hcl"
+	hclast "github.com/hashicorp/hcl/hcl/ast"
 	"github.com/hashicorp/nomad/api"
 	"github.com/posener/complete"
 )
@@ -26,25 +28,81 @@ import (
 // varSpec is a variable specification file (`var init` writes one; `var
 // put` reads one from @file or stdin).
 type varSpec struct {
-	Path  string            `hcl:"path" json:"Path"`
-	Items map[string]string `hcl:"items" json:"Items"`
+	Namespace string            `hcl:"namespace" json:"Namespace"`
+	Path      string            `hcl:"path" json:"Path"`
+	Items     map[string]string `hcl:"items" json:"Items"`
 }
 
-func parseVarSpec(b []byte, format string) (*varSpec, error) {
+// varSpecJSONDoc is what a JSON specification may hold: a variable as
+// `var get -out json` prints it (its metadata is ignored), so that one can
+// be edited and written back.
+type varSpecJSONDoc struct {
+	varSpec
+	CreateIndex, ModifyIndex uint64
+	CreateTime, ModifyTime   int64
+	Lock                     *api.VariableLock
+}
+
+func parseVarSpec(b []byte, format, name string) (*varSpec, error) {
 	var s varSpec
 	switch format {
 	case "json":
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("Error parsing the JSON variable specification: %v", err)
+		var doc varSpecJSONDoc
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&doc); err != nil {
+			return nil, fmt.Errorf("Error parsing the JSON variable specification %s: %v (a specification has Namespace, Path and Items; items are strings)", jsonErrorPlace(name, b, err), err)
 		}
+		s = doc.varSpec
 	case "hcl":
-		if err := hcl.Decode(&s, string(b)); err != nil {
-			return nil, fmt.Errorf("Error parsing the HCL variable specification: %v", err)
+		f, err := hcl.ParseBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("Error parsing the HCL variable specification %s: %v", name, err)
+		}
+		if list, ok := f.Node.(*hclast.ObjectList); ok {
+			for _, item := range list.Items {
+				if len(item.Keys) == 0 {
+					continue
+				}
+				if k := item.Keys[0].Token.Value(); k != "path" && k != "namespace" && k != "items" {
+					return nil, fmt.Errorf("Error parsing the HCL variable specification %s:%d: unknown key %q (a specification has path, namespace and items)",
+						name, item.Keys[0].Token.Pos.Line, k)
+				}
+			}
+		}
+		if err := hcl.DecodeObject(&s, f); err != nil {
+			return nil, fmt.Errorf("Error parsing the HCL variable specification %s: %v (items are strings)", name, err)
 		}
 	default:
 		return nil, fmt.Errorf("Invalid -in %q: json or hcl", format)
 	}
 	return &s, nil
+}
+
+// jsonErrorPlace is "name:line:column" of a JSON decoding error, or name
+// alone when the error has no offset.
+func jsonErrorPlace(name string, b []byte, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 || off > int64(len(b)) {
+		return name
+	}
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("%s:%d:%d", name, line, col)
 }
 
 // readSource reads "-" (stdin) or a file.
@@ -83,13 +141,20 @@ func varFromArgs(args []string, in string) (*api.Variable, error) {
 				format = "hcl"
 			}
 		}
-		spec, err := parseVarSpec(b, format)
+		name := strings.TrimPrefix(specArg, "@")
+		if specArg == "-" {
+			name = "(stdin)"
+		}
+		spec, err := parseVarSpec(b, format, name)
 		if err != nil {
 			return nil, err
 		}
 		if v.Path == "" {
 			v.Path = spec.Path
 		}
+		// Written to the specification's namespace unless -namespace (or
+		// NOMAD_NAMESPACE) names one, as Nomad's var put does.
+		v.Namespace = spec.Namespace
 		for k, val := range spec.Items {
 			v.Items[k] = val
 		}
@@ -146,6 +211,16 @@ func formatVariable(v *api.Variable) string {
 	return out + "\n\nItems\n" + formatKV(items)
 }
 
+// defaultVarOut is var get's and var list's -out when none is given, as
+// Nomad's: a table on a terminal, JSON when stdout is redirected (a pipe
+// into jq, a file).
+func defaultVarOut(w io.Writer) string {
+	if ok, _, _ := terminalSize(w); ok {
+		return "table"
+	}
+	return "json"
+}
+
 // varOut writes a variable as -out asks: table, json or hcl.
 func varOut(v *api.Variable, format string) (string, error) {
 	switch format {
@@ -200,17 +275,57 @@ func varCommands(m Meta) map[string]*aclCommand {
 	jsonFlags := complete.Flags{"-json": complete.PredictNothing, "-t": complete.PredictAnything}
 	outFlag := complete.Flags{"-out": complete.PredictSet("table", "json", "hcl")}
 
+	var listOut, listFilter, listToken string
+	var listPerPage int
 	add(&aclCommand{name: "var list", synopsis: "List variable metadata", usage: "[options] [<prefix>]",
-		help:  "Lists the variables (metadata only) under a path prefix; -namespace=* lists every namespace.",
-		nargs: -1, flagNames: jsonFlags,
+		help: "Lists the variables (metadata only) under a path prefix; -namespace=* lists every namespace.\n" +
+			"  -out table|json|terse (paths only), -filter <expression>, -per-page <n> and -page-token <token>\n" +
+			"  (the next page's token is printed on stderr).",
+		nargs: -1, flagNames: mergeFlags(jsonFlags, complete.Flags{"-out": complete.PredictSet("table", "json", "terse"),
+			"-filter": complete.PredictAnything, "-per-page": complete.PredictAnything, "-page-token": complete.PredictAnything}),
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&listOut, "out", "", "")
+			fs.StringVar(&listFilter, "filter", "", "")
+			fs.IntVar(&listPerPage, "per-page", 0, "")
+			fs.StringVar(&listToken, "page-token", "", "")
+		},
 		run: func(c *aclCommand, client *api.Client, args []string) error {
 			prefix := ""
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			list, _, err := client.Variables().PrefixList(prefix, nil)
+			if listOut == "" && !c.out.json && c.out.tmpl == "" {
+				listOut = defaultVarOut(c.writer())
+			}
+			switch listOut {
+			case "", "table", "json", "terse":
+			default:
+				return fmt.Errorf("Invalid -out %q: table, json or terse", listOut)
+			}
+			if listPerPage < 0 {
+				return fmt.Errorf("Invalid -per-page %d: it must not be negative", listPerPage)
+			}
+			q := &api.QueryOptions{Filter: listFilter, PerPage: int32(listPerPage), NextToken: listToken}
+			list, qm, err := client.Variables().PrefixList(prefix, q)
 			if err != nil {
 				return fmt.Errorf("Error retrieving vars: %s", err)
+			}
+			if qm != nil && qm.NextToken != "" {
+				c.Ui.Error(fmt.Sprintf("Next page token: %s", qm.NextToken))
+			}
+			switch listOut {
+			case "json":
+				if list == nil {
+					list = []*api.VariableMetadata{}
+				}
+				b, _ := json.MarshalIndent(list, "", "    ")
+				c.Ui.Output(string(b))
+				return nil
+			case "terse":
+				for _, v := range list {
+					c.Ui.Output(v.Path)
+				}
+				return nil
 			}
 			c.show(list, func() string {
 				if len(list) == 0 {
@@ -231,7 +346,7 @@ func varCommands(m Meta) map[string]*aclCommand {
 		nargs: 1, flagNames: mergeFlags(outFlag, complete.Flags{"-item": complete.PredictAnything}),
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&getItem, "item", "", "")
-			fs.StringVar(&getOut, "out", "table", "")
+			fs.StringVar(&getOut, "out", "", "")
 		},
 		run: func(c *aclCommand, client *api.Client, args []string) error {
 			v, _, err := client.Variables().Read(args[0], nil)
@@ -243,8 +358,13 @@ func varCommands(m Meta) map[string]*aclCommand {
 				if !ok {
 					return fmt.Errorf("Variable %s has no item %q", args[0], getItem)
 				}
-				c.Ui.Output(val)
+				// As Nomad's: the value alone, with no newline added, so
+				// that it can be piped or redirected into a file as is.
+				io.WriteString(c.writer(), val)
 				return nil
+			}
+			if getOut == "" {
+				getOut = defaultVarOut(c.writer())
 			}
 			s, err := varOut(v, getOut)
 			if err != nil {
@@ -323,7 +443,8 @@ func varCommands(m Meta) map[string]*aclCommand {
 
 	var lockTTL, lockDelay string
 	add(&aclCommand{name: "var lock", synopsis: "Run a command while holding a variable's lock", usage: "[options] <path> <command> [<args>...]",
-		help: "Acquires the lock of a variable (creating it with a placeholder item if needed), runs the command while\n" +
+		help: "Acquires the lock of a variable (creating it with a placeholder item if needed; a lock held by another\n" +
+			"  holder is waited for), runs the command while\n" +
 			"  renewing the lock, and releases it when the command exits. Its exit code is the command's.",
 		nargs: -3, flagNames: complete.Flags{"-ttl": complete.PredictAnything, "-delay": complete.PredictAnything},
 		flags: func(fs *flag.FlagSet) {
@@ -364,6 +485,9 @@ type exitCodeError struct{ code int }
 
 func (e exitCodeError) Error() string { return "" }
 
+// varLockRetry is how often var lock asks again for a lock another holds.
+var varLockRetry = time.Second
+
 func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []string, ttl, delay string) error {
 	v, _, err := client.Variables().Peek(path, nil)
 	if err != nil {
@@ -373,9 +497,30 @@ func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []strin
 		v = &api.Variable{Path: path, Items: api.VariableItems{"lock": "held by var lock"}}
 	}
 	v.Lock = &api.VariableLock{TTL: ttl, LockDelay: delay}
-	held, _, err := client.Variables().AcquireLock(v, nil)
-	if err != nil {
-		return fmt.Errorf("Error acquiring the lock on %s: %s", path, err)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	// A lock another holder has (or one in its lock delay) is waited for,
+	// as a distributed lock command does: the command runs once this one
+	// holds it. Ctrl-C gives up.
+	var held *api.Variable
+	for waiting := false; ; waiting = true {
+		held, _, err = client.Variables().AcquireLock(v, nil)
+		if err == nil {
+			break
+		}
+		var ure api.UnexpectedResponseError
+		if !errors.As(err, &ure) || ure.StatusCode() != 409 {
+			return fmt.Errorf("Error acquiring the lock on %s: %s", path, err)
+		}
+		if !waiting {
+			c.Ui.Error(fmt.Sprintf("The lock on %s is held; waiting for it (Ctrl-C to give up)", path))
+		}
+		select {
+		case <-sigs:
+			return fmt.Errorf("Gave up waiting for the lock on %s", path)
+		case <-time.After(varLockRetry):
+		}
 	}
 	d, _ := time.ParseDuration(ttl)
 	if d <= 0 {
@@ -401,9 +546,6 @@ func runWithVarLock(c *aclCommand, client *api.Client, path string, argv []strin
 	}()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
-	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		client.Variables().ReleaseLock(held, nil)
 		return fmt.Errorf("Error starting %s: %v", argv[0], err)

@@ -49,9 +49,10 @@ type Config struct {
 	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
 	TLSEnabled bool
 	BindAddr   string
-	// HTTPAddr is the advertised "host:port" of the agent's HTTP API
-	// (node.HTTPAddr: the API client reaches the node there first for
-	// logs, fs and stats); empty: the fingerprinted IP with port 4646.
+	// HTTPAddr is the "host:port" the agent's HTTP API is reached at
+	// (advertise.http): the node's HTTPAddr, which API clients dial for
+	// node-local calls (Nomad's GetNodeClient). Empty: the fingerprinted
+	// address with port 4646.
 	HTTPAddr        string
 	CPUTotalCompute int
 	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:

@@ -241,3 +241,34 @@ func TestBadInputIsRefusedAndNothingLost(t *testing.T) {
 		t.Fatalf("unknown job: %v", err)
 	}
 }
+
+// A node advertises its agent's HTTP address: the official client dials it
+// first for node-local calls (GetNodeClient: alloc fs cat/stream/logs,
+// exec), so a node on another port than 4646 that advertised 4646 sent
+// them to whatever listened there (another agent answered "Unknown
+// allocation"; nothing there fell back to the servers).
+func TestNodeAdvertisesItsAgentsHTTPAddr(t *testing.T) {
+	a := devAgent(t)
+	nodes, _, err := a.client.Nodes().List(nil)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes: %v %v", nodes, err)
+	}
+	node, _, err := a.client.Nodes().Info(nodes[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "127.0.0.1:" + strconv.Itoa(a.http); node.HTTPAddr != want {
+		t.Fatalf("node HTTPAddr = %q, want the agent's %q", node.HTTPAddr, want)
+	}
+	nc, err := a.client.GetNodeClient(node.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := nc.Agent().Self()
+	if err != nil {
+		t.Fatalf("the node client (%s) does not answer: %v", node.HTTPAddr, err)
+	}
+	if got := self.Member.Name; !strings.HasPrefix(got, node.Name) {
+		t.Fatalf("the node client reached agent %q, not this node's (%q)", got, node.Name)
+	}
+}

@@ -73,7 +73,7 @@ func TestWorkloadIdentity(t *testing.T) {
 	// readable, another job's is not.
 	sock := `NOMAD_ADDR="unix://$NOMAD_SECRETS_DIR/api.sock" env -u NOMAD_TOKEN ` + droverBin
 	job := rawExecJob("wi", "service", 1, `cat "$NOMAD_SECRETS_DIR/nomad_token"; echo; echo "ENV=$NOMAD_TOKEN"; cat "$NOMAD_SECRETS_DIR/nomad_vault.jwt"; echo; `+
-		sock+` var get -item who nomad/jobs/wi; echo "OWN=$?"; `+sock+` var get nomad/jobs/other; echo "OTHER=$?"; sleep 300`)
+		sock+` var get -item who nomad/jobs/wi; own=$?; echo; echo "OWN=$own"; `+sock+` var get nomad/jobs/other; echo "OTHER=$?"; sleep 300`)
 	task := job.TaskGroups[0].Tasks[0]
 	task.Identity = &api.WorkloadIdentity{File: true, Env: true}
 	task.Identities = []*api.WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}, File: true, TTL: time.Hour}}

@@ -108,6 +108,11 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 		if until := v.srv.varLocks.delayedUntil(ns, in.Path); !until.IsZero() {
 			return structs.NewErrCoded(409, "lock on %s is in its lock delay until %s", in.Path, until.UTC().Format(time.RFC3339))
 		}
+		if len(in.Items) == 0 {
+			if err := v.createEmptyForLock(st, ns, in.Path, enc.ModifyTime); err != nil {
+				return err
+			}
+		}
 	case structs.VarOpLockRelease:
 		if enc.Lock == nil || enc.Lock.ID == "" {
 			return structs.NewErrCoded(400, "lock release requires the lock's ID")
@@ -162,6 +167,28 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 		reply.Output = out
 	}
 	return nil
+}
+
+// createEmptyForLock creates the variable at path with no items when it
+// does not exist, so that a lock-acquire without items (the official
+// client's Locks and LockLeaser send none: "the variable doesn't need to
+// exist") finds one to lock, as Nomad creates it. It is a create-only
+// check-and-set (index 0): a variable written meanwhile is left as it is
+// (the conflict is not an error), and the acquire that follows keeps the
+// items it finds.
+func (v *Variables) createEmptyForLock(st *state.StateStore, ns, path string, now int64) error {
+	if cur, err := st.VariableByPath(nil, ns, path); err != nil || cur != nil {
+		return err
+	}
+	data, keyID, err := v.srv.encrypter.encrypt(st, ns, path, map[string]string{})
+	if err != nil {
+		return err
+	}
+	enc := &structs.VariableEncrypted{VariableMetadata: structs.VariableMetadata{
+		Namespace: ns, Path: path, ModifyTime: now, // the acquire's time: created as it is locked
+	}, Data: data, KeyID: keyID}
+	_, _, err = v.srv.raftApply(structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: enc})
+	return err
 }
 
 // RenewLock restarts the TTL of a held lock. Only the leader holds the

@@ -85,6 +85,23 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		return nil, nil
 	}
 	ctx := r.Context()
+	// With ACLs, the token is checked again before each frame and
+	// heartbeat, as Nomad closes a stream whose token is deleted, expires
+	// or loses the policies it needs: the check at the request alone let a
+	// revoked token read every later event for as long as it stayed
+	// connected. (A forwarded stream is checked by the server at each
+	// poll.)
+	_, open := s.cfg.Auth.(allowAll)
+	if up, ok := sub.(interface{ TokenCheckedUpstream() bool }); ok && up.TokenCheckedUpstream() {
+		open = true
+	}
+	token := requestToken(r)
+	stillAllowed := func() error {
+		if open {
+			return nil
+		}
+		return s.cfg.Auth.Authorize(r, token)
+	}
 	heartbeat := s.cfg.EventHeartbeat
 	if heartbeat <= 0 {
 		heartbeat = eventHeartbeat
@@ -93,6 +110,14 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		wctx, cancel := context.WithTimeout(ctx, heartbeat)
 		frame, err := sub.NextFrame(wctx)
 		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			if aerr := stillAllowed(); aerr != nil && ctx.Err() == nil {
+				s.log.Info("event stream closed: its token no longer allows it", "remote", r.RemoteAddr, "error", aerr)
+				b, _ := json.Marshal(map[string]string{"Error": "event stream closed: " + aerr.Error()})
+				_ = write(append(b, '\n'))
+				return nil, nil
+			}
+		}
 		switch {
 		case err == nil:
 			if write(frame) != nil {

@@ -145,3 +145,54 @@ func TestEventStreamSlowReaderDropped(t *testing.T) {
 		t.Fatalf("last line %.200q", last)
 	}
 }
+
+// A stream whose token stops being allowed (deleted, expired, its policy
+// changed) ends with an error line before the next event, as Nomad closes
+// it. Before, the token was checked only when the stream was opened, and a
+// revoked token went on reading every later event.
+func TestEventStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
+	env, b := newEventsEnv(t, 10)
+	req, _ := http.NewRequest("GET", env.srv.URL+"/v1/event/stream?topic=Job", nil)
+	req.Header.Set("X-Nomad-Token", "reader")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream opened with %d", resp.StatusCode)
+	}
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() (string, bool) {
+		select {
+		case l, ok := <-lines:
+			return l, ok
+		case <-time.After(10 * time.Second):
+			t.Fatal("no line from the stream")
+			return "", false
+		}
+	}
+	publishJob(b, 5, "web")
+	if l, _ := next(); !strings.Contains(l, `"Index":5`) {
+		t.Fatalf("first frame %q", l)
+	}
+
+	env.auth.mu.Lock()
+	env.auth.deny = "reader"
+	env.auth.mu.Unlock()
+	publishJob(b, 6, "secret-job")
+	l, ok := next()
+	if !ok || strings.Contains(l, "secret-job") || !strings.Contains(l, `"Error"`) || !strings.Contains(l, "Permission denied") {
+		t.Fatalf("after the token was revoked the stream sent %q (open %v), want an error line and no event", l, ok)
+	}
+	if l, ok := next(); ok {
+		t.Fatalf("the stream went on after its error: %q", l)
+	}
+}

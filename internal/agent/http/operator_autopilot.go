@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -45,11 +44,9 @@ func (s *server) operatorAutopilotConfigRequest(w http.ResponseWriter, r *http.R
 			EnableRedundancyZones: body.EnableRedundancyZones, DisableUpgradeMigration: body.DisableUpgradeMigration,
 			EnableCustomUpgrades: body.EnableCustomUpgrades,
 		}}
-		if cas := r.URL.Query().Get("cas"); cas != "" {
-			idx, err := strconv.ParseUint(cas, 10, 64)
-			if err != nil {
-				return nil, structs.NewErrCoded(400, "Error parsing cas value: %v", err)
-			}
+		if idx, ok, err := configCASParam(r); err != nil {
+			return nil, err
+		} else if ok {
 			args.CAS, args.Config.ModifyIndex = true, idx
 		}
 		s.parseWrite(r, &args.WriteRequest)

@@ -43,11 +43,9 @@ func (s *server) operatorSchedulerConfigRequest(w http.ResponseWriter, r *http.R
 			PauseEvalBroker:               body.PauseEvalBroker,
 			NodeLimitForFeasibilityChecks: body.NodeLimitForFeasibilityChecks,
 		}}
-		if cas := r.URL.Query().Get("cas"); cas != "" {
-			idx, err := strconv.ParseUint(cas, 10, 64)
-			if err != nil {
-				return nil, structs.NewErrCoded(400, "Error parsing cas value: %v", err)
-			}
+		if idx, ok, err := configCASParam(r); err != nil {
+			return nil, err
+		} else if ok {
 			args.CAS, args.Config.ModifyIndex = true, idx
 		}
 		s.parseWrite(r, &args.WriteRequest)
@@ -90,4 +88,24 @@ func schedulerConfigResponse(reply *structs.SchedulerConfigurationResponse) any 
 		}
 	}
 	return o
+}
+
+// configCASParam reads a configuration write's ?cas=<ModifyIndex>: ok is
+// false when it is absent. Present but empty or not a number is a 400, as
+// Nomad answers it: "?cas=$IDX" with IDX unset must not become an
+// unconditional write over someone else's change.
+func configCASParam(r *http.Request) (uint64, bool, error) {
+	vals, ok := r.URL.Query()["cas"]
+	if !ok {
+		return 0, false, nil
+	}
+	v := ""
+	if len(vals) > 0 {
+		v = vals[0]
+	}
+	idx, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false, structs.NewErrCoded(400, "Error parsing cas value: %v", err)
+	}
+	return idx, true, nil
 }

@@ -5,11 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
 	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/client/testutil"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/structs"
+	"os"
+	"path/filepath"
 )
 
 // memDB records what a runner persists.
@@ -189,5 +192,54 @@ func TestRestartScheduledBeforeClientStopIsCounted(t *testing.T) {
 	})
 	if st := second.State(); st.Restarts != 1 || st.LastRestart.IsZero() {
 		t.Fatalf("after one restart: Restarts %d, LastRestart %s; want 1 and its time", st.Restarts, st.LastRestart)
+	}
+}
+
+// A re-attached task's workload identities are fetched and renewed again,
+// as at a start. Before, only a started task got them: after a client
+// restart a TTL'd identity file was never rewritten (the task read an
+// expired token for good) and the Task API answered without the task's
+// identity.
+func TestRestoredTaskIdentitiesAreRenewed(t *testing.T) {
+	drv := mock.New()
+	task := testutil.MockTask("web", map[string]any{"run_for": "1h"})
+	task.Identities = []*structs.WorkloadIdentity{{Name: "short", Audience: []string{"svc"}, File: true, TTL: 2 * time.Second}}
+	alloc := testutil.Alloc(structs.JobTypeService, task)
+	tc := &drivers.TaskConfig{ID: alloc.ID + "/web", AllocID: alloc.ID, Name: "web", Config: task.Config}
+	if _, err := drv.StartTask(tc); err != nil { // the previous client's start
+		t.Fatal(err)
+	}
+	taskDir := t.TempDir()
+	var mu sync.Mutex
+	signed := 0
+	sign := func(allocID string) ([]*structs.SignedWorkloadIdentity, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		signed++
+		return []*structs.SignedWorkloadIdentity{{TaskName: "web", IdentityName: "short",
+			JWT: fmt.Sprintf("jwt-%d", signed), Expiration: time.Now().Add(2 * time.Second).UnixNano()}}, nil
+	}
+	tr := New(Config{Alloc: alloc, Task: task, Driver: drv, StateDB: &memDB{}, TaskDir: taskDir, SignIdentities: sign})
+	tr.Restore(&structs.TaskState{State: structs.TaskStateRunning, StartedAt: time.Now().Add(-time.Minute)},
+		&state.LocalTaskState{Handle: &drivers.TaskHandle{Config: tc, State: drivers.TaskStateRunning}})
+	go tr.Run()
+	t.Cleanup(func() { tr.Kill("test"); <-tr.WaitCh() })
+
+	file := filepath.Join(taskDir, "secrets", "nomad_short.jwt")
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return testutil.Errorf("identity file: %v", err)
+		}
+		mu.Lock()
+		n := signed
+		mu.Unlock()
+		if n < 2 || string(b) != fmt.Sprintf("jwt-%d", n) {
+			return testutil.Errorf("identity file %q after %d signings: want it rewritten with each renewal", b, n)
+		}
+		return nil
+	})
+	if n := drv.StartCount("web"); n != 1 {
+		t.Fatalf("the task was started %d times, want only the previous client's start", n)
 	}
 }

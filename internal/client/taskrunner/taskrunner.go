@@ -366,6 +366,19 @@ func (tr *TaskRunner) Run() {
 			return
 		}
 		go tr.renewIdentities(first)
+	} else {
+		// A re-attached task gets its identities again, as at a start: the
+		// files rewritten with fresh tokens and renewed before they
+		// expire, the Task API's identity and the environment a restart
+		// of the task uses. The task keeps running if the servers cannot
+		// sign yet (the client may have restored before reaching them):
+		// the renewal retries.
+		first, err := tr.setupIdentities()
+		if err != nil {
+			tr.logger.Warn("fetching the workload identities of a restored task failed; retrying", "error", err)
+			first = time.Now()
+		}
+		go tr.renewIdentities(first)
 	}
 	if stopAPI, err := tr.startTaskAPI(); err != nil {
 		tr.logger.Warn("task API socket not started", "error", err)
