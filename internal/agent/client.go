@@ -76,6 +76,7 @@ func (a *Agent) setupClient() error {
 		Version:            version.Version,
 		DetectForeignPorts: cc.DetectForeignPorts,
 		TLSEnabled:         c.TLS != nil && c.TLS.EnableHTTP,
+		HTTPAddr:           c.AdvertiseHTTPAddr(),
 		GC: client.GCConfig{Interval: cc.GCInterval, DiskUsageThreshold: cc.GCDiskUsageThreshold,
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}

@@ -233,7 +233,9 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 		Reserved: fingerprint.Reserved(cfg.Reserved), Denylist: deny, Version: cfg.Version,
 		DevMode: cfg.DevMode, Logger: c.logger,
 	}, n)
-	if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
+	if cfg.HTTPAddr != "" {
+		n.HTTPAddr = cfg.HTTPAddr
+	} else if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
 		n.HTTPAddr = ip + ":4646"
 	}
 	fingerprint.Drivers(n, cfg.Drivers, c.now())

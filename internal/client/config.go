@@ -44,10 +44,14 @@ type Config struct {
 	AllocDir string // default <DataDir>/alloc
 
 	NetworkInterface string
+	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
+	TLSEnabled bool
+	// HTTPAddr is the "host:port" the agent's HTTP API is advertised on
+	// (node.HTTPAddr: the API client reaches a node's logs, files and exec
+	// there). Empty: the fingerprinted address with port 4646.
+	HTTPAddr string
 	// BindAddr is the agent's advertise/bind address; it picks the
 	// fingerprinted interface when NetworkInterface is empty.
-	// TLSEnabled: the agent serves its HTTP API over TLS (node.TLSEnabled).
-	TLSEnabled      bool
 	BindAddr        string
 	CPUTotalCompute int
 	// ReservableCores limits the cores tasks may reserve ("0-3"; empty:
