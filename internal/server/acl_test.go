@@ -341,3 +341,33 @@ func TestACLTokenUpdateKeepsItsTTL(t *testing.T) {
 		t.Fatalf("a refused update changed the expiry to %v", got.ExpirationTime)
 	}
 }
+
+// Service events need read-job in their namespace, as Nomad's event
+// stream documents, like job and allocation events: a namespace token was
+// refused them (403) and could not follow its own services' registrations.
+// Another namespace's services and the every-topic stream stay refused.
+func TestACLEventPollServiceTopicNeedsReadJob(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "web-read", Rules: `namespace "web" { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var created structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"web-read"}}}, WriteRequest: wr}, &created); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(topic, ns string) error {
+		req := events.Request{Topics: map[string][]string{topic: {"*"}}, Namespace: ns, AuthToken: created.Tokens[0].SecretID}
+		return s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &events.PollResponse{})
+	}
+	if err := poll(events.TopicService, "web"); err != nil {
+		t.Fatalf("service events of the token's namespace: %v", err)
+	}
+	for _, c := range []struct{ topic, ns string }{{events.TopicService, "default"}, {events.TopicService, "*"}, {events.TopicAll, "web"}} {
+		if err := poll(c.topic, c.ns); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("topic %s in namespace %q: %v, want Permission denied", c.topic, c.ns, err)
+		}
+	}
+}

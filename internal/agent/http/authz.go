@@ -237,8 +237,9 @@ func namespaceFromPath(r *http.Request) string {
 }
 
 // allowEventTopics checks every topic asked for: job, allocation,
-// evaluation and deployment events need read-job in the namespace, node
-// events node:read; anything else (ACL topics, "*") management.
+// evaluation, deployment and service events need read-job in the
+// namespace, node events node:read; anything else (ACL topics, node
+// pools, "*") management.
 func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 	topics := r.URL.Query()["topic"]
 	if len(topics) == 0 {
@@ -248,7 +249,7 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 	for _, t := range topics {
 		name, _, _ := strings.Cut(t, ":")
 		switch name {
-		case "Job", "Allocation", "Evaluation", "Deployment":
+		case "Job", "Allocation", "Evaluation", "Deployment", "Service":
 			if ns == "*" || !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
 				return false
 			}
