@@ -146,7 +146,7 @@ func (a *ACL) UpsertPolicies(args *structs.ACLPolicyUpsertRequest, reply *struct
 		if len(p.Description) > 256 {
 			return structs.NewErrCoded(400, "policy description longer than 256")
 		}
-		if _, err := acl.Parse(p.Rules); err != nil {
+		if _, err := acl.ParseForWrite(p.Rules); err != nil {
 			return structs.NewErrCoded(400, "policy %s: %v", p.Name, err)
 		}
 	}
