@@ -99,6 +99,11 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 				ns = jns
 			}
 		}
+		if need.bodyNS && r.URL.Query().Get("namespace") == "" {
+			if bns := bodyField(r, "Namespace"); bns != "" {
+				ns = bns
+			}
+		}
 		if ns == "*" && need.wildcardOK {
 			return true // the answer is filtered (filterByNamespace)
 		}
