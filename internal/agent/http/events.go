@@ -32,6 +32,10 @@ const (
 	// disconnected after it, freeing its handler (the FSM never waits for
 	// a reader in any case).
 	eventWriteTimeout = 10 * time.Second
+	// eventRecheck is how often a stream's token is checked again: a
+	// token deleted, expired or stripped of its rights ends the streams
+	// it opened within about this long.
+	eventRecheck = time.Second
 )
 
 // /v1/event/stream?index=&topic=&namespace=&region=: the server's events as
@@ -84,6 +88,22 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 	if err := rc.Flush(); err != nil {
 		return nil, nil
 	}
+	// The token was checked when the stream opened (the route's rule); it
+	// is checked again before writing, at most every eventRecheck, so a
+	// revoked token stops receiving events. A stream forwarded to a
+	// server is checked there at every poll.
+	token, checked := requestToken(r), time.Now()
+	recheck := s.cfg.EventRecheck
+	if recheck <= 0 {
+		recheck = eventRecheck
+	}
+	stillAllowed := func() error {
+		if time.Since(checked) < recheck || s.cfg.Auth == nil {
+			return nil
+		}
+		checked = time.Now()
+		return s.cfg.Auth.Authorize(r, token)
+	}
 	ctx := r.Context()
 	heartbeat := s.cfg.EventHeartbeat
 	if heartbeat <= 0 {
@@ -93,6 +113,17 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		wctx, cancel := context.WithTimeout(ctx, heartbeat)
 		frame, err := sub.NextFrame(wctx)
 		cancel()
+		if ctx.Err() == nil {
+			// Only a refusal ends the stream: a check that could not be
+			// made (no server reachable) is made again later.
+			if aerr := stillAllowed(); aerr != nil {
+				if code, msg := structs.ErrorCode(aerr); code == http.StatusForbidden || errors.Is(aerr, structs.ErrPermissionDenied) {
+					b, _ := json.Marshal(map[string]string{"Error": msg})
+					_ = write(append(b, '\n'))
+					return nil, nil
+				}
+			}
+		}
 		switch {
 		case err == nil:
 			if write(frame) != nil {

@@ -145,3 +145,53 @@ func TestEventStreamSlowReaderDropped(t *testing.T) {
 		t.Fatalf("last line %.200q", last)
 	}
 }
+
+// A stream ends once its token stops being allowed (deleted, expired, its
+// policy changed): the token is checked again while the stream runs. It
+// was checked only when the stream opened, so a revoked token went on
+// receiving every job and allocation event for as long as it kept the
+// connection open.
+func TestEventStreamEndsWhenTheTokenIsRevoked(t *testing.T) {
+	b := events.NewBroker(10)
+	t.Cleanup(b.Close)
+	env := newEnv(t, func(c *Config) {
+		c.Events, c.EventHeartbeat, c.EventRecheck = brokerEvents{b}, 20*time.Millisecond, time.Nanosecond
+	})
+	req, _ := http.NewRequest("GET", env.srv.URL+"/v1/event/stream?topic=Job", nil)
+	req.Header.Set("X-Nomad-Token", "soon-revoked")
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	publishJob(b, 5, "web")
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before the first event: %v", err)
+		}
+		if strings.Contains(line, `"Index":5`) {
+			break
+		}
+	}
+	env.auth.mu.Lock()
+	env.auth.deny = "soon-revoked"
+	env.auth.mu.Unlock()
+	publishJob(b, 6, "secret")
+	var rest []string
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			rest = append(rest, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	all := strings.Join(rest, "")
+	if strings.Contains(all, "secret") || len(rest) == 0 || !strings.Contains(rest[len(rest)-1], `"Error":"Permission denied"`) {
+		t.Fatalf("after the token was revoked the stream sent:\n%s", all)
+	}
+}
