@@ -30,10 +30,20 @@ func TestParse_Errors(t *testing.T) {
 		{`node_pool "p" { capabilities = ["mount"] }`, `invalid node pool capability`},
 		{`namespace "x" { variables { path "a/*" { capabilities = ["own"] } } }`, `invalid variable capability "own"`},
 		{`namespace "x" {`, "failed to parse"},
+		// Misspelt keys were ignored: the policy was stored granting less
+		// (or nothing) than written. The error names the key and its line.
+		{"nodes {\n  policy = \"read\"\n}", `line 1: unknown block "nodes"`},
+		{"namespace \"default\" {\n  polcy = \"read\"\n}", `line 2: unknown key "polcy" in namespace "default"`},
+		{"namespace \"d\" {\n  variables {\n    path \"a/*\" {\n      capabilites = [\"read\"]\n    }\n  }\n}",
+			`line 4: unknown key "capabilites" in path "a/*" in variables in namespace "d"`},
+		{"node_pool \"p\" {\n  policy = \"read\"\n  capability = [\"read\"]\n}", `line 3: unknown key "capability" in node_pool "p"`},
+		{`operator { policy = "read" capabilities = ["snapshot-save"] }`, `unknown key "capabilities" in operator`},
+		{`{"namespace": {"default": {"polcy": "read"}}}`, `unknown key "polcy" in namespace "default"`},
+		{`namespace "a" "b" { policy = "read" }`, `namespace takes 1 label(s), got 2`},
 	} {
-		_, err := Parse(tc.rules)
+		_, err := ParseForWrite(tc.rules)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Parse(%q) = %v, want %q", tc.rules, err, tc.want)
+			t.Errorf("ParseForWrite(%q) = %v, want %q", tc.rules, err, tc.want)
 		}
 	}
 }
@@ -165,5 +175,52 @@ namespace "g-*" { capabilities = ["host-volume-register"] }
 				t.Errorf("%s/%s = %v, want %v", tc.ns, op, got, want)
 			}
 		}
+	}
+}
+
+// Every rule kind of the language parses, in HCL and in its JSON form.
+func TestParse_EveryRuleKind(t *testing.T) {
+	for _, rules := range []string{`
+namespace "default" {
+  policy = "read"
+  capabilities = ["submit-job", "alloc-exec"]
+  variables {
+    path "project/*" { capabilities = ["read", "write", "list"] }
+    path "shared/*" { capabilities = ["read"] }
+  }
+}
+namespace "team-*" { policy = "write" }
+node_pool "prod" { policy = "read" }
+node_pool "dev" { capabilities = ["read", "write"] }
+host_volume "data*" { capabilities = ["mount-readonly"] }
+agent { policy = "read" }
+node { policy = "read" }
+operator { policy = "read" }
+quota { policy = "read" }
+plugin { policy = "list" }
+`, `{
+  "namespace": {
+    "default": {"policy": "read", "variables": {"path": {"a/*": {"capabilities": ["read"]}}}},
+    "other": {"capabilities": ["list-jobs"]}
+  },
+  "node_pool": [{"prod": {"policy": "read"}}],
+  "node": {"policy": "write"}
+}`} {
+		p, err := ParseForWrite(rules)
+		if err != nil {
+			t.Fatalf("ParseForWrite: %v\n%s", err, rules)
+		}
+		if len(p.Namespaces) < 2 || len(p.NodePools) < 1 || p.Node == nil {
+			t.Fatalf("parsed %+v", p)
+		}
+	}
+}
+
+// A stored policy is read leniently: one written before unknown keys were
+// refused keeps granting what it can.
+func TestParse_StoredPolicyWithUnknownKeyStillCompiles(t *testing.T) {
+	a := mustACL(t, "namespace \"default\" {\n  policy = \"read\"\n  polcy = \"write\"\n}\n")
+	if !a.AllowNamespaceOperation("default", NamespaceCapabilityReadJob) || a.AllowNamespaceOperation("default", NamespaceCapabilitySubmitJob) {
+		t.Fatal("a stored policy with an unknown key does not grant what it says")
 	}
 }

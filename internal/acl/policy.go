@@ -213,6 +213,22 @@ func Parse(rules string) (*Policy, error) {
 	return p, nil
 }
 
+// ParseForWrite is Parse for a policy being written: it also refuses keys
+// the rule language does not have (a misspelt block or attribute, which
+// Parse ignores, so the policy would grant less than its author wrote),
+// naming the key and its line. Stored policies are read with Parse, so a
+// policy written before this check keeps working.
+func ParseForWrite(rules string) (*Policy, error) {
+	p, err := Parse(rules)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKeys(rules); err != nil {
+		return nil, fmt.Errorf("invalid ACL policy: %v", err)
+	}
+	return p, nil
+}
+
 // expandNamespacePolicy turns a `policy` shorthand into its capabilities.
 func expandNamespacePolicy(policy string) []string {
 	read := []string{

@@ -263,6 +263,16 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// allNamespaces reports whether the command runs across namespaces
+// (-namespace='*', else NOMAD_NAMESPACE='*').
+func (m *Meta) allNamespaces() bool {
+	ns := m.namespace
+	if ns == "" {
+		ns = os.Getenv("NOMAD_NAMESPACE")
+	}
+	return ns == "*"
+}
+
 // apiClient is Client for a command's Run: on failure it prints Nomad's
 // error and reports false, so the command returns 1.
 func (m *Meta) apiClient() (*api.Client, bool) {

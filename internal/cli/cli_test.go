@@ -420,3 +420,35 @@ func TestNodeStatusVerboseAttributes(t *testing.T) {
 		t.Fatalf("attributes without -verbose:\n%s", out)
 	}
 }
+
+// With -namespace='*' the job list has a Namespace column, as Nomad's: the
+// same job ID in two namespaces was listed twice with nothing to tell the
+// rows apart, and so was a prefix matching both.
+func TestJobStatusAllNamespacesShowsNamespace(t *testing.T) {
+	f := &fake{routes: map[string]any{
+		"GET /v1/jobs": []*api.JobListStub{
+			{ID: "web", Namespace: "default", Type: "service", Priority: 50, Status: "running", SubmitTime: t0.UnixNano()},
+			{ID: "web", Namespace: "team-a", Type: "service", Priority: 50, Status: "pending", SubmitTime: t0.UnixNano()},
+		},
+	}}
+	srv := f.server(t)
+	out, errb, code := run(t, srv, "job", "status", "-namespace=*")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID   Namespace  Type") ||
+		!strings.HasPrefix(lines[1], "web  default    service") || !strings.HasPrefix(lines[2], "web  team-a     service") {
+		t.Fatalf("job status -namespace='*':\n%s", out)
+	}
+	// One namespace: no column, as before.
+	out, _, _ = run(t, srv, "job", "status", "-namespace=default")
+	if strings.Contains(out, "Namespace") {
+		t.Fatalf("job status in one namespace shows the column:\n%s", out)
+	}
+	// An ID in two namespaces: the ambiguity names them.
+	_, errb, code = run(t, srv, "job", "status", "-namespace=*", "web")
+	if code != 1 || !strings.Contains(errb, "Prefix matched multiple jobs") || !strings.Contains(errb, "team-a") {
+		t.Fatalf("ambiguous job: code %d\n%s", code, errb)
+	}
+}

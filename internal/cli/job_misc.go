@@ -38,9 +38,22 @@ func resolveJob(client *api.Client, id string) (*api.Job, error) {
 	if len(exact) == 1 {
 		return info(exact[0])
 	}
-	rows := []string{"ID|Type|Priority|Status|Submit Date"}
+	// With -namespace='*' the matches may span namespaces (the same ID in
+	// two of them): then say which is which.
+	spans := false
 	for _, s := range stubs {
-		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", s.ID, s.Type, s.Priority, s.Status, formatUnixNano(s.SubmitTime)))
+		spans = spans || s.Namespace != stubs[0].Namespace
+	}
+	rows := []string{"ID|Type|Priority|Status|Submit Date"}
+	if spans {
+		rows[0] = "ID|Namespace|Type|Priority|Status|Submit Date"
+	}
+	for _, s := range stubs {
+		id := s.ID
+		if spans {
+			id += "|" + s.Namespace
+		}
+		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", id, s.Type, s.Priority, s.Status, formatUnixNano(s.SubmitTime)))
 	}
 	return nil, fmt.Errorf("Prefix matched multiple jobs\n\n%s", formatList(rows))
 }

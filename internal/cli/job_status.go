@@ -65,7 +65,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 		if out.enabled() {
 			return c.emitJobs(client, out, allAllocs, filter, nil)
 		}
-		return listJobs(c.Ui.Output, c.Ui.Error, client, filter)
+		return listJobs(c.Ui.Output, c.Ui.Error, client, filter, c.allNamespaces())
 	}
 	job, err := resolveJob(client, fs.Arg(0))
 	if err != nil {
@@ -136,8 +136,10 @@ func (c *JobStatusCommand) emitJobs(client *api.Client, out outputFormat, allAll
 	return out.emit(&c.Meta, list)
 }
 
-// listJobs prints the jobs matching filter ("" lists all) as a table.
-func listJobs(out, errf func(string), client *api.Client, filter string) int {
+// listJobs prints the jobs matching filter ("" lists all) as a table,
+// with a Namespace column when allNS (-namespace='*': the same job ID may
+// be listed once per namespace), as Nomad's.
+func listJobs(out, errf func(string), client *api.Client, filter string, allNS bool) int {
 	jobs, _, err := client.Jobs().List(&api.QueryOptions{Filter: filter})
 	if err != nil {
 		errf(fmt.Sprintf("Error querying jobs: %s", err))
@@ -148,6 +150,9 @@ func listJobs(out, errf func(string), client *api.Client, filter string) int {
 		return 0
 	}
 	rows := []string{"ID|Type|Priority|Status|Submit Date"}
+	if allNS {
+		rows[0] = "ID|Namespace|Type|Priority|Status|Submit Date"
+	}
 	for _, j := range jobs {
 		typ := j.Type
 		if j.Periodic {
@@ -156,7 +161,11 @@ func listJobs(out, errf func(string), client *api.Client, filter string) int {
 		if j.ParameterizedJob {
 			typ += "/parameterized"
 		}
-		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", j.ID, typ, j.Priority, jobStubStatus(j), formatUnixNano(j.SubmitTime)))
+		id := j.ID
+		if allNS {
+			id += "|" + j.Namespace
+		}
+		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s", id, typ, j.Priority, jobStubStatus(j), formatUnixNano(j.SubmitTime)))
 	}
 	out(formatList(rows))
 	return 0

@@ -307,7 +307,7 @@ func (c *StatusCommand) Run(args []string) int {
 		return 1
 	}
 	if fs.NArg() == 0 {
-		return listJobs(c.Ui.Output, c.Ui.Error, client, "")
+		return listJobs(c.Ui.Output, c.Ui.Error, client, "", c.allNamespaces())
 	}
 	prefix := fs.Arg(0)
 	res, _, err := client.Search().PrefixSearch(prefix, contexts.All, nil)

@@ -275,3 +275,99 @@ func TestACLEventPollNeedsToken(t *testing.T) {
 		t.Fatalf("poll with the management token: %v", err)
 	}
 }
+
+// A token with a TTL is updated the way `acl token update` does it: read,
+// change the name, policies or type, send it all back. The TTL and expiry
+// it sends back unchanged are not a change; a different TTL or expiry is
+// still refused, and the token keeps both. Before, any token with a TTL
+// could not be updated at all ("Cannot update expiration TTL"), and an
+// update that left the TTL out dropped it from the token.
+func TestACLTokenUpdateKeepsItsTTL(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "r", Rules: `node { policy = "read" }`}, {Name: "w", Rules: `node { policy = "write" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var created structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Name: "ci", Type: "client", Policies: []string{"r"}, ExpirationTTL: time.Hour}}, WriteRequest: wr}, &created); err != nil {
+		t.Fatal(err)
+	}
+	orig := created.Tokens[0]
+	read := func() *structs.ACLToken {
+		t.Helper()
+		var got structs.ACLTokenResponse
+		if err := s.RPC("ACL.GetToken", &structs.ACLGetRequest{Name: orig.AccessorID, QueryOptions: structs.QueryOptions{AuthToken: root}}, &got); err != nil || got.Token == nil {
+			t.Fatalf("reading the token: %v %v", got.Token, err)
+		}
+		c := *got.Token // a copy: the state's object is never changed
+		c.Policies = append([]string(nil), c.Policies...)
+		return &c
+	}
+	update := func(tok *structs.ACLToken) error {
+		return s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{tok}, WriteRequest: wr}, &structs.ACLTokenUpsertResponse{})
+	}
+
+	tok := read()
+	tok.Name, tok.Policies = "ci-renamed", []string{"w"}
+	if err := update(tok); err != nil {
+		t.Fatalf("updating a token with a TTL as read: %v", err)
+	}
+	tok = read()
+	tok.ExpirationTTL, tok.ExpirationTime = 0, nil // an update that leaves them out
+	tok.Name = "ci-3"
+	if err := update(tok); err != nil {
+		t.Fatalf("updating without the TTL: %v", err)
+	}
+	got := read()
+	if got.Name != "ci-3" || len(got.Policies) != 1 || got.Policies[0] != "w" || got.ExpirationTTL != time.Hour ||
+		got.ExpirationTime == nil || !got.ExpirationTime.Equal(*orig.ExpirationTime) || got.SecretID != orig.SecretID {
+		t.Fatalf("after the updates: %+v (created %+v)", got, orig)
+	}
+
+	tok = read()
+	tok.ExpirationTTL = 2 * time.Hour
+	if err := update(tok); err == nil || !strings.Contains(err.Error(), "Cannot update expiration TTL") {
+		t.Fatalf("a changed TTL: %v", err)
+	}
+	tok = read()
+	later := tok.ExpirationTime.Add(time.Hour)
+	tok.ExpirationTime = &later
+	if err := update(tok); err == nil || !strings.Contains(err.Error(), "Cannot update expiration time") {
+		t.Fatalf("a changed expiry: %v", err)
+	}
+	if got := read(); !got.ExpirationTime.Equal(*orig.ExpirationTime) {
+		t.Fatalf("a refused update changed the expiry to %v", got.ExpirationTime)
+	}
+}
+
+// Service events need read-job in their namespace, as Nomad's event
+// stream documents, like job and allocation events: a namespace token was
+// refused them (403) and could not follow its own services' registrations.
+// Another namespace's services and the every-topic stream stay refused.
+func TestACLEventPollServiceTopicNeedsReadJob(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "web-read", Rules: `namespace "web" { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var created structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"web-read"}}}, WriteRequest: wr}, &created); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(topic, ns string) error {
+		req := events.Request{Topics: map[string][]string{topic: {"*"}}, Namespace: ns, AuthToken: created.Tokens[0].SecretID}
+		return s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: 10 * time.Millisecond}, &events.PollResponse{})
+	}
+	if err := poll(events.TopicService, "web"); err != nil {
+		t.Fatalf("service events of the token's namespace: %v", err)
+	}
+	for _, c := range []struct{ topic, ns string }{{events.TopicService, "default"}, {events.TopicService, "*"}, {events.TopicAll, "web"}} {
+		if err := poll(c.topic, c.ns); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("topic %s in namespace %q: %v, want Permission denied", c.topic, c.ns, err)
+		}
+	}
+}

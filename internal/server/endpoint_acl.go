@@ -146,7 +146,7 @@ func (a *ACL) UpsertPolicies(args *structs.ACLPolicyUpsertRequest, reply *struct
 		if len(p.Description) > 256 {
 			return structs.NewErrCoded(400, "policy description longer than 256")
 		}
-		if _, err := acl.Parse(p.Rules); err != nil {
+		if _, err := acl.ParseForWrite(p.Rules); err != nil {
 			return structs.NewErrCoded(400, "policy %s: %v", p.Name, err)
 		}
 	}
@@ -383,8 +383,13 @@ func (a *ACL) UpsertTokens(args *structs.ACLTokenUpsertRequest, reply *structs.A
 		}
 		switch {
 		case existing != nil:
-			if t.ExpirationTTL != 0 {
+			// An update sends back what it read (the CLI's token update
+			// does): an unchanged TTL or expiry is not a change.
+			if t.ExpirationTTL != 0 && t.ExpirationTTL != existing.ExpirationTTL {
 				return structs.NewErrCoded(400, "Cannot update expiration TTL of an existing token")
+			}
+			if t.ExpirationTime != nil && (existing.ExpirationTime == nil || !t.ExpirationTime.Equal(*existing.ExpirationTime)) {
+				return structs.NewErrCoded(400, "Cannot update expiration time of an existing token")
 			}
 			if t.Global != existing.Global {
 				return structs.NewErrCoded(400, "Cannot toggle global mode")
@@ -392,10 +397,11 @@ func (a *ACL) UpsertTokens(args *structs.ACLTokenUpsertRequest, reply *structs.A
 			t.SecretID = existing.SecretID
 			t.CreateTime = existing.CreateTime
 			t.ExpirationTime = existing.ExpirationTime
+			t.ExpirationTTL = existing.ExpirationTTL
 		case t.AccessorID != "":
 			// An upload: the caller chose both IDs.
 			if t.SecretID == "" {
-				return structs.NewErrCoded(400, "missing secret ID")
+				return structs.NewErrCoded(400, "cannot find token %s (a token created with a chosen accessor ID needs its secret ID too)", t.AccessorID)
 			}
 			if t.Type == structs.ACLManagementToken {
 				return structs.NewErrCoded(400, "cannot upload management tokens")

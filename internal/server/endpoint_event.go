@@ -29,7 +29,7 @@ func (e *Event) Poll(args *events.PollRequest, reply *events.PollResponse) error
 }
 
 // allowEventRequest is what a stream's topics need: read-job in its
-// namespace for job, evaluation, allocation and deployment events,
+// namespace for job, evaluation, allocation, deployment and service events,
 // node:read for node events; anything else (ACL topics, every topic)
 // a management token.
 func allowEventRequest(a *acl.ACL, req *events.Request) bool {
@@ -41,7 +41,7 @@ func allowEventRequest(a *acl.ACL, req *events.Request) bool {
 	}
 	for topic := range req.Topics {
 		switch topic {
-		case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment:
+		case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment, events.TopicService:
 			if req.Namespace == "*" || !a.AllowNamespaceOperation(namespaceOf(req.Namespace), acl.NamespaceCapabilityReadJob) {
 				return false
 			}

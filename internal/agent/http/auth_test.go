@@ -128,6 +128,7 @@ var authRoutes = []struct{ method, path, body string }{
 	{"GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D", ""},
 	{"GET", "/v1/client/allocation/a1/stats", ""},
 	{"GET", "/v1/event/stream?topic=Job:web", ""},
+	{"GET", "/v1/event/stream?topic=Service:api", ""}, // Nomad: namespace read-job
 	{"GET", "/v1/evaluations/count", ""},
 	{"PUT", "/v1/system/gc", ""},
 	{"PUT", "/v1/system/reconcile/summaries", ""},

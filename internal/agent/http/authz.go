@@ -99,11 +99,24 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 				ns = jns
 			}
 		}
+		if need.bodyNS && r.URL.Query().Get("namespace") == "" {
+			if bns := bodyField(r, "Namespace"); bns != "" {
+				ns = bns
+			}
+		}
 		if ns == "*" && need.wildcardOK {
 			return true // the answer is filtered (filterByNamespace)
 		}
 		if need.objectNS != "" {
-			if ons := z.objectNamespace(r, need.objectNS); ons != "" {
+			ons, err := z.objectNamespace(r, need.objectNS)
+			if err != nil {
+				// The object's namespace is unknown, and the request's may
+				// not be it: on a client agent the lookup is refused for
+				// a token that cannot read the object, which must not
+				// fall back to a namespace the token can read.
+				return false
+			}
+			if ons != "" {
 				ns = ons
 			}
 		}
@@ -175,38 +188,41 @@ func (e errReader) Read([]byte) (int, error) {
 }
 
 // objectNamespace finds the namespace of the object a path names (the
-// segment after the object-kind prefix); "" when it cannot be found (the
-// handler then answers 404 itself).
-func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) string {
+// segment after the object-kind prefix); "" when it does not exist (the
+// handler then answers 404 itself), an error when the lookup failed.
+func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) (string, error) {
 	if z.RPC == nil {
-		return ""
+		return "", nil
 	}
 	id := objectID(r.URL.EscapedPath(), kind)
 	if id == "" {
-		return ""
+		return "", nil
 	}
 	// The caller's token goes along: on a client agent the lookup crosses
 	// the RPC port, which checks it (a token that cannot read the object
-	// learns nothing from it).
+	// learns nothing from it, and is refused: the error is returned).
 	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true, AuthToken: requestToken(r)}
 	switch kind {
 	case "alloc":
 		var reply structs.SingleAllocResponse
-		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err == nil && reply.Alloc != nil {
-			return reply.Alloc.Namespace
+		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err != nil || reply.Alloc == nil {
+			return "", err
 		}
+		return reply.Alloc.Namespace, nil
 	case "eval":
 		var reply structs.SingleEvalResponse
-		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err == nil && reply.Eval != nil {
-			return reply.Eval.Namespace
+		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err != nil || reply.Eval == nil {
+			return "", err
 		}
+		return reply.Eval.Namespace, nil
 	case "deployment":
 		var reply structs.SingleDeploymentResponse
-		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err == nil && reply.Deployment != nil {
-			return reply.Deployment.Namespace
+		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err != nil || reply.Deployment == nil {
+			return "", err
 		}
+		return reply.Deployment.Namespace, nil
 	}
-	return ""
+	return "", nil
 }
 
 // objectID picks the object's ID out of a path.
@@ -237,8 +253,9 @@ func namespaceFromPath(r *http.Request) string {
 }
 
 // allowEventTopics checks every topic asked for: job, allocation,
-// evaluation and deployment events need read-job in the namespace, node
-// events node:read; anything else (ACL topics, "*") management.
+// evaluation, deployment and service events need read-job in the
+// namespace, node events node:read; anything else (ACL topics, node
+// pools, "*") management.
 func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 	topics := r.URL.Query()["topic"]
 	if len(topics) == 0 {
@@ -248,7 +265,7 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 	for _, t := range topics {
 		name, _, _ := strings.Cut(t, ":")
 		switch name {
-		case "Job", "Allocation", "Evaluation", "Deployment":
+		case "Job", "Allocation", "Evaluation", "Deployment", "Service":
 			if ns == "*" || !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
 				return false
 			}

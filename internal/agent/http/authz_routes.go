@@ -48,9 +48,15 @@ type need struct {
 	filter     listFilter
 	nodeRead   bool // kindNodePool: node:read too
 	jobBody    bool // without ?namespace=, the namespace is the body's Job.Namespace
+	bodyNS     bool // without ?namespace=, the namespace is the body's Namespace
 	// poolField: kindNodePool reads the pool's name from this top-level
 	// field of the JSON body instead of the path ("" in the body: default).
 	poolField string
+}
+
+// nsSearch is ns for the search routes, whose body names the namespace.
+func nsSearch(caps ...string) need {
+	return need{kind: kindNamespace, caps: caps, bodyNS: true, wildcardOK: true}
 }
 
 // nsJob is ns for the routes whose body is {"Job": ...}.
@@ -119,9 +125,11 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/jobs", nsJob(capSubmit)},
 	{"WRITE", "/v1/jobs/parse", ns(capParse)},
 	// Search reads jobs, allocations, evaluations and deployments of the
-	// namespace searched.
-	{"WRITE", "/v1/search", ns(capRead)},
-	{"WRITE", "/v1/search/fuzzy", ns(capRead)},
+	// namespace searched: ?namespace=, else the body's Namespace (as the
+	// handler searches). "*" is allowed: every list read is filtered by
+	// the token. Nodes need node:read too (search.go).
+	{"WRITE", "/v1/search", nsSearch(capRead)},
+	{"WRITE", "/v1/search/fuzzy", nsSearch(capRead)},
 	{"GET", "/v1/services", nsList(capRead)},
 	{"GET", "/v1/volumes", nsList(acl.NamespaceCapabilityCSIListVolume, acl.NamespaceCapabilityCSIReadVolume,
 		acl.NamespaceCapabilityCSIMountVolume, capList)},

@@ -335,3 +335,57 @@ func TestACLNodePoolBody(t *testing.T) {
 		}
 	}
 }
+
+// On a client agent the lookup of an allocation's, evaluation's or
+// deployment's namespace crosses the RPC port with the caller's token,
+// which refuses a token that cannot read the object. That refusal fell
+// back to the request's namespace (default), so a token with rights only
+// in default read the logs and files of, exec'ed into, restarted and
+// signalled allocations of every other namespace through a client agent's
+// HTTP API. A failed lookup now refuses the request.
+func TestACLObjectNamespaceLookupRefusedDenies(t *testing.T) {
+	env := newEnv(t, nil)
+	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, FS: env.fs, Agent: &fakeAgent{serverOK: true},
+		Auth: &ACLAuthorizer{Resolver: matrixResolver{
+			"write-default": compileRules(t, `namespace "default" { policy = "write" }`),
+		}, RPC: env.rpc}})
+	denied := structs.NewErrCoded(http.StatusForbidden, "Permission denied")
+	env.rpc.fail("Alloc.GetAlloc", denied)
+	env.rpc.fail("Eval.GetEval", denied)
+	env.rpc.fail("Deployment.GetDeployment", denied)
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout"},
+		{"GET", "/v1/client/fs/cat/a1?path=alloc/logs/web.stdout.0"},
+		{"GET", "/v1/client/fs/ls/a1"},
+		{"GET", "/v1/client/allocation/a1/stats"},
+		{"GET", "/v1/client/allocation/a1/checks"},
+		{"GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D"},
+		{"PUT", "/v1/client/allocation/a1/restart"},
+		{"PUT", "/v1/client/allocation/a1/signal"},
+		{"GET", "/v1/allocation/a1"},
+		{"GET", "/v1/evaluation/e1"},
+		{"GET", "/v1/deployment/d1"},
+	} {
+		for _, ns := range []string{"", "?namespace=default"} {
+			u := c.path
+			if ns != "" {
+				if strings.Contains(u, "?") {
+					u += "&" + ns[1:]
+				} else {
+					u += ns
+				}
+			}
+			req, _ := http.NewRequest(c.method, env.srv.URL+u, strings.NewReader(`{}`))
+			req.Header.Set("X-Nomad-Token", "write-default")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || string(body) != "Permission denied" {
+				t.Errorf("%s %s with the lookup refused: %d %s, want 403 Permission denied", c.method, u, resp.StatusCode, body)
+			}
+		}
+	}
+}

@@ -32,6 +32,10 @@ const (
 	// disconnected after it, freeing its handler (the FSM never waits for
 	// a reader in any case).
 	eventWriteTimeout = 10 * time.Second
+	// eventRecheck is how often a stream's token is checked again: a
+	// token deleted, expired or stripped of its rights ends the streams
+	// it opened within about this long.
+	eventRecheck = time.Second
 )
 
 // /v1/event/stream?index=&topic=&namespace=&region=: the server's events as
@@ -84,24 +88,24 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 	if err := rc.Flush(); err != nil {
 		return nil, nil
 	}
-	ctx := r.Context()
-	// With ACLs, the token is checked again before each frame and
-	// heartbeat, as Nomad closes a stream whose token is deleted, expires
-	// or loses the policies it needs: the check at the request alone let a
-	// revoked token read every later event for as long as it stayed
-	// connected. (A forwarded stream is checked by the server at each
-	// poll.)
-	_, open := s.cfg.Auth.(allowAll)
-	if up, ok := sub.(interface{ TokenCheckedUpstream() bool }); ok && up.TokenCheckedUpstream() {
-		open = true
+	// The token was checked when the stream opened (the route's rule); it
+	// is checked again before writing, at most every eventRecheck, so a
+	// revoked token stops receiving events. A stream forwarded to a
+	// server (TokenCheckedUpstream) is checked there at every poll.
+	token, checked := requestToken(r), time.Now()
+	recheck := s.cfg.EventRecheck
+	if recheck <= 0 {
+		recheck = eventRecheck
 	}
-	token := requestToken(r)
+	_, upstream := sub.(interface{ TokenCheckedUpstream() bool })
 	stillAllowed := func() error {
-		if open {
+		if upstream || time.Since(checked) < recheck || s.cfg.Auth == nil {
 			return nil
 		}
+		checked = time.Now()
 		return s.cfg.Auth.Authorize(r, token)
 	}
+	ctx := r.Context()
 	heartbeat := s.cfg.EventHeartbeat
 	if heartbeat <= 0 {
 		heartbeat = eventHeartbeat
@@ -110,12 +114,15 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		wctx, cancel := context.WithTimeout(ctx, heartbeat)
 		frame, err := sub.NextFrame(wctx)
 		cancel()
-		if err == nil || errors.Is(err, context.DeadlineExceeded) {
-			if aerr := stillAllowed(); aerr != nil && ctx.Err() == nil {
-				s.log.Info("event stream closed: its token no longer allows it", "remote", r.RemoteAddr, "error", aerr)
-				b, _ := json.Marshal(map[string]string{"Error": "event stream closed: " + aerr.Error()})
-				_ = write(append(b, '\n'))
-				return nil, nil
+		if ctx.Err() == nil {
+			// Only a refusal ends the stream: a check that could not be
+			// made (no server reachable) is made again later.
+			if aerr := stillAllowed(); aerr != nil {
+				if code, msg := structs.ErrorCode(aerr); code == http.StatusForbidden || errors.Is(aerr, structs.ErrPermissionDenied) {
+					b, _ := json.Marshal(map[string]string{"Error": msg})
+					_ = write(append(b, '\n'))
+					return nil, nil
+				}
 			}
 		}
 		switch {

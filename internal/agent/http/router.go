@@ -116,10 +116,13 @@ type Config struct {
 	// EventHeartbeat is how often an idle event stream sends {}; 0 means
 	// 10 s (tests shorten it).
 	EventHeartbeat time.Duration
-	ParseJob       JobParser          // nil: /v1/jobs/parse answers 501
-	Auth           Authorizer         // nil: allow everything
-	Logger         hclog.Logger       // nil: discard
-	MetricsSink    *metrics.InmemSink // nil: a private empty sink
+	// EventRecheck is how often an open event stream's token is checked
+	// again; 0 means 1 s (tests shorten it).
+	EventRecheck time.Duration
+	ParseJob     JobParser          // nil: /v1/jobs/parse answers 501
+	Auth         Authorizer         // nil: allow everything
+	Logger       hclog.Logger       // nil: discard
+	MetricsSink  *metrics.InmemSink // nil: a private empty sink
 	// MetricsSince is when MetricsSink was created (see metricsSummary).
 	MetricsSince time.Time
 	PromHandler  http.Handler // nil: ?format=prometheus answers 415

@@ -49,13 +49,16 @@ func inSpec(want map[contexts.Context]bool) bool {
 	return want[contexts.Groups] || want[contexts.Tasks] || want[contexts.Commands] || want[contexts.Images]
 }
 
-func (s *server) searchQuery(r *http.Request, ns string) (structs.QueryOptions, error) {
+// searchQuery is the list reads' query: the namespace is ?namespace=,
+// else the body's (bodyNS, as Nomad reads it and as the route's ACL check
+// reads it).
+func (s *server) searchQuery(r *http.Request, bodyNS string) (structs.QueryOptions, error) {
 	var q structs.QueryOptions
 	if err := s.parseQuery(r, &q); err != nil {
 		return q, err
 	}
-	if ns != "" {
-		q.Namespace = ns
+	if bodyNS != "" && r.URL.Query().Get("namespace") == "" {
+		q.Namespace = bodyNS
 	}
 	q.MinQueryIndex, q.PerPage, q.NextToken, q.Filter, q.Prefix = 0, 0, "", "", ""
 	return q, nil
@@ -139,6 +142,22 @@ func (s *server) searchLoad(q structs.QueryOptions, want map[contexts.Context]bo
 	return d, nil
 }
 
+// searchNodesAllowed keeps nodes out of a search whose token may not read
+// nodes, as Nomad: asked for alone they are a 403, within "all" they are
+// left out. The node list read below is made in-process, past the RPC
+// port's checks, so this is the only check.
+func searchNodesAllowed(r *http.Request, asked contexts.Context, want map[contexts.Context]bool) error {
+	a := requestACL(r)
+	if !want[contexts.Nodes] || a == nil || a.AllowNodeRead() {
+		return nil
+	}
+	if asked == contexts.Nodes {
+		return errPermissionDenied
+	}
+	delete(want, contexts.Nodes)
+	return nil
+}
+
 // wanted expands a request's context ("" or "all" is every supported one).
 func wanted(c contexts.Context, supported []contexts.Context) (map[contexts.Context]bool, error) {
 	out := map[contexts.Context]bool{}
@@ -172,6 +191,9 @@ func (s *server) searchRequest(w http.ResponseWriter, r *http.Request) (any, err
 	}
 	want, err := wanted(args.Context, prefixContexts)
 	if err != nil {
+		return nil, err
+	}
+	if err := searchNodesAllowed(r, args.Context, want); err != nil {
 		return nil, err
 	}
 	q, err := s.searchQuery(r, args.Namespace)
@@ -236,6 +258,9 @@ func (s *server) searchFuzzyRequest(w http.ResponseWriter, r *http.Request) (any
 	}
 	want, err := wanted(args.Context, fuzzyContexts)
 	if err != nil {
+		return nil, err
+	}
+	if err := searchNodesAllowed(r, args.Context, want); err != nil {
 		return nil, err
 	}
 	q, err := s.searchQuery(r, args.Namespace)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -138,6 +139,68 @@ func TestSearchBadInput(t *testing.T) {
 		code, _, body := env.raw(t, c.method, c.path, c.body)
 		if code != c.code || !strings.Contains(body, c.msg) {
 			t.Errorf("%s %s %s: %d %q, want %d containing %q", c.method, c.path, c.body, code, body, c.code, c.msg)
+		}
+	}
+}
+
+// Search is authorized in the namespace it searches: ?namespace=, else the
+// body's Namespace. The route checked only ?namespace= (default when
+// absent) while the handler searched the body's, so a token reading only
+// default found another namespace's jobs, allocations, evaluations and
+// deployments by naming it in the body; and node IDs and names were
+// searchable without node:read.
+func TestSearchACLNamespaceOfTheBody(t *testing.T) {
+	env := searchEnv(t)
+	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, FS: env.fs, Agent: &fakeAgent{serverOK: true},
+		Auth: &ACLAuthorizer{Resolver: matrixResolver{
+			"read-default": compileRules(t, `namespace "default" { policy = "read" }`),
+			"read-prod":    compileRules(t, `namespace "prod" { policy = "read" }`),
+			"nodes":        compileRules(t, `namespace "default" { policy = "read" }`, `node { policy = "read" }`),
+		}, RPC: env.rpc}})
+	do := func(token, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", env.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("X-Nomad-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	listed := func() string {
+		return env.rpc.last(t, "Job.List").(*structs.JobListRequest).Namespace
+	}
+	for _, path := range []string{"/v1/search", "/v1/search/fuzzy"} {
+		body := `{"Prefix":"","Text":"web","Context":"jobs","Namespace":"prod"}`
+		if code, b := do("read-default", path, body); code != 403 || b != "Permission denied" {
+			t.Errorf("%s: a default-only token searching prod: %d %s", path, code, b)
+		}
+		if code, b := do("read-prod", path, body); code != 200 || listed() != "prod" {
+			t.Errorf("%s: a prod token searching prod: %d %s (listed %q)", path, code, b, listed())
+		}
+		// ?namespace= wins over the body, as in Nomad: the search is of
+		// the namespace the token was checked against.
+		if code, b := do("read-default", path+"?namespace=default", body); code != 200 || listed() != "default" {
+			t.Errorf("%s: ?namespace=default with a body naming prod: %d %s (listed %q)", path, code, b, listed())
+		}
+		// "*" is searched, filtered by the token in the list reads.
+		if code, b := do("read-default", path, `{"Prefix":"","Text":"web","Context":"jobs","Namespace":"*"}`); code != 200 || listed() != "*" {
+			t.Errorf("%s: a wildcard search: %d %s", path, code, b)
+		}
+
+		// Nodes need node:read: alone a 403, within "all" left out.
+		nodesBody := `{"Prefix":"","Text":"web","Context":"nodes"}`
+		if code, b := do("read-default", path, nodesBody); code != 403 {
+			t.Errorf("%s: nodes without node:read: %d %s", path, code, b)
+		}
+		if code, b := do("nodes", path, nodesBody); code != 200 || !strings.Contains(b, "abcd-1234") {
+			t.Errorf("%s: nodes with node:read: %d %s", path, code, b)
+		}
+		code, b := do("read-default", path, `{"Prefix":"","Text":"web","Context":"all"}`)
+		if code != 200 || strings.Contains(b, "abcd-1234") || strings.Contains(b, "worker-web-1") {
+			t.Errorf("%s: context all without node:read: %d %s", path, code, b)
 		}
 	}
 }
