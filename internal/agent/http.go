@@ -41,7 +41,11 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		if a.server != nil {
 			res = serverACLs{a}
 		}
-		cfg.Auth = &httpapi.ACLAuthorizer{Resolver: res, RPC: a}
+		z := &httpapi.ACLAuthorizer{Resolver: res, RPC: a}
+		if a.server == nil && a.client != nil {
+			z.LookupToken = a.client.NodeSecret
+		}
+		cfg.Auth = z
 	}
 	switch {
 	case a.server != nil && a.server.Events() != nil:

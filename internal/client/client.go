@@ -279,6 +279,10 @@ func (c *Client) secretID() string {
 	return c.node.SecretID
 }
 
+// NodeSecret is the node's secret ID, the agent's own authority on the
+// servers' RPC port.
+func (c *Client) NodeSecret() string { return c.secretID() }
+
 // Node returns a copy of the node as last fingerprinted/registered.
 func (c *Client) Node() *structs.Node {
 	c.nodeMu.RLock()

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -43,7 +45,12 @@ func wsHandshakeExec(t *testing.T, a *agent, allocID, token string, command ...s
 
 // With ACLs on a separate server and client, the UI's exec (token in the
 // ws_handshake message) runs with an alloc-exec token, on the client agent
-// and through the server relaying to it, and is refused without one.
+// and through the server relaying to it, and is refused without one. The
+// request is judged in the allocation's own namespace, which the client
+// agent looks up with its node's authority: a token holding only
+// alloc-exec there (no read-job, so its own lookup would be refused)
+// execs, and a token of another namespace is refused (it used to be
+// judged in the request's namespace when its lookup was refused).
 func TestACLExecWSHandshake(t *testing.T) {
 	aclOn := map[string]any{"enabled": true}
 	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
@@ -66,9 +73,11 @@ func TestACLExecWSHandshake(t *testing.T) {
 	for name, rules := range map[string]string{
 		// raw_exec isolates no filesystem: as Nomad, an exec into it
 		// needs alloc-node-exec besides alloc-exec.
-		"exec":     `namespace "default" { capabilities = ["alloc-exec", "alloc-node-exec"] }`,
-		"execOnly": `namespace "default" { capabilities = ["alloc-exec"] }`,
-		"read":     `namespace "default" { policy = "read" }`,
+		"exec":         `namespace "default" { capabilities = ["alloc-exec", "alloc-node-exec"] }`,
+		"execOnly":     `namespace "default" { capabilities = ["alloc-exec"] }`,
+		"read":         `namespace "default" { policy = "read" }`,
+		"execTeam":     `namespace "team" { capabilities = ["alloc-exec", "alloc-node-exec", "read-logs", "read-fs"] }`,
+		"writeDefault": `namespace "default" { policy = "write" capabilities = ["alloc-exec", "alloc-node-exec"] }`,
 	} {
 		if _, err := srv.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
 			t.Fatal(err)
@@ -91,6 +100,57 @@ func TestACLExecWSHandshake(t *testing.T) {
 		}
 		return false
 	})
+	if _, err := srv.client.Namespaces().Register(&api.Namespace{Name: "team"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	teamJob := rawExecJob("secret", "service", 1, "echo team-secret-output; sleep 300")
+	teamJob.Namespace = new("team")
+	if _, _, err := srv.client.Jobs().Register(teamJob, nil); err != nil {
+		t.Fatal(err)
+	}
+	var teamAlloc string
+	waitFor(t, 30*time.Second, "secret running in team", func() bool {
+		allocs, _, err := srv.client.Jobs().Allocations("secret", false, &api.QueryOptions{Namespace: "team"})
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "running" {
+			teamAlloc = allocs[0].ID
+			return true
+		}
+		return false
+	})
+	for _, a := range []struct {
+		name string
+		ag   *agent
+	}{{"client agent", cli}, {"server relaying", srv}} {
+		if code, err := wsHandshakeExec(t, a.ag, teamAlloc, tokens["execTeam"], "sh", "-c", "exit 9"); err != nil || code != 9 {
+			t.Errorf("%s, alloc-exec-only token of team: exit %d, %v; want 9", a.name, code, err)
+		}
+		code, err := wsHandshakeExec(t, a.ag, teamAlloc, tokens["writeDefault"], "sh", "-c", "exit 9")
+		if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("%s, a default token into team's allocation: exit %d, %v; want a policy-violation close \"Permission denied\"", a.name, code, err)
+		}
+		for _, path := range []string{
+			"/v1/client/fs/cat/" + teamAlloc + "?path=alloc/logs/t.stdout.0",
+			"/v1/client/fs/logs/" + teamAlloc + "?task=t&type=stdout&plain=true",
+			"/v1/client/fs/ls/" + teamAlloc,
+		} {
+			for tok, want := range map[string]int{tokens["writeDefault"]: 403, tokens["execTeam"]: 200} {
+				req, _ := http.NewRequest("GET", a.ag.url(path), nil)
+				req.Header.Set("X-Nomad-Token", tok)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("%s: GET %s: %d %s, want %d", a.name, path, resp.StatusCode, body, want)
+				}
+				if want == 403 && strings.Contains(string(body), "team-secret-output") {
+					t.Errorf("%s: GET %s leaked the task's output to a default token", a.name, path)
+				}
+			}
+		}
+	}
 	for _, a := range []struct {
 		name string
 		ag   *agent

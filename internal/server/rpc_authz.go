@@ -73,6 +73,12 @@ func objCap(idField string, lookup func(s *Server, id string) string, caps ...st
 	}}
 }
 
+// nodeOr also lets a registered node's secret make the call.
+func nodeOr(e rpcAuth) rpcAuth {
+	e.class = rpcNode
+	return e
+}
+
 func allocNS(s *Server, id string) string {
 	if a, err := s.State().AllocByID(nil, id); err == nil && a != nil {
 		return a.Namespace
@@ -136,27 +142,30 @@ var rpcAuthTable = map[string]rpcAuth{
 	"Plan.Submit": authServer, "Status.RaftStats": authServer,
 
 	// Reads checked at the RPC boundary.
-	"Job.GetJob":               nsCap(readJob),
-	"Job.Allocations":          nsCap(readJob),
-	"Job.Evaluations":          nsCap(readJob),
-	"Job.Deployments":          nsCap(readJob),
-	"Job.LatestDeployment":     nsCap(readJob),
-	"Job.Summary":              nsCap(readJob),
-	"Job.GetJobVersions":       nsCap(readJob),
-	"Job.GetJobSubmission":     nsCap(readJob),
-	"Job.GetRestart":           nsCap(readJob),
-	"Job.Validate":             nsCap(readJob),
-	"Job.ScaleStatus":          nsCap(readJob, acl.NamespaceCapabilityReadJobScaling),
-	"Job.List":                 nsCap(acl.NamespaceCapabilityListJobs),
-	"Alloc.List":               nsCap(readJob),
-	"Eval.List":                nsCap(readJob),
-	"Deployment.List":          nsCap(readJob),
-	"Scaling.ListPolicies":     nsCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs),
-	"Scaling.GetPolicy":        objCap("ID", scalingNS, acl.NamespaceCapabilityReadScalingPolicy, readJob),
-	"Alloc.GetAlloc":           objCap("AllocID", allocNS, readJob),
-	"Eval.GetEval":             objCap("EvalID", evalNS, readJob),
+	"Job.GetJob":           nsCap(readJob),
+	"Job.Allocations":      nsCap(readJob),
+	"Job.Evaluations":      nsCap(readJob),
+	"Job.Deployments":      nsCap(readJob),
+	"Job.LatestDeployment": nsCap(readJob),
+	"Job.Summary":          nsCap(readJob),
+	"Job.GetJobVersions":   nsCap(readJob),
+	"Job.GetJobSubmission": nsCap(readJob),
+	"Job.GetRestart":       nsCap(readJob),
+	"Job.Validate":         nsCap(readJob),
+	"Job.ScaleStatus":      nsCap(readJob, acl.NamespaceCapabilityReadJobScaling),
+	"Job.List":             nsCap(acl.NamespaceCapabilityListJobs),
+	"Alloc.List":           nsCap(readJob),
+	"Eval.List":            nsCap(readJob),
+	"Deployment.List":      nsCap(readJob),
+	"Scaling.ListPolicies": nsCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs),
+	"Scaling.GetPolicy":    objCap("ID", scalingNS, acl.NamespaceCapabilityReadScalingPolicy, readJob),
+	// A client agent looks these three up with its node secret to learn
+	// the namespace a request on its HTTP API is judged in (the caller's
+	// token may hold only alloc-exec there, not read-job).
+	"Alloc.GetAlloc":           nodeOr(objCap("AllocID", allocNS, readJob)),
+	"Eval.GetEval":             nodeOr(objCap("EvalID", evalNS, readJob)),
 	"Eval.Allocations":         objCap("EvalID", evalNS, readJob),
-	"Deployment.GetDeployment": objCap("DeploymentID", deploymentNS, readJob),
+	"Deployment.GetDeployment": nodeOr(objCap("DeploymentID", deploymentNS, readJob)),
 	"Deployment.Allocations":   objCap("DeploymentID", deploymentNS, readJob),
 	// A count cannot be filtered: "*" needs management.
 	"Eval.Count": {class: rpcRead, check: func(s *Server, args any, a *acl.ACL) bool {

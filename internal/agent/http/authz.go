@@ -26,6 +26,13 @@ type ACLAuthorizer struct {
 	// RPC looks up the namespace of allocations, evaluations and
 	// deployments named in paths.
 	RPC RPCer
+	// LookupToken, when set, is the token those lookups carry: on a
+	// client-only agent they cross the RPC port, where the caller's token
+	// may be refused the object (an alloc-exec-only token cannot read an
+	// allocation) while the request must still be judged in the object's
+	// own namespace, so the agent asks with its node's secret. Unset on a
+	// server agent, whose lookups are in-process and unchecked.
+	LookupToken func() string
 }
 
 var errPermissionDenied = structs.NewErrCoded(http.StatusForbidden, "Permission denied")
@@ -108,7 +115,13 @@ func (z *ACLAuthorizer) allowed(r *http.Request, a *acl.ACL, need need) bool {
 			return true // the answer is filtered (filterByNamespace)
 		}
 		if need.objectNS != "" {
-			if ons := z.objectNamespace(r, need.objectNS); ons != "" {
+			ons, err := z.objectNamespace(r, need.objectNS)
+			if err != nil {
+				// The object's namespace could not be learnt; the
+				// request's may not be it, so nothing is granted.
+				return false
+			}
+			if ons != "" {
 				ns = ons
 			}
 		}
@@ -180,38 +193,42 @@ func (e errReader) Read([]byte) (int, error) {
 }
 
 // objectNamespace finds the namespace of the object a path names (the
-// segment after the object-kind prefix); "" when it cannot be found (the
-// handler then answers 404 itself).
-func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) string {
+// segment after the object-kind prefix): "" when no such object exists
+// (the request's namespace is checked, and the handler answers 404), an
+// error when the lookup failed (the request is refused).
+func (z *ACLAuthorizer) objectNamespace(r *http.Request, kind string) (string, error) {
 	if z.RPC == nil {
-		return ""
+		return "", nil
 	}
 	id := objectID(r.URL.EscapedPath(), kind)
 	if id == "" {
-		return ""
+		return "", nil
 	}
-	// The caller's token goes along: on a client agent the lookup crosses
-	// the RPC port, which checks it (a token that cannot read the object
-	// learns nothing from it).
-	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true, AuthToken: requestToken(r)}
+	q := structs.QueryOptions{Region: r.URL.Query().Get("region"), AllowStale: true}
+	if z.LookupToken != nil {
+		q.AuthToken = z.LookupToken()
+	}
 	switch kind {
 	case "alloc":
 		var reply structs.SingleAllocResponse
-		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err == nil && reply.Alloc != nil {
-			return reply.Alloc.Namespace
+		if err := z.RPC.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: id, QueryOptions: q}, &reply); err != nil || reply.Alloc == nil {
+			return "", err
 		}
+		return reply.Alloc.Namespace, nil
 	case "eval":
 		var reply structs.SingleEvalResponse
-		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err == nil && reply.Eval != nil {
-			return reply.Eval.Namespace
+		if err := z.RPC.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: id, QueryOptions: q}, &reply); err != nil || reply.Eval == nil {
+			return "", err
 		}
+		return reply.Eval.Namespace, nil
 	case "deployment":
 		var reply structs.SingleDeploymentResponse
-		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err == nil && reply.Deployment != nil {
-			return reply.Deployment.Namespace
+		if err := z.RPC.RPC("Deployment.GetDeployment", &structs.DeploymentSpecificRequest{DeploymentID: id, QueryOptions: q}, &reply); err != nil || reply.Deployment == nil {
+			return "", err
 		}
+		return reply.Deployment.Namespace, nil
 	}
-	return ""
+	return "", nil
 }
 
 // objectID picks the object's ID out of a path.

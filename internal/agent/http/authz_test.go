@@ -335,3 +335,113 @@ func TestACLNodePoolBody(t *testing.T) {
 		}
 	}
 }
+
+// A request naming an allocation, evaluation or deployment is judged in
+// the object's namespace. On a client-only agent the lookup crosses the
+// RPC port, which refuses a caller's token that cannot read the object
+// (an alloc-exec-only token, or a token of another namespace), so the
+// agent looks it up with its node's secret. A lookup that fails refuses
+// the request: falling back to the request's namespace let a token with
+// write in default read the logs and files of, exec into, restart and
+// signal allocations of every other namespace through a client agent.
+func TestACLObjectNamespaceLookedUpWithTheAgentsAuthority(t *testing.T) {
+	env := newEnv(t, nil)
+	z := &ACLAuthorizer{Resolver: matrixResolver{
+		"write-default": compileRules(t, `namespace "default" { policy = "write" }`),
+		"exec-other":    compileRules(t, `namespace "other" { capabilities = ["alloc-exec", "alloc-node-exec", "read-logs", "read-fs", "alloc-lifecycle"] }`),
+	}, RPC: env.rpc}
+	// The allocation runs on this agent's client.
+	env.srv.Config.Handler = NewHandler(Config{RPC: env.rpc, FS: env.fs, Agent: &fakeAgent{serverOK: true}, Auth: z,
+		AllocOps: &fakeOps{}, Allocs: allocSet{"a1": true}})
+	nodeSecret := "node-secret"
+	denied := structs.NewErrCoded(http.StatusForbidden, "Permission denied")
+	// As the RPC port answers: the object (in namespace "other") only to
+	// the node's secret.
+	lookup := func(token string) error {
+		if token != nodeSecret {
+			return denied
+		}
+		return nil
+	}
+	env.rpc.handlers["Alloc.GetAlloc"] = func(args, reply any) error {
+		if err := lookup(args.(*structs.AllocSpecificRequest).AuthToken); err != nil {
+			return err
+		}
+		reply.(*structs.SingleAllocResponse).Alloc = &structs.Allocation{ID: "a1", Namespace: "other"}
+		return nil
+	}
+	env.rpc.handlers["Eval.GetEval"] = func(args, reply any) error {
+		if err := lookup(args.(*structs.EvalSpecificRequest).AuthToken); err != nil {
+			return err
+		}
+		reply.(*structs.SingleEvalResponse).Eval = &structs.Evaluation{ID: "e1", Namespace: "other"}
+		return nil
+	}
+	env.rpc.handlers["Deployment.GetDeployment"] = func(args, reply any) error {
+		if err := lookup(args.(*structs.DeploymentSpecificRequest).AuthToken); err != nil {
+			return err
+		}
+		reply.(*structs.SingleDeploymentResponse).Deployment = &structs.Deployment{ID: "d1", Namespace: "other"}
+		return nil
+	}
+	allocRoutes := []struct{ method, path string }{
+		{"GET", "/v1/client/fs/logs/a1?task=web&type=stdout"},
+		{"GET", "/v1/client/fs/cat/a1?path=alloc/logs/web.stdout.0"},
+		{"GET", "/v1/client/fs/ls/a1"},
+		{"GET", "/v1/client/allocation/a1/exec?task=web&command=%5B%22sh%22%5D"},
+		{"PUT", "/v1/client/allocation/a1/restart"},
+		{"PUT", "/v1/client/allocation/a1/signal"},
+	}
+	routes := append(allocRoutes, []struct{ method, path string }{
+		{"GET", "/v1/client/allocation/a1/stats"},
+		{"GET", "/v1/client/allocation/a1/checks"},
+		{"GET", "/v1/allocation/a1"},
+		{"GET", "/v1/evaluation/e1"},
+		{"GET", "/v1/deployment/d1"},
+	}...)
+	status := func(token, method, path string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, env.srv.URL+path, strings.NewReader(`{}`))
+		req.Header.Set("X-Nomad-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	withNS := func(path string) string {
+		if strings.Contains(path, "?") {
+			return path + "&namespace=default"
+		}
+		return path + "?namespace=default"
+	}
+	for _, mode := range []string{"lookup refused", "agent's authority"} {
+		z.LookupToken = nil
+		if mode == "agent's authority" {
+			z.LookupToken = func() string { return nodeSecret }
+		}
+		// A token of default is refused the other namespace's objects
+		// either way: the refused lookup no longer falls back to default.
+		for _, c := range routes {
+			for _, p := range []string{c.path, withNS(c.path)} {
+				if got := status("write-default", c.method, p); got != http.StatusForbidden {
+					t.Errorf("%s: %s %s with a default-only token: %d, want 403", mode, c.method, p, got)
+				}
+			}
+		}
+		// A token holding only the alloc capabilities in "other" (no
+		// read-job: its own lookup would be refused) is allowed there
+		// when the agent asks with its own authority.
+		for _, c := range allocRoutes {
+			got := status("exec-other", c.method, c.path)
+			if mode == "agent's authority" && got == http.StatusForbidden {
+				t.Errorf("%s: %s %s with alloc capabilities in the object's namespace: 403", mode, c.method, c.path)
+			}
+			if mode == "lookup refused" && got != http.StatusForbidden {
+				t.Errorf("%s: %s %s: %d, want 403 (the namespace is unknown)", mode, c.method, c.path, got)
+			}
+		}
+	}
+}

@@ -77,7 +77,8 @@ func (s *server) onAllocNode(prefix string, h apiHandler) apiHandler {
 // allocNode says where allocation id is served: nodeID "" here (the local
 // client runs it, the request was relayed already, this agent cannot
 // relay, or the servers do not know it: known false), otherwise the node
-// to relay to. The lookup uses the request's token.
+// to relay to. The request was authorized in the allocation's namespace
+// already; the lookup is made as the authorizer's are (objectLookupToken).
 func (s *server) allocNode(r *http.Request, id string) (nodeID string, known bool, err error) {
 	if r.Header.Get(reachedHeader) != "" || (s.cfg.Allocs != nil && s.cfg.Allocs.HasAlloc(id)) ||
 		s.cfg.RPC == nil || s.cfg.Reach == nil {
@@ -86,7 +87,7 @@ func (s *server) allocNode(r *http.Request, id string) (nodeID string, known boo
 	args := structs.AllocSpecificRequest{AllocID: id}
 	args.Region = s.requestRegion(r)
 	args.Namespace = requestNamespace(r)
-	args.AuthToken = requestToken(r)
+	args.AuthToken = s.objectLookupToken(r)
 	args.AllowStale = true
 	var reply structs.SingleAllocResponse
 	if err := s.cfg.RPC.RPC("Alloc.GetAlloc", &args, &reply); err != nil {
@@ -201,4 +202,15 @@ func (s *server) relayToNode(w http.ResponseWriter, r *http.Request, nodeID stri
 		return nil, structs.NewErrCoded(http.StatusBadGateway, "relaying to node %s: %s", nodeID, msg)
 	}
 	return nil, nil
+}
+
+// objectLookupToken is the token a lookup of an object the request names
+// carries: the agent's own (its node's secret) where the authorizer has
+// one, since the caller's may hold only alloc-exec or alloc-lifecycle
+// there, not read-job; else the caller's.
+func (s *server) objectLookupToken(r *http.Request) string {
+	if z, ok := s.cfg.Auth.(*ACLAuthorizer); ok && z.LookupToken != nil {
+		return z.LookupToken()
+	}
+	return requestToken(r)
 }
