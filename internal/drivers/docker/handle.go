@@ -33,8 +33,9 @@ type taskHandle struct {
 	tty    bool
 	logger hclog.Logger
 	noLogs bool
-	// kernelOOM: the engine does not flag OOM kills (podman 4.3), so an
-	// exit by SIGKILL is checked against the kernel's OOM records.
+	// kernelOOM: an exit by SIGKILL the engine did not flag as an OOM
+	// kill is checked against the kernel's OOM records (podman 4.3 never
+	// flags one; dockerd may miss one under load).
 	kernelOOM bool
 
 	ctx    context.Context // cancelled by destroy
@@ -58,7 +59,7 @@ func newHandle(d *Driver, cli *client.Client, cfg *drivers.TaskConfig, ds driver
 		cli: cli, cfg: cfg, state: ds, tty: tty,
 		logger:    d.logger.With("task", cfg.ID, "container", shortID(ds.ContainerID)),
 		noLogs:    d.cfg.DisableLogCollection || (cfg.StdoutPath == "" && cfg.StderrPath == ""),
-		kernelOOM: d.flavor.Podman,
+		kernelOOM: true,
 		ctx:       ctx, cancel: cancel,
 		callTimeout: d.callTimeout,
 		done:        make(chan struct{}), logsDone: make(chan struct{}),

@@ -3,17 +3,19 @@ package docker
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"syscall"
 )
 
 // kernelOOMKilled reports whether the kernel's log (/dev/kmsg) records an
 // OOM kill in the memory cgroup of the container: its "oom-kill:" line
-// names the cgroup (oom_memcg=/libpod_parent/libpod-<id>, or
-// .../libpod-<id>.scope), so the kill is the container's, whatever else
-// ran out of memory. Podman 4.3 with conmon 2.1 on cgroup v1 never sets
-// State.OOMKilled (conmon writes its "oom" file into its working
-// directory, where podman does not look); this is how the driver still
-// tells. False when the log cannot be read (no root, no /dev/kmsg in this
+// names the cgroup (oom_memcg=/libpod_parent/libpod-<id>, .../libpod-<id>.scope,
+// /docker/<id> or .../docker-<id>.scope), so the kill is the container's,
+// whatever else ran out of memory. Podman 4.3 with conmon 2.1 on cgroup
+// v1 never sets State.OOMKilled (conmon writes its "oom" file into its
+// working directory, where podman does not look), and dockerd misses it
+// when the exit reaches it before containerd's OOM event (seen on a
+// loaded host); this is how the driver still tells. False when the log cannot be read (no root, no /dev/kmsg in this
 // namespace) or no longer holds the record.
 func kernelOOMKilled(containerID string) bool {
 	if containerID == "" {
@@ -35,7 +37,6 @@ func (r rawReader) Read(b []byte) (int, error) { return syscall.Read(int(r), b) 
 
 // scanOOM reads kmsg records (one per read) until none is left.
 func scanOOM(f interface{ Read([]byte) (int, error) }, containerID string) bool {
-	id := []byte("libpod-" + containerID)
 	buf := make([]byte, 8192)
 	for {
 		n, err := f.Read(buf)
@@ -52,7 +53,7 @@ func scanOOM(f interface{ Read([]byte) (int, error) }, containerID string) bool 
 				if k := bytes.IndexAny(memcg, ",\n"); k >= 0 {
 					memcg = memcg[:k]
 				}
-				if bytes.Contains(memcg, id) {
+				if containerMemcg(string(memcg[len("oom_memcg="):]), containerID) {
 					return true
 				}
 			}
@@ -61,4 +62,21 @@ func scanOOM(f interface{ Read([]byte) (int, error) }, containerID string) bool 
 			return false
 		}
 	}
+}
+
+// containerMemcg reports whether a memory cgroup path is the container's
+// own: its last element is libpod-<id>[.scope] (podman), docker-<id>.scope
+// (dockerd with systemd) or <id> under a docker parent (cgroupfs).
+func containerMemcg(path, containerID string) bool {
+	parent, last := "", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		parent, last = path[:i], path[i+1:]
+	}
+	switch last {
+	case "libpod-" + containerID, "libpod-" + containerID + ".scope", "docker-" + containerID + ".scope":
+		return true
+	case containerID:
+		return strings.HasSuffix(parent, "/docker") || parent == "docker"
+	}
+	return false
 }

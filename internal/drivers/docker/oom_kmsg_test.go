@@ -39,3 +39,17 @@ func TestScanOOMAttributesByMemcg(t *testing.T) {
 		t.Fatal("a kill in another memory cgroup attributed to the container")
 	}
 }
+
+// dockerd's containers: /docker/<id> under cgroupfs, docker-<id>.scope
+// under systemd.
+func TestScanOOMDockerCgroups(t *testing.T) {
+	for _, memcg := range []string{"/docker/ddd", "/system.slice/docker-ddd.scope"} {
+		rec := "4,1,1,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=" + memcg + ",task_memcg=" + memcg + ",task=tail,pid=9,uid=0\n"
+		if !scanOOM(&fakeKmsg{recs: []string{rec}}, "ddd") {
+			t.Errorf("an OOM kill in %s not attributed to container ddd", memcg)
+		}
+		if scanOOM(&fakeKmsg{recs: []string{rec}}, "dd") {
+			t.Errorf("an OOM kill in %s attributed to container dd", memcg)
+		}
+	}
+}
