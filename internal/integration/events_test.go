@@ -37,10 +37,14 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 	topics := map[api.Topic][]string{api.TopicJob: {"*"}, api.TopicEvaluation: {"*"}}
 
 	// collect appends the events of frames from ch until stop says so;
-	// it returns the index of the last frame taken.
+	// it returns the index of the last frame taken. It gives up when no
+	// frame comes for a minute (a stalled stream), however long the
+	// whole read takes on a loaded host.
 	collect := func(ch <-chan *api.Events, out *[]seenEvent, stop func() bool) uint64 {
 		var last uint64
-		deadline := time.After(4 * time.Minute)
+		const stall = time.Minute
+		deadline := time.NewTimer(stall)
+		defer deadline.Stop()
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for !stop() {
@@ -57,14 +61,15 @@ func TestEventStreamResumeExactlyOnce(t *testing.T) {
 					t.Errorf("frame index %d after %d", f.Index, last)
 				}
 				last = f.Index
+				deadline.Reset(stall)
 				for _, e := range f.Events {
 					if e.Index != f.Index {
 						t.Errorf("event index %d in frame %d", e.Index, f.Index)
 					}
 					*out = append(*out, seenEvent{e.Index, string(e.Topic), e.Type, e.Key})
 				}
-			case <-deadline:
-				t.Errorf("timed out reading the stream (%d events)", len(*out))
+			case <-deadline.C:
+				t.Errorf("no frame for %s reading the stream (%d events)", stall, len(*out))
 				return last
 			}
 		}
