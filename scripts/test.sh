@@ -55,7 +55,10 @@ step "go-immutable-radix fork (third_party, its own module): its tests with the 
 (cd third_party/go-immutable-radix && go test -race -count=1 .)
 
 step "unit and integration tests"
-go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
+# The integration package runs real agents and tasks one test after
+# another (about 15 minutes on a quiet 2-core machine): its timeout leaves
+# room for a loaded one; CI's own limit is 90 minutes in all.
+go test -count=1 -timeout 40m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
 
 step "fuzz targets, ${FUZZTIME:-10s} each (their seed corpora ran with the unit tests)"
 # Go fuzzes one target of one package per invocation. Minimizing is off so
