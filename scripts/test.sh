@@ -56,7 +56,7 @@ step "go-immutable-radix fork (third_party, its own module): its tests with the 
 
 step "unit and integration tests"
 # The integration package runs real agents and tasks one test after
-# another (about 15 minutes on a quiet 2-core machine): its timeout leaves
+# another (most of the suite's time): its timeout leaves
 # room for a loaded one; CI's own limit is 90 minutes in all.
 go test -count=1 -timeout 40m $(go list ./... | grep -v -E '/internal/(server|state|fsm|client|rpc|drivers)(/|$)')
 
