@@ -9,6 +9,7 @@ import * as job from './job.js';
 import * as alloc from './alloc.js';
 import * as nodes from './nodes.js';
 import * as cluster from './cluster.js';
+import { refresh as refreshCaps, forget as forgetCaps, watchDOM } from './acl.js';
 
 const routes = [
   [/^\/ui\/?$/, () => { navigate('/ui/jobs', true); }],
@@ -105,6 +106,7 @@ function render() {
   document.querySelectorAll('#nav a').forEach((a) => a.classList.toggle('active', a.dataset.nav === nav));
   document.getElementById('token-link').textContent = token.get() ? 'Token set' : 'Sign in';
   selected = -1;
+  refreshCaps();
 }
 
 // Links inside the app navigate without reloading.
@@ -124,6 +126,8 @@ document.addEventListener('click', async (ev) => {
     const box = document.getElementById(act.dataset.err || 'err');
     if (box && box.querySelector('.act-error')) box.innerHTML = '';
     try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
+      // A refusal means the token's rights are not what the page thought.
+      if (e.status === 403) { forgetCaps(); refreshCaps(); }
       if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${errText(e)}</div>`); else toast(e.message);
     } finally { act.disabled = false; }
     return;
@@ -200,4 +204,5 @@ document.addEventListener('keydown', (e) => {
 });
 
 export { esc, get };
+watchDOM();
 render();

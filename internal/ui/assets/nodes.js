@@ -44,8 +44,8 @@ export function page(ctx, nodeID) {
     realID = n.ID;
     const elig = n.SchedulingEligibility === 'eligible';
     set('nodehead', html`${n.Name} ${status(n.Status)} ${status(n.SchedulingEligibility)}${n.DrainStrategy ? html` ${status('draining')}` : ''}
-      <span class="actions"><button data-act="eligibility" data-to="${elig ? 'ineligible' : 'eligible'}">${elig ? 'Mark ineligible' : 'Mark eligible'}</button>
-      <button class="${n.DrainStrategy ? '' : 'danger'}" data-act="drain" data-to="${n.DrainStrategy ? 'off' : 'on'}" ${n.DrainStrategy ? '' : `data-confirm="Drain ${n.Name}? Its allocations move elsewhere within an hour."`}>${n.DrainStrategy ? 'Stop drain' : 'Drain'}</button></span>`);
+      <span class="actions"><button data-act="eligibility" data-cap="node-write" data-to="${elig ? 'ineligible' : 'eligible'}">${elig ? 'Mark ineligible' : 'Mark eligible'}</button>
+      <button class="${n.DrainStrategy ? '' : 'danger'}" data-act="drain" data-cap="node-write" data-to="${n.DrainStrategy ? 'off' : 'on'}" ${n.DrainStrategy ? '' : `data-confirm="Drain ${n.Name}? Its allocations move elsewhere within an hour."`}>${n.DrainStrategy ? 'Stop drain' : 'Drain'}</button></span>`);
     const r = n.NodeResources || {};
     set('nodeinfo', html`<div class="panel"><dl class="kv"><dt>ID</dt><dd>${id(n.ID)}</dd><dt>Address</dt><dd class="id">${n.HTTPAddr}</dd><dt>Datacenter</dt><dd>${n.Datacenter}</dd><dt>Node pool</dt><dd>${n.NodePool}</dd><dt>Class</dt><dd>${n.NodeClass || '–'}</dd>
       <dt>CPU</dt><dd>${r.Cpu ? r.Cpu.CpuShares : 0} MHz (${r.Cpu ? r.Cpu.TotalCpuCores : 0} cores)</dd><dt>Memory</dt><dd>${r.Memory ? r.Memory.MemoryMB : 0} MiB</dd><dt>Disk</dt><dd>${r.Disk ? r.Disk.DiskMB : 0} MiB</dd>
