@@ -2,13 +2,27 @@
 // a task's logs (streamed with follow), file browser and exec terminal.
 import { get, put, req, token } from './api.js';
 import { createScreen } from './term.js';
-import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc } from './util.js';
+import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc, qs } from './util.js';
+import { allocTable } from './job.js';
 
 function header(a) {
   return html`<div class="crumbs"><a href="/ui/jobs">Jobs</a> / <a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a> / ${a.TaskGroup}</div>`;
 }
 
+// A short allocation ID (the CLI shows eight characters) opens the
+// allocation it is the prefix of; several matches are listed to choose.
+function byPrefix(ctx, prefix) {
+  ctx.main.innerHTML = String(html`<h1>Allocation ${prefix}</h1><div id="err"></div><div id="matches"><p class="muted">Loading…</p></div>`);
+  get(`/v1/allocations${qs({ prefix, namespace: '*' })}`, { signal: ctx.signal }).then((l) => {
+    if (ctx.signal.aborted) return;
+    if (l && l.length === 1) { ctx.navigate(allocHref(l[0].ID), true); return; }
+    if (!l || !l.length) { ctx.notFound('Allocation not found', `No allocation ${prefix}: it never existed or was garbage collected.`); return; }
+    set('matches', html`<p class="muted">${l.length} allocations start with ${prefix}:</p>${allocTable(l, { showJob: true })}`);
+  }, (e) => { if (!ctx.signal.aborted) set('matches', errBox(e)); });
+}
+
 export function page(ctx, allocID) {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(allocID) && /^[0-9a-f-]{1,35}$/i.test(allocID)) return byPrefix(ctx, allocID);
   ctx.main.innerHTML = String(html`<div id="crumbs"></div><h1 id="allochead">Allocation ${id(allocID)}</h1><div id="err"></div><div id="alloc"></div>`);
   ctx.on('stopalloc', async () => { await put(`/v1/allocation/${allocID}/stop`); toast('Stop requested'); });
   ctx.on('restart', async (b) => { await put(`/v1/client/allocation/${allocID}/restart`, b.dataset.task ? { TaskName: b.dataset.task } : { AllTasks: true }); toast('Restart requested'); });

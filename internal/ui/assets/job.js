@@ -1,7 +1,7 @@
 // A job (/ui/jobs/<id>[@<namespace>][/<tab>]) and the Run job page. Every
 // section is its own blocking query, so each updates live on its own.
 import { get, put, del, req } from './api.js';
-import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast, b64 } from './util.js';
+import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast, b64, short } from './util.js';
 import { diff, failures, editor } from './plan.js';
 
 const TABS = [['', 'Overview'], ['allocations', 'Allocations'], ['evaluations', 'Evaluations'], ['deployments', 'Deployments'], ['versions', 'Versions'], ['definition', 'Definition']];
@@ -16,7 +16,7 @@ export function allocTable(allocs, { showJob = false, showNode = true } = {}) {
   const list = sortBy(allocs, (a) => -(a.CreateIndex || 0));
   if (!list.length) return html`<p class="muted">No allocations.</p>`;
   return html`<div class="tablewrap"><table class="nav allocs"><thead><tr><th>ID</th>${showJob ? html`<th>Job</th>` : ''}<th>Name</th><th>Status</th><th class="hide-sm">Desired</th><th class="hide-sm">Version</th>${showNode ? html`<th>Client</th>` : ''}<th class="hide-sm">Created</th><th class="hide-sm">Modified</th></tr></thead><tbody>
-  ${list.map((a) => html`<tr data-alloc="${a.ID}" data-status="${a.ClientStatus}"><td>${id(a.ID, allocHref(a.ID))}</td>${showJob ? html`<td><a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a></td>` : ''}<td>${a.Name}</td><td>${status(a.ClientStatus)}</td><td class="hide-sm">${a.DesiredStatus}</td><td class="hide-sm">${a.JobVersion ?? (a.Job ? a.Job.Version : "")}</td>${showNode ? html`<td>${a.NodeID ? html`<a href="${nodeHref(a.NodeID)}">${a.NodeName || a.NodeID.slice(0, 8)}</a>` : '–'}</td>` : ''}<td class="hide-sm">${when(a.CreateTime)}</td><td class="hide-sm">${when(a.ModifyTime)}</td></tr>`)}
+  ${list.map((a) => html`<tr data-alloc="${a.ID}" data-status="${a.ClientStatus}"><td>${id(a.ID, allocHref(a.ID))}</td>${showJob ? html`<td><a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a></td>` : ''}<td>${a.Name}${a.DeploymentStatus && a.DeploymentStatus.Canary ? html` <span class="badge canary" title="A canary of deployment ${short(a.DeploymentID)}">canary</span>` : ''}</td><td>${status(a.ClientStatus)}</td><td class="hide-sm">${a.DesiredStatus}</td><td class="hide-sm">${a.JobVersion ?? (a.Job ? a.Job.Version : "")}</td>${showNode ? html`<td>${a.NodeID ? html`<a href="${nodeHref(a.NodeID)}">${a.NodeName || a.NodeID.slice(0, 8)}</a>` : '–'}</td>` : ''}<td class="hide-sm">${when(a.CreateTime)}</td><td class="hide-sm">${when(a.ModifyTime)}</td></tr>`)}
   </tbody></table></div>`;
 }
 
