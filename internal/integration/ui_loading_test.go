@@ -66,4 +66,8 @@ func TestUIStressNavigation(t *testing.T) {
 	}
 	last := paths[(11*5)%len(paths)]
 	b.waitJS("the last full load ("+last+")", wait, `location.pathname === `+jsString(last)+` && (`+loaded+`)`)
+
+	// A client's short ID, as the CLI prints it, opens the client.
+	b.run("open the client by its short ID", wait, chromedp.Navigate(a.url("/ui/clients/"+nodes[0].ID[:8])))
+	b.waitJS("the client's page", wait, `location.pathname === `+jsString("/ui/clients/"+nodes[0].ID)+` && document.querySelector('#nodehead [data-act="drain"]')`)
 }

@@ -1,7 +1,7 @@
 // Clients: the list and a client's page (status, eligibility and drain
 // toggles, attributes, drivers, devices, allocations, host figures).
 import { get, put } from './api.js';
-import { html, set, status, when, id, nodeHref, bytes, toast, qs } from './util.js';
+import { html, set, status, when, id, nodeHref, bytes, toast, qs, errBox } from './util.js';
 import { allocTable } from './job.js';
 
 export function list(ctx) {
@@ -30,7 +30,20 @@ function hostStats(s) {
   </div>`;
 }
 
+// A short client ID (the CLI shows eight characters) opens the client it
+// is the prefix of; several matches are listed to choose.
+function byPrefix(ctx, prefix) {
+  ctx.main.innerHTML = String(html`<div class="crumbs"><a href="/ui/clients">Clients</a></div><h1>Client ${prefix}</h1><div id="err"></div><div id="matches"><p class="muted">Loading…</p></div>`);
+  get(`/v1/nodes${qs({ prefix })}`, { signal: ctx.signal }).then((l) => {
+    if (ctx.signal.aborted) return;
+    if (l && l.length === 1) { ctx.navigate(nodeHref(l[0].ID), true); return; }
+    if (!l || !l.length) { ctx.notFound('Client not found', `No client ${prefix}: it never registered or was garbage collected.`); return; }
+    set('matches', html`<p class="muted">${l.length} clients start with ${prefix}:</p><ul>${l.map((n) => html`<li><a href="${nodeHref(n.ID)}">${n.Name}</a> <span class="id">${n.ID}</span></li>`)}</ul>`);
+  }, (e) => { if (!ctx.signal.aborted) set('matches', errBox(e)); });
+}
+
 export function page(ctx, nodeID) {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(nodeID) && /^[0-9a-f-]{1,35}$/i.test(nodeID)) return byPrefix(ctx, nodeID);
   ctx.main.innerHTML = String(html`<div class="crumbs"><a href="/ui/clients">Clients</a></div><h1 id="nodehead">Client ${id(nodeID)}</h1><div id="err"></div>
     <div id="nodeinfo"></div><h2>Host</h2><div id="hoststats"><p class="muted">Loading…</p></div><div id="hosterr"></div><h2>Allocations</h2><div id="nodeallocs"></div><h2>Attributes</h2><div id="attrs"></div>`);
   let realID = nodeID;
