@@ -9,6 +9,7 @@ import * as job from './job.js';
 import * as alloc from './alloc.js';
 import * as nodes from './nodes.js';
 import * as cluster from './cluster.js';
+import * as vars from './vars.js';
 import { refresh as refreshCaps, forget as forgetCaps, watchDOM } from './acl.js';
 
 const routes = [
@@ -23,6 +24,8 @@ const routes = [
   [/^\/ui\/allocations\/([^/]+)\/([^/]+)\/?$/, alloc.task, 'jobs'],
   [/^\/ui\/clients\/?$/, nodes.list, 'clients'],
   [/^\/ui\/clients\/([^/]+)\/?$/, nodes.page, 'clients'],
+  [/^\/ui\/variables\/?$/, vars.list, 'variables'],
+  [/^\/ui\/variables\/var\/(.+?)\/?$/, vars.page, 'variables'],
   [/^\/ui\/servers\/?$/, cluster.servers, 'servers'],
   [/^\/ui\/evaluations\/?$/, cluster.evals, 'evaluations'],
   [/^\/ui\/topology\/?$/, cluster.topology, 'topology'],
@@ -186,7 +189,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === '/') { e.preventDefault(); (document.querySelector('main [data-search]') || search).focus(); return; }
   if (gPending && Date.now() - gPending < 1500) {
     gPending = 0;
-    const to = { j: '/ui/jobs', c: '/ui/clients', s: '/ui/servers', e: '/ui/evaluations', t: '/ui/topology', r: '/ui/jobs/run' }[e.key];
+    const to = { j: '/ui/jobs', c: '/ui/clients', v: '/ui/variables', s: '/ui/servers', e: '/ui/evaluations', t: '/ui/topology', r: '/ui/jobs/run' }[e.key];
     if (to) { e.preventDefault(); navigate(to); }
     return;
   }
