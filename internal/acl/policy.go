@@ -306,3 +306,45 @@ func expandHostVolumePolicy(policy string) []string {
 	}
 	return nil
 }
+
+// Expanded returns a copy of p in the form Nomad answers as a policy's
+// RulesJSON: each namespace, node pool and host volume block's `policy`
+// shorthand expanded into the capabilities it grants (with the ones those
+// imply) next to the block's own, as Nomad's parser leaves them. Clients
+// such as the web UI read it to know what a token may do. p is unchanged.
+func (p *Policy) Expanded() *Policy {
+	if p == nil {
+		return nil
+	}
+	out := *p
+	out.Namespaces = nil
+	for _, ns := range p.Namespaces {
+		c := *ns
+		c.Capabilities = dedupe(expandImpliedCapabilities(append(slices.Clone(ns.Capabilities), expandNamespacePolicy(ns.Policy)...)))
+		out.Namespaces = append(out.Namespaces, &c)
+	}
+	out.NodePools = nil
+	for _, np := range p.NodePools {
+		c := *np
+		c.Capabilities = dedupe(append(slices.Clone(np.Capabilities), expandNodePoolPolicy(np.Policy)...))
+		out.NodePools = append(out.NodePools, &c)
+	}
+	out.HostVolumes = nil
+	for _, hv := range p.HostVolumes {
+		c := *hv
+		c.Capabilities = dedupe(append(slices.Clone(hv.Capabilities), expandHostVolumePolicy(hv.Policy)...))
+		out.HostVolumes = append(out.HostVolumes, &c)
+	}
+	return &out
+}
+
+// dedupe drops repeated entries, keeping the first of each.
+func dedupe(l []string) []string {
+	out := l[:0:0]
+	for _, s := range l {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

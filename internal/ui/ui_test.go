@@ -23,7 +23,7 @@ func get(t *testing.T, h http.Handler, method, path string) (int, http.Header, s
 func TestMountServesUIAndAPI(t *testing.T) {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "api "+r.URL.Path) })
 	h := Mount(api)
-	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/web@prod", "/ui/jobs/web/allocations", "/ui/allocations/abc/web/logs", "/ui/clients/n1", "/ui/settings/tokens", "/ui/jobs/index.html"} {
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/web@prod", "/ui/jobs/web/allocations", "/ui/allocations/abc/web/logs", "/ui/clients/n1", "/ui/settings/tokens", "/ui/jobs/index.html", "/ui/variables", "/ui/variables/var/app/config@prod"} {
 		code, hdr, body := get(t, h, "GET", p)
 		if code != 200 || !strings.Contains(body, `<script type="module" src="/ui/app.js">`) || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") {
 			t.Errorf("GET %s: %d %q", p, code, hdr.Get("Content-Type"))

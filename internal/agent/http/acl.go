@@ -195,7 +195,7 @@ func (s *server) aclPolicyRequest(w http.ResponseWriter, r *http.Request) (any, 
 			func(rep *structs.ACLPolicyResponse) (*structs.ACLPolicy, *structs.QueryMeta) {
 				return rep.Policy, &rep.QueryMeta
 			},
-			policyToAPI)
+			policyToWire)
 	}, s.aclPolicyUpsert)
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -10,6 +11,23 @@ import (
 
 func policyToAPI(p *structs.ACLPolicy) *api.ACLPolicy {
 	return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+}
+
+// policyWire is a policy read as Nomad answers it: the api fields and
+// RulesJSON, the parsed rules with each block's `policy` shorthand expanded
+// into capabilities. Nomad's web UI (and Drover's) reads RulesJSON to offer
+// only the actions the token's policies allow.
+type policyWire struct {
+	*api.ACLPolicy
+	RulesJSON *acl.Policy
+}
+
+func policyToWire(p *structs.ACLPolicy) *policyWire {
+	out := &policyWire{ACLPolicy: policyToAPI(p)}
+	if parsed, err := acl.Parse(p.Rules); err == nil {
+		out.RulesJSON = parsed.Expanded()
+	}
+	return out
 }
 
 func tokenToAPI(t *structs.ACLToken) *api.ACLToken {

@@ -2,13 +2,27 @@
 // a task's logs (streamed with follow), file browser and exec terminal.
 import { get, put, req, token } from './api.js';
 import { createScreen } from './term.js';
-import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc } from './util.js';
+import { html, set, status, when, id, jobHref, nodeHref, allocHref, bytes, errBox, toast, esc, qs } from './util.js';
+import { allocTable } from './job.js';
 
 function header(a) {
   return html`<div class="crumbs"><a href="/ui/jobs">Jobs</a> / <a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a> / ${a.TaskGroup}</div>`;
 }
 
+// A short allocation ID (the CLI shows eight characters) opens the
+// allocation it is the prefix of; several matches are listed to choose.
+function byPrefix(ctx, prefix) {
+  ctx.main.innerHTML = String(html`<h1>Allocation ${prefix}</h1><div id="err"></div><div id="matches"><p class="muted">Loading…</p></div>`);
+  get(`/v1/allocations${qs({ prefix, namespace: '*' })}`, { signal: ctx.signal }).then((l) => {
+    if (ctx.signal.aborted) return;
+    if (l && l.length === 1) { ctx.navigate(allocHref(l[0].ID), true); return; }
+    if (!l || !l.length) { ctx.notFound('Allocation not found', `No allocation ${prefix}: it never existed or was garbage collected.`); return; }
+    set('matches', html`<p class="muted">${l.length} allocations start with ${prefix}:</p>${allocTable(l, { showJob: true })}`);
+  }, (e) => { if (!ctx.signal.aborted) set('matches', errBox(e)); });
+}
+
 export function page(ctx, allocID) {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(allocID) && /^[0-9a-f-]{1,35}$/i.test(allocID)) return byPrefix(ctx, allocID);
   ctx.main.innerHTML = String(html`<div id="crumbs"></div><h1 id="allochead">Allocation ${id(allocID)}</h1><div id="err"></div><div id="alloc"></div>`);
   ctx.on('stopalloc', async () => { await put(`/v1/allocation/${allocID}/stop`); toast('Stop requested'); });
   ctx.on('restart', async (b) => { await put(`/v1/client/allocation/${allocID}/restart`, b.dataset.task ? { TaskName: b.dataset.task } : { AllTasks: true }); toast('Restart requested'); });
@@ -16,7 +30,7 @@ export function page(ctx, allocID) {
     set('crumbs', header(a));
     const live = a.ClientStatus === 'running' || a.ClientStatus === 'pending';
     set('allochead', html`Allocation ${id(a.ID)} ${status(a.ClientStatus)} <span class="muted" style="font-size:14px">${a.Name}</span>
-      <span class="actions"><a class="btn" href="${allocHref(a.ID)}/fs">Files</a>${live ? html`<button data-act="restart">Restart</button><button class="danger" data-act="stopalloc" data-confirm="Stop this allocation? It is rescheduled.">Stop</button>` : ''}</span>`);
+      <span class="actions"><a class="btn" href="${allocHref(a.ID)}/fs" data-cap="read-fs" data-ns="${a.Namespace}">Files</a>${live ? html`<button data-act="restart" data-cap="alloc-lifecycle" data-ns="${a.Namespace}">Restart</button><button class="danger" data-act="stopalloc" data-cap="alloc-lifecycle" data-ns="${a.Namespace}" data-confirm="Stop this allocation? It is rescheduled.">Stop</button>` : ''}</span>`);
     const res = a.AllocatedResources || {};
     const shared = res.Shared || {};
     const ports = [...(shared.Ports || [])];
@@ -32,7 +46,7 @@ export function page(ctx, allocID) {
       ${a.ClientDescription ? html`<p class="muted">${a.ClientDescription}</p>` : ''}
       <h2>Tasks</h2>
       ${tasks.map(([name, t]) => html`<div class="panel task" data-task="${name}"><div style="display:flex;gap:10px;align-items:center;flex-wrap:wrap"><strong>${name}</strong> ${status(t.Failed ? 'failed' : t.State)} <span class="muted">started ${when(t.StartedAt)}${t.Restarts ? `, ${t.Restarts} restarts` : ''}</span>
-        <span class="actions"><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/logs">Logs</a><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/fs">Files</a>${t.State === 'running' ? html`<a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/exec">Exec</a><button data-act="restart" data-task="${name}">Restart</button>` : ''}</span></div>
+        <span class="actions"><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/logs" data-cap="read-logs" data-ns="${a.Namespace}">Logs</a><a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/fs" data-cap="read-fs" data-ns="${a.Namespace}">Files</a>${t.State === 'running' ? html`<a class="btn" href="${allocHref(a.ID)}/${encodeURIComponent(name)}/exec" data-cap="alloc-exec" data-ns="${a.Namespace}">Exec</a><button data-act="restart" data-task="${name}" data-cap="alloc-lifecycle" data-ns="${a.Namespace}">Restart</button>` : ''}</span></div>
         ${tr[name] ? html`<p class="muted">CPU ${tr[name].Cpu ? tr[name].Cpu.CpuShares : 0} MHz · memory ${tr[name].Memory ? tr[name].Memory.MemoryMB : 0} MiB${tr[name].Memory && tr[name].Memory.MemoryMaxMB ? ` (max ${tr[name].Memory.MemoryMaxMB} MiB)` : ''}</p>` : ''}
         <table class="events"><thead><tr><th>Time</th><th>Type</th><th>Description</th></tr></thead><tbody>${[...(t.Events || [])].reverse().map((e) => html`<tr><td>${when(e.Time)}</td><td>${e.Type}</td><td style="white-space:normal">${e.DisplayMessage || e.Message || ''}</td></tr>`)}</tbody></table></div>`)}
       <h2>Ports</h2>
@@ -46,11 +60,20 @@ export function page(ctx, allocID) {
 function taskTabs(allocID, task, tab) {
   const b = `${allocHref(allocID)}/${encodeURIComponent(task)}`;
   return html`<div class="crumbs"><a href="${allocHref(allocID)}">Allocation ${allocID.slice(0, 8)}</a> / ${task}</div><h1>Task ${task}</h1><div id="err"></div>
-    <nav class="tabs"><a href="${b}/logs" class="${tab === 'logs' ? 'active' : ''}">Logs</a><a href="${b}/fs" class="${tab === 'fs' ? 'active' : ''}">Files</a><a href="${b}/exec" class="${tab === 'exec' ? 'active' : ''}">Exec</a></nav>`;
+    <nav class="tabs"><a href="${b}/logs" class="${tab === 'logs' ? 'active' : ''}">Logs</a><a href="${b}/fs" class="${tab === 'fs' ? 'active' : ''}">Files</a><a href="${b}/exec" class="${tab === 'exec' ? 'active' : ''}" data-cap="alloc-exec" data-ns="*" data-alloc-ns>Exec</a></nav>`;
+}
+
+// allocNS puts the allocation's namespace on the task tabs that need a
+// capability there (the exec tab: alloc-exec).
+function allocNS(ctx, allocID) {
+  get(`/v1/allocation/${allocID}`, { signal: ctx.signal }).then((a) => {
+    for (const el of document.querySelectorAll('[data-alloc-ns]')) el.dataset.ns = a.Namespace;
+  }, () => {});
 }
 
 export function task(ctx, allocID, name, tab = 'logs') {
   ctx.main.innerHTML = String(html`${taskTabs(allocID, name, tab)}<div id="tab"></div>`);
+  allocNS(ctx, allocID);
   if (tab === 'exec') return exec(ctx, allocID, name);
   set('tab', html`<div class="filters"><select id="logtype" aria-label="Stream"><option>stdout</option><option>stderr</option></select><label><input type="checkbox" id="follow" checked> Follow</label><span class="muted" id="logstate"></span></div><pre class="code logs" id="logs" aria-label="Task log"></pre>`);
   let stream = null;
@@ -121,6 +144,7 @@ export function fs(ctx, allocID, dir) {
 
 export function taskfs(ctx, allocID, name, dir) {
   ctx.main.innerHTML = String(html`${taskTabs(allocID, name, 'fs')}<div id="tab"></div>`);
+  allocNS(ctx, allocID);
   fsView(ctx, allocID, name, dir, `${allocHref(allocID)}/${encodeURIComponent(name)}/fs`);
 }
 

@@ -9,6 +9,8 @@ import * as job from './job.js';
 import * as alloc from './alloc.js';
 import * as nodes from './nodes.js';
 import * as cluster from './cluster.js';
+import * as vars from './vars.js';
+import { refresh as refreshCaps, forget as forgetCaps, watchDOM } from './acl.js';
 
 const routes = [
   [/^\/ui\/?$/, () => { navigate('/ui/jobs', true); }],
@@ -22,6 +24,8 @@ const routes = [
   [/^\/ui\/allocations\/([^/]+)\/([^/]+)\/?$/, alloc.task, 'jobs'],
   [/^\/ui\/clients\/?$/, nodes.list, 'clients'],
   [/^\/ui\/clients\/([^/]+)\/?$/, nodes.page, 'clients'],
+  [/^\/ui\/variables\/?$/, vars.list, 'variables'],
+  [/^\/ui\/variables\/var\/(.+?)\/?$/, vars.page, 'variables'],
   [/^\/ui\/servers\/?$/, cluster.servers, 'servers'],
   [/^\/ui\/evaluations\/?$/, cluster.evals, 'evaluations'],
   [/^\/ui\/topology\/?$/, cluster.topology, 'topology'],
@@ -105,6 +109,7 @@ function render() {
   document.querySelectorAll('#nav a').forEach((a) => a.classList.toggle('active', a.dataset.nav === nav));
   document.getElementById('token-link').textContent = token.get() ? 'Token set' : 'Sign in';
   selected = -1;
+  refreshCaps();
 }
 
 // Links inside the app navigate without reloading.
@@ -124,6 +129,8 @@ document.addEventListener('click', async (ev) => {
     const box = document.getElementById(act.dataset.err || 'err');
     if (box && box.querySelector('.act-error')) box.innerHTML = '';
     try { await current.actions[act.dataset.act](act, ev); if (page.refreshAll) page.refreshAll(); } catch (e) {
+      // A refusal means the token's rights are not what the page thought.
+      if (e.status === 403) { forgetCaps(); refreshCaps(); }
       if (box) box.innerHTML = String(html`<div class="error act-error" role="alert">${act.textContent.trim()}: ${errText(e)}</div>`); else toast(e.message);
     } finally { act.disabled = false; }
     return;
@@ -182,7 +189,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === '/') { e.preventDefault(); (document.querySelector('main [data-search]') || search).focus(); return; }
   if (gPending && Date.now() - gPending < 1500) {
     gPending = 0;
-    const to = { j: '/ui/jobs', c: '/ui/clients', s: '/ui/servers', e: '/ui/evaluations', t: '/ui/topology', r: '/ui/jobs/run' }[e.key];
+    const to = { j: '/ui/jobs', c: '/ui/clients', v: '/ui/variables', s: '/ui/servers', e: '/ui/evaluations', t: '/ui/topology', r: '/ui/jobs/run' }[e.key];
     if (to) { e.preventDefault(); navigate(to); }
     return;
   }
@@ -200,4 +207,5 @@ document.addEventListener('keydown', (e) => {
 });
 
 export { esc, get };
+watchDOM();
 render();

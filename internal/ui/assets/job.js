@@ -1,7 +1,7 @@
 // A job (/ui/jobs/<id>[@<namespace>][/<tab>]) and the Run job page. Every
 // section is its own blocking query, so each updates live on its own.
 import { get, put, del, req } from './api.js';
-import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast, b64 } from './util.js';
+import { html, set, status, when, id, jobHref, allocHref, nodeHref, qs, errBox, sortBy, toast, b64, short } from './util.js';
 import { diff, failures, editor } from './plan.js';
 
 const TABS = [['', 'Overview'], ['allocations', 'Allocations'], ['evaluations', 'Evaluations'], ['deployments', 'Deployments'], ['versions', 'Versions'], ['definition', 'Definition']];
@@ -16,7 +16,7 @@ export function allocTable(allocs, { showJob = false, showNode = true } = {}) {
   const list = sortBy(allocs, (a) => -(a.CreateIndex || 0));
   if (!list.length) return html`<p class="muted">No allocations.</p>`;
   return html`<div class="tablewrap"><table class="nav allocs"><thead><tr><th>ID</th>${showJob ? html`<th>Job</th>` : ''}<th>Name</th><th>Status</th><th class="hide-sm">Desired</th><th class="hide-sm">Version</th>${showNode ? html`<th>Client</th>` : ''}<th class="hide-sm">Created</th><th class="hide-sm">Modified</th></tr></thead><tbody>
-  ${list.map((a) => html`<tr data-alloc="${a.ID}" data-status="${a.ClientStatus}"><td>${id(a.ID, allocHref(a.ID))}</td>${showJob ? html`<td><a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a></td>` : ''}<td>${a.Name}</td><td>${status(a.ClientStatus)}</td><td class="hide-sm">${a.DesiredStatus}</td><td class="hide-sm">${a.JobVersion ?? (a.Job ? a.Job.Version : "")}</td>${showNode ? html`<td>${a.NodeID ? html`<a href="${nodeHref(a.NodeID)}">${a.NodeName || a.NodeID.slice(0, 8)}</a>` : '–'}</td>` : ''}<td class="hide-sm">${when(a.CreateTime)}</td><td class="hide-sm">${when(a.ModifyTime)}</td></tr>`)}
+  ${list.map((a) => html`<tr data-alloc="${a.ID}" data-status="${a.ClientStatus}"><td>${id(a.ID, allocHref(a.ID))}</td>${showJob ? html`<td><a href="${jobHref(a.JobID, a.Namespace)}">${a.JobID}</a></td>` : ''}<td>${a.Name}${a.DeploymentStatus && a.DeploymentStatus.Canary ? html` <span class="badge canary" title="A canary of deployment ${short(a.DeploymentID)}">canary</span>` : ''}</td><td>${status(a.ClientStatus)}</td><td class="hide-sm">${a.DesiredStatus}</td><td class="hide-sm">${a.JobVersion ?? (a.Job ? a.Job.Version : "")}</td>${showNode ? html`<td>${a.NodeID ? html`<a href="${nodeHref(a.NodeID)}">${a.NodeName || a.NodeID.slice(0, 8)}</a>` : '–'}</td>` : ''}<td class="hide-sm">${when(a.CreateTime)}</td><td class="hide-sm">${when(a.ModifyTime)}</td></tr>`)}
   </tbody></table></div>`;
 }
 
@@ -33,8 +33,8 @@ function summaryTable(job, sum) {
   const s = (sum && sum.Summary) || {};
   const cols = ['Queued', 'Starting', 'Running', 'Failed', 'Complete', 'Lost', 'Unknown'];
   const scalable = job.Type !== 'system' && job.Type !== 'sysbatch' && !job.ParameterizedJob && !job.Periodic;
-  return html`<div class="tablewrap"><table class="summary"><thead><tr><th>Group</th><th>Count</th>${cols.map((c) => html`<th>${c}</th>`)}${scalable ? html`<th>Scale</th>` : ''}</tr></thead><tbody>
-  ${groups.map((g) => { const x = s[g.Name] || {}; return html`<tr data-group="${g.Name}"><td>${g.Name}</td><td>${g.Count}</td>${cols.map((c) => html`<td class="c-${c.toLowerCase()}">${x[c] || 0}</td>`)}${scalable ? html`<td><input class="text" type="number" min="0" style="width:70px" value="${g.Count}" id="scale-${g.Name}" aria-label="Count of ${g.Name}"> <button data-act="scale" data-group="${g.Name}">Scale</button></td>` : ''}</tr>`; })}
+  return html`<div class="tablewrap"><table class="summary"><thead><tr><th>Group</th><th>Count</th>${cols.map((c) => html`<th>${c}</th>`)}${scalable ? html`<th data-cap="scale-job|submit-job" data-ns="${job.Namespace}">Scale</th>` : ''}</tr></thead><tbody>
+  ${groups.map((g) => { const x = s[g.Name] || {}; return html`<tr data-group="${g.Name}"><td>${g.Name}</td><td>${g.Count}</td>${cols.map((c) => html`<td class="c-${c.toLowerCase()}">${x[c] || 0}</td>`)}${scalable ? html`<td data-cap="scale-job|submit-job" data-ns="${job.Namespace}"><input class="text" type="number" min="0" style="width:70px" value="${g.Count}" id="scale-${g.Name}" aria-label="Count of ${g.Name}"> <button data-act="scale" data-group="${g.Name}">Scale</button></td>` : ''}</tr>`; })}
   </tbody></table></div>`;
 }
 
@@ -64,11 +64,12 @@ function childrenSummary(sum) {
 
 function deploymentPanel(d) {
   if (!d) return html`<p class="muted">No deployments.</p>`;
+  const ns = d.Namespace;
   const groups = Object.entries(d.TaskGroups || {});
   const canPromote = d.Status === 'running' && groups.some(([, g]) => g.DesiredCanaries > 0 && !g.Promoted);
   const active = d.Status === 'running' || d.Status === 'paused' || d.Status === 'pending';
   return html`<div class="panel deployment" data-deployment="${d.ID}"><div style="display:flex;gap:10px;align-items:center;flex-wrap:wrap">${id(d.ID)} ${status(d.Status)} <span class="muted">version ${d.JobVersion}${d.StatusDescription ? ' · ' + d.StatusDescription : ''}</span>
-    <span class="actions">${canPromote ? html`<button class="primary" data-act="promote" data-id="${d.ID}">Promote canaries</button>` : ''}${active ? html`<button class="danger" data-act="faildep" data-id="${d.ID}" data-confirm="Fail this deployment?">Fail</button>` : ''}</span></div>
+    <span class="actions">${canPromote ? html`<button class="primary" data-act="promote" data-id="${d.ID}" data-cap="submit-job" data-ns="${ns}">Promote canaries</button>` : ''}${active ? html`<button class="danger" data-act="faildep" data-id="${d.ID}" data-cap="submit-job" data-ns="${ns}" data-confirm="Fail this deployment?">Fail</button>` : ''}</span></div>
     <table><thead><tr><th>Group</th><th>Desired</th><th>Canaries</th><th>Placed</th><th>Healthy</th><th>Unhealthy</th><th>Progress deadline</th></tr></thead><tbody>${groups.map(([n, g]) => html`<tr><td>${n}</td><td>${g.DesiredTotal}</td><td>${g.DesiredCanaries ? `${(g.PlacedCanaries || []).length}/${g.DesiredCanaries}${g.Promoted ? ' promoted' : ''}` : '–'}</td><td>${g.PlacedAllocs}</td><td>${g.HealthyAllocs}</td><td>${g.UnhealthyAllocs}</td><td>${active ? when(g.RequireProgressBy) : "–"}</td></tr>`)}</tbody></table></div>`;
 }
 
@@ -94,9 +95,9 @@ export function page(ctx, rawID, tab = '') {
     const parameterized = j.ParameterizedJob && !j.Dispatched;
     set('jobhead', html`${j.Name || j.ID} ${status(stopped && j.Status !== 'dead' ? 'stopping' : j.Status)} <span class="badge">${j.Type}</span>${j.Periodic ? html`<span class="badge">periodic</span>` : ''}${parameterized ? html`<span class="badge">parameterized</span>` : ''}${j.Dispatched ? html`<span class="badge">dispatched</span>` : ''}
       <span class="actions">
-        ${j.Periodic && !stopped ? html`<button data-act="force">Force launch</button>` : ''}
-        ${parameterized && !stopped ? html`<button data-act="dispatch">Dispatch</button>` : ''}
-        ${stopped ? html`<button class="primary" data-act="start">Start</button><button class="danger" data-act="purge" data-confirm="Purge ${j.ID}? Its history is deleted.">Purge</button>` : html`<button class="danger" data-act="stop" id="stopbtn" data-confirm="Stop ${j.ID}?">Stop</button>`}
+        ${j.Periodic && !stopped ? html`<button data-act="force" data-cap="submit-job" data-ns="${ns}">Force launch</button>` : ''}
+        ${parameterized && !stopped ? html`<button data-act="dispatch" data-cap="dispatch-job" data-ns="${ns}">Dispatch</button>` : ''}
+        ${stopped ? html`<button class="primary" data-act="start" data-cap="submit-job" data-ns="${ns}">Start</button><button class="danger" data-act="purge" data-cap="submit-job" data-ns="${ns}" data-confirm="Purge ${j.ID}? Its history is deleted.">Purge</button>` : html`<button class="danger" data-act="stop" id="stopbtn" data-cap="submit-job" data-ns="${ns}" data-confirm="Stop ${j.ID}?">Stop</button>`}
       </span>`);
     if (tab === '') set('jobmeta', html`<dl class="kv"><dt>Version</dt><dd>${j.Version}</dd><dt>Priority</dt><dd>${j.Priority}</dd><dt>Datacenters</dt><dd>${(j.Datacenters || []).join(', ')}</dd><dt>Node pool</dt><dd>${j.NodePool || 'default'}</dd><dt>Submitted</dt><dd>${when(j.SubmitTime)}</dd>${j.ParentID ? html`<dt>Parent</dt><dd><a href="${jobHref(j.ParentID, ns)}">${j.ParentID}</a></dd>` : ''}</dl>`);
     if (tab === '' && (j.Periodic || parameterized) && !childrenShown) {
@@ -195,7 +196,7 @@ export function page(ctx, rawID, tab = '') {
       const vs = v.Versions || [];
       const cur = vs.length ? vs[0].Version : 0;
       set('versions', html`${vs.map((j, i) => html`<div class="panel version" data-version="${j.Version}"><div style="display:flex;gap:10px;align-items:center;flex-wrap:wrap"><strong>Version ${j.Version}</strong>${j.Stable ? status('stable', 'st-running') : ''} <span class="muted">submitted ${when(j.SubmitTime)}</span>${j.VersionTag && j.VersionTag.Name ? html`<span class="badge">${j.VersionTag.Name}</span>` : ''}
-        <span class="actions">${j.Version !== cur ? html`<button data-act="revert" data-version="${j.Version}" data-confirm="Revert to version ${j.Version}?">Revert to this version</button>` : html`<span class="muted">current</span>`}</span></div>
+        <span class="actions">${j.Version !== cur ? html`<button data-act="revert" data-version="${j.Version}" data-cap="submit-job" data-ns="${ns}" data-confirm="Revert to version ${j.Version}?">Revert to this version</button>` : html`<span class="muted">current</span>`}</span></div>
         ${v.Diffs && v.Diffs[i] ? html`<details ${i === 0 ? 'open' : ''}><summary>Changes from the version before</summary>${diff(v.Diffs[i])}</details>` : ''}</div>`)}`);
     });
   } else if (tab === 'definition') {

@@ -39,7 +39,7 @@ export function list(ctx) {
   const prev = (q.get('prev') || '').split(',').filter(Boolean).map((x) => (x === '-' ? '' : x));
   const toks = (l) => l.map((x) => x || '-').join(',');
   ctx.main.innerHTML = String(html`
-    <h1>Jobs <span class="actions"><a class="btn" href="/ui/jobs/run">Run job</a></span></h1>
+    <h1>Jobs <span class="actions"><a class="btn" href="/ui/jobs/run" data-cap="submit-job" data-ns="${f.namespace}">Run job</a></span></h1>
     <div id="err"></div>
     <form class="filters" id="jobfilters">
       <input data-search name="search" placeholder="Filter by name" value="${f.q}" aria-label="Filter jobs by name">
@@ -71,7 +71,7 @@ export function list(ctx) {
       <td><a href="${jobHref(j.ID, j.Namespace)}">${j.Name || j.ID}</a>${j.ParentID ? html` <span class="muted">child</span>` : ''}${j.Periodic ? html` <span class="badge">periodic</span>` : ''}${j.ParameterizedJob ? html` <span class="badge">parameterized</span>` : ''}</td>
       <td>${status(j.Stop && j.Status !== 'dead' ? 'stopping' : j.Status)}</td><td>${j.Type}</td><td class="hide-sm">${j.Namespace}</td><td class="hide-sm">${j.Priority}</td>
       <td>${summaryBar(j.JobSummary)}</td><td class="hide-sm">${when(j.SubmitTime)}</td></tr>`);
-    set('jobrows', rows.length ? html`${rows}` : html`<tr><td colspan="7" class="muted">${userFilter(f) ? 'No job matches these filters.' : 'No jobs yet. '}<a href="/ui/jobs/run">Run one</a></td></tr>`);
+    set('jobrows', rows.length ? html`${rows}` : html`<tr><td colspan="7" class="muted">${userFilter(f) ? 'No job matches these filters.' : 'No jobs yet. '}<a href="/ui/jobs/run" data-cap="submit-job" data-ns="${f.namespace}">Run one</a></td></tr>`);
     if (!rows.length) {
       anonymousRefused().then((refused) => {
         if (refused) set('jobrows', html`<tr><td colspan="7" class="muted" id="signin-hint">ACLs are enabled and no token is set: jobs an anonymous request may not read are hidden. <a href="/ui/settings/tokens">Sign in</a> with a token.</td></tr>`);

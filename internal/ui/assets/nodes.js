@@ -1,7 +1,7 @@
 // Clients: the list and a client's page (status, eligibility and drain
 // toggles, attributes, drivers, devices, allocations, host figures).
 import { get, put } from './api.js';
-import { html, set, status, when, id, nodeHref, bytes, toast, qs } from './util.js';
+import { html, set, status, when, id, nodeHref, bytes, toast, qs, errBox } from './util.js';
 import { allocTable } from './job.js';
 
 export function list(ctx) {
@@ -30,7 +30,20 @@ function hostStats(s) {
   </div>`;
 }
 
+// A short client ID (the CLI shows eight characters) opens the client it
+// is the prefix of; several matches are listed to choose.
+function byPrefix(ctx, prefix) {
+  ctx.main.innerHTML = String(html`<div class="crumbs"><a href="/ui/clients">Clients</a></div><h1>Client ${prefix}</h1><div id="err"></div><div id="matches"><p class="muted">Loading…</p></div>`);
+  get(`/v1/nodes${qs({ prefix })}`, { signal: ctx.signal }).then((l) => {
+    if (ctx.signal.aborted) return;
+    if (l && l.length === 1) { ctx.navigate(nodeHref(l[0].ID), true); return; }
+    if (!l || !l.length) { ctx.notFound('Client not found', `No client ${prefix}: it never registered or was garbage collected.`); return; }
+    set('matches', html`<p class="muted">${l.length} clients start with ${prefix}:</p><ul>${l.map((n) => html`<li><a href="${nodeHref(n.ID)}">${n.Name}</a> <span class="id">${n.ID}</span></li>`)}</ul>`);
+  }, (e) => { if (!ctx.signal.aborted) set('matches', errBox(e)); });
+}
+
 export function page(ctx, nodeID) {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(nodeID) && /^[0-9a-f-]{1,35}$/i.test(nodeID)) return byPrefix(ctx, nodeID);
   ctx.main.innerHTML = String(html`<div class="crumbs"><a href="/ui/clients">Clients</a></div><h1 id="nodehead">Client ${id(nodeID)}</h1><div id="err"></div>
     <div id="nodeinfo"></div><h2>Host</h2><div id="hoststats"><p class="muted">Loading…</p></div><div id="hosterr"></div><h2>Allocations</h2><div id="nodeallocs"></div><h2>Attributes</h2><div id="attrs"></div>`);
   let realID = nodeID;
@@ -44,8 +57,8 @@ export function page(ctx, nodeID) {
     realID = n.ID;
     const elig = n.SchedulingEligibility === 'eligible';
     set('nodehead', html`${n.Name} ${status(n.Status)} ${status(n.SchedulingEligibility)}${n.DrainStrategy ? html` ${status('draining')}` : ''}
-      <span class="actions"><button data-act="eligibility" data-to="${elig ? 'ineligible' : 'eligible'}">${elig ? 'Mark ineligible' : 'Mark eligible'}</button>
-      <button class="${n.DrainStrategy ? '' : 'danger'}" data-act="drain" data-to="${n.DrainStrategy ? 'off' : 'on'}" ${n.DrainStrategy ? '' : `data-confirm="Drain ${n.Name}? Its allocations move elsewhere within an hour."`}>${n.DrainStrategy ? 'Stop drain' : 'Drain'}</button></span>`);
+      <span class="actions"><button data-act="eligibility" data-cap="node-write" data-to="${elig ? 'ineligible' : 'eligible'}">${elig ? 'Mark ineligible' : 'Mark eligible'}</button>
+      <button class="${n.DrainStrategy ? '' : 'danger'}" data-act="drain" data-cap="node-write" data-to="${n.DrainStrategy ? 'off' : 'on'}" ${n.DrainStrategy ? '' : `data-confirm="Drain ${n.Name}? Its allocations move elsewhere within an hour."`}>${n.DrainStrategy ? 'Stop drain' : 'Drain'}</button></span>`);
     const r = n.NodeResources || {};
     set('nodeinfo', html`<div class="panel"><dl class="kv"><dt>ID</dt><dd>${id(n.ID)}</dd><dt>Address</dt><dd class="id">${n.HTTPAddr}</dd><dt>Datacenter</dt><dd>${n.Datacenter}</dd><dt>Node pool</dt><dd>${n.NodePool}</dd><dt>Class</dt><dd>${n.NodeClass || '–'}</dd>
       <dt>CPU</dt><dd>${r.Cpu ? r.Cpu.CpuShares : 0} MHz (${r.Cpu ? r.Cpu.TotalCpuCores : 0} cores)</dd><dt>Memory</dt><dd>${r.Memory ? r.Memory.MemoryMB : 0} MiB</dd><dt>Disk</dt><dd>${r.Disk ? r.Disk.DiskMB : 0} MiB</dd>

@@ -86,7 +86,7 @@ export function editor(ctx, root, source, { namespace, onRun } = {}) {
   set(root, html`
     <div id="plan-err"></div>
     <textarea class="code" id="jobsrc" spellcheck="false" aria-label="Job definition" placeholder="Paste a job in HCL or JSON">${source || ''}</textarea>
-    <div class="filters" style="margin-top:8px"><button class="primary" data-act="plan" data-err="plan-err" id="planbtn">Plan</button><button data-act="cancelplan" id="cancelplan" hidden>Edit again</button></div>
+    <div class="filters" style="margin-top:8px"><button class="primary" data-act="plan" data-err="plan-err" id="planbtn" data-cap="submit-job" data-ns="${namespace || '*'}">Plan</button><button data-act="cancelplan" id="cancelplan" hidden>Edit again</button><span class="muted" data-cap-note="submit-job" data-ns="${namespace || '*'}"></span></div>
     <div id="planout"></div>`);
   let planned = null;
   ctx.on('plan', async () => {
@@ -104,7 +104,7 @@ export function editor(ctx, root, source, { namespace, onRun } = {}) {
       ${diff(res.Diff)}
       ${failed ? html`<h2>Placement failures</h2>${failures(res.FailedTGAllocs)}` : ''}
       ${explain(res.Explain)}
-      <div class="filters" style="margin-top:10px"><button class="primary" data-act="run" data-err="plan-err" id="runbtn">Run</button>${failed ? html`<span class="muted">The plan could not place everything; running creates a blocked evaluation that places it once capacity appears.</span>` : ''}</div>`);
+      <div class="filters" style="margin-top:10px"><button class="primary" data-act="run" data-err="plan-err" id="runbtn" data-cap="submit-job" data-ns="${job.Namespace || 'default'}">Run</button>${failed ? html`<span class="muted">The plan could not place everything; running creates a blocked evaluation that places it once capacity appears.</span>` : ''}</div>`);
   });
   ctx.on('cancelplan', () => {
     planned = null;
