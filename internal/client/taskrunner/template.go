@@ -66,7 +66,7 @@ func (tr *TaskRunner) renderTemplates(attached bool) bool {
 			go tr.watchTemplates(mgr, attached && changed, res)
 			return true
 		}
-		if err != nil && template.Fatal(err) {
+		if err != nil && tr.templateFatal(err) && !attached {
 			return fail(err)
 		}
 		if attached {
@@ -77,11 +77,16 @@ func (tr *TaskRunner) renderTemplates(attached bool) bool {
 			return true
 		}
 		wait := time.Duration(0)
+		var m string
 		if err != nil {
 			tr.logger.Warn("rendering templates failed; retrying", "error", err, "in", backoff)
+			m = "Template failed to render, retrying: " + err.Error()
 			wait = backoff
 			backoff = min(2*backoff, templateRetryMax)
-		} else if m := "Missing: " + strings.Join(res.Missing, ", "); m != lastMissing || tr.now().Sub(lastMissingAt) >= templateMissingEach {
+		} else {
+			m = "Missing: " + strings.Join(res.Missing, ", ")
+		}
+		if m != lastMissing || tr.now().Sub(lastMissingAt) >= templateMissingEach {
 			tr.EmitEvent(tr.newEvent(TaskTemplate, m))
 			lastMissing, lastMissingAt = m, tr.now()
 		}
@@ -92,6 +97,19 @@ func (tr *TaskRunner) renderTemplates(attached bool) bool {
 			return false
 		}
 	}
+}
+
+// templateFatal reports whether a render error is for good: a template
+// error, or a refusal of the task's identity. A refusal while the task has
+// no identity yet (the servers could not sign it) is retried.
+func (tr *TaskRunner) templateFatal(err error) bool {
+	if !template.Fatal(err) {
+		return false
+	}
+	tr.mu.Lock()
+	tok := tr.defaultIdentity
+	tr.mu.Unlock()
+	return tok != "" || !template.Denied(err)
 }
 
 // awaitTemplateChange waits for something the templates read to change
@@ -114,6 +132,8 @@ func (tr *TaskRunner) awaitTemplateChange(mgr *template.Manager, wait time.Durat
 			return false
 		case <-tr.detachCh:
 			return false
+		case <-tr.waitCh:
+			return false
 		}
 	} else {
 		// Nothing to watch and nothing failed: poll now and then.
@@ -127,6 +147,8 @@ func (tr *TaskRunner) awaitTemplateChange(mgr *template.Manager, wait time.Durat
 	case <-tr.killCh:
 		return false
 	case <-tr.detachCh:
+		return false
+	case <-tr.waitCh:
 		return false
 	}
 }
@@ -231,10 +253,11 @@ func (tr *TaskRunner) watchTemplates(mgr *template.Manager, applyFirst bool, fir
 				case <-ch:
 				case <-tr.killCh:
 				case <-tr.detachCh:
+				case <-tr.waitCh:
 				}
 				t.Stop()
 				cancel()
-				if tr.killed() || isDone(tr.detachCh) {
+				if tr.killed() || isDone(tr.detachCh) || isDone(tr.waitCh) {
 					return
 				}
 				if settled {
@@ -252,7 +275,7 @@ func (tr *TaskRunner) watchTemplates(mgr *template.Manager, applyFirst bool, fir
 				tr.applyTemplateChanges(res)
 				break
 			}
-			if template.Fatal(err) {
+			if tr.templateFatal(err) {
 				ev := tr.newEvent(TaskTemplate, "Template failed: "+err.Error())
 				ev.FailsTask = true
 				tr.EmitEvent(ev)
@@ -265,6 +288,8 @@ func (tr *TaskRunner) watchTemplates(mgr *template.Manager, applyFirst bool, fir
 			case <-tr.killCh:
 				return
 			case <-tr.detachCh:
+				return
+			case <-tr.waitCh:
 				return
 			}
 			backoff = min(2*backoff, templateRetryMax)

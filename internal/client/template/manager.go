@@ -260,6 +260,13 @@ func Fatal(err error) bool {
 	return false
 }
 
+// Denied reports a render that failed because the servers refused the
+// task's identity.
+func Denied(err error) bool {
+	var be *backendError
+	return errors.As(err, &be) && isPermissionDenied(be.err)
+}
+
 // RenderError is a template that failed to render.
 type RenderError struct {
 	Template string
