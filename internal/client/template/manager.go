@@ -280,7 +280,14 @@ func (e *RenderError) Unwrap() error { return e.Err }
 // backendError marks an error from the servers.
 type backendError struct{ err error }
 
-func (e *backendError) Error() string { return e.err.Error() }
+func (e *backendError) Error() string {
+	// A refusal crosses the RPC connection as "RPC Error:: 403,Permission
+	// denied": the user is told the message.
+	if code, msg := structs.ErrorCode(e.err); code >= 400 && code < 500 {
+		return msg
+	}
+	return e.err.Error()
+}
 func (e *backendError) Unwrap() error { return e.err }
 
 func backendFatal(err error) bool {
