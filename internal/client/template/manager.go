@@ -194,21 +194,27 @@ func interpolate(s string, env map[string]string) string {
 
 // ResolveDest is the host path of a destination: relative to the task
 // directory (an absolute path inside it, as ${NOMAD_SECRETS_DIR} gives on
-// raw_exec, is taken as is). It must stay inside the allocation directory.
+// raw_exec, is taken as is), alloc/... being the allocation's shared
+// directory. It must stay inside the allocation directory.
 func ResolveDest(taskDir, allocDir, dest string) (string, error) {
 	if dest == "" {
 		return "", errors.New("destination is empty")
+	}
+	root := allocDir
+	if root == "" {
+		root = filepath.Dir(taskDir)
 	}
 	p := dest
 	if !(filepath.IsAbs(dest) && within(taskDir, filepath.Clean(dest))) {
 		p = filepath.Join(taskDir, dest)
 	}
 	p = filepath.Clean(p)
-	root := allocDir
-	if root == "" {
-		root = filepath.Dir(taskDir)
+	// alloc/ is the allocation's shared directory, as tasks see it (the
+	// task directory on the host has no alloc/ of its own).
+	if shared := filepath.Join(taskDir, "alloc"); within(shared, p) {
+		p = filepath.Join(root, "alloc", strings.TrimPrefix(p, shared))
 	}
-	if !within(root, p) || p == taskDir {
+	if !within(root, p) || p == taskDir || p == root || p == filepath.Join(root, "alloc") {
 		return "", fmt.Errorf("destination %q escapes the allocation directory", dest)
 	}
 	return p, nil
