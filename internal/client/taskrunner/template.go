@@ -312,7 +312,10 @@ func templateWait(ts []*structs.Template) (time.Duration, time.Duration) {
 			hi = max(hi, *t.Wait.Max)
 		}
 	}
-	if hi > 0 && hi < lo {
+	if hi == 0 {
+		hi = 4 * lo // consul-template's default: a stream of changes still renders
+	}
+	if hi < lo {
 		hi = lo
 	}
 	return lo, hi

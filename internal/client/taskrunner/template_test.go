@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/drivers/mock"
 	"github.com/drover-project/drover/internal/structs"
+	"github.com/hashicorp/nomad/api"
 )
 
 // varBackend serves variables from memory; a blocking read polls until
@@ -155,5 +156,23 @@ func TestRestoredTaskTemplatesDoNotRestartUnlessChanged(t *testing.T) {
 	}
 	if n != 1 || tr.State().Restarts != 1 {
 		t.Fatalf("%d restart events, %d restarts; want 1: %v", n, tr.State().Restarts, tr.State().Events)
+	}
+}
+
+// wait { min } without max renders at most 4 × min after the first change
+// (consul-template's default), so a stream of changes still renders.
+func TestTemplateWaitDefaults(t *testing.T) {
+	lo, hi := 2*time.Second, 10*time.Second
+	for _, c := range []struct {
+		w              *structs.Template
+		wantLo, wantHi time.Duration
+	}{
+		{&structs.Template{}, 0, 0},
+		{&structs.Template{Wait: &api.WaitConfig{Min: &lo}}, lo, 4 * lo},
+		{&structs.Template{Wait: &api.WaitConfig{Min: &lo, Max: &hi}}, lo, hi},
+	} {
+		if gl, gh := templateWait([]*structs.Template{c.w}); gl != c.wantLo || gh != c.wantHi {
+			t.Errorf("wait %+v: got %s/%s, want %s/%s", c.w.Wait, gl, gh, c.wantLo, c.wantHi)
+		}
 	}
 }

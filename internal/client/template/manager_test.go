@@ -369,3 +369,29 @@ func TestParseEnv(t *testing.T) {
 		t.Fatalf("want an error naming line 2, got %v", err)
 	}
 }
+
+// A template with once = true is rendered once: a later change of its
+// variable neither rewrites it nor is watched for it.
+func TestRender_Once(t *testing.T) {
+	f := newFake()
+	f.put("nomad/jobs/app", map[string]string{"a": "1"})
+	alloc, task := taskDirs(t)
+	tp := tmpl("local/x", `{{ with nomadVar "nomad/jobs/app" }}{{ .a }}{{ end }}`)
+	yes := true
+	tp.Once = &yes
+	m, err := New(Config{Templates: []*structs.Template{tp}, TaskDir: task, AllocDir: alloc, Backend: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Render(); err != nil {
+		t.Fatal(err)
+	}
+	f.put("nomad/jobs/app", map[string]string{"a": "2"})
+	res, err := m.Render()
+	if err != nil || len(res.Templates) != 0 || m.HasDeps() {
+		t.Fatalf("once template rendered again or watched: %+v, %v, deps %v", res, err, m.HasDeps())
+	}
+	if b, _ := os.ReadFile(filepath.Join(task, "local/x")); string(b) != "1" {
+		t.Fatalf("got %q", b)
+	}
+}
