@@ -227,6 +227,9 @@ func (tr *TaskRunner) watchTemplates(mgr *template.Manager, applyFirst bool, fir
 	minWait, maxWait := templateWait(tr.cfg.Task.Templates)
 	backoff := time.Second
 	for {
+		if mgr.Static() {
+			return // nothing to watch
+		}
 		if !tr.awaitTemplateChange(mgr, 0) {
 			return
 		}

@@ -81,6 +81,9 @@ type Manager struct {
 	mu    sync.Mutex
 	cache map[dep]*depState
 	used  map[dep]bool
+	// complete: the last Render rendered every template (none missing,
+	// no error).
+	complete bool
 }
 
 type compiled struct {
@@ -389,6 +392,9 @@ type Result struct {
 // not), writing the files whose content changed. A template missing a
 // variable is not written; its missing dependencies are in Result.Missing.
 func (m *Manager) Render() (Result, error) {
+	m.mu.Lock()
+	m.complete = false
+	m.mu.Unlock()
 	var res Result
 	used := map[dep]bool{}
 	missing := map[string]bool{}
@@ -428,6 +434,7 @@ func (m *Manager) Render() (Result, error) {
 	sort.Strings(res.Missing)
 	m.mu.Lock()
 	m.used = used
+	m.complete = len(res.Missing) == 0
 	m.mu.Unlock()
 	return res, nil
 }
@@ -547,6 +554,15 @@ func (m *Manager) watch(ctx context.Context, d dep, changed chan<- struct{}) {
 		default:
 		}
 	}
+}
+
+// Static reports whether nothing can change the rendered files any more:
+// the last Render rendered every template and read nothing that changes
+// (only env and helpers, or once templates).
+func (m *Manager) Static() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.complete && len(m.used) == 0
 }
 
 // HasDeps reports whether the last Render read anything that can change.

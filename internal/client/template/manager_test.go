@@ -314,6 +314,9 @@ func TestRender_MissingVariableBlocksThenRenders(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(task, "local/x")); !os.IsNotExist(err) {
 		t.Fatalf("a template missing its variable was written: %v", err)
 	}
+	if m.Static() {
+		t.Fatal("a render missing a variable was reported static: nothing would watch for it")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := make(chan struct{}, 1)
@@ -388,7 +391,7 @@ func TestRender_Once(t *testing.T) {
 	}
 	f.put("nomad/jobs/app", map[string]string{"a": "2"})
 	res, err := m.Render()
-	if err != nil || len(res.Templates) != 0 || m.HasDeps() {
+	if err != nil || len(res.Templates) != 0 || m.HasDeps() || !m.Static() {
 		t.Fatalf("once template rendered again or watched: %+v, %v, deps %v", res, err, m.HasDeps())
 	}
 	if b, _ := os.ReadFile(filepath.Join(task, "local/x")); string(b) != "1" {
