@@ -34,8 +34,11 @@ func buildEnv(in taskrunner.EnvInput) map[string]string {
 	return taskenv.Build(taskenvInput(in))
 }
 
-func interpolateConfig(cfg map[string]any, in taskrunner.EnvInput, _ map[string]string) map[string]any {
-	return taskenv.New(taskenvInput(in)).InterpolateConfig(cfg)
+// interpolateConfig interpolates ${...} in a driver config against the
+// task's final environment env (template and identity variables included)
+// and the node.
+func interpolateConfig(cfg map[string]any, in taskrunner.EnvInput, env map[string]string) map[string]any {
+	return taskenv.New(taskenvInput(in)).With(env).InterpolateConfig(cfg)
 }
 
 // reserveDevices hands a task's granted devices to the device plugins.

@@ -41,17 +41,19 @@ const serviceJob = `job "websvc" {
 `
 
 // A job using a block Drover does not act on is never silently run without
-// it: a template is refused with a 400 naming it and its task, through the
+// it: a template calling a Consul function is refused with a 400 naming it,
+// its task and the function, through the
 // API and the CLI; a service is accepted, and `job run` prints the warning.
 func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 	a := devAgent(t)
 	dir := t.TempDir()
 
-	// The API: a template is refused, naming the block and its path.
+	// The API: a template calling Consul is refused, naming the block,
+	// its path and the function.
 	job := rawExecJob("tmpl", "service", 1, "exec sleep 600")
-	job.TaskGroups[0].Tasks[0].Templates = []*api.Template{{EmbeddedTmpl: ptr("port={{ env \"NOMAD_PORT_http\" }}"), DestPath: ptr("local/app.conf")}}
+	job.TaskGroups[0].Tasks[0].Templates = []*api.Template{{EmbeddedTmpl: ptr("addr={{ key \"app/addr\" }}"), DestPath: ptr("local/app.conf")}}
 	_, _, err := a.client.Jobs().Register(job, nil)
-	want := `Task group "g", task "t": template "local/app.conf" is not supported by Drover yet`
+	want := `Task group "g", task "t": template "local/app.conf" function "key" (Consul) is not supported by Drover yet`
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("register with a template: want a 400 containing %q, got %v", want, err)
 	}
@@ -60,14 +62,14 @@ func TestUnsupportedBlocksRefusedOrWarned(t *testing.T) {
 	}
 	// The same from the CLI: validate and run fail and name it.
 	tmplSpec := strings.Replace(strings.Replace(serviceJob, `"websvc"`, `"tmpl"`, 1), `      resources {`, `      template {
-        data        = "hello"
+        data        = "{{ range service \"db\" }}{{ .Address }}{{ end }}"
         destination = "local/app.conf"
       }
       resources {`, 1)
 	if err := os.WriteFile(filepath.Join(dir, "tmpl.nomad.hcl"), []byte(tmplSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want = `Task group "web", task "server": template "local/app.conf" is not supported by Drover yet`
+	want = `Task group "web", task "server": template "local/app.conf" function "service" (Consul) is not supported by Drover yet`
 	for _, verb := range []string{"validate", "plan", "run"} {
 		out, code := a.cli(dir, "job", verb, "tmpl.nomad.hcl")
 		if code == 0 || !strings.Contains(out, want) {

@@ -15,8 +15,8 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 	s := testServer(t, nil)
 
 	refused := testJob("tmpl", 1)
-	refused.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{DestPath: ptrTo("local/app.conf"), EmbeddedTmpl: ptrTo("x")}}
-	const wantRefused = `Task group "web", task "t": template "local/app.conf" is not supported by Drover yet`
+	refused.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{DestPath: ptrTo("local/app.conf"), EmbeddedTmpl: ptrTo(`{{ key "app/x" }}`)}}
+	const wantRefused = `Task group "web", task "t": template "local/app.conf" function "key" (Consul) is not supported by Drover yet`
 	for _, method := range []string{"Job.Register", "Job.Plan"} {
 		var err error
 		if method == "Job.Register" {

@@ -163,6 +163,7 @@ func (j *Job) Validate() error {
 	}
 	j.validatePeriodicAndParameterized(v)
 	j.validateResourceRanges(v)
+	j.validateTemplates(v)
 	if len(v.Errors) > 0 {
 		return v
 	}

@@ -57,6 +57,18 @@ func New(in Input) *Env {
 	return e
 }
 
+// With returns a copy of e whose environment also holds vars (they win):
+// what the task runner adds after Build (template env = true, workload
+// identities with env = true, devices) is interpolated in the driver
+// config as it is set in the task.
+func (e *Env) With(vars map[string]string) *Env {
+	c := &Env{vars: copyMap(e.vars), node: e.node}
+	for k, v := range vars {
+		c.vars[k] = v
+	}
+	return c
+}
+
 // Map returns a copy of the environment.
 func (e *Env) Map() map[string]string { return copyMap(e.vars) }
 

@@ -56,7 +56,7 @@ func (tr *TaskRunner) identityFile(name string) string {
 // expiry of a written identity (zero: none expires).
 func (tr *TaskRunner) setupIdentities() (time.Time, error) {
 	wanted := identityWanted(tr.cfg.Task)
-	if tr.cfg.SignIdentities == nil || (!wanted && tr.cfg.TaskAPI == nil) {
+	if tr.cfg.SignIdentities == nil || (!wanted && tr.cfg.TaskAPI == nil && len(tr.cfg.Task.Templates) == 0) {
 		return time.Time{}, nil
 	}
 	ids, err := tr.cfg.SignIdentities(tr.cfg.Alloc.ID)

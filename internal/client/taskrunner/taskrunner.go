@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/internal/client/cpuset"
 	"github.com/drover-project/drover/internal/client/state"
+	"github.com/drover-project/drover/internal/client/template"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
 	"github.com/hashicorp/go-hclog"
@@ -63,6 +64,9 @@ type Config struct {
 	// TaskAPI, if set, is served to the task on secrets/api.sock
 	// (taskapi.go).
 	TaskAPI http.Handler
+	// Templates, if set, is where the task's templates read variables
+	// and services from (template.go).
+	Templates template.Backend
 	// StateDB, if set, persists the task's state and driver handle so a
 	// restarted client can re-attach (restore.go).
 	StateDB StateDB
@@ -116,6 +120,9 @@ type TaskRunner struct {
 	// defaultIdentity is the default one, for the Task API.
 	identityEnv     map[string]string
 	defaultIdentity string
+	// templateEnv holds what the templates with env = true set. Guarded
+	// by mu.
+	templateEnv map[string]string
 
 	// local is the persisted local state (handle, restart tracker);
 	// restored is set by Restore. Guarded by mu.
@@ -379,6 +386,9 @@ func (tr *TaskRunner) Run() {
 			first = time.Now()
 		}
 		go tr.renewIdentities(first)
+	}
+	if !tr.renderTemplates(attached) {
+		return
 	}
 	if stopAPI, err := tr.startTaskAPI(); err != nil {
 		tr.logger.Warn("task API socket not started", "error", err)
@@ -658,6 +668,9 @@ func (tr *TaskRunner) taskConfig(stdout, stderr string) *drivers.TaskConfig {
 	}
 	tr.mu.Lock()
 	for k, v := range tr.identityEnv {
+		env[k] = v
+	}
+	for k, v := range tr.templateEnv {
 		env[k] = v
 	}
 	tr.mu.Unlock()

@@ -432,3 +432,38 @@ func assertNoThreadInCgroup(t *testing.T, cg *taskCgroup) {
 		}
 	}
 }
+
+// The signals the shim ignores for itself (HUP, INT, QUIT, PIPE, ...) are
+// not ignored in the task: a shell's trap on SIGHUP runs (a template's
+// change_signal, `alloc signal -s SIGHUP`), and a plain program dies of
+// SIGINT as it would anywhere.
+func TestSignalTaskHUPAndINTReachTheTask(t *testing.T) {
+	d := New(Config{Enabled: true, DisableCgroups: os.Geteuid() != 0})
+	tc := newTask(t, "sighup", map[string]any{"command": "sh", "args": []string{"-c", "trap 'exit 9' HUP; echo ready; while :; do sleep 0.05; done"}}, nil)
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "trap installed", func() bool {
+		b, _ := os.ReadFile(tc.StdoutPath)
+		return strings.Contains(string(b), "ready")
+	})
+	if err := d.SignalTask(tc.ID, "SIGHUP"); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitExit(t, d, tc.ID); r.ExitCode != 9 {
+		t.Errorf("exit %+v, want 9 from the HUP trap", r)
+	}
+	_ = d.DestroyTask(tc.ID, true)
+
+	tc = newTask(t, "sigint", map[string]any{"command": "sleep", "args": []string{"600"}}, nil)
+	if _, err := d.StartTask(tc); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SignalTask(tc.ID, "SIGINT"); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitExit(t, d, tc.ID); r.Signal != int(syscall.SIGINT) {
+		t.Errorf("exit %+v, want killed by SIGINT", r)
+	}
+	_ = d.DestroyTask(tc.ID, true)
+}

@@ -118,7 +118,16 @@ func shimMain(dir string) int {
 		}
 		return 1
 	}
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	// Caught and dropped, not ignored: an ignored signal stays ignored
+	// across exec, so the task would start deaf to SIGHUP (a shell's trap,
+	// a template's change_signal) and SIGINT; a caught one is reset to its
+	// default in the task.
+	drop := make(chan os.Signal, 16)
+	signal.Notify(drop, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	go func() {
+		for range drop {
+		}
+	}()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 

@@ -6,9 +6,12 @@ package unsupported
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
+	"text/template/parse"
 
+	"github.com/drover-project/drover/internal/client/template"
 	"github.com/drover-project/drover/internal/structs"
 )
 
@@ -201,11 +204,14 @@ var taskGaps = []gap[taskCtx]{
 		}
 		return nil
 	}},
-	{"template", gapRefuse, "the task would start without the files it renders", func(c taskCtx) []string {
+	{"template Consul/Vault functions", gapRefuse, "Drover has no Consul or Vault integration, so the template could never render", func(c taskCtx) []string {
 		var out []string
 		for _, t := range c.t.Templates {
-			if t != nil {
-				out = append(out, fmt.Sprintf("template %q", ptrVal(t.DestPath)))
+			if t == nil {
+				continue
+			}
+			for _, fn := range foreignTemplateFuncs(t) {
+				out = append(out, fmt.Sprintf("template %q function %q (%s)", ptrVal(t.DestPath), fn, template.ForeignFuncs[fn]))
 			}
 		}
 		return out
@@ -466,3 +472,67 @@ func ptrVal[T any](p *T) T {
 
 // honoursUser are the drivers that run a task as its `user`.
 var honoursUser = map[string]bool{"docker": true, "podman": true, "exec": true, "java": true, "raw_exec": true}
+
+// foreignTemplateFuncs lists the Consul and Vault functions (and plugin,
+// writeToFile) an inline template calls, in order of first use. A template
+// that does not parse is left to the client, whose error names the line.
+func foreignTemplateFuncs(t *structs.Template) []string {
+	body := ptrVal(t.EmbeddedTmpl)
+	if body == "" {
+		return nil
+	}
+	left, right := ptrVal(t.LeftDelim), ptrVal(t.RightDelim)
+	tr := parse.New("t")
+	tr.Mode = parse.SkipFuncCheck
+	trees := map[string]*parse.Tree{}
+	if _, err := tr.Parse(body, left, right, trees); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		if n == nil || reflect.ValueOf(n).IsNil() {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.IdentifierNode:
+			if _, ok := template.ForeignFuncs[n.Ident]; ok && !seen[n.Ident] {
+				seen[n.Ident] = true
+				out = append(out, n.Ident)
+			}
+		case *parse.ListNode:
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			for _, c := range n.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, tree := range trees {
+		walk(tree.Root)
+	}
+	return out
+}

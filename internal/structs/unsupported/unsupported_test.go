@@ -89,9 +89,12 @@ func TestCheck_Decisions(t *testing.T) {
 		warning string // among the warnings
 	}{
 		// Refused: running without them breaks the task or is unsafe.
-		{"template", func(j *api.Job) {
-			task(j).Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/app.conf")}}
-		}, tp + `template "local/app.conf" is not supported by Drover yet: the task would start without the files it renders`, ""},
+		{"template with a Consul function", func(j *api.Job) {
+			task(j).Templates = []*api.Template{{EmbeddedTmpl: new(`{{ with nomadVar "x" }}{{ .a }}{{ end }}{{ range service "db" }}{{ .Address }}{{ end }}`), DestPath: new("local/app.conf")}}
+		}, tp + `template "local/app.conf" function "service" (Consul) is not supported by Drover yet: Drover has no Consul or Vault integration`, ""},
+		{"template with a Vault function and other delimiters", func(j *api.Job) {
+			task(j).Templates = []*api.Template{{EmbeddedTmpl: new(`[[ with secret "kv/x" ]][[ .Data.a ]][[ end ]]`), LeftDelim: new("[["), RightDelim: new("]]"), DestPath: new("secrets/x")}}
+		}, tp + `template "secrets/x" function "secret" (Vault) is not supported by Drover yet`, ""},
 		{"artifact", func(j *api.Job) {
 			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tgz")}}
 		}, tp + `artifact "https://example.com/app.tgz" is not supported`, ""},
@@ -290,5 +293,18 @@ func TestGapsWarningsText(t *testing.T) {
 		if got := (unsupported.Gaps{Warnings: tc.in}).WarningsText(); got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A template that uses only what Drover renders (variables, services, env)
+// is not a gap.
+func TestCheck_NomadTemplatesHaveNoGaps(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].Tasks[0].Templates = []*api.Template{
+		{EmbeddedTmpl: new(`{{ with nomadVar "nomad/jobs/web" }}{{ .password }}{{ end }}{{ range nomadService "db" }}{{ .Address }}{{ end }}{{ env "NOMAD_TASK_NAME" }}`), DestPath: new("secrets/app.env"), Envvars: new(true)},
+		{EmbeddedTmpl: new(`not {{ a template`), DestPath: new("local/broken")}, // the client's render names the error
+	}
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Fatalf("want no gaps, got refused %q, warnings %q", g.Refused, g.Warnings)
 	}
 }
