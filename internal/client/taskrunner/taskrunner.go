@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/cpuset"
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/drover-project/drover/internal/structs"
@@ -60,6 +61,9 @@ type Config struct {
 	// SignIdentities, if set, fetches the task's workload identities
 	// before its first start (identity.go).
 	SignIdentities SignIdentitiesFunc
+	// Artifacts is the client's artifact configuration (limits, local
+	// source isolation); nil: no limits.
+	Artifacts *getter.Config
 	// TaskAPI, if set, is served to the task on secrets/api.sock
 	// (taskapi.go).
 	TaskAPI http.Handler
@@ -379,6 +383,9 @@ func (tr *TaskRunner) Run() {
 			first = time.Now()
 		}
 		go tr.renewIdentities(first)
+	}
+	if !attached && !tr.runArtifacts() {
+		return
 	}
 	if stopAPI, err := tr.startTaskAPI(); err != nil {
 		tr.logger.Warn("task API socket not started", "error", err)

@@ -92,9 +92,15 @@ func TestCheck_Decisions(t *testing.T) {
 		{"template", func(j *api.Job) {
 			task(j).Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/app.conf")}}
 		}, tp + `template "local/app.conf" is not supported by Drover yet: the task would start without the files it renders`, ""},
-		{"artifact", func(j *api.Job) {
-			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tgz")}}
-		}, tp + `artifact "https://example.com/app.tgz" is not supported`, ""},
+		{"artifact git", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("git::https://example.com/repo.git")}}
+		}, tp + `artifact "git::https://example.com/repo.git" (source scheme "git") is not supported by Drover yet: Drover fetches artifacts over http, https and from local files only`, ""},
+		{"artifact s3", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("s3://bucket/app.tgz")}}
+		}, tp + `artifact "s3://bucket/app.tgz" (source scheme "s3") is not supported`, ""},
+		{"artifact xz", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tar.xz")}}
+		}, tp + `artifact "https://example.com/app.tar.xz" (archive type "tar.xz") is not supported by Drover yet: Drover has no xz decompressor`, ""},
 		{"group volume", func(j *api.Job) {
 			tg(j).Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
 		}, gp + `volume "data" is not supported`, ""},
@@ -201,6 +207,17 @@ func TestCheck_Decisions(t *testing.T) {
 
 // raw_exec runs the task as its user (or refuses it on the node, saying
 // why): no refusal at submit.
+// http, https and local artifacts are fetched: no gap.
+func TestCheck_HTTPArtifactsAccepted(t *testing.T) {
+	for _, src := range []string{"https://example.com/app.tgz", "http://example.com/bin?archive=false", "local/app.zip", "file:///opt/app.tar.bz2"} {
+		j := gapJob("service")
+		j.TaskGroups[0].Tasks[0].Artifacts = []*api.TaskArtifact{{GetterSource: new(src), GetterOptions: map[string]string{"checksum": "md5:d41d8cd98f00b204e9800998ecf8427e"}}}
+		if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+			t.Errorf("%s: want no gaps, got refused %q, warnings %q", src, g.Refused, g.Warnings)
+		}
+	}
+}
+
 func TestRawExecTaskUserAccepted(t *testing.T) {
 	j := gapJob("service")
 	j.TaskGroups[0].Tasks[0].User = "nobody"
