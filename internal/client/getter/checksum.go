@@ -45,12 +45,11 @@ func splitChecksum(c string) (typ, val string, err error) {
 	if hashes[typ] == nil {
 		return "", "", fmt.Errorf("checksum %q: unknown type %q (want md5, sha1, sha256, sha512 or file)", c, typ)
 	}
-	b, err := hex.DecodeString(val)
-	if err != nil {
-		return "", "", fmt.Errorf("checksum %q: the value is not hexadecimal", c)
-	}
-	if want := hashes[typ]().Size(); len(b) != want {
+	if want := hashes[typ]().Size(); len(val) != 2*want {
 		return "", "", fmt.Errorf("checksum %q: a %s checksum has %d hex digits, not %d", c, typ, 2*want, len(val))
+	}
+	if _, err := hex.DecodeString(val); err != nil {
+		return "", "", fmt.Errorf("checksum %q: the value is not hexadecimal", c)
 	}
 	return typ, strings.ToLower(val), nil
 }

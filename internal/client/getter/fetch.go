@@ -176,17 +176,17 @@ func (f *fetcher) download(ctx context.Context, s *source, p string) error {
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && f.cfg.HTTPReadTimeout > 0 {
-			return fmt.Errorf("GET %s: no answer within the client's artifact http_read_timeout (%s)", redact(s), f.cfg.HTTPReadTimeout)
+			return fmt.Errorf("no answer within the client's artifact http_read_timeout (%s)", f.cfg.HTTPReadTimeout)
 		}
-		return fmt.Errorf("GET %s: %v", redact(s), err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("GET %s: bad response code: %d", redact(s), resp.StatusCode)
+		return fmt.Errorf("bad response code: %d", resp.StatusCode)
 	}
 	max := f.cfg.HTTPMaxSize
 	if max > 0 && resp.ContentLength > max {
-		return fmt.Errorf("GET %s: the response is %d bytes, more than the client's artifact http_max_size (%d bytes)", redact(s), resp.ContentLength, max)
+		return fmt.Errorf("the response is %d bytes, more than the client's artifact http_max_size (%d bytes)", resp.ContentLength, max)
 	}
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -202,18 +202,15 @@ func (f *fetcher) download(ctx context.Context, s *source, p string) error {
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("GET %s: the download did not finish within the client's artifact http_read_timeout (%s)", redact(s), f.cfg.HTTPReadTimeout)
+			return fmt.Errorf("the download did not finish within the client's artifact http_read_timeout (%s)", f.cfg.HTTPReadTimeout)
 		}
-		return fmt.Errorf("GET %s: %v", redact(s), err)
+		return fmt.Errorf("reading the response: %v", err)
 	}
 	if max > 0 && n > max {
-		return fmt.Errorf("GET %s: the response is more than the client's artifact http_max_size (%d bytes)", redact(s), max)
+		return fmt.Errorf("the response is more than the client's artifact http_max_size (%d bytes)", max)
 	}
 	return nil
 }
-
-// redact hides a URL's password in messages.
-func redact(s *source) string { return s.url.Redacted() }
 
 // copyLocal copies a local source file. Relative paths are read from the
 // task directory.
@@ -226,7 +223,10 @@ func (f *fetcher) copyLocal(p, dst string) error {
 		return fmt.Errorf("source file: %v", err)
 	}
 	if !f.cfg.DisableFilesystemIsolation {
-		allowed := append([]string{filepath.Dir(f.req.TaskDir)}, f.cfg.FilesystemIsolationExtraPaths...)
+		allowed := []string{filepath.Dir(f.req.TaskDir)}
+		for _, e := range f.cfg.FilesystemIsolationExtraPaths {
+			allowed = append(allowed, extraPath(e))
+		}
 		ok := false
 		for _, a := range allowed {
 			if ar, err := filepath.EvalSymlinks(a); err == nil {
@@ -262,6 +262,17 @@ func (f *fetcher) copyLocal(p, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// extraPath is the path of a filesystem_isolation_extra_paths entry,
+// written as Nomad takes them ("f:r:/etc/ssl/cert.pem", "d:rx:/opt/x") or
+// as a bare path.
+func extraPath(e string) string {
+	parts := strings.SplitN(e, ":", 3)
+	if len(parts) == 3 && (parts[0] == "f" || parts[0] == "d") {
+		return parts[2]
+	}
+	return e
 }
 
 // place moves the downloaded file to dst (replacing a file there).

@@ -463,7 +463,7 @@ func TestFetchLocalFileIsolation(t *testing.T) {
 	if _, err := Fetch(ctx, Config{}, Request{Source: "file://" + outside, TaskDir: td}); err == nil || !strings.Contains(err.Error(), "outside the allocation directory") {
 		t.Errorf("isolated: %v", err)
 	}
-	if _, err := Fetch(ctx, Config{FilesystemIsolationExtraPaths: []string{filepath.Dir(outside)}}, Request{Source: outside, TaskDir: td}); err != nil {
+	if _, err := Fetch(ctx, Config{FilesystemIsolationExtraPaths: []string{"d:r:" + filepath.Dir(outside)}}, Request{Source: outside, TaskDir: td}); err != nil {
 		t.Errorf("extra path: %v", err)
 	}
 	if _, err := Fetch(ctx, Config{DisableFilesystemIsolation: true}, Request{Source: "file://" + outside, Destination: "local/o", TaskDir: td}); err != nil || readFile(t, filepath.Join(td, "local", "o", "out.txt")) != "out" {
