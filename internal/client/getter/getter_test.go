@@ -470,3 +470,17 @@ func TestFetchLocalFileIsolation(t *testing.T) {
 		t.Errorf("isolation disabled: %v", err)
 	}
 }
+
+// An https source is verified unless the artifact sets insecure.
+func TestFetchHTTPSInsecure(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("tls")) }))
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := Fetch(ctx, Config{}, Request{Source: s.URL + "/f", TaskDir: taskDir(t)}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("self-signed certificate accepted: %v", err)
+	}
+	td := taskDir(t)
+	if _, err := Fetch(ctx, Config{}, Request{Source: s.URL + "/f", Insecure: true, TaskDir: td}); err != nil || readFile(t, filepath.Join(td, "local", "f")) != "tls" {
+		t.Errorf("insecure: %v", err)
+	}
+}

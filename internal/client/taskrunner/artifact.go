@@ -3,7 +3,9 @@ package taskrunner
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -110,6 +112,12 @@ func (tr *TaskRunner) fetchArtifacts() error {
 		cancel()
 	}()
 
+	// Downloads a client cut short (it died, or was killed) left behind.
+	if left, _ := filepath.Glob(filepath.Join(tr.cfg.TaskDir, ".artifact-*")); len(left) > 0 {
+		for _, p := range left {
+			os.RemoveAll(p)
+		}
+	}
 	tr.mu.Lock()
 	alloc := tr.alloc
 	tr.mu.Unlock()
