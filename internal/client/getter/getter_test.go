@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -482,5 +483,26 @@ func TestFetchHTTPSInsecure(t *testing.T) {
 	td := taskDir(t)
 	if _, err := Fetch(ctx, Config{}, Request{Source: s.URL + "/f", Insecure: true, TaskDir: td}); err != nil || readFile(t, filepath.Join(td, "local", "f")) != "tls" {
 		t.Errorf("insecure: %v", err)
+	}
+}
+
+// chown gives every fetched file (and the unpacked tree) to the owner.
+func TestFetchChown(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	s := newServer(t, map[string][]byte{"/app.tgz": gz(tarBytes(t, appEntries))})
+	td := taskDir(t)
+	if _, err := Fetch(context.Background(), Config{}, Request{Source: s.URL + "/app.tgz", Destination: "local/app", Owner: &Owner{UID: 65534, GID: 65534}, TaskDir: td}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"local/app", "local/app/app", "local/app/app/run.sh"} {
+		st, err := os.Stat(filepath.Join(td, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 65534 || sys.Gid != 65534 {
+			t.Errorf("%s owned by %d:%d", p, sys.Uid, sys.Gid)
+		}
 	}
 }
