@@ -262,13 +262,14 @@ func (a *Agent) advertisedHTTPAddr() string {
 }
 
 // artifactConfig is client.artifact as the artifact fetcher takes it. The
-// sizes were checked when the configuration was validated. gcs, git, hg
-// and s3 timeouts have nothing to apply to (Drover fetches only http,
-// https and local sources); set_environment_variables neither (the
+// sizes were checked when the configuration was validated. gcs, hg and
+// s3 timeouts have nothing to apply to (Drover fetches only http, https,
+// git and local sources); set_environment_variables neither (the
 // fetcher runs in the agent, with its environment).
 func artifactConfig(ac *config.ArtifactConfig) *getter.Config {
 	g := &getter.Config{
 		HTTPReadTimeout:               ac.HTTPReadTimeout,
+		GitTimeout:                    ac.GitTimeout,
 		FilesystemIsolationExtraPaths: ac.FilesystemIsolationExtraPaths,
 		DisableFilesystemIsolation:    ac.DisableFilesystemIsolation != nil && *ac.DisableFilesystemIsolation,
 	}

@@ -33,6 +33,8 @@ type Config struct {
 	// one of FilesystemIsolationExtraPaths.
 	DisableFilesystemIsolation    bool
 	FilesystemIsolationExtraPaths []string
+	// GitTimeout bounds one git clone.
+	GitTimeout time.Duration
 	// Transport, if set, replaces the default HTTP transport (tests).
 	Transport http.RoundTripper
 }
@@ -93,6 +95,20 @@ func Fetch(ctx context.Context, cfg Config, req Request) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	f := &fetcher{cfg: cfg, req: req, tmp: tmp}
+	if src.kind == "git" {
+		if mode == "file" {
+			return "", errors.New("mode \"file\" cannot take a git repository: use mode \"any\" or \"dir\"")
+		}
+		if err := f.fetchGit(ctx, src.git, dst); err != nil {
+			return "", err
+		}
+		if req.Owner != nil {
+			if err := chownTree(dst, *req.Owner); err != nil {
+				return "", fmt.Errorf("chown: %v", err)
+			}
+		}
+		return dst, nil
+	}
 	dl := filepath.Join(tmp, "download")
 	if err := f.download(ctx, src, dl); err != nil {
 		return "", err
@@ -223,22 +239,8 @@ func (f *fetcher) copyLocal(p, dst string) error {
 		return fmt.Errorf("source file: %v", err)
 	}
 	if !f.cfg.DisableFilesystemIsolation {
-		allowed := []string{filepath.Dir(f.req.TaskDir)}
-		for _, e := range f.cfg.FilesystemIsolationExtraPaths {
-			allowed = append(allowed, extraPath(e))
-		}
-		ok := false
-		for _, a := range allowed {
-			if ar, err := filepath.EvalSymlinks(a); err == nil {
-				a = ar
-			}
-			if rel, err := filepath.Rel(a, real); err == nil && filepath.IsLocal(rel) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return fmt.Errorf("source file %q is outside the allocation directory, which the client's artifact filesystem isolation confines local sources to (see disable_filesystem_isolation and filesystem_isolation_extra_paths)", p)
+		if err := f.checkIsolated(real); err != nil {
+			return err
 		}
 	}
 	st, err := os.Stat(real)
@@ -262,6 +264,28 @@ func (f *fetcher) copyLocal(p, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// checkIsolated refuses a local path outside the allocation directory
+// and the extra paths the client allows.
+func (f *fetcher) checkIsolated(p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return fmt.Errorf("source: %v", err)
+	}
+	allowed := []string{filepath.Dir(f.req.TaskDir)}
+	for _, e := range f.cfg.FilesystemIsolationExtraPaths {
+		allowed = append(allowed, extraPath(e))
+	}
+	for _, a := range allowed {
+		if ar, err := filepath.EvalSymlinks(a); err == nil {
+			a = ar
+		}
+		if rel, err := filepath.Rel(a, real); err == nil && filepath.IsLocal(rel) {
+			return nil
+		}
+	}
+	return fmt.Errorf("source %q is outside the allocation directory, which the client's artifact filesystem isolation confines local sources to (see disable_filesystem_isolation and filesystem_isolation_extra_paths)", p)
 }
 
 // extraPath is the path of a filesystem_isolation_extra_paths entry,

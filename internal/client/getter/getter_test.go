@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -417,20 +418,18 @@ func TestFetchHeadersAndErrors(t *testing.T) {
 
 func TestCheckSource(t *testing.T) {
 	unsupported := map[string]string{
-		"git::https://github.com/org/repo":        "git",
-		"github.com/hashicorp/nomad":              "git",
-		"git@github.com:org/repo.git":             "git",
-		"hg::http://example.com/repo":             "hg",
-		"s3::https://s3.amazonaws.com/b/k":        "s3",
-		"s3://bucket/key":                         "s3",
-		"bucket.s3.amazonaws.com/key":             "s3",
-		"gcs::https://www.googleapis.com/storage": "gcs",
-		"gs://bucket/key":                         "gs",
-		"ssh://git@example.com/repo":              "ssh",
-		"https://example.com/app.tar.xz":          "tar.xz",
-		"https://example.com/app.txz":             "txz",
-		"https://example.com/app.xz":              "xz",
-		"https://example.com/app?archive=xz":      "xz",
+		"git::https://example.com/r.git?sshkey=abc": "sshkey",
+		"hg::http://example.com/repo":               "hg",
+		"s3::https://s3.amazonaws.com/b/k":          "s3",
+		"s3://bucket/key":                           "s3",
+		"bucket.s3.amazonaws.com/key":               "s3",
+		"gcs::https://www.googleapis.com/storage":   "gcs",
+		"gs://bucket/key":                           "gs",
+		"ssh://git@example.com/repo":                "ssh",
+		"https://example.com/app.tar.xz":            "tar.xz",
+		"https://example.com/app.txz":               "txz",
+		"https://example.com/app.xz":                "xz",
+		"https://example.com/app?archive=xz":        "xz",
 	}
 	for src, name := range unsupported {
 		var ue *UnsupportedError
@@ -438,7 +437,8 @@ func TestCheckSource(t *testing.T) {
 			t.Errorf("%s: %v", src, err)
 		}
 	}
-	for _, src := range []string{"https://example.com/app.tgz", "http://example.com/x", "/opt/app.zip", "local/app.tar",
+	for _, src := range []string{"git::https://github.com/org/repo", "github.com/hashicorp/nomad", "git@github.com:org/repo.git",
+		"git::https://example.com/repo.git//sub?ref=v1&depth=1", "https://example.com/app.tgz", "http://example.com/x", "/opt/app.zip", "local/app.tar",
 		"file:///opt/app", "https://${NOMAD_META_host}/app", "https://example.com/app.tar.xz?archive=false"} {
 		if err := CheckSource(src, nil); err != nil {
 			t.Errorf("%s: %v", src, err)
@@ -504,5 +504,62 @@ func TestFetchChown(t *testing.T) {
 		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 65534 || sys.Gid != 65534 {
 			t.Errorf("%s owned by %d:%d", p, sys.Uid, sys.Gid)
 		}
+	}
+}
+
+// A git source is cloned with the git binary: ref, depth and a //subdir
+// are honoured, and a local repository is subject to the filesystem
+// isolation as a local file is.
+func TestFetchGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
+	os.WriteFile(filepath.Join(repo, "sub", "conf"), []byte("v1"), 0o644)
+	git("add", ".")
+	git("commit", "-qm", "one")
+	git("tag", "v1")
+	os.WriteFile(filepath.Join(repo, "sub", "conf"), []byte("v2"), 0o644)
+	git("commit", "-qam", "two")
+	ctx := context.Background()
+	open := Config{DisableFilesystemIsolation: true}
+	for src, want := range map[string]string{
+		"git::file://" + repo:                     "v2",
+		"git::file://" + repo + "?ref=v1":         "v1",
+		"git::file://" + repo + "?ref=v1&depth=1": "v1",
+	} {
+		td := taskDir(t)
+		if _, err := Fetch(ctx, open, Request{Source: src, Destination: "local/repo", TaskDir: td}); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got := readFile(t, filepath.Join(td, "local", "repo", "sub", "conf")); got != want {
+			t.Errorf("%s: conf %q, want %q", src, got, want)
+		}
+	}
+	td := taskDir(t)
+	if _, err := Fetch(ctx, open, Request{Source: "git::file://" + repo + "//sub?ref=v1", TaskDir: td}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(td, "local", "conf")); got != "v1" {
+		t.Errorf("subdir: %q", got)
+	}
+	if _, err := Fetch(ctx, Config{}, Request{Source: "git::file://" + repo, TaskDir: taskDir(t)}); err == nil || !strings.Contains(err.Error(), "outside the allocation directory") {
+		t.Errorf("isolated local repository: %v", err)
+	}
+	if _, err := Fetch(ctx, open, Request{Source: "git::file://" + repo + "?ref=nope", TaskDir: taskDir(t)}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown ref: %v", err)
+	}
+	if _, err := Fetch(ctx, open, Request{Source: "git::file://" + repo, Mode: "file", TaskDir: taskDir(t)}); err == nil {
+		t.Error("mode file took a repository")
 	}
 }

@@ -27,8 +27,9 @@ type source struct {
 	kind     string   // "http" or "file"
 	url      *url.URL // kind http: the URL to GET, without checksum/archive
 	path     string   // kind file: the path as written (maybe relative)
-	checksum string   // "type:value", "file:url" or a bare hex digest; "" none
-	archive  string   // archive type ("" none)
+	git      *gitSource
+	checksum string // "type:value", "file:url" or a bare hex digest; "" none
+	archive  string // archive type ("" none)
 }
 
 // forcedRE matches go-getter's forced getter prefix ("git::https://...").
@@ -49,7 +50,7 @@ var archiveTypes = map[string]bool{
 
 func unsupportedScheme(name string) error {
 	return &UnsupportedError{What: "source scheme", Name: name,
-		Reason: "Drover fetches artifacts over http, https and from local files only"}
+		Reason: "Drover fetches artifacts over http, https, git and from local files only"}
 }
 
 // parseSource reads src and the artifact's options (options win over the
@@ -65,8 +66,14 @@ func parseSource(src string, options map[string]string) (*source, error) {
 	}
 	switch forced {
 	case "", "http", "https", "file":
+	case "git":
+		return parseGit(src, s, options)
 	default:
 		return nil, unsupportedScheme(forced)
+	}
+	if strings.HasPrefix(strings.ToLower(s), "git@") || strings.HasPrefix(strings.ToLower(s), "github.com/") ||
+		strings.HasPrefix(strings.ToLower(s), "gitlab.com/") || strings.HasPrefix(strings.ToLower(s), "bitbucket.org/") {
+		return parseGit(src, s, options)
 	}
 	out := &source{}
 	var query url.Values
@@ -155,6 +162,8 @@ func shorthandScheme(s string) string {
 	case strings.HasPrefix(l, "github.com/"), strings.HasPrefix(l, "gitlab.com/"),
 		strings.HasPrefix(l, "bitbucket.org/"), strings.HasPrefix(l, "git@"):
 		return "git"
+	case strings.HasPrefix(l, "hg::"):
+		return "hg"
 	case strings.Contains(strings.SplitN(l, "/", 2)[0], ".amazonaws.com"):
 		return "s3"
 	case strings.HasPrefix(l, "www.googleapis.com/storage/"), strings.HasPrefix(l, "storage.googleapis.com/"):

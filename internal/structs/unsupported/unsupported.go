@@ -212,7 +212,7 @@ var taskGaps = []gap[taskCtx]{
 		}
 		return out
 	}},
-	{"artifact source", gapRefuse, "Drover fetches artifacts over http, https and from local files only; the task would start without the files", func(c taskCtx) []string {
+	{"artifact source", gapRefuse, "Drover fetches artifacts over http, https, git and from local files only; the task would start without the files", func(c taskCtx) []string {
 		return artifactGaps(c.t, "source scheme")
 	}},
 	{"artifact archive", gapRefuse, "Drover has no xz decompressor; use a .tar.gz, .tar.bz2 or .zip archive, or set archive = \"false\" to download it as it is", func(c taskCtx) []string {

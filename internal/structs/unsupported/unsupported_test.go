@@ -92,9 +92,9 @@ func TestCheck_Decisions(t *testing.T) {
 		{"template", func(j *api.Job) {
 			task(j).Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/app.conf")}}
 		}, tp + `template "local/app.conf" is not supported by Drover yet: the task would start without the files it renders`, ""},
-		{"artifact git", func(j *api.Job) {
-			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("git::https://example.com/repo.git")}}
-		}, tp + `artifact "git::https://example.com/repo.git" (source scheme "git") is not supported by Drover yet: Drover fetches artifacts over http, https and from local files only`, ""},
+		{"artifact hg", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("hg::https://example.com/repo")}}
+		}, tp + `artifact "hg::https://example.com/repo" (source scheme "hg") is not supported by Drover yet: Drover fetches artifacts over http, https, git and from local files only`, ""},
 		{"artifact s3", func(j *api.Job) {
 			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("s3://bucket/app.tgz")}}
 		}, tp + `artifact "s3://bucket/app.tgz" (source scheme "s3") is not supported`, ""},
@@ -209,7 +209,7 @@ func TestCheck_Decisions(t *testing.T) {
 // why): no refusal at submit.
 // http, https and local artifacts are fetched: no gap.
 func TestCheck_HTTPArtifactsAccepted(t *testing.T) {
-	for _, src := range []string{"https://example.com/app.tgz", "http://example.com/bin?archive=false", "local/app.zip", "file:///opt/app.tar.bz2"} {
+	for _, src := range []string{"https://example.com/app.tgz", "http://example.com/bin?archive=false", "local/app.zip", "file:///opt/app.tar.bz2", "git::https://example.com/repo.git?ref=v1"} {
 		j := gapJob("service")
 		j.TaskGroups[0].Tasks[0].Artifacts = []*api.TaskArtifact{{GetterSource: new(src), GetterOptions: map[string]string{"checksum": "md5:d41d8cd98f00b204e9800998ecf8427e"}}}
 		if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
