@@ -215,6 +215,9 @@ var taskGaps = []gap[taskCtx]{
 	{"artifact source", gapRefuse, "Drover fetches artifacts over http, https, git and from local files only; the task would start without the files", func(c taskCtx) []string {
 		return artifactGaps(c.t, "source scheme")
 	}},
+	{"artifact option", gapRefuse, "Drover clones with the client's own git and ssh configuration; give the client agent's user the key instead", func(c taskCtx) []string {
+		return artifactGaps(c.t, "git option")
+	}},
 	{"artifact archive", gapRefuse, "Drover has no xz decompressor; use a .tar.gz, .tar.bz2 or .zip archive, or set archive = \"false\" to download it as it is", func(c taskCtx) []string {
 		return artifactGaps(c.t, "archive type")
 	}},

@@ -95,6 +95,9 @@ func TestCheck_Decisions(t *testing.T) {
 		{"artifact hg", func(j *api.Job) {
 			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("hg::https://example.com/repo")}}
 		}, tp + `artifact "hg::https://example.com/repo" (source scheme "hg") is not supported by Drover yet: Drover fetches artifacts over http, https, git and from local files only`, ""},
+		{"artifact git sshkey", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("git::git@example.com:org/repo.git"), GetterOptions: map[string]string{"sshkey": "a2V5"}}}
+		}, tp + `artifact "git::git@example.com:org/repo.git" (git option "sshkey") is not supported by Drover yet: Drover clones with the client's own git and ssh configuration`, ""},
 		{"artifact s3", func(j *api.Job) {
 			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("s3://bucket/app.tgz")}}
 		}, tp + `artifact "s3://bucket/app.tgz" (source scheme "s3") is not supported`, ""},
