@@ -134,6 +134,13 @@ func TestArtifactEndToEnd(t *testing.T) {
 		}
 		return out
 	}
+	// The script execs sleep, whose command line does not name the
+	// client dir (killProcsUnder's test): its pids are killed here.
+	t.Cleanup(func() {
+		for _, p := range pids() {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
 	waitFor(t, 20*time.Second, "the fetched script ran", func() bool { return len(pids()) == 1 })
 	if _, err := os.Stat(filepath.Join(clientDir, "client", "alloc", alloc.ID, "t", "local", "linux", "app", "run.sh")); err != nil {
 		t.Errorf("the archive was not unpacked to local/linux: %v", err)
