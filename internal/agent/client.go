@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-project/drover/internal/agent/config"
 	"github.com/drover-project/drover/internal/client"
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/devices"
 	"github.com/drover-project/drover/internal/devices/fake"
 	"github.com/drover-project/drover/internal/drivers"
@@ -93,6 +94,9 @@ func (a *Agent) setupClient() error {
 		cfg.StatsInterval = t.CollectionInterval
 		cfg.PublishNodeMetrics = t.PublishNodeMetrics
 		cfg.PublishAllocationMetrics = t.PublishAllocationMetrics
+	}
+	if ac := cc.Artifact; ac != nil {
+		cfg.Artifacts = artifactConfig(ac)
 	}
 	if r := cc.Reserved; r != nil {
 		cfg.Reserved = client.Reserved{CPU: r.CPU, MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, ReservedPorts: r.ReservedPorts, Cores: r.Cores}
@@ -255,4 +259,28 @@ func (a *Agent) advertisedHTTPAddr() string {
 		}
 	}
 	return adv
+}
+
+// artifactConfig is client.artifact as the artifact fetcher takes it. The
+// sizes were checked when the configuration was validated. gcs, hg and
+// s3 timeouts have nothing to apply to (Drover fetches only http, https,
+// git and local sources); set_environment_variables neither (the
+// fetcher runs in the agent, with its environment).
+func artifactConfig(ac *config.ArtifactConfig) *getter.Config {
+	g := &getter.Config{
+		HTTPReadTimeout:               ac.HTTPReadTimeout,
+		GitTimeout:                    ac.GitTimeout,
+		FilesystemIsolationExtraPaths: ac.FilesystemIsolationExtraPaths,
+		DisableFilesystemIsolation:    ac.DisableFilesystemIsolation != nil && *ac.DisableFilesystemIsolation,
+	}
+	if ac.HTTPMaxSize != "" {
+		g.HTTPMaxSize, _ = config.ParseSize(ac.HTTPMaxSize)
+	}
+	if ac.DecompressionSizeLimit != "" {
+		g.DecompressionSizeLimit, _ = config.ParseSize(ac.DecompressionSizeLimit)
+	}
+	if ac.DecompressionFileCountLimit != nil {
+		g.DecompressionFileCountLimit = *ac.DecompressionFileCountLimit
+	}
+	return g
 }

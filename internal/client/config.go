@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/devices"
 	"github.com/drover-project/drover/internal/drivers"
 	"github.com/hashicorp/go-hclog"
@@ -66,6 +67,9 @@ type Config struct {
 	Options        map[string]string
 	MaxKillTimeout time.Duration
 	DevMode        bool
+	// Artifacts is client.artifact: limits and local source isolation of
+	// the tasks' artifact downloads (nil: no limits).
+	Artifacts *getter.Config
 	// DrainOnShutdown, if set, drains the node before a graceful shutdown
 	// (drain_self.go).
 	DrainOnShutdown *DrainOnShutdown

@@ -82,7 +82,7 @@ func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}, ds 
 		Drivers: ds, MaxKillTimeout: c.cfg.MaxKillTimeout,
 		StateUpdater: c.sync.allocStateUpdated, Logger: c.logger, Clock: c.now,
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
-		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Hold: hold, Services: serviceRPC{c},
+		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Artifacts: c.cfg.Artifacts, Hold: hold, Services: serviceRPC{c},
 		Templates:          templateBackend{c},
 		NetworkUnavailable: c.bridgeReason, Cpusets: c.cpusets,
 	}

@@ -131,6 +131,11 @@ const (
 	TaskLeaderDead    = "Leader Task Dead"
 	TaskReconnected   = "Reconnected"
 	TaskDriverMessage = "Driver"
+	// TaskDownloadingArtifacts is recorded when the task's artifacts are
+	// fetched, TaskArtifactDownloadFailed when one could not be (its
+	// DownloadError says why; the task restarts under its policy).
+	TaskDownloadingArtifacts   = "Downloading Artifacts"
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
 	// TaskWaitingShuttingDownDelay: the task's services are gone and its
 	// shutdown_delay runs before the kill signal.
 	TaskWaitingShuttingDownDelay = "Waiting for shutdown delay"

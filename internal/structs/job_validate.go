@@ -1,10 +1,13 @@
 package structs
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/drover-project/drover/internal/client/getter"
 )
 
 // Canonicalize fills server-side defaults for fields a submitter may leave
@@ -288,6 +291,9 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 				v.add("%s: LogConfig.MaxFileSizeMB must be at least 1", tp)
 			}
 		}
+		for ai, a := range t.Artifacts {
+			validateArtifact(fmt.Sprintf("%s: Artifacts[%d]", tp, ai), a, v)
+		}
 		if t.Lifecycle != nil {
 			switch t.Lifecycle.Hook {
 			case "prestart", "poststart", "poststop":
@@ -361,5 +367,41 @@ func validateRestart(prefix string, rp *RestartPolicy, v *ValidationError) {
 	}
 	if rp.Attempts > 0 && rp.Interval > 0 && time.Duration(rp.Attempts)*rp.Delay > rp.Interval {
 		v.add("%s: Nomad can't restart %d times with a delay of %v within an interval of %v", prefix, rp.Attempts, rp.Delay, rp.Interval)
+	}
+}
+
+// validateArtifact checks an artifact block as Nomad does: a source, a
+// known mode, a destination inside the allocation directory, and options
+// (checksum, archive) that can be read. Sources Drover cannot fetch (git,
+// s3, xz archives...) are left to the unsupported-feature check, which
+// says so.
+func validateArtifact(prefix string, a *TaskArtifact, v *ValidationError) {
+	if a == nil {
+		v.add("%s: artifact is empty", prefix)
+		return
+	}
+	src := ""
+	if a.GetterSource != nil {
+		src = *a.GetterSource
+	}
+	if strings.TrimSpace(src) == "" {
+		v.add("%s: source must be specified", prefix)
+	} else if err := getter.CheckSource(src, a.GetterOptions); err != nil {
+		var ue *getter.UnsupportedError
+		if !errors.As(err, &ue) {
+			v.add("%s: %v", prefix, err)
+		}
+	}
+	if a.GetterMode != nil {
+		switch *a.GetterMode {
+		case "", "any", "file", "dir":
+		default:
+			v.add("%s: mode %q is invalid (want any, file or dir)", prefix, *a.GetterMode)
+		}
+	}
+	if a.RelativeDest != nil && !strings.Contains(*a.RelativeDest, "${") {
+		if err := getter.CheckDestination(*a.RelativeDest); err != nil {
+			v.add("%s: %v", prefix, err)
+		}
 	}
 }

@@ -31,6 +31,20 @@ func TestValidateNamesTheField(t *testing.T) {
 			`Task group "g", task "t": ShutdownDelay must not be negative (got -3s)`},
 		{"negative group shutdown_delay", func(j *Job) { d := -5 * time.Second; j.TaskGroups[0].ShutdownDelay = &d },
 			`Task group "g": ShutdownDelay must not be negative (got -5s)`},
+		{"artifact without source", func(j *Job) { j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{}} },
+			`Task group "g", task "t": Artifacts[0]: source must be specified`},
+		{"artifact destination escapes", func(j *Job) {
+			s, d := "https://example.com/a.tgz", "../../etc"
+			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: &s, RelativeDest: &d}}
+		}, `Task group "g", task "t": Artifacts[0]: destination "../../etc" escapes the allocation directory`},
+		{"artifact mode", func(j *Job) {
+			s, m := "https://example.com/a.tgz", "tree"
+			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: &s, GetterMode: &m}}
+		}, `Artifacts[0]: mode "tree" is invalid (want any, file or dir)`},
+		{"artifact checksum", func(j *Job) {
+			s := "https://example.com/a.tgz"
+			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: &s, GetterOptions: map[string]string{"checksum": "sha256:abcd"}}}
+		}, `Artifacts[0]: checksum "sha256:abcd": a sha256 checksum has 64 hex digits, not 4`},
 		{"dup static port", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "a", Value: 80}, {Label: "b", Value: 80}}}}
 		}, "static port 80 is used by both"},

@@ -203,6 +203,27 @@ func (c *ClientConfig) validate() []error {
 	if d := c.DrainOnShutdown; d != nil && d.Deadline < 0 {
 		bad("client.drain_on_shutdown.deadline", "client.drain_on_shutdown.deadline must not be negative, got %s (use force = true to stop every allocation at once)", d.Deadline)
 	}
+	if a := c.Artifact; a != nil {
+		for _, f := range []struct{ key, val string }{{"http_max_size", a.HTTPMaxSize}, {"decompression_size_limit", a.DecompressionSizeLimit}} {
+			if f.val == "" {
+				continue
+			}
+			if _, err := ParseSize(f.val); err != nil {
+				bad("client.artifact."+f.key, "client.artifact.%s: %v", f.key, err)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			d   time.Duration
+		}{{"http_read_timeout", a.HTTPReadTimeout}, {"gcs_timeout", a.GCSTimeout}, {"git_timeout", a.GitTimeout}, {"hg_timeout", a.HgTimeout}, {"s3_timeout", a.S3Timeout}} {
+			if f.d < 0 {
+				bad("client.artifact."+f.key, "client.artifact.%s must not be negative, got %s", f.key, f.d)
+			}
+		}
+		if n := a.DecompressionFileCountLimit; n != nil && *n < 0 {
+			bad("client.artifact.decompression_file_count_limit", "client.artifact.decompression_file_count_limit must not be negative, got %d (0 is no limit)", *n)
+		}
+	}
 	if c.MaxKillTimeout < 0 || c.GCInterval < 0 {
 		bad("client.max_kill_timeout", "client max_kill_timeout and gc_interval must not be negative")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/cpuset"
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/client/taskrunner"
 	"github.com/drover-project/drover/internal/client/template"
 	"github.com/drover-project/drover/internal/drivers"
@@ -60,6 +61,8 @@ type Config struct {
 	TaskAPI http.Handler
 	// Templates reads what task templates use from the servers.
 	Templates template.Backend
+	// Artifacts is the client's artifact configuration.
+	Artifacts *getter.Config
 	// StateDB, if set, persists the tasks' states and handles and the
 	// observed deployment health (restore.go).
 	StateDB StateDB
@@ -222,7 +225,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			AllocDir: allocDir, TaskDir: ar.dir.TaskDir(t.Name), LogDir: ar.dir.LogDir(), Cpusets: cfg.Cpusets,
 			MaxKillTimeout: cfg.MaxKillTimeout, Gate: e.gate, OnStateChange: ar.onTaskChange,
 			StartLogs: cfg.StartLogs, BuildEnv: cfg.BuildEnv, InterpolateConfig: cfg.InterpolateConfig,
-			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Templates: cfg.Templates, Logger: ar.logger, Clock: cfg.Clock,
+			ReserveDevices: cfg.ReserveDevices, SignIdentities: cfg.SignIdentities, TaskAPI: cfg.TaskAPI, Templates: cfg.Templates, Artifacts: cfg.Artifacts, Logger: ar.logger, Clock: cfg.Clock,
 			StateDB: taskStateDB(cfg.StateDB), NetNS: ar.netns,
 			PreKill:    func() { ar.dropServices(name) },
 			PreRestart: func() { ar.pauseServices(name) },

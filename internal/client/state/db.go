@@ -49,6 +49,10 @@ type LocalTaskState struct {
 	// start of the current restart interval and the restarts within it.
 	RestartIntervalStart time.Time
 	RestartCount         int
+	// ArtifactsDone is set once the task's artifacts are fetched: a
+	// restart of the task, or a client that restores it, does not fetch
+	// them again.
+	ArtifactsDone bool
 }
 
 // TaskRecord is one task's stored state.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/client/cpuset"
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/client/state"
 	"github.com/drover-project/drover/internal/client/template"
 	"github.com/drover-project/drover/internal/drivers"
@@ -61,6 +62,9 @@ type Config struct {
 	// SignIdentities, if set, fetches the task's workload identities
 	// before its first start (identity.go).
 	SignIdentities SignIdentitiesFunc
+	// Artifacts is the client's artifact configuration (limits, local
+	// source isolation); nil: no limits.
+	Artifacts *getter.Config
 	// TaskAPI, if set, is served to the task on secrets/api.sock
 	// (taskapi.go).
 	TaskAPI http.Handler
@@ -386,6 +390,10 @@ func (tr *TaskRunner) Run() {
 			first = time.Now()
 		}
 		go tr.renewIdentities(first)
+	}
+	// Artifacts first: a template's source may be a fetched file.
+	if !attached && !tr.runArtifacts() {
+		return
 	}
 	if !tr.renderTemplates(attached) {
 		return

@@ -5,12 +5,14 @@
 package unsupported
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"text/template/parse"
 
+	"github.com/drover-project/drover/internal/client/getter"
 	"github.com/drover-project/drover/internal/client/template"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -216,14 +218,14 @@ var taskGaps = []gap[taskCtx]{
 		}
 		return out
 	}},
-	{"artifact", gapRefuse, "the task would start without the files it downloads", func(c taskCtx) []string {
-		var out []string
-		for _, a := range c.t.Artifacts {
-			if a != nil {
-				out = append(out, fmt.Sprintf("artifact %q", ptrVal(a.GetterSource)))
-			}
-		}
-		return out
+	{"artifact source", gapRefuse, "Drover fetches artifacts over http, https, git and from local files only; the task would start without the files", func(c taskCtx) []string {
+		return artifactGaps(c.t, "source scheme")
+	}},
+	{"artifact option", gapRefuse, "Drover clones with the client's own git and ssh configuration; give the client agent's user the key instead", func(c taskCtx) []string {
+		return artifactGaps(c.t, "git option")
+	}},
+	{"artifact archive", gapRefuse, "Drover has no xz decompressor; use a .tar.gz, .tar.bz2 or .zip archive, or set archive = \"false\" to download it as it is", func(c taskCtx) []string {
+		return artifactGaps(c.t, "archive type")
 	}},
 	{"volume_mount", gapRefuse, "the task would write to its own directory instead of the volume, and the data would be lost", func(c taskCtx) []string {
 		var out []string
@@ -533,6 +535,23 @@ func foreignTemplateFuncs(t *structs.Template) []string {
 	}
 	for _, tree := range trees {
 		walk(tree.Root)
+	}
+	return out
+}
+
+// artifactGaps labels the task's artifacts whose source Drover cannot
+// fetch for the reason what ("source scheme": git, hg, s3, gcs...;
+// "archive type": xz).
+func artifactGaps(t *structs.Task, what string) []string {
+	var out []string
+	for _, a := range t.Artifacts {
+		if a == nil {
+			continue
+		}
+		var ue *getter.UnsupportedError
+		if err := getter.CheckSource(ptrVal(a.GetterSource), a.GetterOptions); errors.As(err, &ue) && ue.What == what {
+			out = append(out, fmt.Sprintf("artifact %q (%s %q)", ptrVal(a.GetterSource), ue.What, ue.Name))
+		}
 	}
 	return out
 }

@@ -95,9 +95,18 @@ func TestCheck_Decisions(t *testing.T) {
 		{"template with a Vault function and other delimiters", func(j *api.Job) {
 			task(j).Templates = []*api.Template{{EmbeddedTmpl: new(`[[ with secret "kv/x" ]][[ .Data.a ]][[ end ]]`), LeftDelim: new("[["), RightDelim: new("]]"), DestPath: new("secrets/x")}}
 		}, tp + `template "secrets/x" function "secret" (Vault) is not supported by Drover yet`, ""},
-		{"artifact", func(j *api.Job) {
-			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tgz")}}
-		}, tp + `artifact "https://example.com/app.tgz" is not supported`, ""},
+		{"artifact hg", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("hg::https://example.com/repo")}}
+		}, tp + `artifact "hg::https://example.com/repo" (source scheme "hg") is not supported by Drover yet: Drover fetches artifacts over http, https, git and from local files only`, ""},
+		{"artifact git sshkey", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("git::git@example.com:org/repo.git"), GetterOptions: map[string]string{"sshkey": "a2V5"}}}
+		}, tp + `artifact "git::git@example.com:org/repo.git" (git option "sshkey") is not supported by Drover yet: Drover clones with the client's own git and ssh configuration`, ""},
+		{"artifact s3", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("s3://bucket/app.tgz")}}
+		}, tp + `artifact "s3://bucket/app.tgz" (source scheme "s3") is not supported`, ""},
+		{"artifact xz", func(j *api.Job) {
+			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tar.xz")}}
+		}, tp + `artifact "https://example.com/app.tar.xz" (archive type "tar.xz") is not supported by Drover yet: Drover has no xz decompressor`, ""},
 		{"group volume", func(j *api.Job) {
 			tg(j).Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
 		}, gp + `volume "data" is not supported`, ""},
@@ -204,6 +213,17 @@ func TestCheck_Decisions(t *testing.T) {
 
 // raw_exec runs the task as its user (or refuses it on the node, saying
 // why): no refusal at submit.
+// http, https and local artifacts are fetched: no gap.
+func TestCheck_HTTPArtifactsAccepted(t *testing.T) {
+	for _, src := range []string{"https://example.com/app.tgz", "http://example.com/bin?archive=false", "local/app.zip", "file:///opt/app.tar.bz2", "git::https://example.com/repo.git?ref=v1"} {
+		j := gapJob("service")
+		j.TaskGroups[0].Tasks[0].Artifacts = []*api.TaskArtifact{{GetterSource: new(src), GetterOptions: map[string]string{"checksum": "md5:d41d8cd98f00b204e9800998ecf8427e"}}}
+		if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+			t.Errorf("%s: want no gaps, got refused %q, warnings %q", src, g.Refused, g.Warnings)
+		}
+	}
+}
+
 func TestRawExecTaskUserAccepted(t *testing.T) {
 	j := gapJob("service")
 	j.TaskGroups[0].Tasks[0].User = "nobody"
