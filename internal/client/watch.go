@@ -222,7 +222,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 }
 
 func (c *Client) addAlloc(a *structs.Allocation) error {
-	ar, err := c.newAllocRunner(a, nil, c.driverSet())
+	ar, err := c.newAllocRunner(a, nil, c.driverSet(), c.prevAllocOf(a))
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	// allocation's reserved cores are held in it from New until Run ends,
 	// and its tasks without reserved cores run on it.
 	Cpusets *cpuset.Manager
+	// PrevAlloc, if set, is the allocation this one replaces when its data
+	// is to be taken over (sticky ephemeral disk; migrate.go): the tasks
+	// start once it is terminal and its data was moved in.
+	PrevAlloc PrevAlloc
 
 	Logger hclog.Logger
 	Clock  func() time.Time

@@ -35,6 +35,9 @@ func (ar *AllocRunner) Run() {
 		ar.waitAll(func(*taskEntry) bool { return true })
 		return
 	}
+	if !ar.takeOverPrev(names) && ar.detached() {
+		return
+	}
 	if err := ar.setupNetwork(); err != nil {
 		for _, e := range ar.tasks {
 			ev := e.tr.NewEvent(structs.TaskSetupFailure, "failed to set up the allocation's network: "+err.Error())

@@ -179,9 +179,9 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"ephemeral_disk sticky/migrate", gapWarn, "a replacement allocation starts with an empty alloc dir", func(c groupCtx) []string {
+	{"ephemeral_disk migrate", gapWarn, "the data is moved to a replacement on the same node (sticky), but not fetched from another node: a replacement placed elsewhere starts with an empty alloc dir", func(c groupCtx) []string {
 		d := c.tg.EphemeralDisk
-		return when(d != nil && (d.Sticky || d.Migrate), "ephemeral_disk sticky/migrate")
+		return when(d != nil && d.Migrate, "ephemeral_disk migrate")
 	}},
 	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
 		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")

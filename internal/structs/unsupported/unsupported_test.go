@@ -162,7 +162,7 @@ func TestCheck_Decisions(t *testing.T) {
 		}, gp + `service "api" check "s" of type "script" is not supported by Drover yet: the nomad service provider runs only http and tcp checks`, ""},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
-		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
+		{"migrating disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Migrate: new(true)} }, "", gp + `ephemeral_disk migrate is accepted`},
 		{"max_run_duration", func(j *api.Job) { tg(j).MaxRunDuration = dur(time.Hour) }, "", gp + `max_run_duration is accepted`},
 		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
 		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
@@ -238,6 +238,16 @@ func TestCheck_ShutdownDelayAccepted(t *testing.T) {
 	d := 5 * time.Second
 	j.TaskGroups[0].ShutdownDelay = &d
 	j.TaskGroups[0].Tasks[0].ShutdownDelay = d
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+}
+
+// A sticky ephemeral disk is honoured (the scheduler prefers the previous
+// node, the client moves the data there): no warning.
+func TestCheck_StickyDiskAccepted(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)}
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
