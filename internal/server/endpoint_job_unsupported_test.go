@@ -3,7 +3,6 @@ package server
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -42,10 +41,9 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 	}
 
 	warned := testJob("svc", 1)
-	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}} // Drover has no Consul integration
-	maxRun := time.Hour
-	warned.TaskGroups[0].MaxRunDuration = &maxRun
-	const wantWarnings = "2 warnings:\n\n* Task group \"web\": max_run_duration is accepted but not acted on by Drover yet"
+	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}}   // Drover has no Consul integration
+	warned.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 300, Migrate: true} // not fetched across nodes
+	const wantWarnings = "2 warnings:\n\n* Task group \"web\": ephemeral_disk migrate is accepted but not acted on by Drover yet"
 	var rr structs.JobRegisterResponse
 	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: warned.Copy()}, &rr); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,10 @@ func TestValidateNamesTheField(t *testing.T) {
 			`Task group "g", task "t": ShutdownDelay must not be negative (got -3s)`},
 		{"negative group shutdown_delay", func(j *Job) { d := -5 * time.Second; j.TaskGroups[0].ShutdownDelay = &d },
 			`Task group "g": ShutdownDelay must not be negative (got -5s)`},
+		{"negative max_run_duration", func(j *Job) { j.Type = JobTypeBatch; d := -time.Minute; j.TaskGroups[0].MaxRunDuration = &d },
+			`Task group "g": MaxRunDuration must be positive (got -1m0s)`},
+		{"max_run_duration on a service job", func(j *Job) { d := time.Minute; j.TaskGroups[0].MaxRunDuration = &d },
+			`Task group "g": MaxRunDuration (max_run_duration) is only supported for batch and sysbatch jobs, not service jobs`},
 		{"dup static port", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "a", Value: 80}, {Label: "b", Value: 80}}}}
 		}, "static port 80 is used by both"},

@@ -183,9 +183,6 @@ var groupGaps = []gap[groupCtx]{
 		d := c.tg.EphemeralDisk
 		return when(d != nil && d.Migrate, "ephemeral_disk migrate")
 	}},
-	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
-		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")
-	}},
 }
 
 var taskGaps = []gap[taskCtx]{
