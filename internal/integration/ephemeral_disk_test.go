@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// catAllocFile reads a file of an allocation through the fs API ("" when
+// it cannot be read).
+func (a *agent) catAllocFile(allocID, path string) string {
+	a.t.Helper()
+	resp, err := http.Get(a.url("/v1/client/fs/cat/" + allocID + "?path=" + path))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return ""
+	}
+	return string(b)
+}
+
+// A destructive update of a group with a sticky ephemeral disk replaces the
+// allocation on the same node, and the new task finds what the old one
+// wrote in alloc/data and in its local/ directory.
+func TestStickyEphemeralDiskKeepsDataAcrossUpdate(t *testing.T) {
+	a := devAgent(t)
+	job := rawExecJob("sticky", "service", 1,
+		`echo "$NOMAD_ALLOC_ID" >> "$NOMAD_ALLOC_DIR/data/history"; echo "$NOMAD_ALLOC_ID" >> "$NOMAD_TASK_DIR/mine"; exec sleep 600`)
+	job.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Sticky: ptr(true), SizeMB: ptr(50)}
+	job.TaskGroups[0].Tasks[0].Env = map[string]string{"V": "1"}
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	waitFor(t, 30*time.Second, "the first allocation wrote its data", func() bool {
+		for _, s := range a.allocsOf("sticky") {
+			if s.ClientStatus == "running" && strings.TrimSpace(a.catAllocFile(s.ID, "alloc/data/history")) == s.ID {
+				first = s.ID
+				return true
+			}
+		}
+		return false
+	})
+
+	job.TaskGroups[0].Tasks[0].Env["V"] = "2" // destructive
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var second string
+	waitFor(t, 30*time.Second, "the replacement runs and wrote its line", func() bool {
+		for _, s := range a.allocsOf("sticky") {
+			if s.ID != first && s.ClientStatus == "running" && strings.Contains(a.catAllocFile(s.ID, "alloc/data/history"), s.ID) {
+				second = s.ID
+				return true
+			}
+		}
+		return false
+	})
+	alloc, _, err := a.client.Allocations().Info(second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc.PreviousAllocation != first {
+		t.Fatalf("PreviousAllocation %q, want %q", alloc.PreviousAllocation, first)
+	}
+	for _, path := range []string{"alloc/data/history", "t/local/mine"} {
+		if got, want := a.catAllocFile(second, path), first+"\n"+second+"\n"; got != want {
+			t.Fatalf("%s in the replacement = %q, want the previous allocation's line then its own: %q", path, got, want)
+		}
+	}
+}
+
+// A batch allocation that outlives its group's max_run_duration is
+// stopped: the job ends dead with the allocation complete, described as
+// having exceeded it, and is not rescheduled.
+func TestMaxRunDurationStopsBatchAllocation(t *testing.T) {
+	a := devAgent(t)
+	job := rawExecJob("timeout", "batch", 1, `exec sleep 600`)
+	job.TaskGroups[0].MaxRunDuration = ptr(2 * time.Second)
+	if _, _, err := a.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	waitFor(t, 30*time.Second, "the allocation completes", func() bool {
+		for _, s := range a.allocsOf("timeout") {
+			if s.ClientStatus == "complete" {
+				id = s.ID
+				return true
+			}
+		}
+		return false
+	})
+	alloc, _, err := a.client.Allocations().Info(id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc.ClientDescription != "allocation exceeded max_run_duration" {
+		t.Fatalf("client description %q", alloc.ClientDescription)
+	}
+	st := alloc.TaskStates["t"]
+	// The time counts from when the client began running the allocation
+	// (as Nomad's), so from after its creation.
+	if st == nil || st.Failed || st.FinishedAt.Sub(time.Unix(0, alloc.CreateTime)) < 2*time.Second {
+		t.Fatalf("task state %+v (allocation created %v): want not failed, stopped at least 2s after creation", st, time.Unix(0, alloc.CreateTime))
+	}
+	waitFor(t, 30*time.Second, "the job is dead", func() bool {
+		j, _, err := a.client.Jobs().Info("timeout", nil)
+		return err == nil && *j.Status == "dead"
+	})
+	if n := len(a.allocsOf("timeout")); n != 1 {
+		t.Fatalf("%d allocations: the timed-out allocation was rescheduled", n)
+	}
+
+	// A service job may not set it.
+	svc := rawExecJob("svc-timeout", "service", 1, `exec sleep 600`)
+	svc.TaskGroups[0].MaxRunDuration = ptr(time.Minute)
+	_, _, err = a.client.Jobs().Register(svc, nil)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "max_run_duration") {
+		t.Fatalf("registering a service job with max_run_duration: %v, want a 400 naming max_run_duration", err)
+	}
+}
