@@ -18,15 +18,39 @@ func (c *Client) prevAllocOf(a *structs.Allocation) allocrunner.PrevAlloc {
 	if tg == nil || !tg.EphemeralDisk.StickyOrMigrate() {
 		return nil
 	}
-	c.allocMu.RLock()
+	c.allocMu.Lock()
 	prev := c.allocs[a.PreviousAllocation]
-	c.allocMu.RUnlock()
+	token := c.migrateTokens[a.ID]
+	delete(c.migrateTokens, a.ID)
+	c.allocMu.Unlock()
 	if prev == nil {
-		return nil
+		// On another node: fetched from there when the group migrates
+		// and the servers gave a token (they do when the previous
+		// allocation ran elsewhere).
+		if !tg.EphemeralDisk.Migrate || token == "" {
+			return nil
+		}
+		return &remotePrevAlloc{c: c, allocID: a.PreviousAllocation, token: token}
 	}
 	return &allocrunner.LocalPrevAlloc{
 		AllocID: a.PreviousAllocation,
 		Dir:     filepath.Join(c.cfg.AllocDir, a.PreviousAllocation),
 		Done:    prev.WaitCh(),
+	}
+}
+
+// keepMigrateTokens remembers the pull's migrate tokens until their
+// allocations start.
+func (c *Client) keepMigrateTokens(tokens map[string]string) {
+	if len(tokens) == 0 {
+		return
+	}
+	c.allocMu.Lock()
+	defer c.allocMu.Unlock()
+	if c.migrateTokens == nil {
+		c.migrateTokens = make(map[string]string)
+	}
+	for id, t := range tokens {
+		c.migrateTokens[id] = t
 	}
 }

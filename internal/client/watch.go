@@ -63,6 +63,7 @@ func (c *Client) watchAllocations() {
 			backoff = min(backoff*2, allocWatchBackoffMax)
 			continue
 		}
+		c.keepMigrateTokens(resp.MigrateTokens)
 		if err := c.applyAllocs(resp.Allocs, resp.Changed); err != nil {
 			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
 			if !c.sleep(jitter(backoff)) {

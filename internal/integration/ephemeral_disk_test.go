@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -125,4 +126,82 @@ func TestMaxRunDurationStopsBatchAllocation(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "max_run_duration") {
 		t.Fatalf("registering a service job with max_run_duration: %v, want a 400 naming max_run_duration", err)
 	}
+}
+
+// With ephemeral_disk migrate, a replacement placed on another node (the
+// old node is excluded by a constraint) fetches the previous allocation's
+// alloc/data and local/ from the node that ran it, once that allocation has
+// stopped: one server, two client agents.
+func TestMigratingEphemeralDiskFollowsToAnotherNode(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1},
+	})
+	srv.waitReady(false)
+	rawExec := map[string]any{"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}}}
+	var clients []*agent
+	for i := 0; i < 2; i++ {
+		clients = append(clients, startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, rawExec))
+	}
+	var nodes []*api.NodeListStub
+	waitFor(t, 30*time.Second, "two client nodes ready", func() bool {
+		var err error
+		nodes, _, err = srv.client.Nodes().List(nil)
+		ready := 0
+		for _, n := range nodes {
+			if n.Status == "ready" {
+				ready++
+			}
+		}
+		return err == nil && ready == 2
+	})
+
+	job := rawExecJob("mig", "service", 1,
+		`echo "$NOMAD_ALLOC_ID" >> "$NOMAD_ALLOC_DIR/data/history"; echo "$NOMAD_ALLOC_ID" >> "$NOMAD_TASK_DIR/mine"; exec sleep 600`)
+	job.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Migrate: ptr(true), SizeMB: ptr(50)}
+	job.TaskGroups[0].Constraints = []*api.Constraint{{LTarget: "${node.unique.id}", RTarget: nodes[0].ID, Operand: "="}}
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	waitFor(t, 30*time.Second, "the first allocation wrote its data", func() bool {
+		for _, s := range srv.allocsOf("mig") {
+			if s.ClientStatus == "running" && strings.TrimSpace(srv.catAllocFile(s.ID, "alloc/data/history")) == s.ID {
+				first = s.ID
+				return true
+			}
+		}
+		return false
+	})
+
+	job.TaskGroups[0].Constraints[0].RTarget = nodes[1].ID
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var second string
+	waitFor(t, 30*time.Second, "the replacement runs on the other node and wrote its line", func() bool {
+		for _, s := range srv.allocsOf("mig") {
+			if s.ID != first && s.NodeID == nodes[1].ID && s.ClientStatus == "running" && strings.Contains(srv.catAllocFile(s.ID, "alloc/data/history"), s.ID) {
+				second = s.ID
+				return true
+			}
+		}
+		return false
+	})
+	for _, path := range []string{"alloc/data/history", "t/local/mine"} {
+		if got, want := srv.catAllocFile(second, path), first+"\n"+second+"\n"; got != want {
+			t.Fatalf("%s on the new node = %q, want the previous allocation's line then its own: %q", path, got, want)
+		}
+	}
+	alloc, _, err := srv.client.Allocations().Info(second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, e := range alloc.TaskStates["t"].Events {
+		msgs = append(msgs, e.DisplayMessage)
+	}
+	if !strings.Contains(strings.Join(msgs, "|"), "Migrated data from previous allocation "+first[:8]) {
+		t.Fatalf("events %q do not tell of the migration", msgs)
+	}
+	_ = clients
 }

@@ -41,9 +41,9 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 	}
 
 	warned := testJob("svc", 1)
-	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}}   // Drover has no Consul integration
-	warned.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 300, Migrate: true} // not fetched across nodes
-	const wantWarnings = "2 warnings:\n\n* Task group \"web\": ephemeral_disk migrate is accepted but not acted on by Drover yet"
+	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}} // Drover has no Consul integration
+	warned.TaskGroups[0].Networks = []*structs.NetworkResource{{MBits: 100}}              // bandwidth is not accounted
+	const wantWarnings = "2 warnings:\n\n* Task group \"web\": network[0] mbits is accepted but not acted on by Drover yet"
 	var rr structs.JobRegisterResponse
 	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: warned.Copy()}, &rr); err != nil {
 		t.Fatal(err)

@@ -179,10 +179,6 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"ephemeral_disk migrate", gapWarn, "the data is moved to a replacement on the same node (sticky), but not fetched from another node: a replacement placed elsewhere starts with an empty alloc dir", func(c groupCtx) []string {
-		d := c.tg.EphemeralDisk
-		return when(d != nil && d.Migrate, "ephemeral_disk migrate")
-	}},
 }
 
 var taskGaps = []gap[taskCtx]{
