@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/client/testutil"
 	"github.com/drover-project/drover/internal/structs"
@@ -92,5 +93,48 @@ func mustWrite(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A replacement stopped while it still waits for its previous allocation
+// (which keeps running) ends at once without starting its task, and the
+// previous allocation keeps its data.
+func TestClient_StickyDiskWaitEndsWhenStopped(t *testing.T) {
+	tc := newTestClient(t, nil)
+	tc.waitReady(t)
+	prev := testutil.Alloc(structs.JobTypeService, testutil.MockTask("t", map[string]any{"run_for": "-1s"}))
+	prev.Job.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 10, Sticky: true}
+	prev.NodeID = tc.NodeID()
+	tc.srv.upsertAlloc(prev)
+	tc.waitServerStatus(t, prev.ID, structs.AllocClientStatusRunning)
+	mustWrite(t, filepath.Join(tc.cfg.AllocDir, prev.ID, "alloc", "data", "x"), "x")
+
+	next := prev.CopySkipJob()
+	next.Job = prev.Job
+	next.ID, next.PreviousAllocation = uuid.NewString(), prev.ID
+	next.ClientStatus, next.TaskStates = structs.AllocClientStatusPending, nil
+	tc.srv.upsertAlloc(next)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		a := tc.srv.alloc(next.ID)
+		if a == nil || a.TaskStates["t"] == nil {
+			return testutil.Errorf("no task state yet")
+		}
+		for _, e := range a.TaskStates["t"].Events {
+			if strings.HasPrefix(e.DisplayMessage, "Waiting for previous allocation") {
+				return nil
+			}
+		}
+		return testutil.Errorf("not waiting yet: %+v", a.TaskStates["t"].Events)
+	})
+	tc.srv.stopAlloc(next.ID)
+	got := tc.waitServerStatus(t, next.ID, structs.AllocClientStatusComplete)
+	if !got.TaskStates["t"].StartedAt.IsZero() {
+		t.Fatal("the stopped replacement started its task")
+	}
+	if a := tc.srv.alloc(prev.ID); a.ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatalf("previous allocation %s, want still running", a.ClientStatus)
+	}
+	if _, err := os.Stat(filepath.Join(tc.cfg.AllocDir, prev.ID, "alloc", "data", "x")); err != nil {
+		t.Fatalf("the previous allocation lost its data: %v", err)
 	}
 }
