@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,4 +208,91 @@ func TestMigratingEphemeralDiskFollowsToAnotherNode(t *testing.T) {
 		t.Fatalf("events %q do not tell of the migration", msgs)
 	}
 	_ = clients
+}
+
+// When the node of the previous allocation is down, the replacement of its
+// lost allocation cannot fetch the data: it starts with empty directories
+// at once, with a Task Setup event naming the reason.
+func TestMigratingEphemeralDiskFromDownNodeStartsEmpty(t *testing.T) {
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1, "min_heartbeat_ttl": "1s", "heartbeat_grace": "1s"},
+	})
+	srv.waitReady(false)
+	rawExec := map[string]any{"plugin": map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}}}
+	var clients []*agent
+	for i := 0; i < 2; i++ {
+		clients = append(clients, startAgent(t, t.TempDir(), []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, rawExec))
+	}
+	waitFor(t, 30*time.Second, "two client nodes ready", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		ready := 0
+		for _, n := range nodes {
+			if n.Status == "ready" {
+				ready++
+			}
+		}
+		return err == nil && ready == 2
+	})
+	job := rawExecJob("mig-down", "service", 1, `echo $$ > "$NOMAD_TASK_DIR/pid"; echo "$NOMAD_ALLOC_ID" >> "$NOMAD_ALLOC_DIR/data/history"; exec sleep 600`)
+	job.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Migrate: ptr(true), SizeMB: ptr(50)}
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var first *api.AllocationListStub
+	waitFor(t, 30*time.Second, "the first allocation wrote its data", func() bool {
+		for _, s := range srv.allocsOf("mig-down") {
+			if s.ClientStatus == "running" && strings.TrimSpace(srv.catAllocFile(s.ID, "alloc/data/history")) == s.ID {
+				first = s
+				return true
+			}
+		}
+		return false
+	})
+	// Kill the agent that runs it (no clean shutdown: the task is left
+	// behind, and killed by the test).
+	node, _, err := srv.client.Nodes().Info(first.NodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *agent
+	for _, a := range clients {
+		if fmt.Sprintf("127.0.0.1:%d", a.http) == node.HTTPAddr {
+			victim = a
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no agent serves node %s (%s)", first.NodeID, node.HTTPAddr)
+	}
+	victim.kill()
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(victim.dataDir, "client", "alloc", first.ID, "t", "local", "pid"))
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	var second *api.Allocation
+	waitFor(t, 60*time.Second, "the lost allocation's replacement runs on the other node", func() bool {
+		for _, s := range srv.allocsOf("mig-down") {
+			if s.ID != first.ID && s.ClientStatus == "running" {
+				second, _, err = srv.client.Allocations().Info(s.ID, nil)
+				return err == nil
+			}
+		}
+		return false
+	})
+	if second.PreviousAllocation != first.ID {
+		t.Fatalf("PreviousAllocation %q, want %q", second.PreviousAllocation, first.ID)
+	}
+	if got := srv.catAllocFile(second.ID, "alloc/data/history"); got != second.ID+"\n" {
+		t.Fatalf("history on the new node = %q, want only its own line", got)
+	}
+	var msgs []string
+	for _, e := range second.TaskStates["t"].Events {
+		msgs = append(msgs, e.DisplayMessage)
+	}
+	all := strings.Join(msgs, "|")
+	if !strings.Contains(all, "Failed to migrate data from previous allocation "+first.ID[:8]) || !strings.Contains(all, "is down") {
+		t.Fatalf("events %q do not say the previous node is down", msgs)
+	}
 }
