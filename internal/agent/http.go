@@ -64,6 +64,7 @@ func (a *Agent) startHTTP(prom http.Handler) {
 		cfg.Allocs = a.client
 		cfg.AllocOps = a.client
 		cfg.AllocChecks = a.client
+		cfg.AllocSnapshot = a.client
 	}
 	cfg.Reach = nodeDialer{a}
 	if il, ok := a.logger.(hclog.InterceptLogger); ok {

@@ -72,6 +72,10 @@ type Client struct {
 	allocs  map[string]*allocrunner.AllocRunner
 	// allocIndex is the AllocModifyIndex of the local copy of each alloc.
 	allocIndex map[string]uint64
+	// migrateTokens are the servers' tokens for fetching previous
+	// allocations from other nodes, by new allocation ID, until used
+	// (migrate_remote.go).
+	migrateTokens map[string]string
 
 	sync *allocSync
 	// hbStop is the last successful heartbeat, for stop_on_client_after

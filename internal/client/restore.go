@@ -54,7 +54,7 @@ func (c *Client) restoreState() {
 			_ = c.state.DeleteAlloc(a.ID)
 			continue
 		}
-		ar, err := c.newAllocRunner(a, c.serversContacted, c.restoreDriverSet())
+		ar, err := c.newAllocRunner(a, c.serversContacted, c.restoreDriverSet(), nil)
 		if err != nil {
 			c.logger.Error("failed to restore allocation", "alloc_id", a.ID, "error", err)
 			continue
@@ -75,8 +75,9 @@ func (c *Client) restoreState() {
 }
 
 // newAllocRunner builds the runner of an allocation on this node, its tasks
-// run with ds; hold, if set, delays starting them.
-func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}, ds map[string]drivers.Driver) (*allocrunner.AllocRunner, error) {
+// run with ds; hold, if set, delays starting them; prev, if set, is the
+// previous allocation whose data it takes over (migrate_prev.go).
+func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}, ds map[string]drivers.Driver, prev allocrunner.PrevAlloc) (*allocrunner.AllocRunner, error) {
 	cfg := allocrunner.Config{
 		Alloc: a, Node: c.Node(), Region: c.cfg.Region, AllocRoot: c.cfg.AllocDir,
 		Drivers: ds, MaxKillTimeout: c.cfg.MaxKillTimeout,
@@ -84,7 +85,7 @@ func (c *Client) newAllocRunner(a *structs.Allocation, hold <-chan struct{}, ds 
 		NewAllocDir: newAllocDir, StartLogs: startLogs, BuildEnv: buildEnv, InterpolateConfig: interpolateConfig,
 		ReserveDevices: c.reserveDevices, SignIdentities: c.signIdentities, TaskAPI: &c.taskAPI, Artifacts: c.cfg.Artifacts, Hold: hold, Services: serviceRPC{c},
 		Templates:          templateBackend{c},
-		NetworkUnavailable: c.bridgeReason, Cpusets: c.cpusets,
+		NetworkUnavailable: c.bridgeReason, Cpusets: c.cpusets, PrevAlloc: prev,
 	}
 	if c.bridge != nil {
 		cfg.Network = c.bridge

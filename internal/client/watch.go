@@ -63,6 +63,7 @@ func (c *Client) watchAllocations() {
 			backoff = min(backoff*2, allocWatchBackoffMax)
 			continue
 		}
+		c.keepMigrateTokens(resp.MigrateTokens)
 		if err := c.applyAllocs(resp.Allocs, resp.Changed); err != nil {
 			c.logger.Warn("failed to fetch allocations", "error", err, "retry_in", backoff)
 			if !c.sleep(jitter(backoff)) {
@@ -222,7 +223,7 @@ func (c *Client) fetchAllocs(ids []string, maxIndex uint64) ([]*structs.Allocati
 }
 
 func (c *Client) addAlloc(a *structs.Allocation) error {
-	ar, err := c.newAllocRunner(a, nil, c.driverSet())
+	ar, err := c.newAllocRunner(a, nil, c.driverSet(), c.prevAllocOf(a))
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,12 @@ func (s *GenericScheduler) place(p placement, now time.Time) bool {
 	if p.reschedule && p.prev != nil {
 		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{p.prev.NodeID: {}}}
 	}
+	if n := s.preferredNode(job, tg, p.prev); n != nil {
+		if opts == nil {
+			opts = &feasible.SelectOptions{}
+		}
+		opts.PreferredNode = n
+	}
 	start := s.clock()
 	option := s.stack.Select(tg, opts)
 	metrics := s.ctx.Metrics()
@@ -155,4 +161,19 @@ func allocatedResources(tg *structs.TaskGroup, option *feasible.RankedNode) *str
 		}
 	}
 	return res
+}
+
+// preferredNode is the node a replacement of prev should be tried on
+// first: prev's node when the group's ephemeral disk is sticky (or
+// migrates, which implies sticky) and that node can still take the job's
+// placements. Nil: no preference.
+func (s *GenericScheduler) preferredNode(job *structs.Job, tg *structs.TaskGroup, prev *structs.Allocation) *structs.Node {
+	if prev == nil || prev.NodeID == "" || !tg.EphemeralDisk.StickyOrMigrate() {
+		return nil
+	}
+	n, err := s.state.NodeByID(nil, prev.NodeID)
+	if err != nil || n == nil || !n.Ready() || !feasible.InJobScope(n, job) {
+		return nil
+	}
+	return n
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -43,9 +42,8 @@ func TestJobEndpointsRefuseOrWarnUnsupported(t *testing.T) {
 
 	warned := testJob("svc", 1)
 	warned.TaskGroups[0].Services = []*structs.Service{{Name: "api", Provider: "consul"}} // Drover has no Consul integration
-	maxRun := time.Hour
-	warned.TaskGroups[0].MaxRunDuration = &maxRun
-	const wantWarnings = "2 warnings:\n\n* Task group \"web\": max_run_duration is accepted but not acted on by Drover yet"
+	warned.TaskGroups[0].Networks = []*structs.NetworkResource{{MBits: 100}}              // bandwidth is not accounted
+	const wantWarnings = "2 warnings:\n\n* Task group \"web\": network[0] mbits is accepted but not acted on by Drover yet"
 	var rr structs.JobRegisterResponse
 	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: warned.Copy()}, &rr); err != nil {
 		t.Fatal(err)

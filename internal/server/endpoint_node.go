@@ -410,6 +410,7 @@ func (n *Node) clientAllocs(st *state.StateStore, watch state.NodePull, args *st
 	// its own (NodeClientAllocsResponse.InmemReply).
 	reply.SetAllocsOf(pull.All)
 	reply.Changed = pull.Changed
+	reply.MigrateTokens = migrateTokens(st, args.NodeID, pull.Changed)
 	// Never answer 0: a client's next pull would not block and the client
 	// would spin. With 1 it waits for its first allocation.
 	reply.Index = max(pull.Index, 1)

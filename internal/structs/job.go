@@ -147,6 +147,12 @@ type EphemeralDisk struct {
 	Migrate bool
 }
 
+// StickyOrMigrate reports whether a replacement allocation keeps the
+// previous allocation's data: sticky, or migrate (which implies sticky).
+func (d *EphemeralDisk) StickyOrMigrate() bool {
+	return d != nil && (d.Sticky || d.Migrate)
+}
+
 // LogConfig bounds a task's rotated log files.
 type LogConfig struct {
 	MaxFiles      int

@@ -188,6 +188,17 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
 		v.add("%s: ShutdownDelay must not be negative (got %s)", prefix, *tg.ShutdownDelay)
 	}
+	if d := tg.MaxRunDuration; d != nil && *d != 0 {
+		// Nomad's batch timeout: the client stops the allocation once it
+		// has run this long; a service or system allocation is meant to
+		// run until stopped.
+		if *d < 0 {
+			v.add("%s: MaxRunDuration must be positive (got %s)", prefix, *d)
+		}
+		if j.Type != JobTypeBatch && j.Type != JobTypeSysBatch {
+			v.add("%s: MaxRunDuration (max_run_duration) is only supported for batch and sysbatch jobs, not %s jobs", prefix, j.Type)
+		}
+	}
 	if tg.EphemeralDisk != nil && tg.EphemeralDisk.SizeMB < 0 {
 		v.add("%s: EphemeralDisk.SizeMB must not be negative", prefix)
 	}

@@ -45,6 +45,10 @@ func TestValidateNamesTheField(t *testing.T) {
 			s := "https://example.com/a.tgz"
 			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: &s, GetterOptions: map[string]string{"checksum": "sha256:abcd"}}}
 		}, `Artifacts[0]: checksum "sha256:abcd": a sha256 checksum has 64 hex digits, not 4`},
+		{"negative max_run_duration", func(j *Job) { j.Type = JobTypeBatch; d := -time.Minute; j.TaskGroups[0].MaxRunDuration = &d },
+			`Task group "g": MaxRunDuration must be positive (got -1m0s)`},
+		{"max_run_duration on a service job", func(j *Job) { d := time.Minute; j.TaskGroups[0].MaxRunDuration = &d },
+			`Task group "g": MaxRunDuration (max_run_duration) is only supported for batch and sysbatch jobs, not service jobs`},
 		{"dup static port", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "a", Value: 80}, {Label: "b", Value: 80}}}}
 		}, "static port 80 is used by both"},

@@ -280,6 +280,10 @@ var routeRules = []routeRule{
 	{"WRITE", "/v1/client/allocation/:id/signal", nsObj("alloc", capLifecycle)},
 	{"GET", "/v1/client/allocation/:id/checks", nsObj("alloc", capRead)},
 	{"GET", "/v1/client/allocation/:id/exec", nsObj("alloc", capExec)},
+	// The node of a replacement fetching its previous allocation's data
+	// (ephemeral_disk migrate) presents a migrate token, not an ACL
+	// token: the handler checks it against this node's secret.
+	{"GET", "/v1/client/allocation/:id/snapshot", needPublic},
 	{"GET", "/v1/client/fs/logs/:id", nsObj("alloc", capReadLogs, capReadFS)},
 	{"GET", "/v1/client/fs/ls/:id", nsObj("alloc", capReadFS)},
 	{"GET", "/v1/client/fs/stat/:id", nsObj("alloc", capReadFS)},

@@ -29,6 +29,7 @@ type ClientAllocChecks interface {
 }
 
 // /v1/client/allocation/<alloc>/exec (exec.go), /gc (client_gc.go),
+// /snapshot (client_snapshot.go),
 // /stats (the running tasks' usage, from the drivers that report it),
 // /restart, /signal and /checks. Every other path under
 // /v1/client/allocation/ answers 404. The route runs on the allocation's
@@ -47,7 +48,7 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 		return s.allocGCRequest(w, r, parts[0])
 	case "restart", "signal":
 		return s.allocOpRequest(r, parts[0], id)
-	case "exec", "stats", "checks":
+	case "exec", "stats", "checks", "snapshot":
 	default:
 		return nil, errNotFound
 	}
@@ -59,6 +60,8 @@ func (s *server) clientAllocRequest(w http.ResponseWriter, r *http.Request) (any
 		return s.allocExecRequest(w, r, parts[0])
 	case "checks":
 		return s.allocChecksRequest(parts[0])
+	case "snapshot":
+		return s.allocSnapshotRequest(w, r, parts[0])
 	}
 	if s.cfg.AllocStats == nil {
 		return nil, s.execElsewhere(parts[0], true)

@@ -105,6 +105,9 @@ type Config struct {
 	AllocOps   ClientAllocOps     // nil: the agent runs no client
 
 	AllocChecks ClientAllocChecks // nil: the agent runs no client
+	// AllocSnapshot serves previous allocations' data to the nodes of
+	// their replacements; nil: the agent runs no client.
+	AllocSnapshot ClientAllocSnapshot
 	// Reach opens pipes to other nodes' agents; nil: requests about
 	// another node are refused.
 	Reach      NodeDialer

@@ -81,6 +81,10 @@ type Config struct {
 	// allocation's reserved cores are held in it from New until Run ends,
 	// and its tasks without reserved cores run on it.
 	Cpusets *cpuset.Manager
+	// PrevAlloc, if set, is the allocation this one replaces when its data
+	// is to be taken over (sticky ephemeral disk; migrate.go): the tasks
+	// start once it is terminal and its data was moved in.
+	PrevAlloc PrevAlloc
 
 	Logger hclog.Logger
 	Clock  func() time.Time
@@ -137,6 +141,12 @@ type AllocRunner struct {
 	svc    *serviceLoop
 	checks *checkRunner
 
+	// maxRunCh wakes the max_run_duration watcher after an update;
+	// maxRunHit (under mu) records that it stopped the allocation
+	// (maxrun.go).
+	maxRunCh  chan struct{}
+	maxRunHit bool
+
 	killOnce sync.Once
 	// preKillOnce runs the group's pre-kill step (kill.go).
 	preKillOnce sync.Once
@@ -183,6 +193,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		logger:   cfg.Logger.With("alloc_id", cfg.Alloc.ID),
 		alloc:    cfg.Alloc,
 		changeCh: make(chan struct{}, 1),
+		maxRunCh: make(chan struct{}, 1),
 		killCh:   make(chan struct{}),
 		waitCh:   make(chan struct{}),
 		detachCh: make(chan struct{}),
@@ -312,6 +323,9 @@ func (ar *AllocRunner) stripped() *structs.Allocation {
 		a.NetworkStatus = &structs.AllocNetworkStatus{}
 	}
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if a.ClientStatus == structs.AllocClientStatusComplete && ar.maxRunExceeded() {
+		a.ClientDescription = MaxRunExceededDesc
+	}
 	return a
 }
 
@@ -372,6 +386,7 @@ func (ar *AllocRunner) Update(alloc *structs.Allocation) {
 		ar.Kill("alloc desired status is " + alloc.DesiredStatus)
 		return
 	}
+	ar.pokeMaxRun()
 	ar.health.observe(alloc)
 	ar.pokeServices()
 	if alloc.ClientStatus == structs.AllocClientStatusUnknown {

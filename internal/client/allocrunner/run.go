@@ -12,6 +12,7 @@ func (ar *AllocRunner) Run() {
 	first := ar.alloc
 	ar.mu.Unlock()
 	ar.health.observe(first)
+	go ar.watchMaxRun(ar.runStart())
 	if ar.svc != nil {
 		go ar.runServices()
 	}
@@ -33,6 +34,9 @@ func (ar *AllocRunner) Run() {
 			e.tr.Kill("setup failure")
 		}
 		ar.waitAll(func(*taskEntry) bool { return true })
+		return
+	}
+	if !ar.takeOverPrev(names) && ar.detached() {
 		return
 	}
 	if err := ar.setupNetwork(); err != nil {
@@ -93,7 +97,10 @@ func (ar *AllocRunner) Run() {
 	ar.killInOrder(reason)
 	ar.waitAll(func(e *taskEntry) bool { return e.phase != phasePoststop })
 
-	ar.startPhase(phasePoststop)
+	if !ar.maxRunExceeded() {
+		// An allocation out of time does not run its poststop tasks.
+		ar.startPhase(phasePoststop)
+	}
 	ar.waitAll(func(*taskEntry) bool { return true })
 	ar.teardownNetwork()
 	ar.report()

@@ -12,6 +12,10 @@ import (
 type SelectOptions struct {
 	// PenaltyNodeIDs are nodes to avoid (where the replaced alloc failed).
 	PenaltyNodeIDs map[string]struct{}
+	// PreferredNode, when set, is tried alone first (a sticky or
+	// migrating ephemeral disk prefers the replaced allocation's node);
+	// the whole candidate list is searched only when it does not fit.
+	PreferredNode *structs.Node
 }
 
 // affinitySpreadLimit is how many nodes a selection visits at least when
@@ -131,6 +135,22 @@ func (s *Stack) SetJob(job *structs.Job) {
 // context's Metrics explain the outcome either way. The option is valid
 // until the next Select.
 func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
+	if opts != nil && opts.PreferredNode != nil {
+		// Search the preferred node alone, then restore the candidate
+		// list (and its lazily drawn order) as it was.
+		saved := *s.source
+		s.source.SetNodes([]*structs.Node{opts.PreferredNode})
+		best := s.selectOnce(tg, opts)
+		*s.source = saved
+		if best != nil {
+			return best
+		}
+	}
+	return s.selectOnce(tg, opts)
+}
+
+// selectOnce is one search of the current candidate list.
+func (s *Stack) selectOnce(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 	s.ctx.ResetMetrics()
 	s.ctx.explainSelect(tg)
 	m := s.ctx.Metrics()

@@ -184,13 +184,6 @@ var groupGaps = []gap[groupCtx]{
 		}
 		return out
 	}},
-	{"ephemeral_disk sticky/migrate", gapWarn, "a replacement allocation starts with an empty alloc dir", func(c groupCtx) []string {
-		d := c.tg.EphemeralDisk
-		return when(d != nil && (d.Sticky || d.Migrate), "ephemeral_disk sticky/migrate")
-	}},
-	{"max_run_duration", gapWarn, "allocations are not stopped when it elapses", func(c groupCtx) []string {
-		return when(c.tg.MaxRunDuration != nil && *c.tg.MaxRunDuration > 0, "max_run_duration")
-	}},
 }
 
 var taskGaps = []gap[taskCtx]{

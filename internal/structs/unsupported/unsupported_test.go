@@ -77,7 +77,6 @@ func TestCheck_BridgeContainersAndVMsHaveNoGaps(t *testing.T) {
 }
 
 func TestCheck_Decisions(t *testing.T) {
-	dur := func(d time.Duration) *time.Duration { return &d }
 	task := func(j *api.Job) *api.Task { return j.TaskGroups[0].Tasks[0] }
 	tg := func(j *api.Job) *api.TaskGroup { return j.TaskGroups[0] }
 	const tp = `Task group "web", task "server": `
@@ -174,8 +173,6 @@ func TestCheck_Decisions(t *testing.T) {
 		}, gp + `service "api" check "s" of type "script" is not supported by Drover yet: the nomad service provider runs only http and tcp checks`, ""},
 		{"consul service on a task", func(j *api.Job) { task(j).Services = []*api.Service{{Name: "api", PortLabel: "http"}} },
 			"", tp + `service "api" is accepted but not acted on by Drover yet: Drover has no Consul integration, so it is not registered in Consul (provider "consul")`},
-		{"sticky disk", func(j *api.Job) { tg(j).EphemeralDisk = &api.EphemeralDisk{Sticky: new(true)} }, "", gp + `ephemeral_disk sticky/migrate is accepted`},
-		{"max_run_duration", func(j *api.Job) { tg(j).MaxRunDuration = dur(time.Hour) }, "", gp + `max_run_duration is accepted`},
 		{"network dns", func(j *api.Job) { tg(j).Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}} }, "", gp + `network[0] dns is accepted`},
 		{"network mbits", func(j *api.Job) { tg(j).Networks[0].MBits = new(100) }, "", gp + `network[0] mbits is accepted`},
 		{"ignore_collision", func(j *api.Job) { tg(j).Networks[0].DynamicPorts[0].IgnoreCollision = true }, "", gp + `network[0] port "http" ignore_collision is accepted`},
@@ -261,6 +258,19 @@ func TestCheck_ShutdownDelayAccepted(t *testing.T) {
 	d := 5 * time.Second
 	j.TaskGroups[0].ShutdownDelay = &d
 	j.TaskGroups[0].Tasks[0].ShutdownDelay = d
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
+	}
+}
+
+// A sticky or migrating ephemeral disk (the scheduler prefers the previous
+// node, the client moves the data there or fetches it from the previous
+// node) and max_run_duration are honoured: no warning.
+func TestCheck_StickyDiskAndMaxRunDurationAccepted(t *testing.T) {
+	j := gapJob("batch")
+	j.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Sticky: new(true), Migrate: new(true)}
+	d := time.Hour
+	j.TaskGroups[0].MaxRunDuration = &d // the client stops the allocation when it elapses
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
