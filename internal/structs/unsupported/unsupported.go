@@ -28,7 +28,8 @@ import (
 // periodic, parameterized + dispatch_payload, restart, reschedule (the
 // reconciler applies its delays), update (deployments), ephemeral_disk.size, group networks in host mode with
 // static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
-// kill_timeout, kill_signal, leader, lifecycle, logs, group scaling (stored
+// kill_timeout, kill_signal, leader, lifecycle, logs, static host volumes
+// (group volume of type "host", task volume_mount), group scaling (stored
 // and served as a policy; min/max bound job scale), driver config (checked against the driver's schema below).
 //
 // Blocks that the api client's Canonicalize fills in for every job
@@ -102,8 +103,14 @@ var jobGaps = []gap[*structs.Job]{
 }
 
 var groupGaps = []gap[groupCtx]{
-	{"volume", gapRefuse, "tasks would run without the volume and write their data to the alloc dir, where it is lost", func(c groupCtx) []string {
-		return labels("volume", c.tg.Volumes)
+	{"csi volume", gapRefuse, "Drover has no CSI plugin support; only static host volumes (type = \"host\") are mounted, so the task would write its data to the alloc dir, where it is lost", func(c groupCtx) []string {
+		var out []string
+		for _, name := range sortedKeys(c.tg.Volumes) {
+			if v := c.tg.Volumes[name]; v != nil && v.Type == "csi" {
+				out = append(out, fmt.Sprintf("volume %q (type = \"csi\")", name))
+			}
+		}
+		return out
 	}},
 	{"consul", gapRefuse, "Drover has no Consul integration; tasks would get no Consul token or configuration", func(c groupCtx) []string {
 		return when(c.tg.Consul != nil, "consul")
@@ -215,15 +222,6 @@ var taskGaps = []gap[taskCtx]{
 		for _, a := range c.t.Artifacts {
 			if a != nil {
 				out = append(out, fmt.Sprintf("artifact %q", ptrVal(a.GetterSource)))
-			}
-		}
-		return out
-	}},
-	{"volume_mount", gapRefuse, "the task would write to its own directory instead of the volume, and the data would be lost", func(c taskCtx) []string {
-		var out []string
-		for _, m := range c.t.VolumeMounts {
-			if m != nil {
-				out = append(out, fmt.Sprintf("volume_mount %q", ptrVal(m.Volume)))
 			}
 		}
 		return out
@@ -466,3 +464,12 @@ func ptrVal[T any](p *T) T {
 
 // honoursUser are the drivers that run a task as its `user`.
 var honoursUser = map[string]bool{"docker": true, "podman": true, "exec": true, "java": true, "raw_exec": true}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
