@@ -12,6 +12,9 @@ import (
 type SelectOptions struct {
 	// PenaltyNodeIDs are nodes to avoid (where the replaced alloc failed).
 	PenaltyNodeIDs map[string]struct{}
+	// AllocName is the name of the allocation placed ("job.group[2]"):
+	// per_alloc host volumes are looked up by its index.
+	AllocName string
 }
 
 // affinitySpreadLimit is how many nodes a selection visits at least when
@@ -141,6 +144,10 @@ func (s *Stack) Select(tg *structs.TaskGroup, opts *SelectOptions) *RankedNode {
 		m.NodesAvailable[dc] = n
 	}
 	s.feas.SetTaskGroup(tg)
+	s.feas.SetAllocName("")
+	if opts != nil {
+		s.feas.SetAllocName(opts.AllocName)
+	}
 	s.distinct.SetTaskGroup(tg)
 	s.property.SetTaskGroup(tg)
 	s.binpack.tg = tg
