@@ -88,10 +88,10 @@ func (tg *TaskGroup) validateVolumes(j *Job, prefix string, v *ValidationError) 
 			} else if strings.ContainsRune(dest, 0) {
 				v.add("%s.Destination: destination must not contain a null character", mp)
 			}
-			if t.Driver == "raw_exec" {
-				// Nomad places the task and then fails it in the volume
+			if why, ok := noMountDrivers[t.Driver]; ok {
+				// Nomad places the task and then fails it in its volume
 				// hook; refusing at submit says the same thing sooner.
-				v.add("%s: task driver raw_exec does not support host volumes: it runs tasks on the host without a mount namespace (use exec, docker or podman)", mp)
+				v.add("%s: task driver %s does not support host volumes: %s (use exec, java, docker or podman)", mp, t.Driver, why)
 			}
 			switch p := ptrStr(m.PropagationMode); p {
 			case "", "private", "host-to-task", "bidirectional":
@@ -105,6 +105,13 @@ func (tg *TaskGroup) validateVolumes(j *Job, prefix string, v *ValidationError) 
 			}
 		}
 	}
+}
+
+// noMountDrivers are the built-in drivers that cannot mount a volume, and
+// why.
+var noMountDrivers = map[string]string{
+	"raw_exec": "it runs tasks on the host without a mount namespace",
+	"qemu":     "a virtual machine sees only its disk image",
 }
 
 func ptrStr(p *string) string {

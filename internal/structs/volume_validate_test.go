@@ -74,6 +74,8 @@ func TestValidateVolumesNameTheField(t *testing.T) {
 			`VolumeMounts[0].SELinuxLabel: invalid SELinux label "rw"`},
 		{"raw_exec", "", func(j *Job) { j.TaskGroups[0].Tasks[0].Driver = "raw_exec" },
 			`VolumeMounts[0]: task driver raw_exec does not support host volumes`},
+		{"qemu", "", func(j *Job) { j.TaskGroups[0].Tasks[0].Driver = "qemu" },
+			`VolumeMounts[0]: task driver qemu does not support host volumes`},
 	}
 	for _, c := range cases {
 		typ := c.typ
