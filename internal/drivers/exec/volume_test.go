@@ -65,3 +65,37 @@ func TestExecHostVolumeMountReservedDestination(t *testing.T) {
 	}
 	_ = d.DestroyTask(tc.ID, true)
 }
+
+// A destination inside a chroot_env entry (a read-only view of the host's
+// directory) that does not exist there is refused before the start with a
+// message that says why and what to do; one that exists is mounted over.
+func TestExecHostVolumeMountInsideChrootEnv(t *testing.T) {
+	requireIsolation(t)
+	vol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vol, "app.conf"), []byte("conf\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := New(Config{})
+	tc := newTask(t, "volchroot", map[string]any{"command": "/bin/true"})
+	tc.Mounts = []drivers.MountConfig{{HostPath: vol, TaskPath: "/etc/drover-test-missing-dir", ReadOnly: true}}
+	_, err := d.StartTask(tc)
+	if err == nil {
+		_ = d.DestroyTask(tc.ID, true)
+		t.Fatal("a mount point that cannot be created was accepted")
+	}
+	if !strings.Contains(err.Error(), `inside chroot_env entry "/etc"`) {
+		t.Fatalf("error %q does not say the destination is inside the /etc chroot_env entry", err)
+	}
+	_ = d.DestroyTask(tc.ID, true)
+
+	// /etc/ssl exists on the host: the volume covers it inside the task.
+	if _, err := os.Stat("/etc/ssl"); err != nil {
+		t.Skip("host has no /etc/ssl")
+	}
+	tc = newTask(t, "volchroot2", map[string]any{"command": "/bin/cat", "args": []any{"/etc/ssl/app.conf"}})
+	tc.Mounts = []drivers.MountConfig{{HostPath: vol, TaskPath: "/etc/ssl", ReadOnly: true}}
+	r, out, errOut := runToExit(t, d, tc)
+	if !r.Successful() || out != "conf\n" {
+		t.Fatalf("task over an existing chroot_env dir: %+v stdout %q stderr %q", r, out, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -82,8 +83,38 @@ func (s *Spec) checkBinds() error {
 		if !filepath.IsAbs(b.Source) {
 			return fmt.Errorf("volume mount to %q: host path %q is not absolute", b.Destination, b.Source)
 		}
+		if host, entry := s.chrootCover(dst); entry != "" {
+			// The chroot_env entry is a read-only view of the host's
+			// directory: the mount point must already exist there, as it
+			// cannot be created through the view (nor on the host).
+			if _, err := os.Stat(host); err != nil {
+				return fmt.Errorf("volume mount to %q: the destination is inside chroot_env entry %q, a read-only view of the host's directory, where %s does not exist; mount the volume outside the chroot_env entries (for example under /srv or /data)", b.Destination, entry, host)
+			}
+		}
 	}
 	return nil
+}
+
+// chrootCover is where dst (inside the root) is on the host when a
+// chroot_env entry that is bound (a directory present on the host) covers
+// it, and that entry's destination; "" when none does.
+func (s *Spec) chrootCover(dst string) (host, entry string) {
+	best, bestDst := "", ""
+	for h, d := range s.Chroot {
+		d = filepath.Clean("/" + d)
+		if d == "/" || !(dst == d || strings.HasPrefix(dst, d+"/")) || len(d) <= len(bestDst) {
+			continue
+		}
+		fi, err := os.Lstat(h)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue // not bound: neither on this host nor a directory
+		}
+		best, bestDst = h, d
+	}
+	if bestDst == "" {
+		return "", ""
+	}
+	return filepath.Join(best, strings.TrimPrefix(dst, bestDst)), bestDst
 }
 
 // ContainerID turns a task ID into a container ID.
