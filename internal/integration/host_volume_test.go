@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,4 +152,85 @@ func TestHostVolumeMountedIntoTasks(t *testing.T) {
 		return err == nil && n.Drivers["docker"] != nil && n.Drivers["docker"].Healthy
 	})
 	run("hv-docker", "docker", map[string]any{"image": img, "command": "/bin/sh", "args": []string{"-c", script("hv-docker")}})
+}
+
+// The volume stays mounted in an exec task across a client agent restart
+// (the task is re-attached, not restarted) and across a task restart (the
+// new start mounts it again): the task's writes keep reaching the host
+// path throughout.
+func TestHostVolumeSurvivesClientAndTaskRestart(t *testing.T) {
+	vol := t.TempDir()
+	if err := os.Chmod(vol, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	srv := startAgent(t, t.TempDir(), []string{"-server"}, map[string]any{
+		"server": map[string]any{"bootstrap_expect": 1}, "log_level": "INFO",
+	})
+	srv.waitReady(false)
+	clientDir := t.TempDir()
+	t.Cleanup(func() { killProcsUnder(clientDir) })
+	cli := startAgent(t, clientDir, []string{"-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srv.rpc)}, map[string]any{
+		"client":             map[string]any{"host_volume": map[string]any{"data": map[string]any{"path": vol}}},
+		"leave_on_interrupt": false,
+		"log_level":          "INFO",
+	})
+	waitFor(t, 20*time.Second, "client node ready", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	requireExecDriver(t, srv, "exec")
+
+	job := hostVolumeJob("hv-restart", "exec", map[string]any{"command": "/bin/sh", "args": []string{"-c",
+		"run=$(cat /proc/sys/kernel/random/uuid); while true; do echo $run >> /data/log; sleep 0.2; done"}})
+	job.Type = ptr("service")
+	tg := job.TaskGroups[0]
+	delete(tg.Volumes, "conf")
+	tg.Tasks[0].VolumeMounts = tg.Tasks[0].VolumeMounts[:1]
+	tg.RestartPolicy = &api.RestartPolicy{Attempts: ptr(3), Mode: ptr("fail"), Interval: ptr(time.Hour), Delay: ptr(time.Second)}
+	if _, _, err := srv.client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(vol, "log")
+	lines := func() []string {
+		b, _ := os.ReadFile(logPath)
+		return strings.Fields(string(b))
+	}
+	growing := func(what string) {
+		t.Helper()
+		n := len(lines())
+		waitFor(t, 30*time.Second, what, func() bool { return len(lines()) >= n+5 })
+	}
+	growing("the task writing into the volume")
+	// Each start of the task writes its own run ID.
+	firstRun := lines()[len(lines())-1]
+
+	cli.interrupt(30 * time.Second)
+	growing("the task writing into the volume while the client is down")
+	cli.start()
+	waitFor(t, 60*time.Second, "the client back", func() bool {
+		nodes, _, err := srv.client.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	growing("the re-attached task writing into the volume")
+	if last := lines()[len(lines())-1]; last != firstRun {
+		t.Fatalf("the task was restarted by the client restart (run %s, then %s); it should be re-attached", firstRun, last)
+	}
+
+	allocs := srv.allocsOf("hv-restart")
+	if len(allocs) != 1 {
+		t.Fatalf("allocations %+v", allocs)
+	}
+	// The node's status may still be the one from before the restart: the
+	// request is retried until the client's session with the servers is
+	// back.
+	var restartErr error
+	waitFor(t, 30*time.Second, "the restart request accepted", func() bool {
+		restartErr = srv.client.Allocations().Restart(&api.Allocation{ID: allocs[0].ID}, "t", nil)
+		return restartErr == nil
+	})
+	waitFor(t, 60*time.Second, "the restarted task writing into the volume", func() bool {
+		l := lines()
+		return len(l) > 0 && l[len(l)-1] != firstRun
+	})
+	growing("the restarted task still writing into the volume")
 }
