@@ -29,9 +29,6 @@ func (tg *TaskGroup) validateVolumes(j *Job, prefix string, v *ValidationError) 
 			v.add("%s: volume block is empty", vp)
 			continue
 		}
-		if req.Name != "" && req.Name != name {
-			v.add("%s: Name %q does not match the volume's label", vp, req.Name)
-		}
 		if req.Source == "" {
 			v.add("%s: Source: volume has an empty source", vp)
 		}
