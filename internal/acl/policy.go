@@ -74,7 +74,7 @@ var variableCapabilities = []string{"write", "read", "list", "destroy", "deny"}
 // Node pool and host volume capabilities.
 var (
 	nodePoolCapabilities   = []string{"delete", "read", "write", "deny"}
-	hostVolumeCapabilities = []string{"mount-readonly", "mount-readwrite", "deny"}
+	hostVolumeCapabilities = []string{HostVolumeCapabilityMountReadOnly, HostVolumeCapabilityMountReadWrite, "deny"}
 )
 
 // Policy is one parsed policy document.
@@ -115,6 +115,12 @@ type NodePoolPolicy struct {
 	Policy       string   `hcl:"policy"`
 	Capabilities []string `hcl:"capabilities"`
 }
+
+// Host volume capabilities (host_volume "<glob>" { capabilities = [...] }).
+const (
+	HostVolumeCapabilityMountReadOnly  = "mount-readonly"
+	HostVolumeCapabilityMountReadWrite = "mount-readwrite"
+)
 
 // HostVolumePolicy is a `host_volume "<glob>" {}` block.
 type HostVolumePolicy struct {

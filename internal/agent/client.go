@@ -82,6 +82,14 @@ func (a *Agent) setupClient() error {
 			InodeUsageThreshold: cc.GCInodeUsageThreshold, MaxAllocs: cc.GCMaxAllocs, ParallelDestroys: cc.GCParallelDestroys},
 	}
 	cfg.BridgeNetworkName, cfg.BridgeNetworkSubnet = cc.BridgeNetworkName, cc.BridgeNetworkSubnet
+	if len(cc.HostVolumes) > 0 {
+		cfg.HostVolumes = make(map[string]client.HostVolume, len(cc.HostVolumes))
+		for name, hv := range cc.HostVolumes {
+			if hv != nil {
+				cfg.HostVolumes[name] = client.HostVolume{Path: hv.Path, ReadOnly: hv.ReadOnly}
+			}
+		}
+	}
 	if d := cc.DrainOnShutdown; d != nil {
 		cfg.DrainOnShutdown = &client.DrainOnShutdown{Deadline: d.Deadline,
 			Force: d.Force != nil && *d.Force, IgnoreSystemJobs: d.IgnoreSystemJobs != nil && *d.IgnoreSystemJobs}

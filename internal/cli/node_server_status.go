@@ -154,6 +154,10 @@ func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool, host *api.H
 		"Status|" + n.Status,
 		"Drivers|" + strings.Join(drivers, ","),
 	}
+	if len(n.HostVolumes) > 0 || verbose {
+		// As Nomad's: the names in the summary, a table with -verbose.
+		rows = append(rows, "Host Volumes|"+orNone(strings.Join(sortedKeys(n.HostVolumes), ",")))
+	}
 	var b strings.Builder
 	b.WriteString(formatKV(rows))
 	b.WriteString(formatNodeResources(n, allocs, host, detailed))
@@ -166,6 +170,15 @@ func formatNode(n *api.Node, allocs []*api.Allocation, verbose bool, host *api.H
 		}
 		for _, k := range sortedKeys(n.Meta) {
 			meta = append(meta, k+"|"+n.Meta[k])
+		}
+		if len(n.HostVolumes) > 0 {
+			vrows := []string{"Name|ReadOnly|Source"}
+			for _, name := range sortedKeys(n.HostVolumes) {
+				if hv := n.HostVolumes[name]; hv != nil {
+					vrows = append(vrows, fmt.Sprintf("%s|%v|%s", name, hv.ReadOnly, hv.Path))
+				}
+			}
+			b.WriteString("\n\nHost Volumes\n" + formatList(vrows))
 		}
 		b.WriteString("\n\nAttributes\n" + formatKV(attrs))
 		if len(meta) > 0 {

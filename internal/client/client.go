@@ -109,6 +109,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if err := checkHostVolumes(cfg.HostVolumes); err != nil {
+		return nil, err
+	}
 	if cfg.DataDir == "" && (cfg.StateDir == "" || cfg.AllocDir == "") {
 		if !cfg.DevMode {
 			return nil, errors.New("client: data_dir is required outside dev mode")
@@ -225,6 +228,7 @@ func (c *Client) buildNode(id, secret string) *structs.Node {
 		ID: id, SecretID: secret, Name: name, Datacenter: cfg.Datacenter, NodeClass: cfg.NodeClass,
 		NodePool: cfg.NodePool, Meta: mergeNodeMeta(c.metaStatic, c.metaDynamic), Status: structs.NodeStatusInit,
 		SchedulingEligibility: structs.NodeSchedulingEligible, TLSEnabled: cfg.TLSEnabled,
+		HostVolumes: hostVolumesOf(cfg.HostVolumes),
 	}
 	var deny []string
 	if d := cfg.Options["fingerprint.denylist"]; d != "" {

@@ -105,4 +105,7 @@ type Config struct {
 	// groups in network mode "bridge" (defaults "nomad", 172.26.64.0/20).
 	BridgeNetworkName   string
 	BridgeNetworkSubnet string
+	// HostVolumes are the client's static host volumes by name; every path
+	// must exist when the client starts.
+	HostVolumes map[string]HostVolume
 }

@@ -78,11 +78,42 @@ type TaskConfig struct {
 	// are told when it changes.
 	SharedCpuset string
 
+	// Mounts are the task's host volume mounts (volume_mount blocks,
+	// resolved by the client against its host volumes): drivers that
+	// isolate the filesystem bind HostPath at TaskPath.
+	Mounts []MountConfig
+
 	// EmitEvent, when set, records a driver event on the task (Nomad's
 	// "Driver" task events, e.g. "Downloading image" with the image in
 	// details) while the driver works. It is never persisted: a recovered
 	// task's config has none.
 	EmitEvent func(message string, details map[string]string) `codec:"-" json:"-"`
+}
+
+// MountConfig is one bind mount of a host volume into a task.
+type MountConfig struct {
+	// TaskPath is the destination inside the task (relative: inside the
+	// task's directory for exec and java, the container's root for docker
+	// and podman); HostPath the volume's path on the host.
+	TaskPath string
+	HostPath string
+	ReadOnly bool
+	// PropagationMode is "private" (default), "host-to-task" or
+	// "bidirectional"; SELinuxLabel is "", "z" or "Z".
+	PropagationMode string
+	SELinuxLabel    string
+}
+
+// Propagation is the mount's propagation in the kernel's words
+// (rprivate, rslave, rshared).
+func (m MountConfig) Propagation() string {
+	switch m.PropagationMode {
+	case "host-to-task":
+		return "rslave"
+	case "bidirectional":
+		return "rshared"
+	}
+	return "rprivate"
 }
 
 // ReservedCores is the task's reserved cores in the kernel's list format

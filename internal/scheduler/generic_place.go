@@ -88,9 +88,9 @@ func (s *GenericScheduler) place(p placement, now time.Time) bool {
 			job, tg = p.job, old
 		}
 	}
-	var opts *feasible.SelectOptions
+	opts := &feasible.SelectOptions{AllocName: p.name}
 	if p.reschedule && p.prev != nil {
-		opts = &feasible.SelectOptions{PenaltyNodeIDs: map[string]struct{}{p.prev.NodeID: {}}}
+		opts.PenaltyNodeIDs = map[string]struct{}{p.prev.NodeID: {}}
 	}
 	if n := s.preferredNode(job, tg, p.prev); n != nil {
 		if opts == nil {

@@ -26,7 +26,7 @@ func (s *GenericScheduler) inplaceUpdate(existing *structs.Allocation, job *stru
 		s.plan.NodeUpdate[node.ID] = append(s.plan.NodeUpdate[node.ID], &structs.Allocation{ID: existing.ID, NodeID: node.ID})
 		s.stack.SetNodes([]*structs.Node{node})
 		s.stack.SetPreemption(false)
-		option = s.stack.Select(tg, nil)
+		option = s.stack.Select(tg, &feasible.SelectOptions{AllocName: existing.Name})
 		metrics = s.ctx.Metrics()
 		s.stack.SetPreemption(s.preempt)
 		s.stack.SetScopedNodes(s.nodes.nodes, s.nodes.byDC)

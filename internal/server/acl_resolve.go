@@ -215,6 +215,39 @@ func (s *Server) authorize(secret string, allow func(*acl.ACL) bool) error {
 	return nil
 }
 
+// authorizeHostVolumes checks, as Nomad does at job register, that the
+// token may mount every host volume the job's groups ask for: a read-only
+// request needs mount-readonly or mount-readwrite on the volume's source,
+// a read-write one mount-readwrite (a deny rule refuses both).
+func (s *Server) authorizeHostVolumes(secret string, job *structs.Job) error {
+	if job == nil {
+		return nil
+	}
+	var vols []*structs.VolumeRequest
+	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		for _, v := range tg.Volumes {
+			if v != nil && v.Type == structs.VolumeTypeHost {
+				vols = append(vols, v)
+			}
+		}
+	}
+	if len(vols) == 0 {
+		return nil
+	}
+	return s.authorize(secret, func(a *acl.ACL) bool {
+		for _, v := range vols {
+			rw := a.AllowHostVolumeOperation(v.Source, acl.HostVolumeCapabilityMountReadWrite)
+			if !rw && (!v.ReadOnly || !a.AllowHostVolumeOperation(v.Source, acl.HostVolumeCapabilityMountReadOnly)) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // authorizeNS checks a namespace capability.
 func (s *Server) authorizeNS(secret, ns, capability string) error {
 	return s.authorize(secret, func(a *acl.ACL) bool { return a.AllowNamespaceOperation(namespaceOf(ns), capability) })

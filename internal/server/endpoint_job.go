@@ -65,6 +65,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := j.srv.authorizeNS(args.AuthToken, jobNamespace(args.Job, args.Namespace), acl.NamespaceCapabilitySubmitJob); err != nil {
 		return err
 	}
+	if err := j.srv.authorizeHostVolumes(args.AuthToken, args.Job); err != nil {
+		return err
+	}
 	if err := j.srv.registrationsAllowed(); err != nil {
 		return err
 	}

@@ -317,6 +317,7 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		v.add("%s: only one task may be marked as leader", prefix)
 	}
 	tg.validateNomadServices(prefix, v)
+	tg.validateVolumes(j, prefix, v)
 }
 
 // validateUpdate checks an update block as Nomad does; unset fields (not

@@ -122,6 +122,22 @@ func (n *Node) ComputeClass() {
 	if n.NodeResources != nil {
 		writeDevicesClass(w, n.NodeResources.Devices)
 	}
+	if len(n.HostVolumes) > 0 {
+		// Host volumes decide placement: a node that gains one is a new
+		// class, so blocked evaluations and node updates see the change.
+		vols := make([]string, 0, len(n.HostVolumes))
+		for name, hv := range n.HostVolumes {
+			ro := "rw"
+			if hv != nil && hv.ReadOnly {
+				ro = "ro"
+			}
+			vols = append(vols, name+"\x00"+ro)
+		}
+		sort.Strings(vols)
+		for _, v := range vols {
+			w("host_volume:" + v)
+		}
+	}
 	n.ComputedClass = "v1:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 

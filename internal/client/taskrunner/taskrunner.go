@@ -527,6 +527,19 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 		tc := tr.taskConfig(stdout, stderr)
 		startedOn = tc.SharedCpuset
 		tc.Logs = tr.logs
+		tr.mu.Lock()
+		alloc := tr.alloc
+		tr.mu.Unlock()
+		mounts, err := HostVolumeMounts(alloc, tr.cfg.Task, tr.cfg.Node)
+		if err != nil {
+			err = fmt.Errorf("failed to set up host volumes: %w", err)
+			ev := tr.newEvent(structs.TaskSetupFailure, err.Error())
+			ev.SetupError = err.Error()
+			tr.appendEvent(ev)
+			tr.notify()
+			return nil, err
+		}
+		tc.Mounts = mounts
 		// Stored before the start: a client that dies before it stores
 		// the driver's handle still asks the driver to find the task.
 		tr.setHandle(&drivers.TaskHandle{Config: tc, State: drivers.TaskStateStarting})

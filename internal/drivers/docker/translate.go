@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -333,6 +334,11 @@ func buildMounts(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig) ([]s
 		}
 		binds = append(binds, b)
 	}
+	// Host volumes (volume_mount): the operator exposed them in the
+	// client's host_volume blocks, so volumes.enabled does not apply.
+	for _, m := range cfg.Mounts {
+		binds = append(binds, hostVolumeBind(m))
+	}
 	var mounts []mount.Mount
 	for _, m := range tc.Mounts {
 		dm := mount.Mount{Type: mount.Type(m.Type), Target: m.Target, Source: m.Source, ReadOnly: m.ReadOnly}
@@ -362,6 +368,25 @@ func buildMounts(pc *PluginConfig, cfg *drivers.TaskConfig, tc *TaskConfig) ([]s
 		mounts = append(mounts, dm)
 	}
 	return binds, mounts, nil
+}
+
+// hostVolumeBind is the bind of a host volume mount:
+// "<host>:<dest>:<ro|rw>,<propagation>[,<selinux label>]". A relative
+// destination is below the container's root.
+func hostVolumeBind(m drivers.MountConfig) string {
+	dst := m.TaskPath
+	if !path.IsAbs(dst) {
+		dst = path.Join("/", dst)
+	}
+	opts := []string{"rw"}
+	if m.ReadOnly {
+		opts[0] = "ro"
+	}
+	opts = append(opts, m.Propagation())
+	if m.SELinuxLabel != "" {
+		opts = append(opts, m.SELinuxLabel)
+	}
+	return m.HostPath + ":" + dst + ":" + strings.Join(opts, ",")
 }
 
 // buildPorts publishes each port label of `ports` (or `port_map`) on the

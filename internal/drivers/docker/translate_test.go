@@ -220,3 +220,22 @@ func TestTranslateHostOptions(t *testing.T) {
 		t.Fatalf("logging %+v", h.LogConfig)
 	}
 }
+
+// Host volume mounts are binds with their mode, propagation and SELinux
+// label, allowed while volumes.enabled is off (the operator exposed them
+// as host_volume blocks).
+func TestTranslateHostVolumeMounts(t *testing.T) {
+	pc := DefaultPluginConfig()
+	pc.VolumesEnabled = false
+	cfg := baseTask()
+	cfg.Mounts = []drivers.MountConfig{
+		{HostPath: "/srv/pg", TaskPath: "/var/lib/postgresql/data"},
+		{HostPath: "/etc/certs", TaskPath: "certs", ReadOnly: true, PropagationMode: "host-to-task", SELinuxLabel: "Z"},
+	}
+	s := spec(t, pc, cfg, map[string]any{"image": "x"})
+	want := []string{"/data/alloc/a1/alloc:/alloc", "/data/alloc/a1/web/local:/local", "/data/alloc/a1/web/secrets:/secrets",
+		"/srv/pg:/var/lib/postgresql/data:rw,rprivate", "/etc/certs:/certs:ro,rslave,Z"}
+	if !reflect.DeepEqual(s.Host.Binds, want) {
+		t.Fatalf("binds %q, want %q", s.Host.Binds, want)
+	}
+}

@@ -315,6 +315,11 @@ func (d *Driver) prepare(cfg *drivers.TaskConfig, tc *TaskConfig, extraChroot ma
 		NoPivotRoot: pc.NoPivotRoot, HostPID: pidMode == ModeHost, HostIPC: ipcMode == ModeHost,
 		Cgroup: isolate.CgroupName{Parent: cfg.CgroupParent, Name: id}, Limits: limits,
 	}
+	for _, m := range cfg.Mounts {
+		// Host volumes: bound into the root, which is the task directory.
+		spec.Binds = append(spec.Binds, isolate.Bind{Source: m.HostPath, Destination: m.TaskPath,
+			ReadOnly: m.ReadOnly, Propagation: m.Propagation()})
+	}
 	cg, err := isolate.NewCgroups(spec.Cgroup)
 	if err != nil {
 		return nil, nil, err

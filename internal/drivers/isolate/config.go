@@ -58,6 +58,18 @@ func (s *Spec) ociSpec() (*specs.Spec, error) {
 	if s.SharedAlloc != "" {
 		mounts = append(mounts, specs.Mount{Destination: "/alloc", Type: "bind", Source: s.SharedAlloc, Options: []string{"rbind", "rw"}})
 	}
+	for _, b := range s.Binds {
+		mode := "rw"
+		if b.ReadOnly {
+			mode = "ro"
+		}
+		prop := b.Propagation
+		if prop == "" {
+			prop = "rprivate"
+		}
+		mounts = append(mounts, specs.Mount{Destination: filepath.Clean("/" + b.Destination), Type: "bind", Source: b.Source,
+			Options: []string{"rbind", mode, prop}})
+	}
 	mounts = append(mounts,
 		// The driver's private files (the supervisor's spec, logs and this
 		// container's state) are not the task's business.

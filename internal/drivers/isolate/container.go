@@ -155,9 +155,15 @@ func Destroy(stateRoot, id string, n CgroupName) error {
 // chroot_env entries that are symlinks on the host (/bin -> usr/bin) as
 // symlinks.
 func (s *Spec) prepareRoot() error {
+	if err := s.checkBinds(); err != nil {
+		return err
+	}
 	dsts := []string{"/private", "/proc", "/dev", "/sys"}
 	if s.SharedAlloc != "" {
 		dsts = append(dsts, "/alloc")
+	}
+	for _, b := range s.Binds {
+		dsts = append(dsts, b.Destination)
 	}
 	for _, d := range dsts {
 		if err := noSymlinks(s.Root, d, false); err != nil {
@@ -222,6 +228,12 @@ func noSymlinks(root, dst string, lastMayLink bool) error {
 // the chroot_env entry that covers it, else in the task directory.
 func (s *Spec) hostPath(p string) string {
 	p = filepath.Clean("/" + p)
+	for i := len(s.Binds) - 1; i >= 0; i-- { // a later bind covers an earlier one
+		d := filepath.Clean("/" + s.Binds[i].Destination)
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return filepath.Join(s.Binds[i].Source, strings.TrimPrefix(p, d))
+		}
+	}
 	best, bestDst := "", ""
 	for host, dst := range s.Chroot {
 		d := filepath.Clean("/" + dst)

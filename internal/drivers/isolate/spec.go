@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,6 +26,9 @@ type Spec struct {
 	SharedAlloc string `json:"shared_alloc"`
 	// Chroot maps host paths to paths inside the root (chroot_env).
 	Chroot map[string]string `json:"chroot"`
+	// Binds are host directories bound into the root (host volumes),
+	// after the chroot_env entries and /alloc.
+	Binds []Bind `json:"binds,omitempty"`
 	// Path is the command (absolute inside the root, or a name looked up
 	// in the task's PATH inside the root); Args are argv, Args[0] included.
 	Path string   `json:"path"`
@@ -48,6 +52,69 @@ type Spec struct {
 	// NetNS is a network namespace (a path) the task joins; empty: the
 	// host's network.
 	NetNS string `json:"netns,omitempty"`
+}
+
+// Bind is one host directory bound into the task's root.
+type Bind struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"` // inside the root
+	ReadOnly    bool   `json:"read_only"`
+	// Propagation is rprivate (default), rslave or rshared.
+	Propagation string `json:"propagation,omitempty"`
+}
+
+// reservedRootDirs are the root's directories the container owns: no bind
+// may cover them (or the root itself).
+var reservedRootDirs = []string{"/private", "/proc", "/dev", "/sys"}
+
+// checkBinds refuses binds over the root or the container's own
+// directories, and relative or empty sources.
+func (s *Spec) checkBinds() error {
+	for _, b := range s.Binds {
+		dst := filepath.Clean("/" + b.Destination)
+		if dst == "/" {
+			return fmt.Errorf("volume mount of %s: destination %q would cover the task's whole root", b.Source, b.Destination)
+		}
+		for _, r := range reservedRootDirs {
+			if dst == r || strings.HasPrefix(dst, r+"/") {
+				return fmt.Errorf("volume mount of %s: destination %q is inside %s, which the task's isolation owns", b.Source, b.Destination, r)
+			}
+		}
+		if !filepath.IsAbs(b.Source) {
+			return fmt.Errorf("volume mount to %q: host path %q is not absolute", b.Destination, b.Source)
+		}
+		if host, entry := s.chrootCover(dst); entry != "" {
+			// The chroot_env entry is a read-only view of the host's
+			// directory: the mount point must already exist there, as it
+			// cannot be created through the view (nor on the host).
+			if _, err := os.Stat(host); err != nil {
+				return fmt.Errorf("volume mount to %q: the destination is inside chroot_env entry %q, a read-only view of the host's directory, where %s does not exist; mount the volume outside the chroot_env entries (for example under /srv or /data)", b.Destination, entry, host)
+			}
+		}
+	}
+	return nil
+}
+
+// chrootCover is where dst (inside the root) is on the host when a
+// chroot_env entry that is bound (a directory present on the host) covers
+// it, and that entry's destination; "" when none does.
+func (s *Spec) chrootCover(dst string) (host, entry string) {
+	best, bestDst := "", ""
+	for h, d := range s.Chroot {
+		d = filepath.Clean("/" + d)
+		if d == "/" || !(dst == d || strings.HasPrefix(dst, d+"/")) || len(d) <= len(bestDst) {
+			continue
+		}
+		fi, err := os.Lstat(h)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue // not bound: neither on this host nor a directory
+		}
+		best, bestDst = h, d
+	}
+	if bestDst == "" {
+		return "", ""
+	}
+	return filepath.Join(best, strings.TrimPrefix(dst, bestDst)), bestDst
 }
 
 // ContainerID turns a task ID into a container ID.

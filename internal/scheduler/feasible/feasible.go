@@ -115,6 +115,11 @@ type FeasibilityIterator struct {
 	tgCheckers []Checker
 	tgEscaped  bool
 
+	// volumes checks the group's host volumes on every node: per_alloc
+	// volumes depend on the allocation placed, so the outcome is never
+	// memoised by class (nil: the group asks for none).
+	volumes *hostVolumeChecker
+
 	// last is the outcome for the class of the previous node, while
 	// neither the job's nor the group's checks escape the class memo:
 	// nodes of one class come in runs (a cluster has a few classes), and
@@ -189,6 +194,10 @@ func (f *FeasibilityIterator) SetTaskGroup(tg *structs.TaskGroup) {
 	if asks := groupDeviceAsks(tg); len(asks) > 0 {
 		f.tgCheckers = append(f.tgCheckers, f.checker(&deviceChecker{ctx: f.ctx, asks: asks}))
 	}
+	f.volumes = nil
+	if asks := groupHostVolumes(tg); len(asks) > 0 {
+		f.volumes = &hostVolumeChecker{asks: asks}
+	}
 	f.tgEscaped = false
 	for _, c := range cons {
 		if escapesClass(c) {
@@ -211,6 +220,12 @@ func (f *FeasibilityIterator) Next() *structs.Node {
 			f.ctx.filterNode(n, reason)
 			continue
 		}
+		if f.volumes != nil {
+			if ok, reason := f.volumes.Feasible(n); !ok {
+				f.ctx.filterNode(n, reason)
+				continue
+			}
+		}
 		return n
 	}
 }
@@ -232,6 +247,14 @@ func (f *FeasibilityIterator) check(n *structs.Node, class string) (bool, string
 
 // Reset resets the source.
 func (f *FeasibilityIterator) Reset() { f.source.Reset() }
+
+// SetAllocName sets the name of the allocation being placed ("job.group[2]"):
+// per_alloc host volumes resolve to their source with its index.
+func (f *FeasibilityIterator) SetAllocName(name string) {
+	if f.volumes != nil {
+		f.volumes.allocName = name
+	}
+}
 
 func (f *FeasibilityIterator) checkJob(n *structs.Node, class string) (bool, string) {
 	elig := f.ctx.eligibility

@@ -16,6 +16,9 @@ type SelectOptions struct {
 	// migrating ephemeral disk prefers the replaced allocation's node);
 	// the whole candidate list is searched only when it does not fit.
 	PreferredNode *structs.Node
+	// AllocName is the name of the allocation placed ("job.group[2]"):
+	// per_alloc host volumes are looked up by its index.
+	AllocName string
 }
 
 // affinitySpreadLimit is how many nodes a selection visits at least when
@@ -161,6 +164,10 @@ func (s *Stack) selectOnce(tg *structs.TaskGroup, opts *SelectOptions) *RankedNo
 		m.NodesAvailable[dc] = n
 	}
 	s.feas.SetTaskGroup(tg)
+	s.feas.SetAllocName("")
+	if opts != nil {
+		s.feas.SetAllocName(opts.AllocName)
+	}
 	s.distinct.SetTaskGroup(tg)
 	s.property.SetTaskGroup(tg)
 	s.binpack.tg = tg

@@ -33,7 +33,8 @@ import (
 // periodic, parameterized + dispatch_payload, restart, reschedule (the
 // reconciler applies its delays), update (deployments), ephemeral_disk.size, group networks in host mode with
 // static/dynamic ports and `to`, devices, cpu, memory, memory_max, env,
-// kill_timeout, kill_signal, leader, lifecycle, logs, group scaling (stored
+// kill_timeout, kill_signal, leader, lifecycle, logs, static host volumes
+// (group volume of type "host", task volume_mount), group scaling (stored
 // and served as a policy; min/max bound job scale), driver config (checked against the driver's schema below).
 //
 // Blocks that the api client's Canonicalize fills in for every job
@@ -107,8 +108,14 @@ var jobGaps = []gap[*structs.Job]{
 }
 
 var groupGaps = []gap[groupCtx]{
-	{"volume", gapRefuse, "tasks would run without the volume and write their data to the alloc dir, where it is lost", func(c groupCtx) []string {
-		return labels("volume", c.tg.Volumes)
+	{"csi volume", gapRefuse, "Drover has no CSI plugin support; only static host volumes (type = \"host\") are mounted, so the task would write its data to the alloc dir, where it is lost", func(c groupCtx) []string {
+		var out []string
+		for _, name := range sortedKeys(c.tg.Volumes) {
+			if v := c.tg.Volumes[name]; v != nil && v.Type == "csi" {
+				out = append(out, fmt.Sprintf("volume %q (type = \"csi\")", name))
+			}
+		}
+		return out
 	}},
 	{"consul", gapRefuse, "Drover has no Consul integration; tasks would get no Consul token or configuration", func(c groupCtx) []string {
 		return when(c.tg.Consul != nil, "consul")
@@ -219,15 +226,6 @@ var taskGaps = []gap[taskCtx]{
 	}},
 	{"artifact archive", gapRefuse, "Drover has no xz decompressor; use a .tar.gz, .tar.bz2 or .zip archive, or set archive = \"false\" to download it as it is", func(c taskCtx) []string {
 		return artifactGaps(c.t, "archive type")
-	}},
-	{"volume_mount", gapRefuse, "the task would write to its own directory instead of the volume, and the data would be lost", func(c taskCtx) []string {
-		var out []string
-		for _, m := range c.t.VolumeMounts {
-			if m != nil {
-				out = append(out, fmt.Sprintf("volume_mount %q", ptrVal(m.Volume)))
-			}
-		}
-		return out
 	}},
 	{"vault", gapRefuse, "Drover has no Vault integration; the task would get no Vault token", func(c taskCtx) []string {
 		return when(c.t.Vault != nil, "vault")
@@ -547,4 +545,13 @@ func artifactGaps(t *structs.Task, what string) []string {
 		}
 	}
 	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

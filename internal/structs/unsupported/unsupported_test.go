@@ -106,12 +106,9 @@ func TestCheck_Decisions(t *testing.T) {
 		{"artifact xz", func(j *api.Job) {
 			task(j).Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/app.tar.xz")}}
 		}, tp + `artifact "https://example.com/app.tar.xz" (archive type "tar.xz") is not supported by Drover yet: Drover has no xz decompressor`, ""},
-		{"group volume", func(j *api.Job) {
-			tg(j).Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
-		}, gp + `volume "data" is not supported`, ""},
-		{"volume_mount", func(j *api.Job) {
-			task(j).VolumeMounts = []*api.VolumeMount{{Volume: new("data"), Destination: new("/data")}}
-		}, tp + `volume_mount "data" is not supported`, ""},
+		{"csi volume", func(j *api.Job) {
+			tg(j).Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "ebs0"}}
+		}, gp + `volume "data" (type = "csi") is not supported`, ""},
 		{"vault", func(j *api.Job) { task(j).Vault = &api.Vault{Role: "app"} }, tp + `vault is not supported`, ""},
 		{"task consul", func(j *api.Job) { task(j).Consul = &api.Consul{} }, tp + `consul is not supported`, ""},
 		{"group consul", func(j *api.Job) { tg(j).Consul = &api.Consul{} }, gp + `consul is not supported`, ""},
@@ -336,5 +333,16 @@ func TestCheck_NomadTemplatesHaveNoGaps(t *testing.T) {
 	}
 	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
 		t.Fatalf("want no gaps, got refused %q, warnings %q", g.Refused, g.Warnings)
+	}
+}
+
+// Static host volumes and their mounts are built: no refusal, no warning.
+func TestCheck_HostVolumeAccepted(t *testing.T) {
+	j := gapJob("service")
+	j.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "pgdata", ReadOnly: true}}
+	j.TaskGroups[0].Tasks[0].Driver = "exec"
+	j.TaskGroups[0].Tasks[0].VolumeMounts = []*api.VolumeMount{{Volume: new("data"), Destination: new("/data")}}
+	if g := checkGaps(t, j); len(g.Refused)+len(g.Warnings) != 0 {
+		t.Errorf("want no gaps, got %q %q", g.Refused, g.Warnings)
 	}
 }
