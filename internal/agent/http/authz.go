@@ -255,7 +255,9 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 		name, _, _ := strings.Cut(t, ":")
 		switch name {
 		case "Job", "Allocation", "Evaluation", "Deployment", "Service":
-			if ns == "*" || !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
+			// Every namespace: the stream carries only the events of
+			// those the token may read jobs in (EventNamespaceFilter).
+			if ns != "*" && !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
 				return false
 			}
 		case "Node", "NodeDrain", "NodeEvent":
@@ -267,6 +269,16 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 		}
 	}
 	return true
+}
+
+// EventNamespaceFilter is the namespace filter of an event stream of every
+// namespace read with a: nil (no filter) for a management token or without
+// ACLs, else the namespaces a grants read-job in.
+func EventNamespaceFilter(a *acl.ACL) func(string) bool {
+	if a == nil || a.IsManagement() {
+		return nil
+	}
+	return func(ns string) bool { return a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) }
 }
 
 // filterByNamespace drops the elements of a list answer (a slice of

@@ -71,6 +71,9 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		s.streamsOpen.Add(-1)
 		s.streams.Done()
 	}()
+	if req.Namespace == "*" {
+		req.AllowNamespace = EventNamespaceFilter(requestACL(r))
+	}
 	sub, err := s.cfg.Events.SubscribeEvents(req)
 	if err != nil {
 		return nil, err
