@@ -271,16 +271,6 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 	return true
 }
 
-// EventNamespaceFilter is the namespace filter of an event stream of every
-// namespace read with a: nil (no filter) for a management token or without
-// ACLs, else the namespaces a grants read-job in.
-func EventNamespaceFilter(a *acl.ACL) func(string) bool {
-	if a == nil || a.IsManagement() {
-		return nil
-	}
-	return func(ns string) bool { return a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) }
-}
-
 // filterByNamespace drops the elements of a list answer (a slice of
 // pointers to structs with a Namespace, or for namespaces a Name, field)
 // the ACL does not grant caps on (any capability when caps is empty).
