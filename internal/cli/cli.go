@@ -118,6 +118,7 @@ func Commands(ui mcli.Ui, stdout io.Writer) map[string]mcli.CommandFactory {
 		"status":                            f(&StatusCommand{Meta: m}),
 		"monitor":                           f(&MonitorCommand{Meta: m}),
 		"job dispatch":                      f(&JobDispatchCommand{Meta: m}),
+		"job eval":                          f(&JobEvalCommand{Meta: m}),
 		"job periodic":                      f(&GroupCommand{Meta: m, Name: "job periodic", Synopsis_: "Interact with periodic jobs"}),
 		"job periodic force":                f(&JobPeriodicForceCommand{Meta: m}),
 		"ui":                                f(&UICommand{Meta: m}),

@@ -23,6 +23,11 @@ type Request struct {
 	// Region, when set, is another region whose stream is asked for: the
 	// polls are forwarded to one of its servers (Event.Poll).
 	Region string
+	// AllowNamespace, when set, says which namespaces' events the reader
+	// may see: a stream of every namespace ("*") opened with a token that
+	// is not a management token carries only the events of namespaces the
+	// token may read jobs in. Set where the token is resolved, never sent.
+	AllowNamespace func(ns string) bool `codec:"-" json:"-"`
 }
 
 // ParseQuery reads Nomad's query of /v1/event/stream: index=<n>,
@@ -65,6 +70,9 @@ func ParseQuery(q url.Values) (*Request, error) {
 // Matches reports whether e is one the subscriber asked for.
 func (r *Request) Matches(e *Event) bool {
 	if e.Namespace != "" && r.Namespace != "*" && e.Namespace != r.Namespace {
+		return false
+	}
+	if e.Namespace != "" && r.AllowNamespace != nil && !r.AllowNamespace(e.Namespace) {
 		return false
 	}
 	return keysMatch(r.Topics[TopicAll], e) || keysMatch(r.Topics[e.Topic], e)

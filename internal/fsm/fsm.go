@@ -73,7 +73,16 @@ type FSM struct {
 	timetable *TimeTable
 
 	keyring KeyringHook // nil: material stays where Raft put it
+
+	// restoredOverLive: a snapshot restore replaced a state that held data
+	// (an operator's restore, not the one a starting server loads).
+	restoredOverLive atomic.Bool
 }
+
+// RestoredOverLiveState reports whether a snapshot restore has replaced a
+// state that held data: the state's indexes may then be below indexes
+// callers were given before the restore.
+func (f *FSM) RestoredOverLiveState() bool { return f.restoredOverLive.Load() }
 
 type sinkHolder struct{ s EventSink }
 

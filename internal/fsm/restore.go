@@ -41,6 +41,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	old := f.state.Swap(newState)
 	f.nodeStrs = nil
 	if old != nil {
+		if idx, err := old.LatestIndex(); err == nil && idx > 0 {
+			f.restoredOverLive.Store(true)
+		}
 		old.Abandon()
 	}
 	return nil

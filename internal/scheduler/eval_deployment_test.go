@@ -28,6 +28,19 @@ func TestEvalNamesTheDeploymentItWorkedIn(t *testing.T) {
 	// A destructive update: a new deployment, named by the new eval.
 	running(h, "web")
 	markHealthy(h, "web")
+	// The deployment done (successful), a later evaluation of the job
+	// (a node update, no active deployment) still names the job's latest
+	// deployment, as Nomad's scheduler does; it was left empty.
+	done := *h.State.Deployment("default", "web")
+	done.Status = structs.DeploymentStatusSuccessful
+	h.State.UpsertDeployment(&done)
+	e := mockEval(job)
+	e.TriggeredBy = structs.EvalTriggerNodeUpdate
+	process(t, h, e)
+	if got := lastEval(t, h).DeploymentID; got != first.ID {
+		t.Fatalf("eval after the deployment succeeded names deployment %q, want the latest %q", got, first.ID)
+	}
+
 	v2 := reregister(t, h, "web", func(j *structs.Job) {
 		j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/v2"}
 	})
@@ -41,7 +54,7 @@ func TestEvalNamesTheDeploymentItWorkedIn(t *testing.T) {
 
 	// Another evaluation of the job while that deployment runs (a node
 	// update): it works within the same deployment.
-	e := mockEval(v2)
+	e = mockEval(v2)
 	e.TriggeredBy = structs.EvalTriggerNodeUpdate
 	process(t, h, e)
 	if got := lastEval(t, h).DeploymentID; got != second.ID {

@@ -259,6 +259,12 @@ func (s *GenericScheduler) computeJobAllocs() error {
 	s.plan.DeploymentUpdates = res.DeploymentUpdates
 	s.deploymentID = res.DeploymentID
 	s.evalDeployment = res.DeploymentID
+	if s.evalDeployment == "" && deployment != nil && s.job != nil && deployment.JobCreateIndex == s.job.CreateIndex {
+		// No deployment to work within: the evaluation still names the
+		// job's latest one (done or not), as Nomad's does, so a tool
+		// following it from the evaluation finds the rollout's outcome.
+		s.evalDeployment = deployment.ID
+	}
 	s.followups = res.FollowupEvals
 	for _, st := range res.Stop {
 		s.plan.AppendStoppedAlloc(st.Alloc, st.Description, st.ClientStatus, st.FollowupEvalID)

@@ -345,7 +345,8 @@ func TestACLTokenUpdateKeepsItsTTL(t *testing.T) {
 // Service events need read-job in their namespace, as Nomad's event
 // stream documents, like job and allocation events: a namespace token was
 // refused them (403) and could not follow its own services' registrations.
-// Another namespace's services and the every-topic stream stay refused.
+// Another namespace's services and the every-topic stream stay refused
+// (every namespace, "*", is filtered: TestACLEventPollEveryNamespaceIsFiltered).
 func TestACLEventPollServiceTopicNeedsReadJob(t *testing.T) {
 	s, root := aclServer(t)
 	wr := structs.WriteRequest{AuthToken: root}
@@ -365,9 +366,63 @@ func TestACLEventPollServiceTopicNeedsReadJob(t *testing.T) {
 	if err := poll(events.TopicService, "web"); err != nil {
 		t.Fatalf("service events of the token's namespace: %v", err)
 	}
-	for _, c := range []struct{ topic, ns string }{{events.TopicService, "default"}, {events.TopicService, "*"}, {events.TopicAll, "web"}} {
+	for _, c := range []struct{ topic, ns string }{{events.TopicService, "default"}, {events.TopicAll, "web"}} {
 		if err := poll(c.topic, c.ns); err == nil || !strings.Contains(err.Error(), "Permission denied") {
 			t.Errorf("topic %s in namespace %q: %v, want Permission denied", c.topic, c.ns, err)
 		}
+	}
+}
+
+// A stream of every namespace (namespace=*) opened with a token that is
+// not a management token carries the events of the namespaces the token
+// may read jobs in, and none of the others, as Nomad filters them. Before,
+// it was refused with Permission denied: only a management token could
+// follow more than one namespace.
+func TestACLEventPollEveryNamespaceIsFiltered(t *testing.T) {
+	s, root := aclServer(t)
+	wr := structs.WriteRequest{AuthToken: root}
+	if err := s.RPC("Namespace.UpsertNamespaces", &structs.NamespaceUpsertRequest{Namespaces: []*structs.Namespace{{Name: "web"}, {Name: "other"}},
+		WriteRequest: wr}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "web-read", Rules: `namespace "web" { policy = "read" }`}}, WriteRequest: wr}, &structs.WriteMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var created structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: "client", Policies: []string{"web-read"}}}, WriteRequest: wr}, &created); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []struct{ id, ns string }{{"secret-job", "other"}, {"web-job", "web"}, {"secret-job-2", "other"}} {
+		job := testJob(j.id, 1)
+		job.Namespace = j.ns
+		var resp structs.JobRegisterResponse
+		if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{AuthToken: root, Namespace: j.ns}}, &resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := func(token string) string {
+		t.Helper()
+		req := events.Request{Topics: map[string][]string{events.TopicJob: {"*"}}, Namespace: "*", AuthToken: token}
+		var reply events.PollResponse
+		if err := s.RPC("Event.Poll", &events.PollRequest{Req: req, Wait: time.Second}, &reply); err != nil {
+			t.Fatalf("poll of every namespace: %v", err)
+		}
+		if reply.Err != "" {
+			t.Fatalf("poll of every namespace: %s", reply.Err)
+		}
+		var all []string
+		for _, f := range reply.Frames {
+			all = append(all, string(f))
+		}
+		return strings.Join(all, "")
+	}
+	got := poll(created.Tokens[0].SecretID)
+	if !strings.Contains(got, `"Key":"web-job"`) || strings.Contains(got, "secret-job") {
+		t.Fatalf("a web-read token's stream of every namespace:\n%s\nwant web-job's events and none of namespace other", got)
+	}
+	if got := poll(root); !strings.Contains(got, `"Key":"secret-job"`) {
+		t.Fatalf("the management token's stream of every namespace lacks namespace other:\n%s", got)
 	}
 }

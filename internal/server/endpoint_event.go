@@ -22,14 +22,23 @@ func (e *Event) Poll(args *events.PollRequest, reply *events.PollResponse) error
 	if e.srv.events == nil {
 		return structs.NewErrCoded(http.StatusNotImplemented, "the event stream is disabled on this server (server.enable_event_broker = false)")
 	}
-	if err := e.srv.authorize(args.Req.AuthToken, func(a *acl.ACL) bool { return allowEventRequest(a, &args.Req) }); err != nil {
+	var token *acl.ACL
+	if err := e.srv.authorize(args.Req.AuthToken, func(a *acl.ACL) bool {
+		token = a
+		return allowEventRequest(a, &args.Req)
+	}); err != nil {
 		return err
+	}
+	if args.Req.Namespace == "*" && token != nil && !token.IsManagement() {
+		// Every namespace: only the events of those the token may read
+		// jobs in.
+		args.Req.AllowNamespace = func(ns string) bool { return token.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) }
 	}
 	return e.srv.events.Poll(args, reply)
 }
 
 // allowEventRequest is what a stream's topics need: read-job in its
-// namespace for job, evaluation, allocation, deployment and service events,
+// namespace (a stream of every namespace is filtered instead) for job, evaluation, allocation, deployment and service events,
 // node:read for node events; anything else (ACL topics, every topic)
 // a management token.
 func allowEventRequest(a *acl.ACL, req *events.Request) bool {
@@ -42,7 +51,7 @@ func allowEventRequest(a *acl.ACL, req *events.Request) bool {
 	for topic := range req.Topics {
 		switch topic {
 		case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment, events.TopicService:
-			if req.Namespace == "*" || !a.AllowNamespaceOperation(namespaceOf(req.Namespace), acl.NamespaceCapabilityReadJob) {
+			if req.Namespace != "*" && !a.AllowNamespaceOperation(namespaceOf(req.Namespace), acl.NamespaceCapabilityReadJob) {
 				return false
 			}
 		case events.TopicNode:

@@ -282,12 +282,54 @@ func (j *Job) Evaluate(args *structs.JobEvaluateRequest, reply *structs.JobRegis
 	eval := &structs.Evaluation{ID: newID(), Namespace: ns, Priority: job.Priority, Type: job.Type,
 		TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
 		Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now}
-	_, idx, err := j.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
-	if err != nil {
-		return err
+	var idx uint64
+	if args.EvalOptions.ForceReschedule {
+		force, err := j.forceRescheduleTransitions(job)
+		if err != nil {
+			return err
+		}
+		// The marks and the evaluation are one entry: the scheduler that
+		// runs the evaluation sees the allocations marked.
+		_, idx, err = j.srv.raftApply(structs.AllocUpdateDesiredTransitionRequestType,
+			&structs.AllocUpdateDesiredTransitionRequest{Allocs: force, Evals: []*structs.Evaluation{eval}})
+		if err != nil {
+			return err
+		}
+	} else {
+		_, idx, err = j.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+		if err != nil {
+			return err
+		}
 	}
 	reply.EvalID, reply.EvalCreateIndex, reply.JobModifyIndex, reply.Index = eval.ID, idx, job.JobModifyIndex, idx
 	return nil
+}
+
+// forceRescheduleTransitions marks for an immediate replacement every failed
+// allocation of the job that is not yet replaced, in groups whose
+// reschedule policy allows rescheduling at all: the ones past their
+// attempts and the ones waiting for a later reschedule are placed now.
+func (j *Job) forceRescheduleTransitions(job *structs.Job) (map[string]*structs.DesiredTransition, error) {
+	allocs, err := j.srv.State().AllocsByJob(nil, job.Namespace, job.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	force := map[string]*structs.DesiredTransition{}
+	yes := true
+	for _, a := range allocs {
+		if a.ClientStatus != structs.AllocClientStatusFailed || a.ServerTerminalStatus() || a.NextAllocation != "" {
+			continue
+		}
+		if a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule {
+			continue
+		}
+		p := structs.ReschedulePolicyOf(job, a.TaskGroup)
+		if job.LookupTaskGroup(a.TaskGroup) == nil || p == nil || (p.Attempts <= 0 && !p.Unlimited) {
+			continue
+		}
+		force[a.ID] = &structs.DesiredTransition{ForceReschedule: &yes}
+	}
+	return force, nil
 }
 
 // GetJob returns one job.

@@ -163,6 +163,16 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 		if opts.MinQueryIndex == 0 || meta.Index > opts.MinQueryIndex || restored || s.isShutdown() {
 			return nil
 		}
+		// An index above everything the state holds, after a restore
+		// replaced the live state, was given out by the state that is
+		// gone: the query is answered at once (the caller learns the
+		// restored index and starts over from it) instead of waiting its
+		// whole time for an index only new writes will pass.
+		if s.fsm.RestoredOverLiveState() {
+			if latest, err := st.LatestIndex(); err == nil && opts.MinQueryIndex > latest {
+				return nil
+			}
+		}
 		if err := ws.WatchCtx(ctx); err != nil {
 			if cerr := opts.Context().Err(); cerr != nil {
 				return cerr // the caller went away: nobody reads the answer

@@ -92,17 +92,23 @@ func (s *Server) addRaftPeer(m serf.Member, parts *serverParts) {
 			}
 		}
 	}
+	// With autopilot running, a new server joins without a vote and its
+	// promoter makes it a voter once it has been healthy for
+	// server_stabilization_time: a server still catching up (or flapping)
+	// never counts toward the quorum, as with Nomad's autopilot.
+	voter := !parts.NonVoter && s.autopilot == nil
 	var err error
-	if parts.NonVoter {
-		err = s.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
-	} else {
+	if voter {
 		err = s.raft.AddVoter(id, addr, 0, 10*time.Second).Error()
+	} else {
+		err = s.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
 	}
 	if err != nil {
 		s.logger.Warn("adding a server to Raft failed", "member", m.Name, "error", err)
 		return
 	}
-	s.logger.Info("added a server to Raft", "member", m.Name, "id", id, "address", addr, "voter", !parts.NonVoter)
+	s.logger.Info("added a server to Raft", "member", m.Name, "id", id, "address", addr, "voter", voter,
+		"promoted_when_stable", !voter && !parts.NonVoter)
 }
 
 // removeRaftPeer removes a server that left gracefully from Raft.

@@ -291,3 +291,35 @@ func TestBootstrapExpectSaysWhyItWaits(t *testing.T) {
 		t.Fatal("servers that disagree on bootstrap_expect bootstrapped")
 	}
 }
+
+// A server joining a running cluster is added without a vote and promoted
+// to voter by autopilot once it has been healthy for
+// server_stabilization_time, as Nomad's autopilot does. Before, it voted as
+// soon as it joined: a server still catching up counted toward the quorum.
+func TestJoiningServerVotesOnlyOnceStable(t *testing.T) {
+	stab := func(c *Config) {
+		ap := structs.DefaultAutopilotConfig()
+		ap.ServerStabilizationTime = 3 * time.Second
+		c.AutopilotConfig = ap
+		c.AutopilotInterval = 200 * time.Millisecond
+	}
+	s1 := gossipServerIn(t, "v1", t.TempDir(), 1, DefaultConfig().Region, stab)
+	waitFor(t, 20*time.Second, "the first server leads", func() bool { return s1.IsLeader() })
+	s2 := gossipServerIn(t, "v2", t.TempDir(), 0, DefaultConfig().Region, stab)
+	if _, err := s2.Join([]string{serfAddr(s1)}); err != nil {
+		t.Fatal(err)
+	}
+	suffrage := func() (raft.ServerSuffrage, bool) {
+		for _, srv := range raftServers(s1) {
+			if string(srv.ID) == s2.config.NodeID {
+				return srv.Suffrage, true
+			}
+		}
+		return 0, false
+	}
+	waitFor(t, 20*time.Second, "the new server in the Raft configuration", func() bool { _, ok := suffrage(); return ok })
+	if sf, _ := suffrage(); sf != raft.Nonvoter {
+		t.Fatalf("the joining server was added as %v: want a non-voter until it is stable", sf)
+	}
+	waitFor(t, 30*time.Second, "autopilot promotes the stable server", func() bool { sf, _ := suffrage(); return sf == raft.Voter })
+}

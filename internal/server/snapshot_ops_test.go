@@ -383,3 +383,48 @@ func TestSnapshotRestoreWakesParkedBlockingQueries(t *testing.T) {
 		}
 	}
 }
+
+// A blocking query that starts after a restore, with an index the replaced
+// state gave out (above everything the restored state holds), is answered
+// at once with the restored data and index. Before, it waited its whole
+// time: only new writes pass that index, and until then the caller kept
+// what the restore had removed.
+func TestBlockingQueryAfterRestoreWithAnIndexFromBeforeIsAnswered(t *testing.T) {
+	s := testServer(t, nil)
+	testNode(t, s, 4000, 4096)
+	evalDone(t, s, register(t, s, testJob("kept", 1)).EvalID)
+	archive := saveSnapshot(t, s)
+	evalDone(t, s, register(t, s, testJob("dropped", 1)).EvalID)
+	var jobs structs.JobListResponse
+	if err := s.RPC("Job.List", &structs.JobListRequest{}, &jobs); err != nil || len(jobs.Jobs) != 2 {
+		t.Fatalf("jobs before the restore: %v, %d", err, len(jobs.Jobs))
+	}
+	var reply structs.GenericResponse
+	if err := s.RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: archive}, &reply); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	latest, err := s.State().LatestIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest >= jobs.Index {
+		t.Skipf("the restored state (index %d) is already past the old index %d", latest, jobs.Index)
+	}
+	done := make(chan error, 1)
+	var r structs.JobListResponse
+	go func() {
+		done <- s.RPC("Job.List", &structs.JobListRequest{QueryOptions: structs.QueryOptions{
+			MinQueryIndex: jobs.Index, MaxQueryTime: time.Minute}}, &r)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Jobs) != 1 || r.Index >= jobs.Index {
+			t.Fatalf("answer after the restore: %d jobs at index %d, want the 1 restored job below %d", len(r.Jobs), r.Index, jobs.Index)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a blocking query with an index from before the restore waits for its whole time")
+	}
+}

@@ -212,6 +212,11 @@ func (tg *TaskGroup) validate(j *Job, v *ValidationError) {
 		}
 		validateUpdate(prefix+": Update", u, v)
 	}
+	if tg.Migrate != nil && j.Type != JobTypeService {
+		// Only a service group's allocations are migrated off a draining
+		// node by the migrate block; the others are stopped or left.
+		v.add("%s: Job type %q does not allow migrate block", prefix, j.Type)
+	}
 	staticPorts := map[string]string{}
 	labels := map[string]bool{}
 	for ni, n := range tg.Networks {

@@ -86,6 +86,15 @@ func TestValidateNamesTheField(t *testing.T) {
 			j.TaskGroups[0].Count = 1
 			upd(func(u *UpdateStrategy) { u.MaxParallel = n(1) })(j)
 		}, `Task group "g": Job type "sysbatch" does not allow update block`},
+		// Nomad refuses a migrate block outside service jobs; accepted,
+		// it was stored and never used.
+		{"migrate on batch", func(j *Job) { j.Type = JobTypeBatch; j.TaskGroups[0].Migrate = &MigrateStrategy{MaxParallel: n(2)} },
+			`Task group "g": Job type "batch" does not allow migrate block`},
+		{"migrate on system", func(j *Job) {
+			j.Type = JobTypeSystem
+			j.TaskGroups[0].Count = 1
+			j.TaskGroups[0].Migrate = &MigrateStrategy{MaxParallel: n(1)}
+		}, `Task group "g": Job type "system" does not allow migrate block`},
 	}...)
 	svc := func(f func(s *Service)) func(j *Job) {
 		return func(j *Job) {

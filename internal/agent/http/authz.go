@@ -272,7 +272,9 @@ func allowEventTopics(r *http.Request, a *acl.ACL) bool {
 		name, _, _ := strings.Cut(t, ":")
 		switch name {
 		case "Job", "Allocation", "Evaluation", "Deployment", "Service":
-			if ns == "*" || !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
+			// Every namespace: the stream carries only the events of
+			// those the token may read jobs in (EventNamespaceFilter).
+			if ns != "*" && !a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob) {
 				return false
 			}
 		case "Node", "NodeDrain", "NodeEvent":

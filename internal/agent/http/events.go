@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"github.com/drover-project/drover/internal/acl"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/structs"
 )
@@ -71,6 +73,9 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 		s.streamsOpen.Add(-1)
 		s.streams.Done()
 	}()
+	if a := requestACL(r); req.Namespace == "*" && a != nil && !a.IsManagement() {
+		req.AllowNamespace = s.eventNamespaceFilter(r, a)
+	}
 	sub, err := s.cfg.Events.SubscribeEvents(req)
 	if err != nil {
 		return nil, err
@@ -145,5 +150,40 @@ func (s *server) eventStreamRequest(w http.ResponseWriter, r *http.Request) (any
 			_ = write(append(b, '\n'))
 			return nil, nil
 		}
+	}
+}
+
+// eventNamespaceFilter is the filter of a stream of every namespace read
+// with a token that is not a management token: the namespaces the token
+// may read jobs in, its rights resolved again at most every eventRecheck
+// (before an event is matched, so a policy change applies from the next
+// event on). A token refused at a new resolution sees nothing more (the
+// stream's own check then ends it); one that cannot be resolved now (no
+// server) keeps the rights last resolved.
+func (s *server) eventNamespaceFilter(r *http.Request, a *acl.ACL) func(string) bool {
+	var current atomic.Pointer[acl.ACL]
+	current.Store(a)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	recheck := s.cfg.EventRecheck
+	if recheck <= 0 {
+		recheck = eventRecheck
+	}
+	ra, canResolve := s.cfg.Auth.(requestAuthorizer)
+	token := requestToken(r)
+	return func(ns string) bool {
+		if now := time.Now().UnixNano(); canResolve && time.Duration(now-last.Load()) >= recheck {
+			last.Store(now)
+			nr, err := ra.AuthorizeRequest(r, token)
+			if err == nil {
+				if na := requestACL(nr); na != nil {
+					current.Store(na)
+				}
+			} else if code, _ := structs.ErrorCode(err); code == http.StatusForbidden || errors.Is(err, structs.ErrPermissionDenied) {
+				current.Store(nil)
+			}
+		}
+		cur := current.Load()
+		return cur != nil && (cur.IsManagement() || cur.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob))
 	}
 }

@@ -109,7 +109,9 @@ type TaskRunner struct {
 	killOnce   sync.Once
 	killCh     chan struct{}
 	killReason string
-	killSignal string
+	// exitedBeforeKill: the last run ended on its own, not by a kill.
+	exitedBeforeKill bool
+	killSignal       string
 
 	waitCh chan struct{}
 
@@ -447,6 +449,16 @@ func (tr *TaskRunner) Run() {
 		if errors.Is(startErr, errDetached) {
 			return
 		}
+		if tr.killed() && tr.takeExitedBeforeKill() && res != nil && !res.Successful() {
+			// The task failed on its own before the stop reached it (a
+			// client back after a disconnection finds the stop and the
+			// task's end together): its real outcome is kept, not
+			// reported as a kill that made the allocation complete.
+			ev := tr.newEvent(structs.TaskNotRestarting, "Task failed before it was stopped")
+			ev.FailsTask = true
+			tr.setState(structs.TaskStateDead, ev)
+			return
+		}
 		if tr.killed() {
 			ev := tr.newEvent(structs.TaskKilled, "Task successfully killed")
 			tr.mu.Lock()
@@ -522,6 +534,7 @@ func (tr *TaskRunner) jobType() string {
 // the runner was detached from the still running task.
 func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.ExitResult, error) {
 	tr.drainRestart()
+	tr.takeExitedBeforeKill()
 	startedOn := "" // re-attached: the set it runs on is not known
 	if !attached {
 		tc := tr.taskConfig(stdout, stderr)
@@ -591,7 +604,13 @@ func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.Ex
 	var res *drivers.ExitResult
 	select {
 	case res = <-waitCh:
+		tr.setExitedBeforeKill()
 	case <-tr.killCh:
+		if r, ok := tr.alreadyExited(waitCh); ok {
+			res = r
+			tr.setExitedBeforeKill()
+			break
+		}
 		var exited bool
 		if res, exited = tr.preKill(waitCh); exited {
 			break

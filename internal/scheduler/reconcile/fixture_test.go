@@ -47,6 +47,11 @@ func withCommand(cmd string) func(*structs.Job) {
 	return func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": cmd} }
 }
 
+// noResched gives the group a reschedule policy that replaces nothing.
+func noResched(j *structs.Job) {
+	j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Unlimited: false}
+}
+
 func asBatch(j *structs.Job) {
 	j.Type = "batch"
 	j.TaskGroups[0].ReschedulePolicy = structs.DefaultReschedulePolicy("batch")

@@ -96,6 +96,22 @@ func TestCompute(t *testing.T) {
 		{name: "scale down stops the highest names", job: jobV(1, 1), allocs: three(v1),
 			want: "stop=web.g[1],web.g[2]"},
 		{name: "count 0 stops all", job: jobV(1, 0), allocs: three(v1), want: "stop=web.g[0],web.g[1],web.g[2]"},
+		// A failed allocation the policy does not replace counts toward the
+		// count: scaling down stops it first, and marks it desired stop.
+		{name: "scale down stops a failed allocation first", job: jobV(1, 2, noResched), allocs: with(
+			[]*structs.Allocation{failedAt(alloc(v1, 0, "n1", "running"), now.Add(-time.Minute))},
+			alloc(v1, 1, "n1", "running"), alloc(v1, 2, "n1", "running")),
+			want: "stop=web.g[0]"},
+		{name: "scale down marks a failed highest name stop", job: jobV(1, 2, noResched), allocs: with(
+			[]*structs.Allocation{alloc(v1, 0, "n1", "running"), alloc(v1, 1, "n1", "running")},
+			failedAt(alloc(v1, 2, "n1", "running"), now.Add(-time.Minute))),
+			want: "stop=web.g[2]"},
+		{name: "batch scale down stops a failed allocation first", job: jobV(1, 1, asBatch, noResched), batch: true, allocs: []*structs.Allocation{
+			alloc(batch, 0, "n1", "running"), failedAt(alloc(batch, 1, "n1", "running"), now.Add(-time.Minute))},
+			want: "stop=web.g[1]"},
+		{name: "batch scale down: failed before running even at a lower name", job: jobV(1, 1, asBatch, noResched), batch: true, allocs: []*structs.Allocation{
+			failedAt(alloc(batch, 0, "n1", "running"), now.Add(-time.Minute)), alloc(batch, 1, "n1", "running")},
+			want: "stop=web.g[0]"},
 		{name: "scale 3 to 5 with a new version: in place plus 2, no stop", job: v2scale5, allocs: three(v1u),
 			want: "fresh=2(web.g[3],web.g[4]) inplace=web.g[0],web.g[1],web.g[2] deploy=new(total 5)"},
 		{name: "only max_parallel changed: in place", job: v2mp, allocs: three(v1u),

@@ -8,8 +8,8 @@ import (
 // allocations are always stopped (client status lost). When the untainted
 // (less those unknown, which may come back) and migrating allocations
 // exceed the count, the excess goes: first old allocations sharing a name
-// with promoted canaries, then migrating ones, then the highest names,
-// then anything (duplicate names). Unpromoted canaries are never counted
+// with promoted canaries, then migrating ones, then failed ones, then the
+// highest names, then anything (duplicate names). Unpromoted canaries are never counted
 // or stopped here. It removes what it stops from untainted and migrate.
 // followups names the follow-up evaluation of lost allocations whose
 // replacement waits (stop_on_client_after).
@@ -45,7 +45,9 @@ func (r *reconciler) computeStop(tg *structs.TaskGroup, names *nameIndex, untain
 		delete(*from, a.ID)
 		delete(candidates, a.ID)
 		names.unset(a.Index())
-		if !a.TerminalStatus() {
+		// A failed allocation is marked stop too: left desired run, it
+		// looked wanted and was counted again by the next evaluation.
+		if !a.ServerTerminalStatus() && (!a.ClientTerminalStatus() || a.ClientStatus == structs.AllocClientStatusFailed) {
 			r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: DescNotNeeded})
 		}
 		remove--
@@ -70,6 +72,16 @@ func (r *reconciler) computeStop(tg *structs.TaskGroup, names *nameIndex, untain
 				if remove == 0 {
 					return stop
 				}
+			}
+		}
+	}
+	// Failed allocations (ones the reschedule policy does not replace
+	// still count) go before any that runs, highest names first.
+	for _, a := range reverse(candidates.nameOrder()) {
+		if a.ClientStatus == structs.AllocClientStatusFailed {
+			mark(a, untainted)
+			if remove == 0 {
+				return stop
 			}
 		}
 	}
