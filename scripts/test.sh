@@ -31,6 +31,13 @@ cp go.mod go.sum "$gendir/"
 cp -r third_party/go-immutable-radix "$gendir/third_party/"
 cp -r tools/structsgen "$gendir/tools/"
 cp -r internal/structs "$gendir/internal/"
+# ...and the module's packages internal/structs imports (validation uses
+# e.g. internal/client/getter's source checks).
+for pkg in $(go list -deps ./internal/structs | grep '^github.com/drover-project/drover/internal/' | grep -v '/internal/structs$'); do
+	dir=${pkg#github.com/drover-project/drover/}
+	mkdir -p "$gendir/$dir"
+	find "$dir" -maxdepth 1 -type f -name '*.go' -exec cp {} "$gendir/$dir/" \;
+done
 rm "$gendir/internal/structs/structs.generated.go"
 (cd "$gendir" && go run ./tools/structsgen -dir internal/structs) || { echo "regenerating internal/structs/structs.generated.go failed"; exit 1; }
 if ! cmp -s "$gendir/internal/structs/structs.generated.go" internal/structs/structs.generated.go; then
