@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -24,6 +25,33 @@ func resolveAlloc(client *api.Client, id string) (*api.Allocation, error) {
 		return nil, fmt.Errorf("Prefix matched multiple allocations\n\n%s", formatAllocList(stubs, true))
 	}
 	alloc, _, err := client.Allocations().Info(stubs[0].ID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("Error querying allocation: %w", err)
+	}
+	return alloc, nil
+}
+
+// resolveAllocArg resolves a command's first argument: an allocation ID
+// or prefix, or with -job a job ID, of which a random running allocation
+// is taken (as Nomad's alloc logs, fs and exec do).
+func resolveAllocArg(client *api.Client, arg string, job bool) (*api.Allocation, error) {
+	if !job {
+		return resolveAlloc(client, arg)
+	}
+	stubs, _, err := client.Jobs().Allocations(arg, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("Error querying allocations of job %q: %w", arg, err)
+	}
+	var running []*api.AllocationListStub
+	for _, a := range stubs {
+		if a.ClientStatus == api.AllocClientStatusRunning {
+			running = append(running, a)
+		}
+	}
+	if len(running) == 0 {
+		return nil, fmt.Errorf("Job %q has no running allocations", arg)
+	}
+	alloc, _, err := client.Allocations().Info(running[rand.IntN(len(running))].ID, nil)
 	if err != nil {
 		return nil, fmt.Errorf("Error querying allocation: %w", err)
 	}
@@ -175,6 +203,8 @@ Usage: `+BinaryName+` alloc logs [options] <allocation> [task]
 
 Logs Options:
 
+  -job          Take the argument as a job ID and use one of its running
+                allocations, chosen at random.
   -stderr       Show stderr instead of stdout.
   -f            Follow the log until the task ends; across a restart of its
                 agent it reconnects and resumes where it stopped.
@@ -195,6 +225,8 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	fs.Int64Var(&lines, "n", -1, "")
 	fs.Int64Var(&bytes, "c", -1, "")
 	fs.StringVar(&task, "task", "", "")
+	var byJob bool
+	fs.BoolVar(&byJob, "job", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
 		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [task]"))
 		c.Ui.Error(commandErrorText(c))
@@ -204,7 +236,7 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	alloc, err := resolveAlloc(client, fs.Arg(0))
+	alloc, err := resolveAllocArg(client, fs.Arg(0), byJob)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1

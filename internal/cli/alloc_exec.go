@@ -28,6 +28,8 @@ Exec Options:
 
   -task <task-name>   The task to run in; may be omitted when the allocation
                       has one task.
+  -job                Take the first argument as a job ID and use one of its
+                      running allocations, chosen at random.
   -i                  Pass stdin to the command (default true).
   -t                  Allocate a terminal (default: when stdin is one).
 `) + "\n" + globalHelp
@@ -38,6 +40,8 @@ func (c *AllocExecCommand) Run(args []string) int {
 	var stdinOpt bool
 	fs := c.FlagSet("alloc exec")
 	fs.StringVar(&task, "task", "", "")
+	var byJob bool
+	fs.BoolVar(&byJob, "job", false, "")
 	fs.BoolVar(&stdinOpt, "i", true, "")
 	ttyDefault := isTerminal(os.Stdin)
 	tty := ttyDefault
@@ -55,7 +59,7 @@ func (c *AllocExecCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	alloc, err := resolveAlloc(client, fs.Arg(0))
+	alloc, err := resolveAllocArg(client, fs.Arg(0), byJob)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1

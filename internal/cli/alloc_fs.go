@@ -27,6 +27,8 @@ FS Options:
   -stat      Show information about the path instead of its contents.
   -H         Show sizes in bytes rather than human readable units.
   -verbose   Show full IDs.
+  -job       Take the first argument as a job ID and use one of its running
+             allocations, chosen at random.
 `) + "\n" + globalHelp
 }
 
@@ -36,6 +38,8 @@ func (c *AllocFSCommand) Run(args []string) int {
 	fs.BoolVar(&stat, "stat", false, "")
 	fs.BoolVar(&machine, "H", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	var byJob bool
+	fs.BoolVar(&byJob, "job", false, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
 		c.Ui.Error(flagErrorOr(err, "This command takes one or two arguments: <allocation> [<path>]"))
 		c.Ui.Error(commandErrorText(c))
@@ -49,7 +53,7 @@ func (c *AllocFSCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	alloc, err := resolveAlloc(client, fs.Arg(0))
+	alloc, err := resolveAllocArg(client, fs.Arg(0), byJob)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
