@@ -119,6 +119,9 @@ type TaskRunner struct {
 	// userRestart marks that the last run ended because of one.
 	restartCh   chan struct{}
 	userRestart bool
+	// restartReason is the reason of the last in-place restart asked for
+	// (an operator's, a template's), carried by its Restarting event.
+	restartReason string
 
 	// deviceEnv is the environment of the reserved devices.
 	deviceEnv map[string]string
@@ -533,7 +536,11 @@ func (tr *TaskRunner) jobType() string {
 // ended. On a start failure it returns the error instead; errDetached when
 // the runner was detached from the still running task.
 func (tr *TaskRunner) runOnce(stdout, stderr string, attached bool) (*drivers.ExitResult, error) {
-	tr.drainRestart()
+	if !attached {
+		// A re-attached task ran all along: a restart asked for meanwhile
+		// (a template that changed while the client was down) stands.
+		tr.drainRestart()
+	}
 	tr.takeExitedBeforeKill()
 	startedOn := "" // re-attached: the set it runs on is not known
 	if !attached {

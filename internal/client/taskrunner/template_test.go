@@ -157,6 +157,12 @@ func TestRestoredTaskTemplatesDoNotRestartUnlessChanged(t *testing.T) {
 	if n != 1 || tr.State().Restarts != 1 {
 		t.Fatalf("%d restart events, %d restarts; want 1: %v", n, tr.State().Restarts, tr.State().Events)
 	}
+	// The Restarting event gives the template's reason, not an operator's.
+	for _, e := range tr.State().Events {
+		if e.Type == structs.TaskRestarting && e.RestartReason != "Template with change_mode restart re-rendered" {
+			t.Fatalf("Restarting event's reason %q", e.RestartReason)
+		}
+	}
 }
 
 // wait { min } without max renders at most 4 × min after the first change

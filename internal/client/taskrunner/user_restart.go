@@ -25,6 +25,9 @@ func (tr *TaskRunner) Restart(reason string, index uint64) error {
 	if reason == "" {
 		reason = "User requested restart"
 	}
+	tr.mu.Lock()
+	tr.restartReason = reason
+	tr.mu.Unlock()
 	ev := tr.newEvent(structs.TaskRestartSignaled, reason)
 	ev.RestartReason = reason
 	ev.Details = map[string]string{structs.TaskEventDetailRestartIndex: fmt.Sprint(index)}
@@ -62,9 +65,13 @@ func (tr *TaskRunner) takeUserRestart() bool {
 	tr.userRestart = false
 	tr.state.Restarts++
 	tr.state.LastRestart = tr.now()
+	reason := tr.restartReason
 	tr.mu.Unlock()
+	if reason == "" {
+		reason = "User requested restart"
+	}
 	ev := tr.newEvent(structs.TaskRestarting, "Task restarting in 0s")
-	ev.RestartReason = "User requested restart"
+	ev.RestartReason = reason
 	tr.setState(structs.TaskStatePending, ev)
 	return true
 }
