@@ -156,6 +156,22 @@ func (c *haCluster) raftPeers(a *agent) []string {
 	return out
 }
 
+// raftVoters are the addresses of the voting servers of a's Raft
+// configuration.
+func (c *haCluster) raftVoters(a *agent) []string {
+	conf, err := a.client.Operator().RaftGetConfiguration(nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range conf.Servers {
+		if s.Voter {
+			out = append(out, s.Address)
+		}
+	}
+	return out
+}
+
 func (c *haCluster) memberStatus(a *agent) map[string]string {
 	m, err := a.client.Agent().Members()
 	if err != nil {
@@ -361,10 +377,13 @@ func TestHAClusterFailover(t *testing.T) {
 		j, _, err := leader.client.Jobs().Info("after", &api.QueryOptions{AllowStale: true})
 		return err == nil && j != nil && *j.ID == "after"
 	})
-	waitFor(t, 60*time.Second, "the restarted server back in Raft", func() bool {
-		for _, p := range c.raftPeers(newLeader) {
+	// It comes back as a non-voter, and votes once autopilot has seen it
+	// stable (server_stabilization_time): until then a second dead server
+	// would cost the quorum.
+	waitFor(t, 60*time.Second, "the restarted server back in Raft as a voter", func() bool {
+		for _, p := range c.raftVoters(newLeader) {
 			if p == deadAddr {
-				return len(c.raftPeers(newLeader)) == 3
+				return len(c.raftVoters(newLeader)) == 3
 			}
 		}
 		return false
