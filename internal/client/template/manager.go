@@ -87,12 +87,17 @@ type Manager struct {
 }
 
 type compiled struct {
-	spec  *structs.Template
-	name  string // as events name it: the destination as written
-	body  string
-	dest  string
-	perms os.FileMode
-	done  bool // once = true and rendered
+	spec *structs.Template
+	name string // as events name it: the destination as written
+	body string
+	dest string
+	// root is the directory dest must stay in (the allocation's), and
+	// rel dest within it: files are written through an os.Root, so a
+	// symlink the task planted (local/ pointing at /etc) cannot lead the
+	// client's writes out of it.
+	root, rel string
+	perms     os.FileMode
+	done      bool // once = true and rendered
 }
 
 // New checks the templates (destinations, sources, perms) and reads the
@@ -132,6 +137,13 @@ func (m *Manager) compile(t *structs.Template) (*compiled, error) {
 		return nil, fmt.Errorf("template %q: %w", c.name, err)
 	}
 	c.dest = dest
+	c.root = m.cfg.AllocDir
+	if c.root == "" {
+		c.root = filepath.Dir(m.cfg.TaskDir)
+	}
+	if c.rel, err = filepath.Rel(c.root, dest); err != nil {
+		return nil, fmt.Errorf("template %q: %w", c.name, err)
+	}
 	perms, err := ParsePerms(str(t.Perms))
 	if err != nil {
 		return nil, fmt.Errorf("template %q: %w", c.name, err)
@@ -146,7 +158,7 @@ func (m *Manager) compile(t *structs.Template) (*compiled, error) {
 		if err != nil {
 			return nil, fmt.Errorf("template %q: %w", c.name, err)
 		}
-		b, err := os.ReadFile(p)
+		b, err := readWithin(m.cfg.TaskDir, p)
 		if err != nil {
 			return nil, fmt.Errorf("template %q: reading source %q: %w", c.name, src, err)
 		}
@@ -455,37 +467,57 @@ func (m *Manager) describe(d dep) string {
 // file already holds it (a restored task's files are not rewritten), then
 // sets its mode and owner.
 func writeIfChanged(c *compiled, content []byte) (bool, error) {
-	old, err := os.ReadFile(c.dest)
+	r, err := os.OpenRoot(c.root)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	old, err := r.ReadFile(c.rel)
 	changed := err != nil || !bytes.Equal(old, content)
 	if changed {
-		if err := os.MkdirAll(filepath.Dir(c.dest), 0o755); err != nil {
+		if err := r.MkdirAll(filepath.Dir(c.rel), 0o755); err != nil {
 			return false, err
 		}
-		tmp := c.dest + ".drover-tmp"
-		if err := os.WriteFile(tmp, content, c.perms); err != nil {
+		tmp := c.rel + ".drover-tmp"
+		if err := r.WriteFile(tmp, content, c.perms); err != nil {
 			return false, err
 		}
-		if err := os.Chmod(tmp, c.perms); err != nil { // WriteFile's mode is masked by the umask
-			os.Remove(tmp)
+		if err := r.Chmod(tmp, c.perms); err != nil { // WriteFile's mode is masked by the umask
+			r.Remove(tmp)
 			return false, err
 		}
-		if err := chown(tmp, c.spec); err != nil {
-			os.Remove(tmp)
+		if err := chown(r, tmp, c.spec); err != nil {
+			r.Remove(tmp)
 			return false, err
 		}
-		if err := os.Rename(tmp, c.dest); err != nil {
-			os.Remove(tmp)
+		if err := r.Rename(tmp, c.rel); err != nil {
+			r.Remove(tmp)
 			return false, err
 		}
 		return true, nil
 	}
-	if err := os.Chmod(c.dest, c.perms); err != nil {
+	if err := r.Chmod(c.rel, c.perms); err != nil {
 		return false, err
 	}
-	return false, chown(c.dest, c.spec)
+	return false, chown(r, c.rel, c.spec)
 }
 
-func chown(p string, t *structs.Template) error {
+// readWithin reads the file at p, which must stay within dir even through
+// symlinks (a source file the task made a link to /etc/shadow is refused).
+func readWithin(dir, p string) ([]byte, error) {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(rel)
+}
+
+func chown(r *os.Root, p string, t *structs.Template) error {
 	uid, gid := -1, -1
 	if t.Uid != nil && *t.Uid >= 0 {
 		uid = *t.Uid
@@ -496,7 +528,7 @@ func chown(p string, t *structs.Template) error {
 	if uid < 0 && gid < 0 {
 		return nil
 	}
-	if err := os.Lchown(p, uid, gid); err != nil {
+	if err := r.Lchown(p, uid, gid); err != nil {
 		return fmt.Errorf("setting the owner of %s: %w", filepath.Base(p), err)
 	}
 	return nil

@@ -398,3 +398,47 @@ func TestRender_Once(t *testing.T) {
 		t.Fatalf("got %q", b)
 	}
 }
+
+// A task can plant symlinks in its own directories (a container sees
+// local/ and secrets/). The client renders as root, so a destination
+// whose directory is a link out of the allocation, or a source that is a
+// link to a host file, must not lead it there: both are refused, and
+// nothing is written outside.
+func TestRender_SymlinksPlantedByTheTaskAreNotFollowedOut(t *testing.T) {
+	alloc, task := taskDirs(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// local/ replaced by a link to a host directory.
+	if err := os.RemoveAll(filepath.Join(task, "local")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(task, "local")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Templates: []*structs.Template{tmpl("local/app.conf", "pwned")}, TaskDir: task, AllocDir: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Render(); err == nil {
+		t.Fatal("rendering through a link out of the allocation succeeded")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Fatalf("files written outside the allocation: %v", entries)
+	}
+	// A source file that links to a host file.
+	if err := os.Remove(filepath.Join(task, "local")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(task, "local"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(task, "local", "app.tpl")); err != nil {
+		t.Fatal(err)
+	}
+	src, dest := "local/app.tpl", "local/out"
+	if _, err := New(Config{Templates: []*structs.Template{{SourcePath: &src, DestPath: &dest}}, TaskDir: task, AllocDir: alloc}); err == nil {
+		t.Fatal("a source linking out of the task directory was read")
+	}
+}
